@@ -1,0 +1,177 @@
+//! Hash chains shared by every toolset.
+//!
+//! A record is sealed by hashing the canonical JSON of the record *without* its own hash field
+//! (SHA-256, lowercase hex). Every record carries `seq` (its 1-based position in the chain's
+//! whole history) and `prev` (the previous record's hash, or the chain's anchor for the first
+//! retained record). A trimmed chain keeps the hash of the last evicted record as its `anchor`;
+//! an untrimmed chain's anchor is `null`.
+//!
+//! Verification recomputes every hash and link. It detects edits, deletions, reordering and
+//! relinking by anyone who cannot also recompute every later hash; it is not a signature.
+
+pub mod canonical;
+
+pub use canonical::to_canonical_string;
+
+use serde::Deserialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Lowercase hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: impl AsRef<[u8]>) -> String {
+    hex::encode(Sha256::digest(bytes.as_ref()))
+}
+
+/// A record as the store keeps it: the canonical body (without the hash field) and its hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sealed {
+    pub seq: u64,
+    pub hash: String,
+    pub body: String,
+}
+
+impl Sealed {
+    /// Seals `record`, which must be a JSON object without its hash field.
+    pub fn new(seq: u64, record: &Value) -> Self {
+        let body = to_canonical_string(record);
+        Self {
+            seq,
+            hash: sha256_hex(&body),
+            body,
+        }
+    }
+
+    /// The record as JSON with its hash inserted under `hash_field`.
+    pub fn to_json(&self, hash_field: &str) -> Result<Value, serde_json::Error> {
+        let mut value: Value = serde_json::from_str(&self.body)?;
+        if let Value::Object(map) = &mut value {
+            map.insert(hash_field.to_owned(), Value::String(self.hash.clone()));
+        }
+        Ok(value)
+    }
+}
+
+/// What went wrong with a record, reported with its 1-based position in the retained chain.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("integrity check failed at record {position} of the retained chain: {problem}")]
+pub struct IntegrityError {
+    pub position: usize,
+    pub problem: Problem,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Problem {
+    #[error("its content does not match its hash")]
+    HashMismatch,
+    #[error("it does not link to the record before it")]
+    BrokenLink,
+    #[error("its sequence number is out of order")]
+    SequenceGap,
+    #[error("it is not valid record JSON")]
+    Unreadable,
+    #[error("the newest record is missing")]
+    MissingNewest,
+}
+
+/// The two fields every chain record carries for linking; the rest is the toolset's business.
+#[derive(Deserialize)]
+struct Link<'a> {
+    seq: u64,
+    #[serde(borrow)]
+    prev: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Verifies a retained chain: every body hashes to its stored hash, the first record links to
+/// `anchor`, each later record links to its predecessor with the next `seq`, and the newest
+/// record is the one the chain head names (`head_hash`), which catches a deleted newest record.
+pub fn verify(
+    records: &[Sealed],
+    anchor: Option<&str>,
+    head_hash: &str,
+) -> Result<(), IntegrityError> {
+    let fail = |index: usize, problem| IntegrityError {
+        position: index + 1,
+        problem,
+    };
+    let mut expected_prev = anchor;
+    let mut expected_seq: Option<u64> = None;
+    for (index, record) in records.iter().enumerate() {
+        if sha256_hex(&record.body) != record.hash {
+            return Err(fail(index, Problem::HashMismatch));
+        }
+        let link: Link<'_> =
+            serde_json::from_str(&record.body).map_err(|_| fail(index, Problem::Unreadable))?;
+        if link.seq != record.seq || expected_seq.is_some_and(|seq| seq != link.seq) {
+            return Err(fail(index, Problem::SequenceGap));
+        }
+        if link.prev.as_deref() != expected_prev {
+            return Err(fail(index, Problem::BrokenLink));
+        }
+        expected_prev = Some(&record.hash);
+        expected_seq = Some(link.seq + 1);
+    }
+    match records.last() {
+        Some(newest) if newest.hash == head_hash => Ok(()),
+        _ => Err(fail(records.len(), Problem::MissingNewest)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn chain(length: u64) -> Vec<Sealed> {
+        let mut prev: Option<String> = None;
+        (1..=length)
+            .map(|seq| {
+                let sealed = Sealed::new(seq, &json!({"seq": seq, "prev": prev, "n": seq * 10}));
+                prev = Some(sealed.hash.clone());
+                sealed
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_intact_chain_verifies() {
+        let records = chain(5);
+        assert_eq!(verify(&records, None, &records[4].hash), Ok(()));
+    }
+
+    #[test]
+    fn an_edited_body_is_named_by_position() {
+        let mut records = chain(5);
+        records[2].body = records[2].body.replace("30", "31");
+        let error = verify(&records, None, &records[4].hash.clone()).unwrap_err();
+        assert_eq!((error.position, error.problem), (3, Problem::HashMismatch));
+    }
+
+    #[test]
+    fn a_deleted_middle_record_breaks_the_next_link() {
+        let mut records = chain(5);
+        records.remove(2);
+        let head = records[3].hash.clone();
+        let error = verify(&records, None, &head).unwrap_err();
+        assert_eq!(error.position, 3);
+    }
+
+    #[test]
+    fn a_deleted_newest_record_is_caught_by_the_head() {
+        let records = chain(5);
+        let head = records[4].hash.clone();
+        let error = verify(&records[..4], None, &head).unwrap_err();
+        assert_eq!((error.position, error.problem), (4, Problem::MissingNewest));
+    }
+
+    #[test]
+    fn a_trimmed_chain_must_link_to_its_anchor() {
+        let records = chain(5);
+        let anchor = records[1].hash.clone();
+        assert_eq!(
+            verify(&records[2..], Some(&anchor), &records[4].hash),
+            Ok(())
+        );
+        let error = verify(&records[2..], Some("0000"), &records[4].hash).unwrap_err();
+        assert_eq!((error.position, error.problem), (1, Problem::BrokenLink));
+    }
+}

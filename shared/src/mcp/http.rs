@@ -1,0 +1,260 @@
+//! `POST /mcp` and `GET /healthz`.
+//!
+//! Checks run cheapest and most general first, and each failure has its own status:
+//! 405 (not POST), 403 (Origin not allowed), 401 (no valid bearer token), 415 (not JSON),
+//! 400 (unsupported `MCP-Protocol-Version`), 413 (body over 64 KiB), 400 with a JSON-RPC parse
+//! or invalid-request error. Everything that passes goes to rmcp's stateless Streamable HTTP
+//! service in JSON-response mode with the authenticated caller attached.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+use http::{HeaderValue, Method, StatusCode, header};
+use http_body_util::Full;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::json;
+
+use super::handler::HearthServer;
+use super::{MAX_BODY_BYTES, PROTOCOL_VERSIONS};
+use crate::auth::{AuthFailure, BearerAuth};
+use crate::telemetry::{RequestLog, request_id};
+
+/// MCP methods whose names may appear in logs; anything else is logged as `other`.
+const KNOWN_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "prompts/list",
+    "notifications/initialized",
+    "notifications/cancelled",
+];
+
+/// Everything `/mcp` needs, built once per process.
+pub struct McpEndpoint {
+    service: StreamableHttpService<HearthServer, NeverSessionManager>,
+    server: HearthServer,
+    auth: BearerAuth,
+    allowed_origins: Vec<String>,
+}
+
+impl McpEndpoint {
+    /// `allowed_hosts` empty disables the `Host` check (see `Config::allowed_hosts`).
+    pub fn new(
+        server: HearthServer,
+        auth: BearerAuth,
+        allowed_origins: Vec<String>,
+        allowed_hosts: Vec<String>,
+    ) -> Self {
+        let mut config = StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(false)
+            .with_json_response(true)
+            .with_sse_keep_alive(None)
+            .with_max_request_body_bytes(MAX_BODY_BYTES)
+            // Origins are checked exactly, before authentication, by this endpoint.
+            .disable_allowed_origins();
+        config = if allowed_hosts.is_empty() {
+            config.disable_allowed_hosts()
+        } else {
+            config.with_allowed_hosts(allowed_hosts)
+        };
+        let factory_server = server.clone();
+        let service = StreamableHttpService::new(
+            move || Ok(factory_server.clone()),
+            Arc::new(NeverSessionManager::default()),
+            config,
+        );
+        Self {
+            service,
+            server,
+            auth,
+            allowed_origins,
+        }
+    }
+}
+
+/// The MCP function's routes: `/mcp` and `/healthz`.
+pub fn router(endpoint: Arc<McpEndpoint>) -> Router {
+    Router::new()
+        .route("/mcp", any(mcp))
+        .route("/healthz", get(healthz))
+        .with_state(endpoint)
+}
+
+async fn healthz() -> Response {
+    axum::Json(json!({"status": "ok", "service": "hearth"})).into_response()
+}
+
+async fn mcp(State(endpoint): State<Arc<McpEndpoint>>, request: Request) -> Response {
+    let started = Instant::now();
+    let mut log = RequestLog::new(request_id(&request));
+    let response = handle(&endpoint, request, &mut log).await;
+    log.finish(response.status(), started.elapsed());
+    response
+}
+
+#[derive(Deserialize)]
+struct Peek<'a> {
+    #[serde(borrow)]
+    method: Option<std::borrow::Cow<'a, str>>,
+    params: Option<PeekParams<'a>>,
+}
+
+#[derive(Deserialize)]
+struct PeekParams<'a> {
+    #[serde(borrow)]
+    name: Option<std::borrow::Cow<'a, str>>,
+}
+
+async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) -> Response {
+    if request.method() != Method::POST {
+        let mut response = rpc_error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            -32000,
+            "Method not allowed: this stateless endpoint accepts POST only",
+        );
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("POST"));
+        return response;
+    }
+    let headers = request.headers();
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let allowed = origin
+            .to_str()
+            .is_ok_and(|origin| endpoint.allowed_origins.iter().any(|o| o == origin));
+        if !allowed {
+            return rpc_error(StatusCode::FORBIDDEN, -32000, "Origin not allowed");
+        }
+    }
+    let subject = match endpoint.auth.authenticate(headers) {
+        Ok(subject) => subject,
+        Err(failure) => return unauthorized(failure),
+    };
+    let caller = subject.caller();
+    log.subject(&caller);
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| {
+            let essence = value.split(';').next().unwrap_or_default().trim();
+            essence.eq_ignore_ascii_case("application/json")
+        });
+    if !is_json {
+        return rpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            -32000,
+            "Content-Type must be application/json",
+        );
+    }
+    if let Some(version) = headers.get("mcp-protocol-version") {
+        let supported = version
+            .to_str()
+            .is_ok_and(|version| PROTOCOL_VERSIONS.contains(&version));
+        if !supported {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32000,
+                &format!(
+                    "Unsupported MCP-Protocol-Version; supported: {}",
+                    PROTOCOL_VERSIONS.join(", ")
+                ),
+            );
+        }
+    }
+    let declared_length = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<usize>().ok());
+    if declared_length.is_some_and(|length| length > MAX_BODY_BYTES) {
+        return too_large();
+    }
+    let (mut parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
+        return too_large();
+    };
+    match serde_json::from_slice::<Peek<'_>>(&bytes) {
+        Ok(peek) => {
+            let method = peek.method.as_deref().unwrap_or_default();
+            log.method(
+                KNOWN_METHODS
+                    .iter()
+                    .find(|known| **known == method)
+                    .copied(),
+            );
+            if let Some(name) = peek.params.and_then(|params| params.name) {
+                if method == "tools/call" && endpoint.server.knows_tool(&name) {
+                    log.tool(&name);
+                }
+            }
+        }
+        Err(_) if serde_json::from_slice::<IgnoredAny>(&bytes).is_ok() => return invalid_request(),
+        Err(_) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32700,
+                "Parse error: the body is not valid JSON",
+            );
+        }
+    }
+    parts.extensions.insert(caller);
+    let response = endpoint
+        .service
+        .handle(http::Request::from_parts(parts, Full::new(bytes)))
+        .await;
+    // rmcp answers 415 when the JSON is not a JSON-RPC message; the media type was already
+    // checked above, so that can only mean an invalid request.
+    if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return invalid_request();
+    }
+    response.map(Body::new)
+}
+
+fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+    (status, axum::Json(body)).into_response()
+}
+
+fn invalid_request() -> Response {
+    rpc_error(
+        StatusCode::BAD_REQUEST,
+        -32600,
+        "Invalid request: the body is not a JSON-RPC 2.0 message",
+    )
+}
+
+fn too_large() -> Response {
+    rpc_error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        -32000,
+        &format!("Request body exceeds {MAX_BODY_BYTES} bytes"),
+    )
+}
+
+fn unauthorized(failure: AuthFailure) -> Response {
+    let mut response = rpc_error(
+        StatusCode::UNAUTHORIZED,
+        -32000,
+        &format!("Unauthorized: {failure}"),
+    );
+    let challenge = match failure {
+        AuthFailure::Invalid => r#"Bearer realm="hearth", error="invalid_token""#,
+        AuthFailure::Missing | AuthFailure::WrongScheme => r#"Bearer realm="hearth""#,
+    };
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(challenge),
+    );
+    response
+}

@@ -1,0 +1,17 @@
+//! MCP protocol wiring: the rmcp server handler over the enabled toolsets, and the `/mcp`
+//! HTTP endpoint (stateless Streamable HTTP with JSON responses) in front of it.
+
+pub mod handler;
+pub mod http;
+
+pub use handler::HearthServer;
+pub use http::{McpEndpoint, router};
+
+/// Protocol versions Hearth speaks. Alexa+ initializes with 2025-03-26; current SDKs send the
+/// later two. A client asking for another version is offered the newest.
+pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+
+/// Largest `arguments` object of one tool call, in compact JSON bytes.
+pub const MAX_TOOL_ARGUMENT_BYTES: usize = 8192;
+/// Largest HTTP request body on `/mcp`.
+pub const MAX_BODY_BYTES: usize = 65_536;

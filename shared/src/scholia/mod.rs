@@ -1,0 +1,102 @@
+//! Scholialang v0.6 atoms as Hearth stores them, and their content address (`canonical_id`).
+//!
+//! `canonical_id` is defined in §10.1 of the Scholialang v0.6 specification (CC-BY-4.0, Doug
+//! Fir Labs): `"sha256:"` plus the first 12 hex characters of SHA-256 over the canonical JSON of
+//! `{kind, content.strip(), attrs}`, where `attrs` drops provenance (`timestamp`, `wall_clock`,
+//! `run_id`, `sequence`, `instance`), base bookkeeping, and empty or null values.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::chain::{sha256_hex, to_canonical_string};
+
+/// Attributes never folded into a `canonical_id`.
+const EXCLUDED_ATTRS: &[&str] = &[
+    "timestamp",
+    "wall_clock",
+    "run_id",
+    "sequence",
+    "instance",
+    "id",
+    "canonical_id",
+    "content",
+    "children",
+    "operators",
+    "kind",
+];
+
+/// One Scholia atom: its kind (`Action`, `Finding`, …), trace-local id, text content,
+/// kind-specific attributes and the content address stamped from them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Atom {
+    pub kind: String,
+    pub id: String,
+    pub content: String,
+    pub attrs: Map<String, Value>,
+    pub canonical_id: String,
+}
+
+impl Atom {
+    /// Builds an atom and stamps its `canonical_id`.
+    pub fn new(kind: &str, id: String, content: String, attrs: Map<String, Value>) -> Self {
+        let canonical_id = canonical_id(kind, &content, &attrs);
+        Self {
+            kind: kind.to_owned(),
+            id,
+            content,
+            attrs,
+            canonical_id,
+        }
+    }
+}
+
+/// Computes the §10.1 content address of an atom.
+pub fn canonical_id(kind: &str, content: &str, attrs: &Map<String, Value>) -> String {
+    let hashed_attrs: Map<String, Value> = attrs
+        .iter()
+        .filter(|(name, value)| !EXCLUDED_ATTRS.contains(&name.as_str()) && !is_empty(value))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    let payload = json!({
+        "kind": kind,
+        "content": python_strip(content),
+        "attrs": hashed_attrs,
+    });
+    let digest = sha256_hex(to_canonical_string(&payload));
+    format!("sha256:{}", &digest[..12])
+}
+
+fn is_empty(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::String(text) => text.is_empty(),
+        _ => false,
+    }
+}
+
+/// Python's `str.strip()`: Rust's `trim` plus the four ASCII information separators
+/// (U+001C..U+001F) that Python also counts as whitespace.
+pub fn python_strip(text: &str) -> &str {
+    text.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strip_matches_python() {
+        assert_eq!(python_strip("\u{1c}\t x y \u{a0}\u{2028}"), "x y");
+    }
+
+    #[test]
+    fn provenance_and_empty_attrs_do_not_change_the_id() {
+        let bare = canonical_id("Action", "dim lights", &Map::new());
+        let mut attrs = Map::new();
+        attrs.insert("timestamp".into(), json!("2026-01-01T00:00:00Z"));
+        attrs.insert("scope".into(), Value::Null);
+        attrs.insert("note".into(), json!(""));
+        assert_eq!(canonical_id("Action", "  dim lights\n", &attrs), bare);
+    }
+}

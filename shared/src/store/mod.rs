@@ -1,0 +1,89 @@
+//! Chain storage. The store keeps sealed records and one head per chain and knows nothing of
+//! toolsets: it compares and swaps chain heads, evicts old records and enforces a cap on live
+//! chains per scope, all in one atomic step per append.
+//!
+//! Two implementations pass the same contract suite (`shared/tests/store_contract.rs`):
+//! [`sqlite::SqliteStore`], the embedded default, and the DynamoDB store for production.
+//! Which one runs is configuration; no code path falls back to volatile memory.
+
+pub mod sqlite;
+pub mod unconfigured;
+
+use async_trait::async_trait;
+
+use crate::chain::Sealed;
+
+/// Identifies one chain: `scope` is the hashed owner of the data (never a raw credential) and
+/// `name` the chain within that scope, e.g. a household.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ChainKey {
+    pub scope: String,
+    pub name: String,
+}
+
+/// A chain's head: its retention window, its newest record and its anchor.
+///
+/// Times are Unix milliseconds. A head whose `expires_at_ms` has passed is dead: reads treat
+/// the chain as empty, and the next append replaces the whole window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    pub window_started_ms: i64,
+    pub expires_at_ms: i64,
+    pub last_seq: u64,
+    pub last_hash: String,
+    /// Hash of the last evicted record, `None` while nothing has been evicted.
+    pub anchor: Option<String>,
+}
+
+impl Head {
+    pub fn is_live(&self, now_ms: i64) -> bool {
+        now_ms < self.expires_at_ms
+    }
+}
+
+/// A live chain as read: the head and the retained records, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    pub head: Head,
+    pub records: Vec<Sealed>,
+}
+
+/// One atomic append.
+#[derive(Debug, Clone)]
+pub struct Append {
+    /// The head the caller read, or `None` if it saw no live window (the append then opens a
+    /// new window, replacing any expired one). A mismatch is a [`StoreError::Conflict`].
+    pub expected: Option<Head>,
+    /// The head after this append.
+    pub head: Head,
+    /// The new record.
+    pub record: Sealed,
+    /// Retained records with `seq` below this are evicted in the same step.
+    pub evict_below_seq: u64,
+    /// When opening a new window: the most live chains the scope may hold, this one included.
+    pub max_live_chains: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Another writer moved the head first; read again and retry.
+    #[error("the chain changed while this write was prepared")]
+    Conflict,
+    /// Opening this chain would exceed the scope's cap on live chains.
+    #[error("at most {limit} chains may be live in one scope")]
+    ScopeFull { limit: usize },
+    /// The backend could not be reached or failed; nothing was written.
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+}
+
+#[async_trait]
+pub trait ChainStore: Send + Sync + 'static {
+    /// The live window of `key`, or `None` if the chain is empty or its window has expired.
+    /// Expired data is hidden, never deleted, by a read.
+    async fn load(&self, key: &ChainKey, now_ms: i64) -> Result<Option<Snapshot>, StoreError>;
+
+    /// Applies `append` atomically: either the record, the new head and every eviction are
+    /// stored together, or nothing changes.
+    async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError>;
+}

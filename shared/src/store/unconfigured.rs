@@ -1,0 +1,27 @@
+//! The store used when none is configured (under Lambda before a table is set): every call
+//! reports storage unavailable, so decision tools say so while everything else keeps working.
+//! It never keeps anything, in memory or elsewhere.
+
+use async_trait::async_trait;
+
+use super::{Append, ChainKey, ChainStore, Snapshot, StoreError};
+
+pub struct Unconfigured;
+
+const REASON: &str = "no chain store is configured";
+
+#[async_trait]
+impl ChainStore for Unconfigured {
+    async fn load(&self, _key: &ChainKey, _now_ms: i64) -> Result<Option<Snapshot>, StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+
+    async fn append(
+        &self,
+        _key: &ChainKey,
+        _append: Append,
+        _now_ms: i64,
+    ) -> Result<(), StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+}

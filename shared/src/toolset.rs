@@ -1,0 +1,78 @@
+//! The seam between the MCP wiring and the toolsets: each toolset describes its tools (typed
+//! arguments with generated input and output schemas, and annotations) and answers calls for
+//! the caller the HTTP layer authenticated. Toolsets never see HTTP or JSON-RPC.
+
+use async_trait::async_trait;
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// Who is calling, as far as a toolset needs to know: the SHA-256 of the verified subject.
+/// Toolsets key all data by it, so no argument can reach another credential's data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub scope: String,
+}
+
+/// The result of a tool call: structured content with a short text, or a plain failure
+/// message that becomes an `isError` result.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutput {
+    Success { text: String, structured: Value },
+    Failure(String),
+}
+
+impl ToolOutput {
+    /// A success whose structured content is `value` serialised.
+    pub fn success(text: impl Into<String>, value: &impl serde::Serialize) -> Self {
+        match serde_json::to_value(value) {
+            Ok(structured) => Self::Success {
+                text: text.into(),
+                structured,
+            },
+            Err(_) => Self::Failure("The result could not be encoded.".into()),
+        }
+    }
+
+    pub fn failure(message: impl Into<String>) -> Self {
+        Self::Failure(message.into())
+    }
+}
+
+#[async_trait]
+pub trait Toolset: Send + Sync + 'static {
+    /// The name used in `HEARTH_TOOLSETS`.
+    fn name(&self) -> &'static str;
+
+    /// The tools this toolset serves, in listing order.
+    fn tools(&self) -> Vec<Tool>;
+
+    /// Runs tool `name`, or returns `None` if this toolset has no such tool.
+    async fn call(&self, caller: &Caller, name: &str, arguments: JsonObject) -> Option<ToolOutput>;
+}
+
+/// Describes a tool from its argument and output types.
+pub fn describe<Args, Output>(
+    name: &'static str,
+    title: &str,
+    description: &'static str,
+    annotations: ToolAnnotations,
+) -> Tool
+where
+    Args: JsonSchema + 'static,
+    Output: JsonSchema + 'static,
+{
+    Tool::new(name, description, JsonObject::new())
+        .with_title(title)
+        .with_input_schema::<Args>()
+        .with_output_schema::<Output>()
+        .annotate(annotations)
+}
+
+/// Decodes tool arguments into `Args`, with a plain message a model can act on when they do
+/// not fit the schema (MCP reports argument errors as tool errors, not protocol errors).
+pub fn decode<Args: DeserializeOwned>(arguments: JsonObject) -> Result<Args, ToolOutput> {
+    serde_json::from_value(Value::Object(arguments))
+        .map_err(|error| ToolOutput::Failure(format!("Invalid arguments: {error}.")))
+}

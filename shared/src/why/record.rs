@@ -1,0 +1,101 @@
+//! The decision record format. Fixed for good: verifiers outside this codebase rely on it.
+//!
+//! ```json
+//! {"format": "hearth.why/1", "seq": 3, "household_id": "demo",
+//!  "recorded_at": "2026-11-30T03:37:33.123Z", "action": "dim lights",
+//!  "reason": "Movie time requested by the user", "inputs": {"brightness": 20},
+//!  "approver": "Demo user", "atoms": [Action, Finding], "prev": "<hash or null>",
+//!  "trace_id": "<sha256 of the canonical JSON of everything else>"}
+//! ```
+//!
+//! `atoms` holds a Scholialang `Action` atom for the action and a `Finding` atom for the reason
+//! that `REFER`s to it, each stamped with its `canonical_id`.
+
+use std::borrow::Cow;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::scholia::Atom;
+
+pub const FORMAT: &str = "hearth.why/1";
+/// The record field that holds the record's own hash.
+pub const HASH_FIELD: &str = "trace_id";
+
+/// A decision record as returned to clients (the schema of every record in tool outputs).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct DecisionRecord {
+    /// Record format identifier, `hearth.why/1`.
+    pub format: String,
+    /// 1-based position in the household's history since its window opened.
+    pub seq: u64,
+    pub household_id: String,
+    /// When the decision was recorded (RFC 3339, UTC, milliseconds).
+    pub recorded_at: String,
+    pub action: String,
+    /// The caller's stated reason: a claim, not an established fact.
+    pub reason: String,
+    pub inputs: Map<String, Value>,
+    /// Who the caller says approved the action: a claim, not an established fact.
+    pub approver: String,
+    pub atoms: Vec<Atom>,
+    /// `trace_id` of the previous record, or the chain's anchor for the first retained record.
+    pub prev: Option<String>,
+    /// SHA-256 (hex) of the canonical JSON of this record without `trace_id`.
+    pub trace_id: String,
+}
+
+/// What a new record says, before it is placed in the chain.
+pub struct NewDecision<'a> {
+    pub household_id: &'a str,
+    pub action: &'a str,
+    pub reason: &'a str,
+    pub inputs: &'a Map<String, Value>,
+    pub approver: &'a str,
+}
+
+/// Builds the unsealed record JSON (everything but `trace_id`).
+pub fn build(decision: &NewDecision<'_>, seq: u64, recorded_at: &str, prev: Option<&str>) -> Value {
+    let action_id = format!("A_{seq}");
+    let mut action_attrs = Map::new();
+    action_attrs.insert("timestamp".into(), json!(recorded_at));
+    let action = Atom::new(
+        "Action",
+        action_id.clone(),
+        decision.action.to_owned(),
+        action_attrs,
+    );
+    let finding = Atom::new(
+        "Finding",
+        format!("F_{seq}"),
+        format!("REFER:{action_id} {}", decision.reason),
+        Map::new(),
+    );
+    json!({
+        "format": FORMAT,
+        "seq": seq,
+        "household_id": decision.household_id,
+        "recorded_at": recorded_at,
+        "action": decision.action,
+        "reason": decision.reason,
+        "inputs": decision.inputs,
+        "approver": decision.approver,
+        "atoms": [action, finding],
+        "prev": prev,
+    })
+}
+
+/// The fields of a stored record that answers need, read without building a full JSON tree.
+#[derive(Debug, Deserialize)]
+pub struct RecordView<'a> {
+    pub seq: u64,
+    #[serde(borrow)]
+    pub recorded_at: Cow<'a, str>,
+    #[serde(borrow)]
+    pub action: Cow<'a, str>,
+    #[serde(borrow)]
+    pub reason: Cow<'a, str>,
+    #[serde(borrow)]
+    pub approver: Cow<'a, str>,
+}

@@ -1,0 +1,476 @@
+//! The decision memory's behaviour, independent of MCP: recording, explaining, listing changes
+//! and returning verified traces, each scoped to one caller and one household.
+
+use std::sync::Arc;
+
+use rand::RngExt;
+use serde_json::{Map, Value};
+use time::format_description::well_known::{Iso8601, Rfc3339};
+use time::{OffsetDateTime, PrimitiveDateTime};
+
+use super::limits::*;
+use super::matching::best_match;
+use super::record::{self, HASH_FIELD, NewDecision, RecordView};
+use crate::chain::{self, IntegrityError, Sealed};
+use crate::clock::{Clock, unix_ms};
+use crate::store::{Append, ChainKey, ChainStore, Head, Snapshot, StoreError};
+use crate::toolset::Caller;
+
+#[derive(Debug, thiserror::Error)]
+pub enum WhyError {
+    /// The arguments break a documented rule; the message says which.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}. The decision history cannot be trusted and is not used.")]
+    Integrity(#[from] IntegrityError),
+    #[error("Decision storage is unavailable; try again later.")]
+    Unavailable,
+    #[error("The household's decision history is busy with other writes; try again.")]
+    Busy,
+    #[error(
+        "This credential already has {MAX_HOUSEHOLDS} active households; no more can be added until one expires."
+    )]
+    HouseholdLimit,
+}
+
+impl From<StoreError> for WhyError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Conflict => WhyError::Busy,
+            StoreError::ScopeFull { .. } => WhyError::HouseholdLimit,
+            StoreError::Unavailable(cause) => {
+                tracing::warn!(error = %cause, "decision store unavailable");
+                WhyError::Unavailable
+            }
+        }
+    }
+}
+
+/// What `explain_why` looks for.
+#[derive(Debug, Clone)]
+pub enum Lookup {
+    TraceId(String),
+    Action(String),
+    Question(String),
+}
+
+impl Lookup {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Lookup::TraceId(_) => "trace_id",
+            Lookup::Action(_) => "action",
+            Lookup::Question(_) => "question",
+        }
+    }
+}
+
+/// A record found by a lookup, with the answer a voice assistant can read aloud.
+#[derive(Debug, Clone)]
+pub struct Explanation {
+    pub record: Value,
+    pub trace_id: String,
+    pub answer: String,
+}
+
+/// A verified retained chain and the record it was asked for.
+#[derive(Debug, Clone)]
+pub struct Trace {
+    pub trace_id: String,
+    pub anchor: Option<String>,
+    pub records: Vec<Value>,
+}
+
+pub struct WhyService {
+    store: Arc<dyn ChainStore>,
+    clock: Arc<dyn Clock>,
+}
+
+impl WhyService {
+    pub fn new(store: Arc<dyn ChainStore>, clock: Arc<dyn Clock>) -> Self {
+        Self { store, clock }
+    }
+
+    /// Appends a decision to the household's chain and returns the stored record.
+    pub async fn record(
+        &self,
+        caller: &Caller,
+        decision: NewDecision<'_>,
+    ) -> Result<Value, WhyError> {
+        let key = chain_key(caller, decision.household_id)?;
+        check_text("action", decision.action, ACTION_MAX)?;
+        check_text("reason", decision.reason, REASON_MAX)?;
+        check_text("approver", decision.approver, APPROVER_MAX)?;
+        let inputs_bytes =
+            chain::to_canonical_string(&Value::Object(decision.inputs.clone())).len();
+        if inputs_bytes > INPUTS_MAX_BYTES {
+            return Err(WhyError::Invalid(format!(
+                "`inputs` is {inputs_bytes} bytes as canonical JSON; the limit is {INPUTS_MAX_BYTES}."
+            )));
+        }
+        for attempt in 0..=APPEND_RETRIES {
+            let now = self.clock.now();
+            let now_ms = unix_ms(now);
+            let current = self.load_verified(&key, now_ms).await?;
+            let (append, sealed) = next_append(&decision, current.as_ref(), now, now_ms);
+            match self.store.append(&key, append, now_ms).await {
+                Ok(()) => {
+                    return Ok(sealed
+                        .to_json(HASH_FIELD)
+                        .map_err(|_| WhyError::Unavailable)?);
+                }
+                Err(StoreError::Conflict) if attempt < APPEND_RETRIES => {
+                    // Jittered backoff so competing writers stop colliding in lockstep.
+                    let pause = rand::rng().random_range(0..=2_000u64 * (attempt as u64 + 1));
+                    tokio::time::sleep(std::time::Duration::from_micros(pause)).await;
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Err(WhyError::Busy)
+    }
+
+    /// Finds one decision by trace id (full or a prefix of at least 8), exact action, or
+    /// question, and phrases the answer.
+    pub async fn explain(
+        &self,
+        caller: &Caller,
+        household_id: &str,
+        lookup: &Lookup,
+    ) -> Result<Explanation, WhyError> {
+        let key = chain_key(caller, household_id)?;
+        let records = self.retained(&key).await?;
+        let index = match lookup {
+            Lookup::TraceId(trace_id) => find_trace(&records, trace_id)?,
+            Lookup::Action(action) => {
+                check_text("action", action, ACTION_MAX)?;
+                let views = views(&records)?;
+                views
+                    .iter()
+                    .rposition(|view| view.action == action.as_str())
+                    .ok_or_else(|| {
+                        WhyError::NotFound("No retained decision has exactly that action.".into())
+                    })?
+            }
+            Lookup::Question(question) => {
+                check_text("question", question, QUESTION_MAX)?;
+                let views = views(&records)?;
+                let texts: Vec<String> = views
+                    .iter()
+                    .map(|v| format!("{} {}", v.action, v.reason))
+                    .collect();
+                best_match(question, texts.iter().map(String::as_str)).ok_or_else(|| {
+                    WhyError::NotFound("No retained decision matches that question.".into())
+                })?
+            }
+        };
+        let sealed = &records[index];
+        let view: RecordView<'_> = parse_view(sealed, index)?;
+        let answer = spoken_answer(&view, &sealed.hash);
+        Ok(Explanation {
+            record: to_json(sealed, index)?,
+            trace_id: sealed.hash.clone(),
+            answer,
+        })
+    }
+
+    /// Decisions recorded strictly after `since` (ISO 8601 with a timezone), oldest first.
+    pub async fn changes_since(
+        &self,
+        caller: &Caller,
+        household_id: &str,
+        since: &str,
+    ) -> Result<Vec<Value>, WhyError> {
+        let key = chain_key(caller, household_id)?;
+        let since = parse_since(since)?;
+        let records = self.retained(&key).await?;
+        let mut changed = Vec::new();
+        for (index, sealed) in records.iter().enumerate() {
+            let view = parse_view(sealed, index)?;
+            let recorded_at =
+                OffsetDateTime::parse(&view.recorded_at, &Rfc3339).map_err(|_| IntegrityError {
+                    position: index + 1,
+                    problem: chain::Problem::Unreadable,
+                })?;
+            if recorded_at > since {
+                changed.push(to_json(sealed, index)?);
+            }
+        }
+        Ok(changed)
+    }
+
+    /// The verified retained chain with the record named by `trace_id` (full or prefix).
+    pub async fn trace(
+        &self,
+        caller: &Caller,
+        household_id: &str,
+        trace_id: &str,
+    ) -> Result<Trace, WhyError> {
+        let key = chain_key(caller, household_id)?;
+        let snapshot = self.load_verified(&key, unix_ms(self.clock.now())).await?;
+        let Some(snapshot) = snapshot else {
+            return Err(no_decisions());
+        };
+        let index = find_trace(&snapshot.records, trace_id)?;
+        let records = snapshot
+            .records
+            .iter()
+            .enumerate()
+            .map(|(index, sealed)| to_json(sealed, index))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Trace {
+            trace_id: snapshot.records[index].hash.clone(),
+            anchor: snapshot.head.anchor,
+            records,
+        })
+    }
+
+    async fn load_verified(
+        &self,
+        key: &ChainKey,
+        now_ms: i64,
+    ) -> Result<Option<Snapshot>, WhyError> {
+        let snapshot = self.store.load(key, now_ms).await?;
+        if let Some(snapshot) = &snapshot {
+            chain::verify(
+                &snapshot.records,
+                snapshot.head.anchor.as_deref(),
+                &snapshot.head.last_hash,
+            )?;
+        }
+        Ok(snapshot)
+    }
+
+    async fn retained(&self, key: &ChainKey) -> Result<Vec<Sealed>, WhyError> {
+        match self.load_verified(key, unix_ms(self.clock.now())).await? {
+            Some(snapshot) => Ok(snapshot.records),
+            None => Err(no_decisions()),
+        }
+    }
+}
+
+fn no_decisions() -> WhyError {
+    WhyError::NotFound("This household has no decisions in its current window.".into())
+}
+
+/// The chain for one household of one caller. The toolset suffix keeps the household cap
+/// apart from other toolsets' chains in the same credential scope.
+fn chain_key(caller: &Caller, household_id: &str) -> Result<ChainKey, WhyError> {
+    check_household(household_id)?;
+    Ok(ChainKey {
+        scope: format!("{}/why", caller.scope),
+        name: household_id.to_owned(),
+    })
+}
+
+fn check_household(household_id: &str) -> Result<(), WhyError> {
+    let length = household_id.chars().count();
+    let well_formed = household_id.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && household_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if length == 0 || length > HOUSEHOLD_ID_MAX || !well_formed {
+        return Err(WhyError::Invalid(format!(
+            "`household_id` must be 1 to {HOUSEHOLD_ID_MAX} letters, digits, '.', '_' or '-', starting with a letter or digit."
+        )));
+    }
+    Ok(())
+}
+
+/// Checks a required free-text argument: not blank, at most `max` characters.
+pub fn check_text(field: &str, value: &str, max: usize) -> Result<(), WhyError> {
+    if value.trim().is_empty() {
+        return Err(WhyError::Invalid(format!("`{field}` must not be empty.")));
+    }
+    let length = value.chars().count();
+    if length > max {
+        return Err(WhyError::Invalid(format!(
+            "`{field}` is {length} characters; the limit is {max}."
+        )));
+    }
+    Ok(())
+}
+
+fn next_append(
+    decision: &NewDecision<'_>,
+    current: Option<&Snapshot>,
+    now: OffsetDateTime,
+    now_ms: i64,
+) -> (Append, Sealed) {
+    let recorded_at = format_timestamp(now);
+    let (seq, prev, window_started_ms, expires_at_ms) = match current {
+        Some(snapshot) => (
+            snapshot.head.last_seq + 1,
+            Some(snapshot.head.last_hash.as_str()),
+            snapshot.head.window_started_ms,
+            snapshot.head.expires_at_ms,
+        ),
+        None => (1, None, now_ms, now_ms + WINDOW_MS),
+    };
+    let sealed = Sealed::new(seq, &record::build(decision, seq, &recorded_at, prev));
+    let retained = current.map_or(&[][..], |s| s.records.as_slice());
+    // Keep the newest WINDOW_CAPACITY records, the new one included.
+    let evicted = (retained.len() + 1).saturating_sub(WINDOW_CAPACITY);
+    let anchor = match evicted {
+        0 => current.and_then(|s| s.head.anchor.clone()),
+        n => Some(retained[n - 1].hash.clone()),
+    };
+    let evict_below_seq = retained.get(evicted).map_or(seq, |r| r.seq);
+    let append = Append {
+        expected: current.map(|s| s.head.clone()),
+        head: Head {
+            window_started_ms,
+            expires_at_ms,
+            last_seq: seq,
+            last_hash: sealed.hash.clone(),
+            anchor,
+        },
+        record: sealed.clone(),
+        evict_below_seq,
+        max_live_chains: MAX_HOUSEHOLDS,
+    };
+    (append, sealed)
+}
+
+fn format_timestamp(time: OffsetDateTime) -> String {
+    let time = time.to_offset(time::UtcOffset::UTC);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        time.year(),
+        u8::from(time.month()),
+        time.day(),
+        time.hour(),
+        time.minute(),
+        time.second(),
+        time.millisecond()
+    )
+}
+
+/// Parses `since`: ISO 8601 with a timezone. A timestamp without one is ambiguous (whose
+/// midnight?) and is refused with a message that says so.
+pub fn parse_since(since: &str) -> Result<OffsetDateTime, WhyError> {
+    if since.chars().count() > SINCE_MAX {
+        return Err(WhyError::Invalid(format!(
+            "`since` is longer than {SINCE_MAX} characters."
+        )));
+    }
+    if let Ok(time) = OffsetDateTime::parse(since, &Rfc3339) {
+        return Ok(time);
+    }
+    if let Ok(time) = OffsetDateTime::parse(since, &Iso8601::DEFAULT) {
+        return Ok(time);
+    }
+    if PrimitiveDateTime::parse(since, &Iso8601::DEFAULT).is_ok()
+        || time::Date::parse(since, &Iso8601::DEFAULT).is_ok()
+    {
+        return Err(WhyError::Invalid(
+            "`since` has no timezone; add one, e.g. 2026-11-30T08:00:00Z or 2026-11-30T09:00:00+01:00.".into(),
+        ));
+    }
+    Err(WhyError::Invalid(
+        "`since` is not an ISO 8601 timestamp, e.g. 2026-11-30T08:00:00Z.".into(),
+    ))
+}
+
+fn find_trace(records: &[Sealed], trace_id: &str) -> Result<usize, WhyError> {
+    let wanted = trace_id.to_ascii_lowercase();
+    let length = wanted.len();
+    if !(TRACE_ID_MIN..=TRACE_ID_MAX).contains(&length)
+        || !wanted.bytes().all(|b| b.is_ascii_hexdigit())
+    {
+        return Err(WhyError::Invalid(format!(
+            "`trace_id` must be {TRACE_ID_MIN} to {TRACE_ID_MAX} hexadecimal characters."
+        )));
+    }
+    let mut found = records
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.hash.starts_with(&wanted));
+    match (found.next(), found.next()) {
+        (Some((index, _)), None) => Ok(index),
+        (Some(_), Some(_)) => Err(WhyError::Invalid(
+            "That trace id prefix matches more than one decision; give more characters.".into(),
+        )),
+        (None, _) => Err(WhyError::NotFound(
+            "No retained decision in this household has that trace id.".into(),
+        )),
+    }
+}
+
+fn parse_view(sealed: &Sealed, index: usize) -> Result<RecordView<'_>, WhyError> {
+    serde_json::from_str(&sealed.body).map_err(|_| {
+        WhyError::Integrity(IntegrityError {
+            position: index + 1,
+            problem: chain::Problem::Unreadable,
+        })
+    })
+}
+
+fn views(records: &[Sealed]) -> Result<Vec<RecordView<'_>>, WhyError> {
+    records
+        .iter()
+        .enumerate()
+        .map(|(index, sealed)| parse_view(sealed, index))
+        .collect()
+}
+
+fn to_json(sealed: &Sealed, index: usize) -> Result<Value, WhyError> {
+    sealed.to_json(HASH_FIELD).map_err(|_| {
+        WhyError::Integrity(IntegrityError {
+            position: index + 1,
+            problem: chain::Problem::Unreadable,
+        })
+    })
+}
+
+/// At most two short sentences: the recorded reason as a labelled, sanitised quote, then the
+/// short trace id and the approver.
+fn spoken_answer(view: &RecordView<'_>, trace_id: &str) -> String {
+    use crate::speech::sanitize::sanitize;
+    format!(
+        "The recorded reason for \"{}\" (the caller's words, unverified) is: \"{}\". Trace {}, approved by {}.",
+        sanitize(&view.action, SPOKEN_ACTION_CHARS),
+        sanitize(&view.reason, SPOKEN_REASON_CHARS),
+        &trace_id[..8],
+        sanitize(&view.approver, SPOKEN_APPROVER_CHARS),
+    )
+}
+
+/// The inputs of `record_decision` when they come from elsewhere than MCP (tests, benches).
+pub fn new_decision<'a>(
+    household_id: &'a str,
+    action: &'a str,
+    reason: &'a str,
+    inputs: &'a Map<String, Value>,
+    approver: &'a str,
+) -> NewDecision<'a> {
+    NewDecision {
+        household_id,
+        action,
+        reason,
+        inputs,
+        approver,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_requires_a_timezone() {
+        assert!(parse_since("2026-11-30T08:00:00Z").is_ok());
+        assert!(parse_since("2026-11-30T09:00:00+01:00").is_ok());
+        let naive = parse_since("2026-11-30T08:00:00").unwrap_err().to_string();
+        assert!(naive.contains("no timezone"), "{naive}");
+        let garbage = parse_since("last tuesday").unwrap_err().to_string();
+        assert!(garbage.contains("not an ISO 8601"), "{garbage}");
+    }
+
+    #[test]
+    fn timestamps_are_utc_with_milliseconds() {
+        let time = OffsetDateTime::from_unix_timestamp_nanos(1_764_473_853_123_000_000).unwrap();
+        assert_eq!(format_timestamp(time), "2025-11-30T03:37:33.123Z");
+    }
+}
