@@ -160,7 +160,7 @@ mod tests {
         let records = chain(5);
         let head = records[4].hash.clone();
         let error = verify(&records[..4], None, &head).unwrap_err();
-        assert_eq!((error.position, error.problem), (4, Problem::MissingNewest));
+        assert_eq!((error.position, error.problem), (5, Problem::MissingNewest));
     }
 
     #[test]

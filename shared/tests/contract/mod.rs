@@ -1,0 +1,396 @@
+//! The `ChainStore` contract: behaviour every backend must show, written once and run against
+//! each backend by `contract_tests!` (see `store_contract.rs`).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use hearth_core::chain::{self, Sealed};
+use hearth_core::clock::ManualClock;
+use hearth_core::store::{Append, ChainKey, ChainStore, Head, StoreError};
+use hearth_core::toolset::Caller;
+use hearth_core::why::record::NewDecision;
+use hearth_core::why::{WhyError, WhyService, limits};
+use serde_json::{Map, Value, json};
+use time::OffsetDateTime;
+
+/// A store under test plus whatever keeps it alive (a temporary directory, an emulator table).
+pub struct Backend {
+    pub store: Arc<dyn ChainStore>,
+    pub _guard: Box<dyn std::any::Any + Send>,
+}
+
+const NOW: i64 = 1_764_500_000_000;
+const HOUR: i64 = 3_600_000;
+
+fn key(name: &str) -> ChainKey {
+    ChainKey {
+        scope: "scope-a".into(),
+        name: name.into(),
+    }
+}
+
+fn sealed(seq: u64, prev: Option<&str>) -> Sealed {
+    Sealed::new(
+        seq,
+        &json!({"seq": seq, "prev": prev, "note": format!("record {seq}")}),
+    )
+}
+
+/// Appends records 1..=count to `key` as a correct writer would, keeping at most `keep`.
+async fn fill(
+    store: &dyn ChainStore,
+    key: &ChainKey,
+    count: u64,
+    keep: usize,
+    now: i64,
+) -> Vec<Sealed> {
+    let mut all: Vec<Sealed> = Vec::new();
+    let mut head: Option<Head> = None;
+    for seq in 1..=count {
+        let record = sealed(seq, all.last().map(|r| r.hash.as_str()));
+        // Once more than `keep` exist, the anchor is the newest evicted record.
+        let evicted = (all.len() + 1).saturating_sub(keep);
+        let anchor = evicted.checked_sub(1).map(|index| all[index].hash.clone());
+        let new_head = Head {
+            window_started_ms: now,
+            expires_at_ms: now + 72 * HOUR,
+            last_seq: seq,
+            last_hash: record.hash.clone(),
+            anchor,
+        };
+        let evict_below_seq = (seq + 1).saturating_sub(keep as u64).max(1);
+        store
+            .append(
+                key,
+                Append {
+                    expected: head.clone(),
+                    head: new_head.clone(),
+                    record: record.clone(),
+                    evict_below_seq,
+                    max_live_chains: 8,
+                },
+                now,
+            )
+            .await
+            .expect("append");
+        head = Some(new_head);
+        all.push(record);
+    }
+    all
+}
+
+pub async fn an_unknown_chain_is_empty(backend: Backend) {
+    assert!(
+        backend
+            .store
+            .load(&key("none"), NOW)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+pub async fn appends_are_read_back_in_order(backend: Backend) {
+    let store = backend.store.as_ref();
+    let written = fill(store, &key("h"), 3, 25, NOW).await;
+    let snapshot = store
+        .load(&key("h"), NOW)
+        .await
+        .unwrap()
+        .expect("live chain");
+    assert_eq!(snapshot.records, written);
+    assert_eq!(snapshot.head.last_seq, 3);
+    assert_eq!(snapshot.head.last_hash, written[2].hash);
+    assert_eq!(snapshot.head.anchor, None);
+    chain::verify(&snapshot.records, None, &snapshot.head.last_hash).unwrap();
+}
+
+pub async fn a_stale_head_is_a_conflict_and_changes_nothing(backend: Backend) {
+    let store = backend.store.as_ref();
+    fill(store, &key("h"), 2, 25, NOW).await;
+    let before = store.load(&key("h"), NOW).await.unwrap().unwrap();
+    let mut stale = before.head.clone();
+    stale.last_seq = 1;
+    let record = sealed(3, Some(&before.head.last_hash));
+    let attempt = Append {
+        expected: Some(stale),
+        head: Head {
+            last_seq: 3,
+            last_hash: record.hash.clone(),
+            ..before.head.clone()
+        },
+        record: record.clone(),
+        evict_below_seq: 1,
+        max_live_chains: 8,
+    };
+    assert!(matches!(
+        store.append(&key("h"), attempt.clone(), NOW).await,
+        Err(StoreError::Conflict)
+    ));
+    // Claiming the chain is empty while it is live is a conflict too.
+    let claim_empty = Append {
+        expected: None,
+        ..attempt
+    };
+    assert!(matches!(
+        store.append(&key("h"), claim_empty, NOW).await,
+        Err(StoreError::Conflict)
+    ));
+    assert_eq!(store.load(&key("h"), NOW).await.unwrap().unwrap(), before);
+}
+
+pub async fn eviction_keeps_the_newest_and_the_anchor(backend: Backend) {
+    let store = backend.store.as_ref();
+    let written = fill(store, &key("h"), 30, 25, NOW).await;
+    let snapshot = store.load(&key("h"), NOW).await.unwrap().unwrap();
+    assert_eq!(snapshot.records, written[5..]);
+    assert_eq!(
+        snapshot.head.anchor.as_deref(),
+        Some(written[4].hash.as_str())
+    );
+    chain::verify(
+        &snapshot.records,
+        snapshot.head.anchor.as_deref(),
+        &snapshot.head.last_hash,
+    )
+    .unwrap();
+}
+
+pub async fn an_expired_window_is_hidden_then_replaced(backend: Backend) {
+    let store = backend.store.as_ref();
+    fill(store, &key("h"), 3, 25, NOW).await;
+    let expiry = NOW + 72 * HOUR;
+    assert!(store.load(&key("h"), expiry - 1).await.unwrap().is_some());
+    assert!(
+        store.load(&key("h"), expiry).await.unwrap().is_none(),
+        "hidden at its expiry"
+    );
+    // Reading did not delete anything: the old window is still there just before expiry.
+    assert!(store.load(&key("h"), expiry - 1).await.unwrap().is_some());
+    let fresh = fill(store, &key("h"), 1, 25, expiry).await;
+    let snapshot = store.load(&key("h"), expiry).await.unwrap().unwrap();
+    assert_eq!(
+        snapshot.records, fresh,
+        "the new window holds only its own records"
+    );
+    assert_eq!(snapshot.head.window_started_ms, expiry);
+}
+
+pub async fn the_scope_cap_counts_live_chains_only(backend: Backend) {
+    let store = backend.store.as_ref();
+    for index in 0..8 {
+        fill(store, &key(&format!("h{index}")), 1, 25, NOW).await;
+    }
+    let record = sealed(1, None);
+    let ninth = |now: i64| Append {
+        expected: None,
+        head: Head {
+            window_started_ms: now,
+            expires_at_ms: now + 72 * HOUR,
+            last_seq: 1,
+            last_hash: record.hash.clone(),
+            anchor: None,
+        },
+        record: record.clone(),
+        evict_below_seq: 1,
+        max_live_chains: 8,
+    };
+    assert!(matches!(
+        store.append(&key("h8"), ninth(NOW), NOW).await,
+        Err(StoreError::ScopeFull { limit: 8 })
+    ));
+    assert!(store.load(&key("h8"), NOW).await.unwrap().is_none());
+    // Another scope is unaffected.
+    let other = ChainKey {
+        scope: "scope-b".into(),
+        name: "h8".into(),
+    };
+    store.append(&other, ninth(NOW), NOW).await.unwrap();
+    // Once the first eight expire, a new chain can open.
+    let later = NOW + 72 * HOUR;
+    store.append(&key("h8"), ninth(later), later).await.unwrap();
+}
+
+fn service(backend: &Backend, clock: Arc<ManualClock>) -> WhyService {
+    WhyService::new(backend.store.clone(), clock)
+}
+
+fn start() -> OffsetDateTime {
+    OffsetDateTime::from_unix_timestamp(NOW / 1000).unwrap()
+}
+
+fn decision<'a>(
+    household: &'a str,
+    action: &'a str,
+    inputs: &'a Map<String, Value>,
+) -> NewDecision<'a> {
+    NewDecision {
+        household_id: household,
+        action,
+        reason: "because the test says so",
+        inputs,
+        approver: "Tester",
+    }
+}
+
+/// 8 writers × 25 appends against one household: every append lands exactly once, in one
+/// unbroken chain. A writer told the household is busy tries again, as a client would.
+pub async fn concurrent_writers_lose_and_duplicate_nothing(backend: Backend) {
+    let clock = Arc::new(ManualClock::new(start()));
+    let service = Arc::new(service(&backend, clock));
+    let caller = Caller {
+        scope: "writers".into(),
+    };
+    let mut tasks = Vec::new();
+    for writer in 0..8 {
+        let service = service.clone();
+        let caller = caller.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut seqs = Vec::new();
+            let inputs = Map::new();
+            for index in 0..25 {
+                let action = format!("writer {writer} append {index}");
+                loop {
+                    match service
+                        .record(&caller, decision("shared", &action, &inputs))
+                        .await
+                    {
+                        Ok(record) => {
+                            seqs.push((record["seq"].as_u64().unwrap(), action.clone()));
+                            break;
+                        }
+                        Err(WhyError::Busy) => tokio::task::yield_now().await,
+                        Err(other) => panic!("unexpected error: {other}"),
+                    }
+                }
+            }
+            seqs
+        }));
+    }
+    let mut landed = Vec::new();
+    for task in tasks {
+        landed.extend(task.await.unwrap());
+    }
+    let seqs: HashSet<u64> = landed.iter().map(|(seq, _)| *seq).collect();
+    assert_eq!(landed.len(), 200);
+    assert_eq!(
+        seqs,
+        (1..=200).collect(),
+        "every append got its own position"
+    );
+    let key = ChainKey {
+        scope: format!("{}/why", caller.scope),
+        name: "shared".into(),
+    };
+    let snapshot = backend.store.load(&key, NOW).await.unwrap().unwrap();
+    assert_eq!(snapshot.records.len(), limits::WINDOW_CAPACITY);
+    assert_eq!(snapshot.records.first().unwrap().seq, 176);
+    assert_eq!(snapshot.head.last_seq, 200);
+    chain::verify(
+        &snapshot.records,
+        snapshot.head.anchor.as_deref(),
+        &snapshot.head.last_hash,
+    )
+    .unwrap();
+    for sealed in &snapshot.records {
+        let body: Value = serde_json::from_str(&sealed.body).unwrap();
+        let expected = landed.iter().find(|(seq, _)| *seq == sealed.seq).unwrap();
+        assert_eq!(
+            body["action"], expected.1,
+            "record {} holds what its writer wrote",
+            sealed.seq
+        );
+    }
+}
+
+/// The decision memory's window rules on top of the store: 72 hours from the first decision,
+/// 25 retained with the anchor, 8 households per credential.
+pub async fn decision_windows_follow_the_retention_rules(backend: Backend) {
+    let clock = Arc::new(ManualClock::new(start()));
+    let service = service(&backend, clock.clone());
+    let caller = Caller {
+        scope: "rules".into(),
+    };
+    let inputs = Map::new();
+    let mut ids = Vec::new();
+    for index in 0..26 {
+        let action = format!("action {index}");
+        let record = service
+            .record(&caller, decision("home", &action, &inputs))
+            .await
+            .unwrap();
+        ids.push(record["trace_id"].as_str().unwrap().to_owned());
+        clock.advance(time::Duration::minutes(1));
+    }
+    let trace = service.trace(&caller, "home", &ids[25]).await.unwrap();
+    assert_eq!(trace.records.len(), 25);
+    assert_eq!(trace.anchor.as_deref(), Some(ids[0].as_str()));
+    assert_eq!(trace.records[0]["prev"], json!(ids[0]));
+    assert_eq!(trace.records[0]["seq"], json!(2));
+
+    // Households 2..=8 fit; the 9th is refused; other credentials are unaffected.
+    for index in 2..=8 {
+        service
+            .record(&caller, decision(&format!("home{index}"), "x", &inputs))
+            .await
+            .unwrap();
+    }
+    let refused = service
+        .record(&caller, decision("home9", "x", &inputs))
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, WhyError::HouseholdLimit), "{refused}");
+    let stranger = Caller {
+        scope: "someone-else".into(),
+    };
+    assert!(matches!(
+        service.trace(&stranger, "home", &ids[25]).await,
+        Err(WhyError::NotFound(_))
+    ));
+
+    // The window is fixed at 72 hours from the first decision, whatever came later.
+    clock.advance(
+        time::Duration::hours(72) - time::Duration::minutes(26) - time::Duration::milliseconds(1),
+    );
+    assert!(service.trace(&caller, "home", &ids[25]).await.is_ok());
+    clock.advance(time::Duration::milliseconds(1));
+    assert!(matches!(
+        service.trace(&caller, "home", &ids[25]).await,
+        Err(WhyError::NotFound(_))
+    ));
+    let fresh = service
+        .record(&caller, decision("home", "after expiry", &inputs))
+        .await
+        .unwrap();
+    assert_eq!(fresh["seq"], json!(1));
+    assert_eq!(fresh["prev"], Value::Null);
+}
+
+/// Defines one `#[tokio::test]` per contract case for a backend built by `$make`.
+#[macro_export]
+macro_rules! contract_tests {
+    ($backend:ident, $make:expr) => {
+        mod $backend {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::contract_tests!(@cases $make;
+                an_unknown_chain_is_empty,
+                appends_are_read_back_in_order,
+                a_stale_head_is_a_conflict_and_changes_nothing,
+                eviction_keeps_the_newest_and_the_anchor,
+                an_expired_window_is_hidden_then_replaced,
+                the_scope_cap_counts_live_chains_only,
+                concurrent_writers_lose_and_duplicate_nothing,
+                decision_windows_follow_the_retention_rules,
+            );
+        }
+    };
+    (@cases $make:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $case() {
+                contract::$case($make.await).await;
+            }
+        )*
+    };
+}
