@@ -15,8 +15,11 @@ async fn replay(file: &str) -> Value {
     // function sees the same `/mcp` path as under an HTTP API. Every test sets the same value,
     // so concurrent tests cannot observe a different one.
     unsafe { std::env::set_var("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH", "true") };
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("events/mcp").join(file);
-    let event = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("events/mcp")
+        .join(file);
+    let event =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let request: LambdaRequest = serde_json::from_str(&event).expect("API Gateway event");
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("lambda.db");
@@ -81,7 +84,15 @@ async fn tools_list_names_the_decision_tools() {
             .iter()
             .map(|tool| tool["name"].as_str().unwrap().to_owned())
             .collect();
-        assert_eq!(names, ["record_decision", "explain_why", "whats_changed", "get_trace"]);
+        assert_eq!(
+            names,
+            [
+                "record_decision",
+                "explain_why",
+                "whats_changed",
+                "get_trace"
+            ]
+        );
     })
     .await;
 }
@@ -117,7 +128,10 @@ async fn a_call_without_a_token_is_401() {
         let challenge = response["headers"]["www-authenticate"]
             .as_str()
             .or_else(|| response["multiValueHeaders"]["www-authenticate"][0].as_str());
-        assert!(challenge.is_some_and(|c| c.starts_with("Bearer")), "{response}");
+        assert!(
+            challenge.is_some_and(|c| c.starts_with("Bearer")),
+            "{response}"
+        );
         assert!(body(response)["result"].is_null());
     })
     .await;

@@ -28,7 +28,10 @@ impl Harness {
 }
 
 pub fn config(vars: &[(&str, &str)]) -> Config {
-    let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let map: HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     Config::from_lookup(|name| map.get(name).cloned()).expect("valid test configuration")
 }
 
@@ -42,7 +45,8 @@ pub fn harness(extra: &[(&str, &str)]) -> Harness {
 
 pub fn harness_with(config: &Config) -> Harness {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let store: Arc<dyn ChainStore> = Arc::new(SqliteStore::open(&dir.path().join("hearth.db")).expect("store"));
+    let store: Arc<dyn ChainStore> =
+        Arc::new(SqliteStore::open(&dir.path().join("hearth.db")).expect("store"));
     let clock = Arc::new(ManualClock::new(time::OffsetDateTime::now_utc()));
     let router = hearth_core::app::mcp_router_with(config, store, clock.clone());
     Harness { router, dir, clock }
