@@ -193,10 +193,11 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
                     .find(|known| **known == method)
                     .copied(),
             );
-            if let Some(name) = peek.params.and_then(|params| params.name) {
-                if method == "tools/call" && endpoint.server.knows_tool(&name) {
-                    log.tool(&name);
-                }
+            if let Some(name) = peek.params.and_then(|params| params.name)
+                && method == "tools/call"
+                && endpoint.server.knows_tool(&name)
+            {
+                log.tool(&name);
             }
         }
         Err(_) if serde_json::from_slice::<IgnoredAny>(&bytes).is_ok() => return invalid_request(),

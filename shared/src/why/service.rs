@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use rand::RngExt;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use time::format_description::well_known::{Iso8601, Rfc3339};
 use time::{OffsetDateTime, PrimitiveDateTime};
 
@@ -116,9 +116,9 @@ impl WhyService {
             let (append, sealed) = next_append(&decision, current.as_ref(), now, now_ms);
             match self.store.append(&key, append, now_ms).await {
                 Ok(()) => {
-                    return Ok(sealed
+                    return sealed
                         .to_json(HASH_FIELD)
-                        .map_err(|_| WhyError::Unavailable)?);
+                        .map_err(|_| WhyError::Unavailable);
                 }
                 Err(StoreError::Conflict) if attempt < APPEND_RETRIES => {
                     // Jittered backoff so competing writers stop colliding in lockstep.
@@ -435,23 +435,6 @@ fn spoken_answer(view: &RecordView<'_>, trace_id: &str) -> String {
         &trace_id[..8],
         sanitize(&view.approver, SPOKEN_APPROVER_CHARS),
     )
-}
-
-/// The inputs of `record_decision` when they come from elsewhere than MCP (tests, benches).
-pub fn new_decision<'a>(
-    household_id: &'a str,
-    action: &'a str,
-    reason: &'a str,
-    inputs: &'a Map<String, Value>,
-    approver: &'a str,
-) -> NewDecision<'a> {
-    NewDecision {
-        household_id,
-        action,
-        reason,
-        inputs,
-        approver,
-    }
 }
 
 #[cfg(test)]
