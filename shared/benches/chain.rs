@@ -35,7 +35,9 @@ fn benches(c: &mut Criterion) {
     c.bench_function("canonical_json_one_record", |b| {
         b.iter(|| to_canonical_string(black_box(&one)))
     });
-    c.bench_function("seal_one_record", |b| b.iter(|| Sealed::new(1, black_box(&one))));
+    c.bench_function("seal_one_record", |b| {
+        b.iter(|| Sealed::new(1, black_box(&one)))
+    });
     let head = records.last().unwrap().hash.clone();
     c.bench_function("verify_25_record_chain", |b| {
         b.iter(|| verify(black_box(&records), None, black_box(&head)).unwrap())
