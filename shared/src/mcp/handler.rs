@@ -64,10 +64,6 @@ impl HearthServer {
         }
     }
 
-    pub fn tools(&self) -> &[Tool] {
-        &self.inner.tools
-    }
-
     /// Whether `name` is a tool this server serves; only such names are ever logged.
     pub fn knows_tool(&self, name: &str) -> bool {
         self.inner.owners.contains_key(name)

@@ -156,11 +156,11 @@ impl WhyService {
             Lookup::Question(question) => {
                 check_text("question", question, QUESTION_MAX)?;
                 let views = views(&records)?;
-                let texts: Vec<String> = views
+                let texts: Vec<[&str; 2]> = views
                     .iter()
-                    .map(|v| format!("{} {}", v.action, v.reason))
+                    .map(|v| [v.action.as_ref(), v.reason.as_ref()])
                     .collect();
-                best_match(question, texts.iter().map(String::as_str)).ok_or_else(|| {
+                best_match(question, texts.iter().map(|pair| &pair[..])).ok_or_else(|| {
                     WhyError::NotFound("No retained decision matches that question.".into())
                 })?
             }
