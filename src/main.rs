@@ -4,6 +4,8 @@
 //! token hashes configured it creates a private development token in the data directory and
 //! prints it, so authentication stays on.
 
+use std::process::ExitCode;
+
 use anyhow::bail;
 use hearth_core::auth::dev_token;
 use hearth_core::chain::sha256_hex;
@@ -12,20 +14,24 @@ use hearth_core::config::{Config, Runtime};
 const USAGE: &str = "usage: hearth [serve]";
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
+    let words: Vec<&str> = args.iter().map(String::as_str).collect();
+    let outcome = match words.as_slice() {
         [] | ["serve"] => serve().await,
         ["-h" | "--help" | "help"] => {
             println!("{USAGE}");
             Ok(())
         }
-        _ => bail!("unknown arguments {args:?}; {USAGE}"),
+        _ => Err(anyhow::anyhow!("unknown arguments {args:?}; {USAGE}")),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            // One readable line with its causes, never a backtrace, for a person at a terminal.
+            eprintln!("hearth: {error:#}");
+            ExitCode::FAILURE
+        }
     }
 }
 
