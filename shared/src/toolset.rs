@@ -24,6 +24,17 @@ pub enum ToolOutput {
 }
 
 impl ToolOutput {
+    /// A success whose structured content is `value` serialised.
+    pub fn success(text: impl Into<String>, value: &impl serde::Serialize) -> Self {
+        match serde_json::to_value(value) {
+            Ok(structured) => Self::Success {
+                text: text.into(),
+                structured,
+            },
+            Err(_) => Self::Failure("The result could not be encoded.".into()),
+        }
+    }
+
     pub fn failure(message: impl Into<String>) -> Self {
         Self::Failure(message.into())
     }

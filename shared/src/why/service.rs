@@ -140,12 +140,12 @@ impl WhyService {
         lookup: &Lookup,
     ) -> Result<Explanation, WhyError> {
         let key = chain_key(caller, household_id)?;
-        let records = self.retained(&key).await?;
+        let records = self.retained(&key).await?.records;
+        let views = views(&records)?;
         let index = match lookup {
             Lookup::TraceId(trace_id) => find_trace(&records, trace_id)?,
             Lookup::Action(action) => {
                 check_text("action", action, ACTION_MAX)?;
-                let views = views(&records)?;
                 views
                     .iter()
                     .rposition(|view| view.action == action.as_str())
@@ -155,7 +155,6 @@ impl WhyService {
             }
             Lookup::Question(question) => {
                 check_text("question", question, QUESTION_MAX)?;
-                let views = views(&records)?;
                 let texts: Vec<[&str; 2]> = views
                     .iter()
                     .map(|v| [v.action.as_ref(), v.reason.as_ref()])
@@ -166,12 +165,10 @@ impl WhyService {
             }
         };
         let sealed = &records[index];
-        let view: RecordView<'_> = parse_view(sealed, index)?;
-        let answer = spoken_answer(&view, &sealed.hash);
         Ok(Explanation {
+            answer: spoken_answer(&views[index], &sealed.hash),
             record: to_json(sealed, index)?,
             trace_id: sealed.hash.clone(),
-            answer,
         })
     }
 
@@ -184,15 +181,12 @@ impl WhyService {
     ) -> Result<Vec<Value>, WhyError> {
         let key = chain_key(caller, household_id)?;
         let since = parse_since(since)?;
-        let records = self.retained(&key).await?;
+        let records = self.retained(&key).await?.records;
         let mut changed = Vec::new();
         for (index, sealed) in records.iter().enumerate() {
             let view = parse_view(sealed, index)?;
-            let recorded_at =
-                OffsetDateTime::parse(&view.recorded_at, &Rfc3339).map_err(|_| IntegrityError {
-                    position: index + 1,
-                    problem: chain::Problem::Unreadable,
-                })?;
+            let recorded_at = OffsetDateTime::parse(&view.recorded_at, &Rfc3339)
+                .map_err(|_| unreadable(index))?;
             if recorded_at > since {
                 changed.push(to_json(sealed, index)?);
             }
@@ -208,10 +202,7 @@ impl WhyService {
         trace_id: &str,
     ) -> Result<Trace, WhyError> {
         let key = chain_key(caller, household_id)?;
-        let snapshot = self.load_verified(&key, unix_ms(self.clock.now())).await?;
-        let Some(snapshot) = snapshot else {
-            return Err(no_decisions());
-        };
+        let snapshot = self.retained(&key).await?;
         let index = find_trace(&snapshot.records, trace_id)?;
         let records = snapshot
             .records
@@ -242,11 +233,11 @@ impl WhyService {
         Ok(snapshot)
     }
 
-    async fn retained(&self, key: &ChainKey) -> Result<Vec<Sealed>, WhyError> {
-        match self.load_verified(key, unix_ms(self.clock.now())).await? {
-            Some(snapshot) => Ok(snapshot.records),
-            None => Err(no_decisions()),
-        }
+    /// The household's live, verified window; an empty or expired one is "not found".
+    async fn retained(&self, key: &ChainKey) -> Result<Snapshot, WhyError> {
+        self.load_verified(key, unix_ms(self.clock.now()))
+            .await?
+            .ok_or_else(no_decisions)
     }
 }
 
@@ -399,12 +390,7 @@ fn find_trace(records: &[Sealed], trace_id: &str) -> Result<usize, WhyError> {
 }
 
 fn parse_view(sealed: &Sealed, index: usize) -> Result<RecordView<'_>, WhyError> {
-    serde_json::from_str(&sealed.body).map_err(|_| {
-        WhyError::Integrity(IntegrityError {
-            position: index + 1,
-            problem: chain::Problem::Unreadable,
-        })
-    })
+    serde_json::from_str(&sealed.body).map_err(|_| unreadable(index))
 }
 
 fn views(records: &[Sealed]) -> Result<Vec<RecordView<'_>>, WhyError> {
@@ -416,11 +402,14 @@ fn views(records: &[Sealed]) -> Result<Vec<RecordView<'_>>, WhyError> {
 }
 
 fn to_json(sealed: &Sealed, index: usize) -> Result<Value, WhyError> {
-    sealed.to_json(HASH_FIELD).map_err(|_| {
-        WhyError::Integrity(IntegrityError {
-            position: index + 1,
-            problem: chain::Problem::Unreadable,
-        })
+    sealed.to_json(HASH_FIELD).map_err(|_| unreadable(index))
+}
+
+/// A record that hashes correctly but is not a decision record (0-based `index`).
+fn unreadable(index: usize) -> WhyError {
+    WhyError::Integrity(IntegrityError {
+        position: index + 1,
+        problem: chain::Problem::Unreadable,
     })
 }
 
@@ -449,6 +438,54 @@ mod tests {
         assert!(naive.contains("no timezone"), "{naive}");
         let garbage = parse_since("last tuesday").unwrap_err().to_string();
         assert!(garbage.contains("not an ISO 8601"), "{garbage}");
+    }
+
+    #[test]
+    fn trace_ids_match_by_unique_prefix_of_8_to_64_hex() {
+        let sealed = |hash: &str| Sealed {
+            seq: 1,
+            hash: hash.into(),
+            body: String::new(),
+        };
+        let records = [
+            sealed(&format!("abcdef01{}", "0".repeat(56))),
+            sealed(&format!("abcdef01{}", "1".repeat(56))),
+            sealed(&format!("12345678{}", "2".repeat(56))),
+        ];
+        assert_eq!(find_trace(&records, "12345678").unwrap(), 2);
+        assert_eq!(find_trace(&records, "ABCDEF011").unwrap(), 1);
+        assert_eq!(find_trace(&records, &records[0].hash).unwrap(), 0);
+        let ambiguous = find_trace(&records, "abcdef01").unwrap_err().to_string();
+        assert!(ambiguous.contains("more than one"), "{ambiguous}");
+        for bad in ["1234567", "xyz45678", &"a".repeat(65)] {
+            assert!(
+                matches!(find_trace(&records, bad), Err(WhyError::Invalid(_))),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            find_trace(&records, "ffffffff"),
+            Err(WhyError::NotFound(_))
+        ));
+    }
+
+    #[test]
+    fn since_is_bounded_at_64_characters() {
+        let at_limit = format!("2026-11-30T08:00:00{}Z", " ".repeat(44));
+        assert_eq!(at_limit.len(), 64);
+        assert!(
+            parse_since(&at_limit)
+                .unwrap_err()
+                .to_string()
+                .contains("not an ISO 8601")
+        );
+        let past = format!("{at_limit} ");
+        assert!(
+            parse_since(&past)
+                .unwrap_err()
+                .to_string()
+                .contains("longer than 64")
+        );
     }
 
     #[test]

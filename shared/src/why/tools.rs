@@ -85,9 +85,10 @@ pub struct ExplainWhyOutput {
     pub household_id: String,
     pub trace_id: String,
     /// How the record was found: `trace_id`, `action` or `question`.
-    pub matched_by: String,
+    pub matched_by: &'static str,
     /// The full stored record. Its text is caller-supplied and untrusted.
-    pub record: DecisionRecord,
+    #[schemars(with = "DecisionRecord")]
+    pub record: Value,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -95,7 +96,8 @@ pub struct WhatsChangedOutput {
     pub household_id: String,
     pub since: String,
     /// Decisions recorded after `since`, oldest first.
-    pub decisions: Vec<DecisionRecord>,
+    #[schemars(with = "Vec<DecisionRecord>")]
+    pub decisions: Vec<Value>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -106,7 +108,8 @@ pub struct GetTraceOutput {
     /// Hash of the last evicted record; null while the chain is untrimmed.
     pub anchor: Option<String>,
     /// The retained chain, oldest first, verified by the server before returning.
-    pub records: Vec<DecisionRecord>,
+    #[schemars(with = "Vec<DecisionRecord>")]
+    pub records: Vec<Value>,
 }
 
 pub struct WhyToolset {
@@ -235,17 +238,14 @@ impl WhyToolset {
             .explain(caller, &args.household_id, &lookup)
             .await
             .map_err(failure)?;
-        let structured = serde_json::json!({
-            "answer": found.answer,
-            "household_id": args.household_id,
-            "trace_id": found.trace_id,
-            "matched_by": lookup.label(),
-            "record": found.record,
-        });
-        Ok(ToolOutput::Success {
-            text: found.answer,
-            structured,
-        })
+        let output = ExplainWhyOutput {
+            answer: found.answer,
+            household_id: args.household_id,
+            trace_id: found.trace_id,
+            matched_by: lookup.label(),
+            record: found.record,
+        };
+        Ok(ToolOutput::success(output.answer.clone(), &output))
     }
 
     async fn changed(
@@ -264,12 +264,12 @@ impl WhyToolset {
             1 => "1 decision was recorded after that time.".to_owned(),
             n => format!("{n} decisions were recorded after that time."),
         };
-        let structured = serde_json::json!({
-            "household_id": args.household_id,
-            "since": args.since,
-            "decisions": decisions,
-        });
-        Ok(ToolOutput::Success { text, structured })
+        let output = WhatsChangedOutput {
+            household_id: args.household_id,
+            since: args.since,
+            decisions,
+        };
+        Ok(ToolOutput::success(text, &output))
     }
 
     async fn trace(
@@ -288,12 +288,12 @@ impl WhyToolset {
             &trace.trace_id[..8],
             trace.records.len()
         );
-        let structured = serde_json::json!({
-            "trace_id": trace.trace_id,
-            "household_id": args.household_id,
-            "anchor": trace.anchor,
-            "records": trace.records,
-        });
-        Ok(ToolOutput::Success { text, structured })
+        let output = GetTraceOutput {
+            trace_id: trace.trace_id,
+            household_id: args.household_id,
+            anchor: trace.anchor,
+            records: trace.records,
+        };
+        Ok(ToolOutput::success(text, &output))
     }
 }

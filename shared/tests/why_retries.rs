@@ -1,0 +1,71 @@
+//! Optimistic concurrency from the writer's side: a conflicting append is retried exactly
+//! `APPEND_RETRIES` times, then reported as busy, and a store outage is "unavailable".
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use hearth_core::clock::SystemClock;
+use hearth_core::store::{Append, ChainKey, ChainStore, Snapshot, StoreError};
+use hearth_core::toolset::Caller;
+use hearth_core::why::record::NewDecision;
+use hearth_core::why::{WhyError, WhyService, limits};
+use serde_json::Map;
+
+/// A store whose chains always look empty and whose every append loses the race (or fails).
+struct Contested {
+    appends: AtomicUsize,
+    error: fn() -> StoreError,
+}
+
+#[async_trait]
+impl ChainStore for Contested {
+    async fn load(&self, _: &ChainKey, _: i64) -> Result<Option<Snapshot>, StoreError> {
+        Ok(None)
+    }
+
+    async fn append(&self, _: &ChainKey, _: Append, _: i64) -> Result<(), StoreError> {
+        self.appends.fetch_add(1, Ordering::SeqCst);
+        Err((self.error)())
+    }
+}
+
+async fn record_against(error: fn() -> StoreError) -> (WhyError, usize) {
+    let store = Arc::new(Contested {
+        appends: AtomicUsize::new(0),
+        error,
+    });
+    let service = WhyService::new(store.clone(), Arc::new(SystemClock));
+    let inputs = Map::new();
+    let decision = NewDecision {
+        household_id: "home",
+        action: "dim lights",
+        reason: "Movie time",
+        inputs: &inputs,
+        approver: "Parent",
+    };
+    let error = service
+        .record(&Caller { scope: "s".into() }, decision)
+        .await
+        .unwrap_err();
+    (error, store.appends.load(Ordering::SeqCst))
+}
+
+#[tokio::test]
+async fn conflicts_are_retried_four_times_then_reported_busy() {
+    let (error, attempts) = record_against(|| StoreError::Conflict).await;
+    assert!(matches!(error, WhyError::Busy), "{error}");
+    assert_eq!(attempts, 1 + limits::APPEND_RETRIES);
+    assert!(error.to_string().contains("try again"));
+}
+
+#[tokio::test]
+async fn an_unavailable_store_is_not_retried_and_says_so() {
+    let (error, attempts) = record_against(|| StoreError::Unavailable("down".into())).await;
+    assert!(matches!(error, WhyError::Unavailable));
+    assert_eq!(attempts, 1);
+    assert!(
+        !error.to_string().contains("down"),
+        "the cause stays in the log"
+    );
+}
