@@ -36,7 +36,7 @@ async fn main() -> ExitCode {
 }
 
 async fn serve() -> anyhow::Result<()> {
-    hearth_core::telemetry::init();
+    let _logs = hearth_core::telemetry::init();
     let mut config = Config::from_env()?;
     if config.runtime == Runtime::Lambda {
         bail!("the local server does not run under Lambda; deploy functions/mcp instead");

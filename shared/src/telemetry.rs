@@ -12,18 +12,33 @@ use tracing_subscriber::EnvFilter;
 
 use crate::toolset::Caller;
 
-/// Installs the JSON log subscriber (level from `RUST_LOG`, default `info` with rmcp at `warn`, since rmcp logs client-supplied peer info). Safe to call twice.
-pub fn init() {
+/// Log lines that may wait for the writer thread; a bounded queue keeps memory bounded.
+const QUEUED_LINES: usize = 4096;
+
+/// Keeps the background log writer alive; dropping it flushes what is still queued.
+#[must_use = "logs are flushed when this guard is dropped; keep it for the life of main"]
+pub struct LogGuard(#[allow(dead_code)] tracing_appender::non_blocking::WorkerGuard);
+
+/// Installs the JSON log subscriber (level from `RUST_LOG`, default `info` with rmcp at
+/// `warn`, since rmcp logs client-supplied peer info). Lines are written to stderr by a
+/// background thread, so a request never waits on the write; if the queue ever fills, lines
+/// are dropped rather than slowing requests. Calling it twice keeps the first subscriber.
+pub fn init() -> LogGuard {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .buffered_lines_limit(QUEUED_LINES)
+        .lossy(true)
+        .finish(std::io::stderr());
     let _ = tracing_subscriber::fmt()
         .json()
         .flatten_event(true)
         .with_current_span(false)
         .with_span_list(false)
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .try_init();
+    LogGuard(guard)
 }
 
 /// The request id API Gateway assigned, or a fresh random one off Lambda.

@@ -2,7 +2,7 @@
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    hearth_core::telemetry::init();
+    let _logs = hearth_core::telemetry::init();
     let config = hearth_core::config::Config::from_env()?;
     let router = hearth_core::app::mcp_router(&config)?;
     hearth_core::app::serve(router, &config).await

@@ -13,6 +13,8 @@ pub mod canonical;
 
 pub use canonical::to_canonical_string;
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -73,12 +75,28 @@ pub enum Problem {
     MissingNewest,
 }
 
+/// What verification needs from a parsed record: its position and its link. Toolsets parse
+/// records into their own view types that implement this, so each body is parsed once.
+pub trait Linked {
+    fn seq(&self) -> u64;
+    fn prev(&self) -> Option<&str>;
+}
+
 /// The two fields every chain record carries for linking; the rest is the toolset's business.
 #[derive(Deserialize)]
 struct Link<'a> {
     seq: u64,
     #[serde(borrow)]
-    prev: Option<std::borrow::Cow<'a, str>>,
+    prev: Option<Cow<'a, str>>,
+}
+
+impl Linked for Link<'_> {
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+    fn prev(&self) -> Option<&str> {
+        self.prev.as_deref()
+    }
 }
 
 /// Verifies a retained chain: every body hashes to its stored hash, the first record links to
@@ -89,31 +107,53 @@ pub fn verify(
     anchor: Option<&str>,
     head_hash: &str,
 ) -> Result<(), IntegrityError> {
+    verify_parsed::<Link<'_>>(records, anchor, head_hash).map(drop)
+}
+
+/// [`verify`], returning every record parsed as `View` (a body that does not parse as `View`
+/// is [`Problem::Unreadable`]).
+pub fn verify_parsed<'a, View>(
+    records: &'a [Sealed],
+    anchor: Option<&str>,
+    head_hash: &str,
+) -> Result<Vec<View>, IntegrityError>
+where
+    View: Deserialize<'a> + Linked,
+{
     let fail = |index: usize, problem| IntegrityError {
         position: index + 1,
         problem,
     };
+    let mut views = Vec::with_capacity(records.len());
     let mut expected_prev = anchor;
     let mut expected_seq: Option<u64> = None;
     for (index, record) in records.iter().enumerate() {
-        if sha256_hex(&record.body) != record.hash {
+        if !hash_matches(&record.body, &record.hash) {
             return Err(fail(index, Problem::HashMismatch));
         }
-        let link: Link<'_> =
+        let view: View =
             serde_json::from_str(&record.body).map_err(|_| fail(index, Problem::Unreadable))?;
-        if link.seq != record.seq || expected_seq.is_some_and(|seq| seq != link.seq) {
+        if view.seq() != record.seq || expected_seq.is_some_and(|seq| seq != view.seq()) {
             return Err(fail(index, Problem::SequenceGap));
         }
-        if link.prev.as_deref() != expected_prev {
+        if view.prev() != expected_prev {
             return Err(fail(index, Problem::BrokenLink));
         }
         expected_prev = Some(&record.hash);
-        expected_seq = Some(link.seq + 1);
+        expected_seq = Some(view.seq() + 1);
+        views.push(view);
     }
     match records.last() {
-        Some(newest) if newest.hash == head_hash => Ok(()),
+        Some(newest) if newest.hash == head_hash => Ok(views),
         _ => Err(fail(records.len(), Problem::MissingNewest)),
     }
+}
+
+/// Whether `body` hashes to the lowercase hex `hash`, without allocating.
+fn hash_matches(body: &str, hash: &str) -> bool {
+    let mut hex = [0u8; 64];
+    hex::encode_to_slice(Sha256::digest(body.as_bytes()), &mut hex).is_ok()
+        && hex == hash.as_bytes()
 }
 
 #[cfg(test)]

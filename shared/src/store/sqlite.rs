@@ -9,6 +9,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::{Append, ChainKey, ChainStore, Head, Snapshot, StoreError};
@@ -52,6 +53,12 @@ impl SqliteStore {
             .execute_batch(
                 "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;",
             )
+            .map_err(unavailable)?;
+        // Without the query-planner stability guarantee SQLite marks some cached statements to
+        // be re-prepared (parsed and planned again) whenever a parameter is re-bound, which is
+        // every call here. Hearth's statements are primary-key lookups with one right plan.
+        connection
+            .set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
             .map_err(unavailable)?;
         connection.execute_batch(SCHEMA).map_err(unavailable)?;
         Ok(Self {
@@ -100,30 +107,46 @@ fn read_head(connection: &Connection, key: &ChainKey) -> Result<Option<Head>, St
 #[async_trait]
 impl ChainStore for SqliteStore {
     async fn load(&self, key: &ChainKey, now_ms: i64) -> Result<Option<Snapshot>, StoreError> {
+        // One statement reads the head and its records: a single SELECT sees one consistent
+        // snapshot, so no explicit transaction (two more statements per read) is needed.
         self.with_connection(|connection| {
-            let transaction = connection.transaction().map_err(unavailable)?;
-            let Some(head) = read_head(&transaction, key)?.filter(|h| h.is_live(now_ms)) else {
-                return Ok(None);
-            };
-            let records = transaction
+            let mut statement = connection
                 .prepare_cached(
-                    "SELECT seq, hash, body FROM chain_records
-                     WHERE scope = ?1 AND name = ?2 ORDER BY seq",
+                    "SELECT h.window_started_ms, h.expires_at_ms, h.last_seq, h.last_hash, h.anchor,
+                            r.seq, r.hash, r.body
+                     FROM chain_heads h
+                     LEFT JOIN chain_records r ON r.scope = h.scope AND r.name = h.name
+                     WHERE h.scope = ?1 AND h.name = ?2
+                     ORDER BY r.seq",
                 )
-                .and_then(|mut statement| {
-                    statement
-                        .query_map(params![key.scope, key.name], |row| {
-                            Ok(Sealed {
-                                seq: row.get::<_, i64>(0)? as u64,
-                                hash: row.get(1)?,
-                                body: row.get(2)?,
-                            })
-                        })?
-                        .collect::<Result<Vec<_>, _>>()
-                })
                 .map_err(unavailable)?;
-            transaction.commit().map_err(unavailable)?;
-            Ok(Some(Snapshot { head, records }))
+            let mut rows = statement
+                .query(params![key.scope, key.name])
+                .map_err(unavailable)?;
+            let mut snapshot: Option<Snapshot> = None;
+            while let Some(row) = rows.next().map_err(unavailable)? {
+                let snapshot = match &mut snapshot {
+                    Some(snapshot) => snapshot,
+                    None => snapshot.insert(Snapshot {
+                        head: Head {
+                            window_started_ms: row.get(0).map_err(unavailable)?,
+                            expires_at_ms: row.get(1).map_err(unavailable)?,
+                            last_seq: row.get::<_, i64>(2).map_err(unavailable)? as u64,
+                            last_hash: row.get(3).map_err(unavailable)?,
+                            anchor: row.get(4).map_err(unavailable)?,
+                        },
+                        records: Vec::new(),
+                    }),
+                };
+                if let Some(seq) = row.get::<_, Option<i64>>(5).map_err(unavailable)? {
+                    snapshot.records.push(Sealed {
+                        seq: seq as u64,
+                        hash: row.get(6).map_err(unavailable)?,
+                        body: row.get(7).map_err(unavailable)?,
+                    });
+                }
+            }
+            Ok(snapshot.filter(|snapshot| snapshot.head.is_live(now_ms)))
         })
     }
 

@@ -98,4 +98,15 @@ pub struct RecordView<'a> {
     pub reason: Cow<'a, str>,
     #[serde(borrow)]
     pub approver: Cow<'a, str>,
+    #[serde(borrow)]
+    pub prev: Option<Cow<'a, str>>,
+}
+
+impl crate::chain::Linked for RecordView<'_> {
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+    fn prev(&self) -> Option<&str> {
+        self.prev.as_deref()
+    }
 }

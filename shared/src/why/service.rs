@@ -112,7 +112,10 @@ impl WhyService {
         for attempt in 0..=APPEND_RETRIES {
             let now = self.clock.now();
             let now_ms = unix_ms(now);
-            let current = self.load_verified(&key, now_ms).await?;
+            let current = self.store.load(&key, now_ms).await?;
+            if let Some(snapshot) = &current {
+                verified(snapshot)?;
+            }
             let (append, sealed) = next_append(&decision, current.as_ref(), now, now_ms);
             match self.store.append(&key, append, now_ms).await {
                 Ok(()) => {
@@ -140,10 +143,11 @@ impl WhyService {
         lookup: &Lookup,
     ) -> Result<Explanation, WhyError> {
         let key = chain_key(caller, household_id)?;
-        let records = self.retained(&key).await?.records;
-        let views = views(&records)?;
+        let snapshot = self.retained(&key).await?;
+        let views = verified(&snapshot)?;
+        let records = &snapshot.records;
         let index = match lookup {
-            Lookup::TraceId(trace_id) => find_trace(&records, trace_id)?,
+            Lookup::TraceId(trace_id) => find_trace(records, trace_id)?,
             Lookup::Action(action) => {
                 check_text("action", action, ACTION_MAX)?;
                 views
@@ -181,10 +185,10 @@ impl WhyService {
     ) -> Result<Vec<Value>, WhyError> {
         let key = chain_key(caller, household_id)?;
         let since = parse_since(since)?;
-        let records = self.retained(&key).await?.records;
+        let snapshot = self.retained(&key).await?;
+        let views = verified(&snapshot)?;
         let mut changed = Vec::new();
-        for (index, sealed) in records.iter().enumerate() {
-            let view = parse_view(sealed, index)?;
+        for (index, (sealed, view)) in snapshot.records.iter().zip(&views).enumerate() {
             let recorded_at = OffsetDateTime::parse(&view.recorded_at, &Rfc3339)
                 .map_err(|_| unreadable(index))?;
             if recorded_at > since {
@@ -203,6 +207,7 @@ impl WhyService {
     ) -> Result<Trace, WhyError> {
         let key = chain_key(caller, household_id)?;
         let snapshot = self.retained(&key).await?;
+        verified(&snapshot)?;
         let index = find_trace(&snapshot.records, trace_id)?;
         let records = snapshot
             .records
@@ -217,28 +222,23 @@ impl WhyService {
         })
     }
 
-    async fn load_verified(
-        &self,
-        key: &ChainKey,
-        now_ms: i64,
-    ) -> Result<Option<Snapshot>, WhyError> {
-        let snapshot = self.store.load(key, now_ms).await?;
-        if let Some(snapshot) = &snapshot {
-            chain::verify(
-                &snapshot.records,
-                snapshot.head.anchor.as_deref(),
-                &snapshot.head.last_hash,
-            )?;
-        }
-        Ok(snapshot)
-    }
-
-    /// The household's live, verified window; an empty or expired one is "not found".
+    /// The household's live window, not yet verified; an empty or expired one is "not found".
+    /// Every caller goes on to [`verified`], which is the only way to read its records.
     async fn retained(&self, key: &ChainKey) -> Result<Snapshot, WhyError> {
-        self.load_verified(key, unix_ms(self.clock.now()))
+        self.store
+            .load(key, unix_ms(self.clock.now()))
             .await?
             .ok_or_else(no_decisions)
     }
+}
+
+/// Verifies the whole retained chain and returns each record's view, parsed once.
+fn verified(snapshot: &Snapshot) -> Result<Vec<RecordView<'_>>, WhyError> {
+    Ok(chain::verify_parsed(
+        &snapshot.records,
+        snapshot.head.anchor.as_deref(),
+        &snapshot.head.last_hash,
+    )?)
 }
 
 fn no_decisions() -> WhyError {
@@ -387,18 +387,6 @@ fn find_trace(records: &[Sealed], trace_id: &str) -> Result<usize, WhyError> {
             "No retained decision in this household has that trace id.".into(),
         )),
     }
-}
-
-fn parse_view(sealed: &Sealed, index: usize) -> Result<RecordView<'_>, WhyError> {
-    serde_json::from_str(&sealed.body).map_err(|_| unreadable(index))
-}
-
-fn views(records: &[Sealed]) -> Result<Vec<RecordView<'_>>, WhyError> {
-    records
-        .iter()
-        .enumerate()
-        .map(|(index, sealed)| parse_view(sealed, index))
-        .collect()
 }
 
 fn to_json(sealed: &Sealed, index: usize) -> Result<Value, WhyError> {
