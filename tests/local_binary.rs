@@ -1,0 +1,126 @@
+//! The README's first command: the `hearth` binary serves on HEARTH_ADDR, creates and prints a
+//! development token when none is configured, and refuses bad settings with one clear line.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A minimal HTTP/1.1 exchange; returns the status code and body.
+fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response[9..12].parse().unwrap();
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[test]
+fn serves_with_a_generated_private_dev_token() {
+    let data = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .env_clear()
+        .env("HEARTH_ADDR", format!("127.0.0.1:{port}"))
+        .env("HEARTH_DATA_DIR", data.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let banner = lines.next().unwrap().unwrap();
+    assert!(banner.starts_with("Hearth development token"), "{banner}");
+    let token = lines.next().unwrap().unwrap().trim().to_owned();
+    assert_eq!(
+        std::fs::read_to_string(data.path().join("dev-token"))
+            .unwrap()
+            .trim(),
+        token
+    );
+
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        http(port, "GET", "/healthz", &[], ""),
+        (200, r#"{"service":"hearth","status":"ok"}"#.into())
+    );
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let json = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    let bearer = format!("Bearer {token}");
+    let mut authorized = json.to_vec();
+    authorized.push(("Authorization", bearer.as_str()));
+    assert_eq!(http(port, "POST", "/mcp", &authorized, ping).0, 200);
+    assert_eq!(http(port, "POST", "/mcp", &json, ping).0, 401);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+fn refused(vars: &[(&str, &str)]) -> String {
+    let data = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .env_clear()
+        .env("HEARTH_DATA_DIR", data.path())
+        .envs(vars.iter().copied())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "one line, no backtrace: {stderr}"
+    );
+    stderr
+}
+
+#[test]
+fn bad_settings_are_refused_with_one_line() {
+    assert!(refused(&[("HEARTH_ADDR", "nowhere")]).contains("HEARTH_ADDR is not valid"));
+    assert!(refused(&[("MCP_JUDGE_TOKEN_HASHES", "abc")]).contains("MCP_JUDGE_TOKEN_HASHES"));
+    assert!(refused(&[("HEARTH_TOOLSETS", "why,nope")]).contains("unknown toolset"));
+    let lambda = refused(&[
+        ("MCP_ALLOW_NO_AUTH", "true"),
+        ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9"),
+    ]);
+    assert!(lambda.contains("local development only"), "{lambda}");
+}
