@@ -1,15 +1,15 @@
 //! `hearth`: the whole product on one local address with an embedded SQLite store.
 //!
 //! `hearth` (or `hearth serve`) serves every router with the same paths as API Gateway. With no
-//! token hashes configured it creates a private development token in the data directory and
-//! prints it, so authentication stays on.
+//! credentials configured it creates private development credentials in the data directory
+//! (a judge token, an OAuth client and a signing key) and prints how to use them, so
+//! authentication stays on.
 
 use std::process::ExitCode;
 
 use anyhow::bail;
-use hearth_core::auth::dev_token;
-use hearth_core::chain::sha256_hex;
-use hearth_core::config::{Config, Runtime};
+use hearth_core::auth::dev_credentials::{self, DevCredentials};
+use hearth_core::config::{Config, CredentialSource, Runtime};
 
 const USAGE: &str = "usage: hearth [serve]";
 
@@ -45,26 +45,40 @@ async fn serve() -> anyhow::Result<()> {
         tracing::warn!(
             "MCP_ALLOW_NO_AUTH=true: every request is accepted without a token (local development only)"
         );
-    } else if config.token_hashes.is_empty() {
-        let token = dev_token::ensure(&config.data_dir)?;
-        let mut hash = [0u8; 32];
-        hex::decode_to_slice(sha256_hex(&token), &mut hash)?;
-        config.token_hashes.push(hash);
-        print_dev_token_banner(&config, &token);
+    } else if config.credential_source == CredentialSource::None {
+        let dev = dev_credentials::ensure(&config.data_dir)?;
+        config.credentials = dev.credentials();
+        print_dev_banner(&config, &dev);
     }
+    hearth_core::app::load_credentials(&mut config).await;
     let router = hearth_core::app::local_router(&config)?;
     hearth_core::app::serve(router, &config).await
 }
 
 /// Printed to the terminal (never to the log) so a newcomer can call the server at once.
-fn print_dev_token_banner(config: &Config, token: &str) {
-    let path = dev_token::path(&config.data_dir);
+fn print_dev_banner(config: &Config, dev: &DevCredentials) {
+    let path = dev_credentials::path(&config.data_dir);
+    let resource = config
+        .urls
+        .as_ref()
+        .map(|urls| urls.resource().to_owned())
+        .unwrap_or_else(|| format!("http://{}/mcp", config.addr));
+    let base = resource.trim_end_matches("/mcp");
     println!(
-        "Hearth development token (kept in {path}, mode 0600):\n  {token}\n\n\
-         Try it:\n  curl -s http://{addr}/mcp \\\n    -H 'Authorization: Bearer {token}' \\\n    \
+        "Hearth development credentials (kept in {path}, mode 0600):\n  \
+         judge token:   {judge}\n  \
+         client id:     {id}\n  \
+         client secret: {secret}\n\n\
+         Get an access token as Alexa+ does:\n  \
+         curl -s -u '{id}:{secret}' {base}/oauth/token \\\n    \
+         -d grant_type=client_credentials -d resource={resource}\n\n\
+         Or call /mcp with the judge token:\n  \
+         curl -s {resource} \\\n    -H 'Authorization: Bearer {judge}' \\\n    \
          -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \\\n    \
          -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}}'\n",
         path = path.display(),
-        addr = config.addr,
+        judge = dev.judge_token,
+        id = dev.client_id,
+        secret = dev.client_secret,
     );
 }

@@ -1,41 +1,76 @@
-//! Replays the API Gateway events in `events/mcp/` through the Lambda handler path: the event
-//! JSON is decoded as the runtime would, adapted by `lambda_http`, served by the MCP function's
-//! router, and the Lambda response is checked for status and body.
+//! Replays the API Gateway events in `events/mcp/` and `events/oauth/` through the Lambda
+//! handler path: the event JSON is decoded as the runtime would, adapted by `lambda_http`,
+//! served by that function's router, and the Lambda response is checked for status, headers
+//! and body. The credentials are `events/credentials.json`, in the shape of the Secrets
+//! Manager secret a deployment reads.
 
 mod common;
 
-use hearth_core::chain::sha256_hex;
+use hearth_core::auth::Credentials;
 use lambda_http::request::LambdaRequest;
 use lambda_http::{Adapter, Context, LambdaEvent, Service};
-use serde_json::Value;
+use serde_json::{Value, json};
+
+#[derive(Clone, Copy)]
+enum Function {
+    Mcp,
+    OAuth,
+}
+
+fn fixture(relative: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
 
 /// Replays one fixture through `lambda_http`'s adapter and returns the Lambda response JSON.
-async fn replay(file: &str) -> Value {
+async fn replay_to(function: Function, file: &str) -> Value {
     // REST API (v1) events carry the stage in the path; deployments set this variable so the
     // function sees the same `/mcp` path as under an HTTP API. Every test sets the same value,
     // so concurrent tests cannot observe a different one.
     unsafe { std::env::set_var("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH", "true") };
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("events/mcp")
-        .join(file);
-    let event =
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let request: LambdaRequest = serde_json::from_str(&event).expect("API Gateway event");
+    let folder = match function {
+        Function::Mcp => "events/mcp",
+        Function::OAuth => "events/oauth",
+    };
+    let request: LambdaRequest =
+        serde_json::from_str(&fixture(&format!("{folder}/{file}"))).expect("API Gateway event");
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("lambda.db");
-    let hash = sha256_hex(common::TOKEN);
-    let config = common::config(&[
+    let mut config = common::config(&[
         ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001"),
-        ("MCP_JUDGE_TOKEN_HASHES", &hash),
         ("HEARTH_DB", db.to_str().unwrap()),
+        (
+            "MCP_RESOURCE_URL",
+            "https://abc123xyz.execute-api.us-east-1.amazonaws.com/mcp",
+        ),
     ]);
-    let router = hearth_core::app::mcp_router(&config).expect("router");
+    // What `app::load_credentials` reads from Secrets Manager in a deployment.
+    let (credentials, problems) =
+        Credentials::from_secret_json(&fixture("events/credentials.json")).unwrap();
+    assert!(problems.is_empty());
+    config.credentials = credentials;
+    let router = match function {
+        Function::Mcp => hearth_core::app::mcp_router(&config),
+        Function::OAuth => hearth_core::app::oauth_router(&config),
+    }
+    .expect("router");
     let mut adapter = Adapter::from(router);
     let response = adapter
         .call(LambdaEvent::new(request, Context::default()))
         .await
         .expect("handler answers");
     serde_json::to_value(&response).expect("Lambda response JSON")
+}
+
+async fn replay(file: &str) -> Value {
+    replay_to(Function::Mcp, file).await
+}
+
+/// A response header from a v2 (single-value) or v1 (multi-value) Lambda response.
+fn header<'a>(response: &'a Value, name: &str) -> Option<&'a str> {
+    response["headers"][name]
+        .as_str()
+        .or_else(|| response["multiValueHeaders"][name][0].as_str())
 }
 
 fn status(response: &Value) -> u64 {
@@ -124,15 +159,119 @@ async fn get_is_405() {
 async fn a_call_without_a_token_is_401() {
     each_version("unauthenticated", |response| {
         assert_eq!(status(response), 401, "{response}");
-        // v2 responses carry single-value headers, v1 responses multi-value ones.
-        let challenge = response["headers"]["www-authenticate"]
-            .as_str()
-            .or_else(|| response["multiValueHeaders"]["www-authenticate"][0].as_str());
+        let challenge = header(response, "www-authenticate").unwrap_or_default();
+        assert!(challenge.starts_with("Bearer"), "{response}");
         assert!(
-            challenge.is_some_and(|c| c.starts_with("Bearer")),
-            "{response}"
+            challenge.contains(r#"resource_metadata="https://abc123xyz.execute-api.us-east-1.amazonaws.com/.well-known/oauth-protected-resource/mcp""#),
+            "{challenge}"
         );
         assert!(body(response)["result"].is_null());
+    })
+    .await;
+}
+
+fn oauth_error(response: &Value) -> String {
+    body(response)["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_token_issued_by_the_oauth_function_opens_the_mcp_function() {
+    for file in ["v2-token.json", "v1-token.json"] {
+        let response = replay_to(Function::OAuth, file).await;
+        assert_eq!(status(&response), 200, "{response}");
+        assert_eq!(header(&response, "cache-control"), Some("no-store"));
+        let issued = body(&response);
+        assert_eq!(issued["token_type"], "Bearer");
+        assert_eq!(issued["expires_in"], 3600);
+        assert_eq!(issued["scope"], "mcp:tools");
+        let access_token = issued["access_token"].as_str().unwrap();
+
+        // The same event Alexa+ sends to /mcp, now with the issued access token.
+        let mut event: Value =
+            serde_json::from_str(&fixture("events/mcp/v2-tools-list.json")).unwrap();
+        event["headers"]["authorization"] = format!("Bearer {access_token}").into();
+        let request: LambdaRequest = serde_json::from_value(event).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = common::config(&[
+            ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001"),
+            ("HEARTH_DB", dir.path().join("db").to_str().unwrap()),
+            (
+                "MCP_RESOURCE_URL",
+                "https://abc123xyz.execute-api.us-east-1.amazonaws.com/mcp",
+            ),
+        ]);
+        config.credentials = Credentials::from_secret_json(&fixture("events/credentials.json"))
+            .unwrap()
+            .0;
+        let mut adapter = Adapter::from(hearth_core::app::mcp_router(&config).unwrap());
+        let response = adapter
+            .call(LambdaEvent::new(request, Context::default()))
+            .await
+            .unwrap();
+        let response = serde_json::to_value(&response).unwrap();
+        assert_eq!(status(&response), 200, "{response}");
+        assert_eq!(
+            body(&response)["result"]["tools"].as_array().unwrap().len(),
+            4
+        );
+    }
+}
+
+#[tokio::test]
+async fn token_request_errors_follow_rfc_6749() {
+    let cases = [
+        ("v2-token-wrong-resource.json", 400, "invalid_target"),
+        ("v2-token-bad-secret.json", 401, "invalid_client"),
+        (
+            "v2-token-password-grant.json",
+            400,
+            "unsupported_grant_type",
+        ),
+        ("v2-token-bad-scope.json", 400, "invalid_scope"),
+        ("v2-judge-wrong.json", 400, "invalid_grant"),
+        ("v2-token-get.json", 405, "invalid_request"),
+    ];
+    for (file, expected_status, expected_error) in cases {
+        let response = replay_to(Function::OAuth, file).await;
+        assert_eq!(status(&response), expected_status, "{file}: {response}");
+        assert_eq!(oauth_error(&response), expected_error, "{file}");
+        if expected_error == "invalid_client" {
+            assert!(header(&response, "www-authenticate").is_some_and(|c| c.starts_with("Basic")));
+        }
+        assert!(!response.to_string().contains("fixture-client-secret"));
+    }
+}
+
+#[tokio::test]
+async fn a_judge_token_is_exchanged_for_an_access_token() {
+    let response = replay_to(Function::OAuth, "v2-judge.json").await;
+    assert_eq!(status(&response), 200, "{response}");
+    assert_eq!(body(&response)["scope"], "mcp:service");
+}
+
+#[tokio::test]
+async fn both_discovery_documents_are_served() {
+    let base = "https://abc123xyz.execute-api.us-east-1.amazonaws.com";
+    for file in ["v2-discovery.json", "v1-discovery.json"] {
+        let response = replay_to(Function::OAuth, file).await;
+        assert_eq!(status(&response), 200, "{response}");
+        let metadata = body(&response);
+        assert_eq!(metadata["issuer"], base);
+        assert_eq!(metadata["token_endpoint"], format!("{base}/oauth/token"));
+        assert_eq!(
+            metadata["code_challenge_methods_supported"],
+            json!(["S256"])
+        );
+    }
+    each_version("protected-resource", |response| {
+        assert_eq!(status(response), 200, "{response}");
+        let metadata = body(response);
+        assert_eq!(metadata["resource"], format!("{base}/mcp"));
+        assert_eq!(metadata["authorization_servers"], json!([base]));
+        assert_eq!(metadata["bearer_methods_supported"], json!(["header"]));
     })
     .await;
 }

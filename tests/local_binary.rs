@@ -1,5 +1,6 @@
-//! The README's first command: the `hearth` binary serves on HEARTH_ADDR, creates and prints a
-//! development token when none is configured, and refuses bad settings with one clear line.
+//! The README's first command: the `hearth` binary serves on HEARTH_ADDR, creates and prints
+//! development credentials when none are configured, and refuses bad settings with one clear
+//! line.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -46,8 +47,18 @@ fn http(
     (status, body)
 }
 
+/// The value after `label` on the banner line that starts with it.
+fn banner_value(banner: &[String], label: &str) -> String {
+    banner
+        .iter()
+        .find_map(|line| line.trim().strip_prefix(label))
+        .unwrap_or_else(|| panic!("no {label} in {banner:?}"))
+        .trim()
+        .to_owned()
+}
+
 #[test]
-fn serves_with_a_generated_private_dev_token() {
+fn serves_with_generated_private_dev_credentials() {
     let data = tempfile::tempdir().unwrap();
     let port = free_port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
@@ -58,16 +69,34 @@ fn serves_with_a_generated_private_dev_token() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let banner = lines.next().unwrap().unwrap();
-    assert!(banner.starts_with("Hearth development token"), "{banner}");
-    let token = lines.next().unwrap().unwrap().trim().to_owned();
-    assert_eq!(
-        std::fs::read_to_string(data.path().join("dev-token"))
-            .unwrap()
-            .trim(),
-        token
+    // Read the whole banner and keep the pipe open: closing it early would fail the server's
+    // own write to stdout.
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut banner: Vec<String> = Vec::new();
+    while !banner
+        .last()
+        .is_some_and(|line| line.contains("\"method\":\"ping\""))
+    {
+        let mut line = String::new();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "banner ended early: {banner:?}"
+        );
+        banner.push(line);
+    }
+    assert!(
+        banner[0].starts_with("Hearth development credentials"),
+        "{banner:?}"
     );
+    let judge_token = banner_value(&banner, "judge token:");
+    let client_id = banner_value(&banner, "client id:");
+    let client_secret = banner_value(&banner, "client secret:");
+    let stored: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(data.path().join("dev-credentials.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(stored["judge_token"], judge_token.as_str());
+    assert_eq!(stored["client_secret"], client_secret.as_str());
 
     let started = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -81,18 +110,40 @@ fn serves_with_a_generated_private_dev_token() {
         http(port, "GET", "/healthz", &[], ""),
         (200, r#"{"service":"hearth","status":"ok"}"#.into())
     );
+    use base64::Engine;
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{client_id}:{client_secret}"))
+    );
+    let (status, body) = http(
+        port,
+        "POST",
+        "/oauth/token",
+        &[
+            ("Authorization", basic.as_str()),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        &format!("grant_type=client_credentials&resource=http://127.0.0.1:{port}/mcp"),
+    );
+    assert_eq!(status, 200, "{body}");
+    let issued: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let access_token = issued["access_token"].as_str().unwrap();
+
     let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
     let json = [
         ("Content-Type", "application/json"),
         ("Accept", "application/json, text/event-stream"),
     ];
-    let bearer = format!("Bearer {token}");
-    let mut authorized = json.to_vec();
-    authorized.push(("Authorization", bearer.as_str()));
-    assert_eq!(http(port, "POST", "/mcp", &authorized, ping).0, 200);
+    for token in [judge_token.as_str(), access_token] {
+        let bearer = format!("Bearer {token}");
+        let mut authorized = json.to_vec();
+        authorized.push(("Authorization", bearer.as_str()));
+        assert_eq!(http(port, "POST", "/mcp", &authorized, ping).0, 200);
+    }
     assert_eq!(http(port, "POST", "/mcp", &json, ping).0, 401);
     child.kill().unwrap();
     child.wait().unwrap();
+    drop(stdout);
 }
 
 fn refused(vars: &[(&str, &str)]) -> String {
@@ -123,4 +174,8 @@ fn bad_settings_are_refused_with_one_line() {
         ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9"),
     ]);
     assert!(lambda.contains("local development only"), "{lambda}");
+    let short_key = refused(&[("MCP_JWT_SECRET", "too-short")]);
+    assert!(short_key.contains("MCP_JWT_SECRET") && !short_key.contains("too-short"));
+    assert!(refused(&[("MCP_DISABLED", "maybe")]).contains("MCP_DISABLED"));
+    assert!(refused(&[("MCP_RESOURCE_URL", "http://hearth.example/mcp")]).contains("https"));
 }

@@ -3,56 +3,33 @@
 
 mod common;
 
-use axum::body::Body;
-use common::{Harness, TOKEN, harness};
-use http::{Request, StatusCode};
-use http_body_util::BodyExt;
+use common::{Harness, Reply, TOKEN, harness};
+use hearth_core::store::Stores;
+use hearth_core::store::unconfigured::Unconfigured;
+use http::StatusCode;
 use serde_json::{Value, json};
-use tower::ServiceExt;
+use std::sync::Arc;
 
-struct Reply {
-    status: StatusCode,
-    headers: http::HeaderMap,
-    body: Value,
-    raw: String,
-}
-
+/// Sends to `/mcp` with the fixture token and JSON headers unless `headers` overrides them
+/// (an empty value removes a default).
 async fn send(h: &Harness, method: &str, body: &str, headers: &[(&str, &str)]) -> Reply {
-    let mut request = Request::builder()
-        .method(method)
-        .uri("/mcp")
-        .header("host", "127.0.0.1");
+    let bearer = format!("Bearer {TOKEN}");
     let defaults = [
-        ("authorization", format!("Bearer {TOKEN}")),
-        ("content-type", "application/json".to_owned()),
-        ("accept", "application/json, text/event-stream".to_owned()),
+        ("authorization", bearer.as_str()),
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
     ];
-    for (name, value) in &defaults {
-        if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
-            request = request.header(*name, value);
-        }
-    }
-    for (name, value) in headers {
-        if !value.is_empty() {
-            request = request.header(*name, *value);
-        }
-    }
-    let response = h
-        .router
-        .clone()
-        .oneshot(request.body(Body::from(body.to_owned())).unwrap())
-        .await
-        .unwrap();
-    let status = response.status();
-    let headers = response.headers().clone();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    let raw = String::from_utf8_lossy(&bytes).into_owned();
-    Reply {
-        status,
-        headers,
-        body: serde_json::from_str(&raw).unwrap_or(Value::Null),
-        raw,
-    }
+    let mut all: Vec<(&str, &str)> = defaults
+        .into_iter()
+        .filter(|(name, _)| !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)))
+        .collect();
+    all.extend(
+        headers
+            .iter()
+            .copied()
+            .filter(|(_, value)| !value.is_empty()),
+    );
+    common::request(&h.router, method, "/mcp", &all, body).await
 }
 
 async fn post(h: &Harness, body: &Value) -> Reply {
@@ -83,18 +60,9 @@ fn record_args(household: &str) -> Value {
 #[tokio::test]
 async fn healthz_is_minimal_and_needs_no_token() {
     let h = harness(&[]);
-    let response = h
-        .router
-        .clone()
-        .oneshot(Request::get("/healthz").body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::OK);
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    assert_eq!(
-        serde_json::from_slice::<Value>(&body).unwrap(),
-        json!({"status": "ok", "service": "hearth"})
-    );
+    let reply = common::request(&h.router, "GET", "/healthz", &[], "").await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.body, json!({"status": "ok", "service": "hearth"}));
 }
 
 #[tokio::test]
@@ -159,19 +127,6 @@ async fn bearer_tokens_are_required_and_checked() {
         );
         assert!(!reply.raw.contains(TOKEN));
     }
-    let token_in_query = h
-        .router
-        .clone()
-        .oneshot(
-            Request::post(format!("/mcp?access_token={TOKEN}"))
-                .header("host", "127.0.0.1")
-                .header("content-type", "application/json")
-                .body(Body::from(ping.clone()))
-                .unwrap(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(token_in_query.status(), StatusCode::UNAUTHORIZED);
     assert_eq!(
         send(
             &h,
@@ -548,19 +503,13 @@ async fn one_credential_cannot_reach_another_credentials_household() {
 
 #[tokio::test]
 async fn without_a_store_decision_tools_say_storage_is_unavailable() {
-    let hash = hearth_core::chain::sha256_hex(TOKEN);
-    let config = common::config(&[
-        ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001"),
-        ("MCP_JUDGE_TOKEN_HASHES", &hash),
-    ]);
-    let router = hearth_core::app::mcp_router(&config).unwrap();
-    let h = Harness {
-        router,
-        dir: tempfile::tempdir().unwrap(),
-        clock: std::sync::Arc::new(hearth_core::clock::ManualClock::new(
-            time::OffsetDateTime::now_utc(),
-        )),
-    };
+    // The chains are unreachable while the rate counters still work.
+    let vars = common::settings(&[]);
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let h = common::harness_over(&common::config(&vars), |sqlite| Stores {
+        chains: Arc::new(Unconfigured),
+        counters: sqlite,
+    });
     let listed = post(
         &h,
         &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),

@@ -1,78 +1,167 @@
 //! Composition: builds each entry point's router from a [`Config`] and serves it, under the
 //! Lambda runtime or as a plain local server. Entry points stay a few lines long.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context as _;
 use axum::Router;
 
+use crate::auth::Credentials;
 use crate::clock::{Clock, SystemClock};
-use crate::config::{Config, Runtime, StoreChoice};
+use crate::config::{Config, CredentialSource, Runtime, StoreChoice, secrets};
+use crate::gate::{Gate, kill_switch};
 use crate::mcp::{HearthServer, McpEndpoint};
-use crate::store::ChainStore;
+use crate::oauth::OAuthEndpoint;
+use crate::ratelimit::RateLimiter;
+use crate::store::Stores;
 use crate::store::sqlite::SqliteStore;
 use crate::store::unconfigured::Unconfigured;
 use crate::toolset::Toolset;
 use crate::why::{WhyService, WhyToolset};
 
-/// Opens the configured chain store.
-pub fn open_store(config: &Config) -> anyhow::Result<Arc<dyn ChainStore>> {
-    Ok(match &config.store {
-        StoreChoice::Sqlite(path) => Arc::new(
-            SqliteStore::open(path)
-                .with_context(|| format!("opening the SQLite store at {}", path.display()))?,
-        ),
+/// What every router is built over: the stores and the clock.
+#[derive(Clone)]
+pub struct Backing {
+    pub stores: Stores,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// Opens the configured store, over the system clock.
+pub fn open_backing(config: &Config) -> anyhow::Result<Backing> {
+    let stores = match &config.store {
+        StoreChoice::Sqlite(path) => {
+            Stores::shared(Arc::new(SqliteStore::open(path).with_context(|| {
+                format!("opening the SQLite store at {}", path.display())
+            })?))
+        }
         StoreChoice::Unconfigured => {
             tracing::warn!(
-                "no chain store configured; decision tools will report storage unavailable"
+                "no store configured; decision tools report storage unavailable and the rate limiter refuses requests"
             );
-            Arc::new(Unconfigured)
+            Stores::shared(Arc::new(Unconfigured))
         }
+    };
+    Ok(Backing {
+        stores,
+        clock: Arc::new(SystemClock),
     })
 }
 
+/// Fills in `config.credentials` from Secrets Manager when that is their source, and warns
+/// (by name only) about every credential still missing. Never fails: a secret that cannot be
+/// read leaves the credentials empty, so every request that needs one is denied.
+pub async fn load_credentials(config: &mut Config) {
+    match &config.credential_source {
+        CredentialSource::SecretsManager(secret_id) => {
+            let client = secrets::client_from_environment().await;
+            config.credentials = match secrets::read_credentials(&client, secret_id).await {
+                Ok((credentials, problems)) => {
+                    for problem in problems {
+                        tracing::error!(%problem, "a credential in the secret was left out");
+                    }
+                    credentials
+                }
+                Err(error) => {
+                    tracing::error!(
+                        %error,
+                        "the credentials secret (HEARTH_SECRET_ARN) could not be read; every authenticated request will be denied"
+                    );
+                    Credentials::default()
+                }
+            };
+        }
+        CredentialSource::None if config.runtime == Runtime::Lambda => {
+            tracing::error!(
+                "HEARTH_SECRET_ARN is not set; every authenticated request will be denied"
+            );
+        }
+        CredentialSource::None | CredentialSource::Environment => {}
+    }
+    let missing = config.credentials.missing();
+    if !missing.is_empty() && !config.allow_no_auth {
+        tracing::warn!(
+            missing = missing.join(","),
+            "credentials missing; whatever needs them is denied"
+        );
+    }
+    if config.urls.is_none() {
+        tracing::warn!(
+            "MCP_RESOURCE_URL is not set; access tokens are neither issued nor accepted"
+        );
+    }
+}
+
 /// The enabled toolsets over one store and clock.
-pub fn toolsets(
-    config: &Config,
-    store: Arc<dyn ChainStore>,
-    clock: Arc<dyn Clock>,
-) -> Vec<Arc<dyn Toolset>> {
+pub fn toolsets(config: &Config, backing: &Backing) -> Vec<Arc<dyn Toolset>> {
     let mut toolsets: Vec<Arc<dyn Toolset>> = Vec::new();
     if config.toolsets.iter().any(|name| name == "why") {
-        let service = Arc::new(WhyService::new(store, clock));
+        let service = Arc::new(WhyService::new(
+            backing.stores.chains.clone(),
+            backing.clock.clone(),
+        ));
         toolsets.push(Arc::new(WhyToolset::new(service)));
     }
     toolsets
 }
 
-/// The MCP function's router (`/mcp`, `/healthz`) over the given store and clock.
-pub fn mcp_router_with(
-    config: &Config,
-    store: Arc<dyn ChainStore>,
-    clock: Arc<dyn Clock>,
-) -> Router {
-    let server = HearthServer::new(toolsets(config, store, clock));
+fn gate(config: &Config, backing: &Backing) -> Gate {
+    let limiter = RateLimiter::new(
+        backing.stores.counters.clone(),
+        backing.clock.clone(),
+        config.rate_limits,
+    );
+    Gate::new(config.allowed_origins.clone(), limiter)
+}
+
+fn mcp_routes(config: &Config, backing: &Backing) -> Router {
+    let server = HearthServer::new(toolsets(config, backing));
     let endpoint = McpEndpoint::new(
         server,
-        config.bearer_auth(),
-        config.allowed_origins.clone(),
+        config.authenticator(),
+        gate(config, backing),
         config.allowed_hosts(),
+        config.urls.clone(),
     );
     crate::mcp::router(Arc::new(endpoint))
 }
 
-/// The MCP function's router over the configured store and the system clock.
-pub fn mcp_router(config: &Config) -> anyhow::Result<Router> {
-    Ok(mcp_router_with(
-        config,
-        open_store(config)?,
-        Arc::new(SystemClock),
-    ))
+fn oauth_routes(config: &Config, backing: &Backing) -> Router {
+    let endpoint = OAuthEndpoint::new(
+        gate(config, backing),
+        &config.credentials,
+        config.jwt_keys(),
+        config.urls.clone(),
+    );
+    crate::oauth::router(Arc::new(endpoint))
+}
+
+/// The MCP function's router: `/mcp`, `/healthz`, protected-resource metadata.
+pub fn mcp_router_with(config: &Config, backing: &Backing) -> Router {
+    kill_switch(mcp_routes(config, backing), config.disabled)
+}
+
+/// The OAuth function's router: `/oauth/token`, `/oauth/judge`, server metadata.
+pub fn oauth_router_with(config: &Config, backing: &Backing) -> Router {
+    kill_switch(oauth_routes(config, backing), config.disabled)
 }
 
 /// Everything the local server serves on one address, with the same paths as API Gateway.
+pub fn local_router_with(config: &Config, backing: &Backing) -> Router {
+    let router = mcp_routes(config, backing).merge(oauth_routes(config, backing));
+    kill_switch(router, config.disabled)
+}
+
+pub fn mcp_router(config: &Config) -> anyhow::Result<Router> {
+    Ok(mcp_router_with(config, &open_backing(config)?))
+}
+
+pub fn oauth_router(config: &Config) -> anyhow::Result<Router> {
+    Ok(oauth_router_with(config, &open_backing(config)?))
+}
+
 pub fn local_router(config: &Config) -> anyhow::Result<Router> {
-    mcp_router(config)
+    Ok(local_router_with(config, &open_backing(config)?))
 }
 
 /// Serves `router` under the Lambda runtime, or on `config.addr` until Ctrl-C or SIGTERM.
@@ -86,7 +175,9 @@ pub async fn serve(router: Router, config: &Config) -> anyhow::Result<()> {
                 .await
                 .with_context(|| format!("binding {}", config.addr))?;
             tracing::info!(address = %listener.local_addr()?, "serving");
-            axum::serve(listener, router)
+            // The peer address feeds the per-IP rate limit.
+            let service = router.into_make_service_with_connect_info::<SocketAddr>();
+            axum::serve(listener, service)
                 .with_graceful_shutdown(shutdown_signal())
                 .await
                 .context("serving HTTP")

@@ -1,16 +1,21 @@
 //! Hearth's core library: everything that is not a Lambda entry point.
 //!
-//! Dependencies point one way. At the top, [`app`] composes entry points and [`mcp`] wires the
-//! protocol and HTTP; [`auth`] and [`telemetry`] serve them. In the middle, toolsets ([`why`])
-//! implement [`toolset::Toolset`]. At the bottom, [`chain`], [`store`], [`scholia`],
-//! [`speech`], [`clock`] and [`config`] know nothing of the layers above.
+//! Dependencies point one way. At the top, [`app`] composes entry points; [`mcp`] and [`oauth`]
+//! wire the protocols and HTTP, with [`gate`] (kill switch, Origin, rate limits) and
+//! [`telemetry`] in front of both. In the middle, toolsets ([`why`]) implement
+//! [`toolset::Toolset`], and [`ratelimit`] applies its policy to the store's counters. At the
+//! bottom, [`auth`], [`chain`], [`store`], [`scholia`], [`speech`], [`clock`] and [`config`]
+//! know nothing of the layers above.
 
 pub mod app;
 pub mod auth;
 pub mod chain;
 pub mod clock;
 pub mod config;
+pub mod gate;
 pub mod mcp;
+pub mod oauth;
+pub mod ratelimit;
 pub mod scholia;
 pub mod speech;
 pub mod store;

@@ -1,4 +1,5 @@
-//! Builds Hearth routers for tests from a configuration map, over a fresh SQLite file.
+//! Builds Hearth routers for tests from a configuration map, over a fresh SQLite file, and
+//! sends them requests.
 
 #![allow(dead_code)]
 
@@ -6,14 +7,27 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Router;
+use axum::body::Body;
+use hearth_core::app::Backing;
 use hearth_core::chain::sha256_hex;
 use hearth_core::clock::ManualClock;
 use hearth_core::config::Config;
-use hearth_core::store::ChainStore;
+use hearth_core::store::Stores;
 use hearth_core::store::sqlite::SqliteStore;
+use http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::Value;
 use tempfile::TempDir;
+use tower::ServiceExt;
 
+/// A static judge token the harness accepts.
 pub const TOKEN: &str = "hearth-fixture-token";
+/// The OAuth client the harness accepts.
+pub const CLIENT_ID: &str = "alexa-fixture-client";
+pub const CLIENT_SECRET: &str = "fixture-client-secret-0123456789";
+pub const JWT_SECRET: &str = "fixture-jwt-signing-key-of-32-bytes-or-more";
+/// The local default `MCP_RESOURCE_URL` for the default `HEARTH_ADDR`.
+pub const RESOURCE: &str = "http://127.0.0.1:8787/mcp";
 
 pub struct Harness {
     pub router: Router,
@@ -28,26 +42,137 @@ impl Harness {
 }
 
 pub fn config(vars: &[(&str, &str)]) -> Config {
+    try_config(vars).expect("valid test configuration")
+}
+
+pub fn try_config(vars: &[(&str, &str)]) -> Result<Config, hearth_core::config::ConfigError> {
     let map: HashMap<String, String> = vars
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    Config::from_lookup(|name| map.get(name).cloned()).expect("valid test configuration")
+    Config::from_lookup(|name| map.get(name).cloned())
 }
 
-/// A router that accepts [`TOKEN`] (plus `extra` settings) over a fresh SQLite store.
+/// The harness's credentials and generous rate limits, overridden by `extra`.
+pub fn settings<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, String)> {
+    let mut vars: Vec<(&str, String)> = vec![
+        ("MCP_JUDGE_TOKEN_HASHES", sha256_hex(TOKEN)),
+        ("MCP_CLIENT_ID", CLIENT_ID.into()),
+        ("MCP_CLIENT_SECRET", CLIENT_SECRET.into()),
+        ("MCP_JWT_SECRET", JWT_SECRET.into()),
+        ("HEARTH_RATE_LIMIT_PER_SUBJECT", "1000000".into()),
+        ("HEARTH_RATE_LIMIT_PER_IP", "1000000".into()),
+    ];
+    for (name, value) in extra {
+        vars.retain(|(n, _)| n != name);
+        vars.push((name, value.to_string()));
+    }
+    vars
+}
+
+/// The whole local router (MCP and OAuth) accepting [`TOKEN`] and the fixture client, plus
+/// `extra` settings, over a fresh SQLite store.
 pub fn harness(extra: &[(&str, &str)]) -> Harness {
-    let hash = sha256_hex(TOKEN);
-    let mut vars = vec![("MCP_JUDGE_TOKEN_HASHES", hash.as_str())];
-    vars.extend_from_slice(extra);
-    harness_with(&config(&vars))
+    let vars = settings(extra);
+    let borrowed: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    harness_with(&config(&borrowed))
 }
 
 pub fn harness_with(config: &Config) -> Harness {
+    harness_over(config, Stores::shared)
+}
+
+/// Like [`harness_with`], with the stores chosen by `stores` from a fresh SQLite store.
+pub fn harness_over(config: &Config, stores: impl FnOnce(Arc<SqliteStore>) -> Stores) -> Harness {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let store: Arc<dyn ChainStore> =
-        Arc::new(SqliteStore::open(&dir.path().join("hearth.db")).expect("store"));
+    let stores = stores(Arc::new(
+        SqliteStore::open(&dir.path().join("hearth.db")).expect("store"),
+    ));
     let clock = Arc::new(ManualClock::new(time::OffsetDateTime::now_utc()));
-    let router = hearth_core::app::mcp_router_with(config, store, clock.clone());
+    let backing = Backing {
+        stores,
+        clock: clock.clone(),
+    };
+    let router = hearth_core::app::local_router_with(config, &backing);
     Harness { router, dir, clock }
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: http::HeaderMap,
+    pub body: Value,
+    pub raw: String,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+    }
+}
+
+/// Sends one request to `router` with exactly the given headers (`Host: 127.0.0.1` unless
+/// given) and returns the reply.
+pub async fn request(
+    router: &Router,
+    method: &str,
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
+    let mut request = Request::builder().method(method).uri(uri);
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        request = request.header("host", "127.0.0.1");
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = router
+        .clone()
+        .oneshot(request.body(Body::from(body.to_owned())).unwrap())
+        .await
+        .unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let raw = String::from_utf8_lossy(&bytes).into_owned();
+    Reply {
+        status,
+        headers,
+        body: serde_json::from_str(&raw).unwrap_or(Value::Null),
+        raw,
+    }
+}
+
+/// `Authorization: Basic` for a client id and secret.
+pub fn basic(id: &str, secret: &str) -> String {
+    use base64::Engine;
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"))
+    )
+}
+
+/// Asks `/oauth/token` for an access token as Alexa+ does, with an optional scope.
+pub async fn access_token(router: &Router, scope: Option<&str>) -> String {
+    let mut form = format!("grant_type=client_credentials&resource={RESOURCE}");
+    if let Some(scope) = scope {
+        form.push_str(&format!("&scope={scope}"));
+    }
+    let authorization = basic(CLIENT_ID, CLIENT_SECRET);
+    let reply = request(
+        router,
+        "POST",
+        "/oauth/token",
+        &[
+            ("authorization", authorization.as_str()),
+            ("content-type", "application/x-www-form-urlencoded"),
+        ],
+        &form,
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.raw);
+    reply.body["access_token"].as_str().unwrap().to_owned()
 }

@@ -1,9 +1,11 @@
-//! Lambda entry point for `POST /mcp`, `GET /healthz`. Off Lambda it serves on `HEARTH_ADDR`.
+//! Lambda entry point for `POST /mcp`, `GET /healthz` and the protected-resource metadata.
+//! Off Lambda it serves on `HEARTH_ADDR`.
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let _logs = hearth_core::telemetry::init();
-    let config = hearth_core::config::Config::from_env()?;
+    let mut config = hearth_core::config::Config::from_env()?;
+    hearth_core::app::load_credentials(&mut config).await;
     let router = hearth_core::app::mcp_router(&config)?;
     hearth_core::app::serve(router, &config).await
 }

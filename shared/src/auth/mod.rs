@@ -1,22 +1,50 @@
-//! Who may call Hearth. For now: static bearer tokens whose SHA-256 is configured in
-//! `MCP_JUDGE_TOKEN_HASHES`. Missing configuration denies every request (fail closed); the only
-//! opt-out is the explicit local-development flag `MCP_ALLOW_NO_AUTH=true`.
+//! Who may call Hearth, and with which scopes.
+//!
+//! A request carries `Authorization: Bearer <token>`, where the token is either an access
+//! token issued by the OAuth function (an HS256 JWT, see [`jwt`]) or a static judge token
+//! whose SHA-256 is listed in `MCP_JUDGE_TOKEN_HASHES`. An access token is accepted only while
+//! its subject is still configured: the OAuth client id, or a listed judge-token hash. Removing
+//! a hash therefore revokes the static token and every access token issued for it.
+//!
+//! Missing credentials deny (fail closed). The only opt-out is the explicit local-development
+//! flag `MCP_ALLOW_NO_AUTH=true`, which configuration refuses under Lambda.
 
-pub mod dev_token;
+pub mod credentials;
+pub mod dev_credentials;
+pub mod jwt;
+pub mod scope;
 
 use http::HeaderMap;
 use http::header::AUTHORIZATION;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+pub use credentials::{Credentials, Secret};
+pub use jwt::{JwtKeys, TokenRejection};
+pub use scope::{Scope, Scopes};
+
 use crate::chain::sha256_hex;
 use crate::toolset::Caller;
 
-/// The verified identity behind a request: the hex SHA-256 of the presented token.
+/// The verified identity behind a request: the OAuth client id, or the hex SHA-256 of a judge
+/// token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Subject(String);
 
 impl Subject {
+    /// The subject of a judge token: the hex SHA-256 of the token.
+    pub fn of_judge_token(token: &str) -> Self {
+        Subject(sha256_hex(token))
+    }
+
+    pub fn of_client(client_id: &str) -> Self {
+        Subject(client_id.to_owned())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
     /// The data scope of this subject: SHA-256 of the subject, so stored keys never contain a
     /// credential or anything a credential can be derived from.
     pub fn caller(&self) -> Caller {
@@ -24,6 +52,13 @@ impl Subject {
             scope: sha256_hex(&self.0),
         }
     }
+}
+
+/// An authenticated request: who, and what they may do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub subject: Subject,
+    pub scopes: Scopes,
 }
 
 /// Why a request was not authenticated. The messages are safe to return to the client.
@@ -35,75 +70,90 @@ pub enum AuthFailure {
     WrongScheme,
     #[error("invalid token")]
     Invalid,
+    #[error("token expired")]
+    Expired,
 }
 
-#[derive(Debug, thiserror::Error)]
-#[error("MCP_JUDGE_TOKEN_HASHES entry {position} is not a 64-character hex SHA-256")]
-pub struct BadTokenHash {
-    pub position: usize,
-}
-
-/// Verifies `Authorization: Bearer <token>` against a list of token hashes.
-#[derive(Clone)]
-pub struct BearerAuth {
-    token_hashes: Vec<[u8; 32]>,
+/// Verifies bearer tokens against the configured credentials.
+pub struct Authenticator {
+    judge_token_hashes: Vec<[u8; 32]>,
+    client_id: Option<String>,
+    jwt: Option<JwtKeys>,
     allow_anonymous: bool,
 }
 
 /// The subject every request gets when authentication is switched off for local development.
 const ANONYMOUS: &str = "local-development-without-auth";
 
-impl BearerAuth {
-    /// Accepts tokens whose SHA-256 is in `token_hashes`. An empty list accepts nothing.
-    pub fn new(token_hashes: Vec<[u8; 32]>) -> Self {
+impl Authenticator {
+    /// Accepts listed judge tokens, and access tokens signed by `jwt` for a configured subject.
+    /// Without `jwt` no access token is accepted; without hashes no judge token is.
+    pub fn new(credentials: &Credentials, jwt: Option<JwtKeys>) -> Self {
         Self {
-            token_hashes,
+            judge_token_hashes: credentials.judge_token_hashes.clone(),
+            client_id: credentials.client_id.clone(),
+            jwt,
             allow_anonymous: false,
         }
     }
 
-    /// Accepts every request as one fixed local subject. Only for `MCP_ALLOW_NO_AUTH=true`
-    /// outside Lambda; configuration refuses it anywhere else.
+    /// Accepts every request as one fixed local subject with every scope. Only for
+    /// `MCP_ALLOW_NO_AUTH=true` outside Lambda; configuration refuses it anywhere else.
     pub fn allow_anonymous() -> Self {
         Self {
-            token_hashes: Vec::new(),
+            judge_token_hashes: Vec::new(),
+            client_id: None,
+            jwt: None,
             allow_anonymous: true,
         }
     }
 
-    /// Parses a comma-separated list of hex SHA-256 hashes (blank entries are ignored).
-    pub fn parse_hashes(list: &str) -> Result<Vec<[u8; 32]>, BadTokenHash> {
-        list.split(',')
-            .map(str::trim)
-            .filter(|entry| !entry.is_empty())
-            .enumerate()
-            .map(|(index, entry)| {
-                let mut hash = [0u8; 32];
-                hex::decode_to_slice(entry, &mut hash)
-                    .map(|()| hash)
-                    .map_err(|_| BadTokenHash {
-                        position: index + 1,
-                    })
-            })
-            .collect()
-    }
-
-    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Subject, AuthFailure> {
+    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Grant, AuthFailure> {
         if self.allow_anonymous {
-            return Ok(Subject(ANONYMOUS.to_owned()));
+            return Ok(Grant {
+                subject: Subject(ANONYMOUS.to_owned()),
+                scopes: Scopes::DEFAULT,
+            });
         }
         let token = bearer_token(headers)?;
+        if let Some(subject) = self.judge_token(token) {
+            return Ok(Grant {
+                subject,
+                scopes: Scopes::DEFAULT,
+            });
+        }
+        let jwt = self.jwt.as_ref().ok_or(AuthFailure::Invalid)?;
+        let (subject, scopes) = jwt.verify(token).map_err(|rejection| match rejection {
+            TokenRejection::Expired => AuthFailure::Expired,
+            TokenRejection::Invalid => AuthFailure::Invalid,
+        })?;
+        if !self.is_current_subject(&subject) {
+            return Err(AuthFailure::Invalid);
+        }
+        Ok(Grant {
+            subject: Subject(subject),
+            scopes,
+        })
+    }
+
+    /// The subject of `token` if it is a listed judge token. Every configured hash is compared
+    /// without stopping early.
+    pub fn judge_token(&self, token: &str) -> Option<Subject> {
         let presented: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        // Compare against every configured hash without stopping early.
         let mut matched = subtle::Choice::from(0);
-        for hash in &self.token_hashes {
+        for hash in &self.judge_token_hashes {
             matched |= hash.ct_eq(&presented);
         }
-        if bool::from(matched) {
-            Ok(Subject(hex::encode(presented)))
-        } else {
-            Err(AuthFailure::Invalid)
+        bool::from(matched).then(|| Subject(hex::encode(presented)))
+    }
+
+    /// Whether an access token's subject is still configured (see the module comment).
+    fn is_current_subject(&self, subject: &str) -> bool {
+        if self.client_id.as_deref() == Some(subject) {
+            return true;
         }
+        let mut hash = [0u8; 32];
+        hex::decode_to_slice(subject, &mut hash).is_ok() && self.judge_token_hashes.contains(&hash)
     }
 }
 
@@ -130,28 +180,53 @@ mod tests {
     use super::*;
     use http::HeaderValue;
 
+    const JWT_SECRET: &str = "an-hs256-key-of-at-least-32-bytes!!";
+
     fn headers(value: &str) -> HeaderMap {
         let mut headers = HeaderMap::new();
         headers.insert(AUTHORIZATION, HeaderValue::from_str(value).unwrap());
         headers
     }
 
-    fn auth_for(token: &str) -> BearerAuth {
-        BearerAuth::new(BearerAuth::parse_hashes(&sha256_hex(token)).unwrap())
+    fn credentials(judge_tokens: &[&str]) -> Credentials {
+        let hashes: Vec<String> = judge_tokens.iter().copied().map(sha256_hex).collect();
+        let (credentials, problems) = Credentials::from_lookup(|name| match name {
+            "MCP_CLIENT_ID" => Some("alexa".into()),
+            "MCP_JUDGE_TOKEN_HASHES" => Some(hashes.join(",")),
+            _ => None,
+        });
+        assert!(problems.is_empty());
+        credentials
+    }
+
+    fn keys() -> JwtKeys {
+        JwtKeys::new(
+            &Secret::new(JWT_SECRET),
+            "http://127.0.0.1",
+            "http://127.0.0.1/mcp",
+        )
+        .unwrap()
+    }
+
+    fn now() -> u64 {
+        jsonwebtoken::get_current_timestamp()
     }
 
     #[test]
-    fn a_listed_token_is_accepted_and_its_hash_is_the_subject() {
-        let subject = auth_for("s3cret")
-            .authenticate(&headers("Bearer s3cret"))
-            .unwrap();
-        assert_eq!(subject, Subject(sha256_hex("s3cret")));
-        assert_eq!(subject.caller().scope, sha256_hex(sha256_hex("s3cret")));
+    fn a_listed_judge_token_is_accepted_and_its_hash_is_the_subject() {
+        let auth = Authenticator::new(&credentials(&["s3cret"]), None);
+        let grant = auth.authenticate(&headers("Bearer s3cret")).unwrap();
+        assert_eq!(grant.subject, Subject(sha256_hex("s3cret")));
+        assert_eq!(grant.scopes, Scopes::DEFAULT);
+        assert_eq!(
+            grant.subject.caller().scope,
+            sha256_hex(sha256_hex("s3cret"))
+        );
     }
 
     #[test]
-    fn everything_else_is_refused() {
-        let auth = auth_for("s3cret");
+    fn malformed_authorization_is_refused() {
+        let auth = Authenticator::new(&credentials(&["s3cret"]), Some(keys()));
         let cases = [
             ("Bearer wrong", AuthFailure::Invalid),
             ("Basic czNjcmV0Og==", AuthFailure::WrongScheme),
@@ -169,24 +244,40 @@ mod tests {
     }
 
     #[test]
-    fn no_configured_hashes_means_no_access() {
-        let auth = BearerAuth::new(Vec::new());
+    fn access_tokens_need_a_still_configured_subject() {
+        let auth = Authenticator::new(&credentials(&["judge"]), Some(keys()));
+        for subject in ["alexa".to_owned(), sha256_hex("judge")] {
+            let token = keys().issue(&subject, Scopes::DEFAULT, now()).access_token;
+            let grant = auth
+                .authenticate(&headers(&format!("Bearer {token}")))
+                .unwrap();
+            assert_eq!(grant.subject.as_str(), subject);
+        }
+        // The judge hash is removed: its access tokens stop working with it.
+        let revoked = Authenticator::new(&credentials(&[]), Some(keys()));
+        let token = keys()
+            .issue(&sha256_hex("judge"), Scopes::DEFAULT, now())
+            .access_token;
         assert_eq!(
-            auth.authenticate(&headers("Bearer anything")),
+            revoked.authenticate(&headers(&format!("Bearer {token}"))),
+            Err(AuthFailure::Invalid)
+        );
+        let stranger = keys()
+            .issue("someone-else", Scopes::DEFAULT, now())
+            .access_token;
+        assert_eq!(
+            auth.authenticate(&headers(&format!("Bearer {stranger}"))),
             Err(AuthFailure::Invalid)
         );
     }
 
     #[test]
-    fn malformed_hash_lists_are_refused_with_their_position() {
-        let good = sha256_hex("a");
+    fn without_a_signing_key_no_access_token_is_accepted() {
+        let auth = Authenticator::new(&credentials(&[]), None);
+        let token = keys().issue("alexa", Scopes::DEFAULT, now()).access_token;
         assert_eq!(
-            BearerAuth::parse_hashes(&format!(" {good} ,"))
-                .unwrap()
-                .len(),
-            1
+            auth.authenticate(&headers(&format!("Bearer {token}"))),
+            Err(AuthFailure::Invalid)
         );
-        let error = BearerAuth::parse_hashes(&format!("{good},nothex")).unwrap_err();
-        assert_eq!(error.position, 2);
     }
 }

@@ -1,10 +1,12 @@
-//! `POST /mcp` and `GET /healthz`.
+//! `POST /mcp`, `GET /healthz` and the protected-resource metadata.
 //!
 //! Checks run cheapest and most general first, and each failure has its own status:
-//! 405 (not POST), 403 (Origin not allowed), 401 (no valid bearer token), 415 (not JSON),
+//! 405 (not POST), 403 (Origin not allowed), 400 (a token in the query string), 429 or 503
+//! (rate limit reached or limiter unreachable), 401 (no valid bearer token), 415 (not JSON),
 //! 400 (unsupported `MCP-Protocol-Version`), 413 (body over 64 KiB), 400 with a JSON-RPC parse
-//! or invalid-request error. Everything that passes goes to rmcp's stateless Streamable HTTP
-//! service in JSON-response mode with the authenticated caller attached.
+//! or invalid-request error, 403 (`insufficient_scope` for the method). Everything that passes
+//! goes to rmcp's stateless Streamable HTTP service in JSON-response mode with the
+//! authenticated caller attached.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -24,7 +26,10 @@ use serde_json::json;
 
 use super::handler::HearthServer;
 use super::{MAX_BODY_BYTES, PROTOCOL_VERSIONS};
-use crate::auth::{AuthFailure, BearerAuth};
+use crate::auth::{AuthFailure, Authenticator, Scope};
+use crate::config::PublicUrls;
+use crate::gate::{Gate, Refusal, client_ip};
+use crate::oauth::metadata;
 use crate::telemetry::{RequestLog, request_id};
 
 /// MCP methods whose names may appear in logs; anything else is logged as `other`.
@@ -45,17 +50,21 @@ const KNOWN_METHODS: &[&str] = &[
 pub struct McpEndpoint {
     service: StreamableHttpService<HearthServer, NeverSessionManager>,
     server: HearthServer,
-    auth: BearerAuth,
-    allowed_origins: Vec<String>,
+    auth: Authenticator,
+    gate: Gate,
+    urls: Option<PublicUrls>,
+    /// The `WWW-Authenticate` challenge of a 401, pointing at the resource metadata.
+    challenge: String,
 }
 
 impl McpEndpoint {
     /// `allowed_hosts` empty disables the `Host` check (see `Config::allowed_hosts`).
     pub fn new(
         server: HearthServer,
-        auth: BearerAuth,
-        allowed_origins: Vec<String>,
+        auth: Authenticator,
+        gate: Gate,
         allowed_hosts: Vec<String>,
+        urls: Option<PublicUrls>,
     ) -> Self {
         let mut config = StreamableHttpServerConfig::default()
             .with_legacy_session_mode(false)
@@ -75,21 +84,64 @@ impl McpEndpoint {
             Arc::new(NeverSessionManager::default()),
             config,
         );
+        let challenge = match &urls {
+            Some(urls) => format!(
+                r#"Bearer realm="hearth", resource_metadata="{}""#,
+                urls.resource_metadata()
+            ),
+            None => r#"Bearer realm="hearth""#.to_owned(),
+        };
         Self {
             service,
             server,
             auth,
-            allowed_origins,
+            gate,
+            urls,
+            challenge,
         }
     }
 }
 
-/// The MCP function's routes: `/mcp` and `/healthz`.
+/// The MCP function's routes: `/mcp`, `/healthz` and the RFC 9728 metadata (at the root and
+/// with the `/mcp` suffix, where clients look for it first).
 pub fn router(endpoint: Arc<McpEndpoint>) -> Router {
     Router::new()
         .route("/mcp", any(mcp))
         .route("/healthz", get(healthz))
+        .route(
+            "/.well-known/oauth-protected-resource",
+            any(resource_metadata),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/mcp",
+            any(resource_metadata),
+        )
         .with_state(endpoint)
+}
+
+async fn resource_metadata(State(endpoint): State<Arc<McpEndpoint>>, request: Request) -> Response {
+    if request.method() != Method::GET {
+        let mut response = (
+            StatusCode::METHOD_NOT_ALLOWED,
+            axum::Json(json!({"error": "method_not_allowed"})),
+        )
+            .into_response();
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET"));
+        return response;
+    }
+    match &endpoint.urls {
+        Some(urls) => axum::Json(metadata::protected_resource(urls)).into_response(),
+        None => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            axum::Json(json!({
+                "error": "temporarily_unavailable",
+                "error_description": "MCP_RESOURCE_URL is not configured",
+            })),
+        )
+            .into_response(),
+    }
 }
 
 async fn healthz() -> Response {
@@ -129,21 +181,40 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
             .insert(header::ALLOW, HeaderValue::from_static("POST"));
         return response;
     }
-    let headers = request.headers();
-    if let Some(origin) = headers.get(header::ORIGIN) {
-        let allowed = origin
-            .to_str()
-            .is_ok_and(|origin| endpoint.allowed_origins.iter().any(|o| o == origin));
-        if !allowed {
-            return rpc_error(StatusCode::FORBIDDEN, -32000, "Origin not allowed");
-        }
+    if let Err(refusal) = endpoint.gate.check_origin(request.headers()) {
+        return refused(refusal);
     }
-    let subject = match endpoint.auth.authenticate(headers) {
-        Ok(subject) => subject,
-        Err(failure) => return unauthorized(failure),
+    if token_in_query(request.uri()) {
+        let mut response = rpc_error(
+            StatusCode::BAD_REQUEST,
+            -32000,
+            "Bad request: access tokens are accepted only in the Authorization header",
+        );
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(r#"Bearer realm="hearth", error="invalid_request""#),
+        );
+        return response;
+    }
+    let authenticated = endpoint.auth.authenticate(request.headers());
+    let caller = authenticated
+        .as_ref()
+        .ok()
+        .map(|grant| grant.subject.caller());
+    if let Err(refusal) = endpoint
+        .gate
+        .admit(client_ip(&request), caller.as_ref())
+        .await
+    {
+        return refused(refusal);
+    }
+    let grant = match authenticated {
+        Ok(grant) => grant,
+        Err(failure) => return unauthorized(&endpoint.challenge, failure),
     };
-    let caller = subject.caller();
+    let caller = grant.subject.caller();
     log.subject(&caller);
+    let headers = request.headers();
     let is_json = headers
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
@@ -186,6 +257,9 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
     };
     match serde_json::from_slice::<Peek<'_>>(&bytes) {
         Ok(peek) => {
+            if let Err(needed) = grant.scopes.allow(peek.method.as_deref()) {
+                return insufficient_scope(endpoint, needed);
+            }
             let method = peek.method.as_deref().unwrap_or_default();
             log.method(
                 KNOWN_METHODS
@@ -243,19 +317,53 @@ fn too_large() -> Response {
     )
 }
 
-fn unauthorized(failure: AuthFailure) -> Response {
+fn refused(refusal: Refusal) -> Response {
+    let mut response = rpc_error(refusal.status(), -32000, refusal.message());
+    refusal.decorate(&mut response);
+    response
+}
+
+/// Whether the query string carries an access token, which MCP forbids (tokens in URLs end up
+/// in logs and histories). Such a request is refused even with a valid header.
+fn token_in_query(uri: &http::Uri) -> bool {
+    uri.query().is_some_and(|query| {
+        form_urlencoded::parse(query.as_bytes()).any(|(name, _)| name == "access_token")
+    })
+}
+
+fn unauthorized(challenge: &str, failure: AuthFailure) -> Response {
     let mut response = rpc_error(
         StatusCode::UNAUTHORIZED,
         -32000,
         &format!("Unauthorized: {failure}"),
     );
     let challenge = match failure {
-        AuthFailure::Invalid => r#"Bearer realm="hearth", error="invalid_token""#,
-        AuthFailure::Missing | AuthFailure::WrongScheme => r#"Bearer realm="hearth""#,
+        AuthFailure::Invalid | AuthFailure::Expired => {
+            format!(r#"{challenge}, error="invalid_token", error_description="{failure}""#)
+        }
+        AuthFailure::Missing | AuthFailure::WrongScheme => challenge.to_owned(),
     };
     response.headers_mut().insert(
         header::WWW_AUTHENTICATE,
-        HeaderValue::from_static(challenge),
+        HeaderValue::from_str(&challenge).expect("challenge is ASCII"),
+    );
+    response
+}
+
+fn insufficient_scope(endpoint: &McpEndpoint, needed: Scope) -> Response {
+    let mut response = rpc_error(
+        StatusCode::FORBIDDEN,
+        -32000,
+        &format!("Forbidden: this method needs the {} scope", needed.as_str()),
+    );
+    let challenge = format!(
+        r#"{}, error="insufficient_scope", scope="{}""#,
+        endpoint.challenge,
+        needed.as_str()
+    );
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_str(&challenge).expect("challenge is ASCII"),
     );
     response
 }

@@ -1,6 +1,7 @@
-//! Chain storage. The store keeps sealed records and one head per chain and knows nothing of
-//! toolsets: it compares and swaps chain heads, evicts old records and enforces a cap on live
-//! chains per scope, all in one atomic step per append.
+//! Chain storage and rate counters. The store keeps sealed records and one head per chain and
+//! knows nothing of toolsets: it compares and swaps chain heads, evicts old records and
+//! enforces a cap on live chains per scope, all in one atomic step per append. Beside the
+//! chains it keeps fixed-window counters for the rate limiter ([`CounterStore`]).
 //!
 //! Two implementations pass the same contract suite (`shared/tests/store_contract.rs`):
 //! [`sqlite::SqliteStore`], the embedded default, and the DynamoDB store for production.
@@ -8,6 +9,8 @@
 
 pub mod sqlite;
 pub mod unconfigured;
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 
@@ -86,4 +89,51 @@ pub trait ChainStore: Send + Sync + 'static {
     /// Applies `append` atomically: either the record, the new head and every eviction are
     /// stored together, or nothing changes.
     async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError>;
+}
+
+/// One counter to count a request against: `key` names the counter and its window, and
+/// `limit` is the most requests the window allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counter {
+    pub key: String,
+    pub limit: u32,
+}
+
+/// What [`CounterStore::take`] decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Taken {
+    /// Every counter was below its limit and now counts this request.
+    Granted,
+    /// `counters[index]` is at its limit; no counter was changed.
+    Refused { index: usize },
+}
+
+#[async_trait]
+pub trait CounterStore: Send + Sync + 'static {
+    /// Counts one request against every counter atomically: if any counter already holds its
+    /// limit, nothing changes and the first such counter is named. A counter lives until
+    /// `expires_at_ms`; afterwards it reads as zero, whether or not the backend has removed it.
+    async fn take(
+        &self,
+        counters: &[Counter],
+        expires_at_ms: i64,
+        now_ms: i64,
+    ) -> Result<Taken, StoreError>;
+}
+
+/// The store behind every toolset and the rate limiter. Usually one backend serves both.
+#[derive(Clone)]
+pub struct Stores {
+    pub chains: Arc<dyn ChainStore>,
+    pub counters: Arc<dyn CounterStore>,
+}
+
+impl Stores {
+    /// Both roles served by one backend.
+    pub fn shared<S: ChainStore + CounterStore>(store: Arc<S>) -> Self {
+        Self {
+            chains: store.clone(),
+            counters: store,
+        }
+    }
 }

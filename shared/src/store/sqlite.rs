@@ -12,7 +12,9 @@ use async_trait::async_trait;
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::{Append, ChainKey, ChainStore, Head, Snapshot, StoreError};
+use super::{
+    Append, ChainKey, ChainStore, Counter, CounterStore, Head, Snapshot, StoreError, Taken,
+};
 use crate::chain::Sealed;
 
 const SCHEMA: &str = "
@@ -34,6 +36,12 @@ CREATE TABLE IF NOT EXISTS chain_records (
     body TEXT NOT NULL,
     PRIMARY KEY (scope, name, seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS rate_counters (
+    key TEXT NOT NULL PRIMARY KEY,
+    hits INTEGER NOT NULL,
+    expires_at_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS rate_counters_by_expiry ON rate_counters (expires_at_ms);
 ";
 
 pub struct SqliteStore {
@@ -224,6 +232,55 @@ impl ChainStore for SqliteStore {
                 )
                 .map_err(unavailable)?;
             transaction.commit().map_err(unavailable)
+        })
+    }
+}
+
+#[async_trait]
+impl CounterStore for SqliteStore {
+    async fn take(
+        &self,
+        counters: &[Counter],
+        expires_at_ms: i64,
+        now_ms: i64,
+    ) -> Result<Taken, StoreError> {
+        self.with_connection(|connection| {
+            let transaction = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(unavailable)?;
+            let mut opened_a_window = false;
+            for (index, counter) in counters.iter().enumerate() {
+                // An expired row counts as zero, exactly as an expired DynamoDB item that TTL
+                // has not removed yet.
+                let hits: i64 = transaction
+                    .prepare_cached(
+                        "INSERT INTO rate_counters (key, hits, expires_at_ms) VALUES (?1, 1, ?2)
+                         ON CONFLICT (key) DO UPDATE SET
+                           hits = CASE WHEN expires_at_ms > ?3 THEN hits + 1 ELSE 1 END,
+                           expires_at_ms = excluded.expires_at_ms
+                         RETURNING hits",
+                    )
+                    .and_then(|mut statement| {
+                        statement.query_row(params![counter.key, expires_at_ms, now_ms], |row| {
+                            row.get(0)
+                        })
+                    })
+                    .map_err(unavailable)?;
+                if hits > i64::from(counter.limit) {
+                    // Dropping the transaction rolls every increment back.
+                    return Ok(Taken::Refused { index });
+                }
+                opened_a_window |= hits == 1;
+            }
+            if opened_a_window {
+                // Counters of past windows are never read again; clear them as windows turn.
+                transaction
+                    .prepare_cached("DELETE FROM rate_counters WHERE expires_at_ms <= ?1")
+                    .and_then(|mut statement| statement.execute(params![now_ms]))
+                    .map_err(unavailable)?;
+            }
+            transaction.commit().map_err(unavailable)?;
+            Ok(Taken::Granted)
         })
     }
 }

@@ -1,14 +1,14 @@
 //! The store used when none is configured (under Lambda before a table is set): every call
-//! reports storage unavailable, so decision tools say so while everything else keeps working.
+//! reports storage unavailable, so decision tools say so and the rate limiter fails closed.
 //! It never keeps anything, in memory or elsewhere.
 
 use async_trait::async_trait;
 
-use super::{Append, ChainKey, ChainStore, Snapshot, StoreError};
+use super::{Append, ChainKey, ChainStore, Counter, CounterStore, Snapshot, StoreError, Taken};
 
 pub struct Unconfigured;
 
-const REASON: &str = "no chain store is configured";
+const REASON: &str = "no store is configured";
 
 #[async_trait]
 impl ChainStore for Unconfigured {
@@ -22,6 +22,18 @@ impl ChainStore for Unconfigured {
         _append: Append,
         _now_ms: i64,
     ) -> Result<(), StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+}
+
+#[async_trait]
+impl CounterStore for Unconfigured {
+    async fn take(
+        &self,
+        _counters: &[Counter],
+        _expires_at_ms: i64,
+        _now_ms: i64,
+    ) -> Result<Taken, StoreError> {
         Err(StoreError::Unavailable(REASON.into()))
     }
 }

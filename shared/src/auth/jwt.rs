@@ -1,0 +1,204 @@
+//! HS256 access tokens, issued by the OAuth function and checked on every protected endpoint.
+//!
+//! The algorithm is pinned: a token whose header names any other algorithm (or `none`) is
+//! refused before its signature is looked at. The issuer, the audience (the MCP URL), the
+//! expiry (with a small leeway for clock skew) and the signature are all checked by
+//! `jsonwebtoken`.
+
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use rand::RngExt;
+use serde::{Deserialize, Serialize};
+
+use super::credentials::{MIN_JWT_SECRET_BYTES, Secret};
+use super::scope::Scopes;
+
+/// How long an access token lives, in seconds.
+pub const TOKEN_LIFETIME_SECS: u64 = 3600;
+
+/// Clock skew tolerated when checking `exp`, in seconds.
+pub const LEEWAY_SECS: u64 = 30;
+
+/// Seconds since the Unix epoch by the system clock, which `jsonwebtoken` also checks `exp`
+/// against; tokens are issued on the same clock they are verified on.
+pub fn now_secs() -> u64 {
+    jsonwebtoken::get_current_timestamp()
+}
+
+/// The claims of a Hearth access token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claims {
+    pub iss: String,
+    pub aud: String,
+    pub sub: String,
+    pub scope: String,
+    pub iat: u64,
+    pub exp: u64,
+    pub jti: String,
+}
+
+/// A freshly issued token and what the token response says about it.
+#[derive(Debug, Clone)]
+pub struct IssuedToken {
+    pub access_token: String,
+    pub expires_in: u64,
+    pub scope: Scopes,
+}
+
+/// Why a token was refused. Safe to return to the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TokenRejection {
+    #[error("token expired")]
+    Expired,
+    #[error("invalid token")]
+    Invalid,
+}
+
+/// Signs and verifies access tokens for one issuer and one audience.
+pub struct JwtKeys {
+    issuer: String,
+    audience: String,
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    validation: Validation,
+}
+
+/// The signing key is shorter than [`MIN_JWT_SECRET_BYTES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the signing key is shorter than {MIN_JWT_SECRET_BYTES} bytes")]
+pub struct WeakKey;
+
+impl JwtKeys {
+    /// Keys for `issuer` and `audience`. A key shorter than 32 bytes signs nothing.
+    pub fn new(secret: &Secret, issuer: &str, audience: &str) -> Result<Self, WeakKey> {
+        let key = secret.expose().as_bytes();
+        if key.len() < MIN_JWT_SECRET_BYTES {
+            return Err(WeakKey);
+        }
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.set_issuer(&[issuer]);
+        validation.set_audience(&[audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        validation.leeway = LEEWAY_SECS;
+        // Both constructors fail only for an empty key, excluded above.
+        Ok(Self {
+            issuer: issuer.to_owned(),
+            audience: audience.to_owned(),
+            encoding: EncodingKey::from_secret(key).map_err(|_| WeakKey)?,
+            decoding: DecodingKey::from_secret(key).map_err(|_| WeakKey)?,
+            validation,
+        })
+    }
+
+    /// Issues a token for `subject` with `scopes`, valid for [`TOKEN_LIFETIME_SECS`] from
+    /// `now_secs`.
+    pub fn issue(&self, subject: &str, scopes: Scopes, now_secs: u64) -> IssuedToken {
+        let jti: [u8; 16] = rand::rng().random();
+        let claims = Claims {
+            iss: self.issuer.clone(),
+            aud: self.audience.clone(),
+            sub: subject.to_owned(),
+            scope: scopes.to_string(),
+            iat: now_secs,
+            exp: now_secs + TOKEN_LIFETIME_SECS,
+            jti: hex::encode(jti),
+        };
+        let access_token =
+            jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
+                // HS256 over serialisable claims cannot fail; a failure here is a broken build.
+                .expect("HS256 signing of plain claims");
+        IssuedToken {
+            access_token,
+            expires_in: TOKEN_LIFETIME_SECS,
+            scope: scopes,
+        }
+    }
+
+    /// Checks a token and returns its subject and scopes.
+    pub fn verify(&self, token: &str) -> Result<(String, Scopes), TokenRejection> {
+        let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
+            .map_err(|error| match error.kind() {
+                ErrorKind::ExpiredSignature => TokenRejection::Expired,
+                _ => TokenRejection::Invalid,
+            })?;
+        let scopes = Scopes::parse(&data.claims.scope).map_err(|_| TokenRejection::Invalid)?;
+        Ok((data.claims.sub, scopes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+    const SECRET: &str = "an-hs256-key-of-at-least-32-bytes!!";
+    const ISSUER: &str = "https://hearth.example";
+    const AUDIENCE: &str = "https://hearth.example/mcp";
+
+    fn keys() -> JwtKeys {
+        JwtKeys::new(&Secret::new(SECRET), ISSUER, AUDIENCE).unwrap()
+    }
+
+    fn now() -> u64 {
+        jsonwebtoken::get_current_timestamp()
+    }
+
+    #[test]
+    fn an_issued_token_verifies_with_its_subject_and_scopes() {
+        let scopes = Scopes::parse("mcp:tools").unwrap();
+        let issued = keys().issue("alexa", scopes, now());
+        assert_eq!(issued.expires_in, 3600);
+        assert_eq!(
+            keys().verify(&issued.access_token),
+            Ok(("alexa".into(), scopes))
+        );
+        let payload = issued.access_token.split('.').nth(1).unwrap();
+        let claims: Claims =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
+        assert_eq!(
+            (claims.iss.as_str(), claims.aud.as_str()),
+            (ISSUER, AUDIENCE)
+        );
+        assert_eq!(claims.exp - claims.iat, 3600);
+        assert_eq!(claims.jti.len(), 32);
+    }
+
+    #[test]
+    fn expiry_allows_the_leeway_and_not_a_second_more() {
+        let within = now() - TOKEN_LIFETIME_SECS - LEEWAY_SECS + 5;
+        let token = keys().issue("alexa", Scopes::DEFAULT, within).access_token;
+        assert!(keys().verify(&token).is_ok());
+        let past = now() - TOKEN_LIFETIME_SECS - LEEWAY_SECS - 5;
+        let token = keys().issue("alexa", Scopes::DEFAULT, past).access_token;
+        assert_eq!(keys().verify(&token), Err(TokenRejection::Expired));
+    }
+
+    #[test]
+    fn a_key_of_31_bytes_is_refused_and_32_accepted() {
+        let key = "k".repeat(32);
+        assert!(JwtKeys::new(&Secret::new(key.clone()), ISSUER, AUDIENCE).is_ok());
+        assert_eq!(
+            JwtKeys::new(&Secret::new(&key[1..]), ISSUER, AUDIENCE).err(),
+            Some(WeakKey)
+        );
+    }
+
+    #[test]
+    fn other_issuers_audiences_and_keys_are_refused() {
+        let token = keys().issue("alexa", Scopes::DEFAULT, now()).access_token;
+        let elsewhere =
+            JwtKeys::new(&Secret::new(SECRET), ISSUER, "https://other.example/mcp").unwrap();
+        assert_eq!(elsewhere.verify(&token), Err(TokenRejection::Invalid));
+        let other_issuer =
+            JwtKeys::new(&Secret::new(SECRET), "https://other.example", AUDIENCE).unwrap();
+        assert_eq!(other_issuer.verify(&token), Err(TokenRejection::Invalid));
+        let other_key = JwtKeys::new(
+            &Secret::new("another-hs256-key-of-at-least-32-bytes"),
+            ISSUER,
+            AUDIENCE,
+        )
+        .unwrap();
+        assert_eq!(other_key.verify(&token), Err(TokenRejection::Invalid));
+    }
+}

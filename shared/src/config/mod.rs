@@ -1,0 +1,423 @@
+//! Settings from the environment. Every entry point loads a [`Config`] once at start; nothing
+//! else reads the environment. A setting that cannot be honoured is a startup error, never a
+//! silent fallback to something weaker.
+
+pub mod secrets;
+mod urls;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+pub use urls::PublicUrls;
+
+use crate::auth::credentials::CREDENTIAL_NAMES;
+use crate::auth::{Authenticator, Credentials, JwtKeys};
+
+/// Where the process runs. Decided by `AWS_LAMBDA_RUNTIME_API`, which the Lambda runtime sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runtime {
+    Lambda,
+    Local,
+}
+
+/// The toolsets this build can serve.
+pub const KNOWN_TOOLSETS: &[&str] = &["why"];
+
+/// Which chain store runs. Locally the default is a SQLite file in the data directory; under
+/// Lambda a SQLite file is used only when `HEARTH_DB` names one explicitly (a function's disk
+/// is not durable), and otherwise decision tools report storage unavailable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreChoice {
+    /// `HEARTH_DB`, default `<data dir>/hearth.db` locally.
+    Sqlite(PathBuf),
+    Unconfigured,
+}
+
+/// Where the credentials come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CredentialSource {
+    /// At least one credential variable is set in the environment (local only).
+    Environment,
+    /// `HEARTH_SECRET_ARN`: one Secrets Manager secret, read once at start.
+    SecretsManager(String),
+    /// Nothing configured: the local server generates development credentials; under Lambda
+    /// every request is denied.
+    None,
+}
+
+/// Requests per minute allowed by the fixed-window rate limiter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimits {
+    /// `HEARTH_RATE_LIMIT_PER_SUBJECT`, default 60.
+    pub per_subject: u32,
+    /// `HEARTH_RATE_LIMIT_PER_IP`, default 120.
+    pub per_ip: u32,
+}
+
+/// The highest accepted rate limit; there is deliberately no "unlimited".
+pub const MAX_RATE_LIMIT: u32 = 1_000_000;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub runtime: Runtime,
+    /// `HEARTH_ADDR`, default `127.0.0.1:8787`.
+    pub addr: SocketAddr,
+    /// `HEARTH_DATA_DIR`, default `./.hearth`: the SQLite file and dev credentials live here.
+    pub data_dir: PathBuf,
+    /// Where chains and rate counters are kept; see [`StoreChoice`].
+    pub store: StoreChoice,
+    /// Where [`Config::credentials`] come from.
+    pub credential_source: CredentialSource,
+    /// The credentials in force. From the environment when that is the source; filled in by
+    /// `app::load_credentials` from Secrets Manager or the development file otherwise.
+    pub credentials: Credentials,
+    /// `MCP_ALLOW_NO_AUTH=true` (exactly, any case): local development without authentication.
+    pub allow_no_auth: bool,
+    /// `MCP_DISABLED=1` (or `true`): every endpoint answers 503 before authentication.
+    pub disabled: bool,
+    /// `MCP_ALLOWED_ORIGINS`: comma-separated exact browser origins; any other `Origin` is 403.
+    pub allowed_origins: Vec<String>,
+    /// `MCP_RESOURCE_URL`: the public URL of `/mcp`, and what follows from it. Locally it
+    /// defaults to the loopback address served; under Lambda it has no default.
+    pub urls: Option<PublicUrls>,
+    /// `HEARTH_ALLOWED_HOSTS`: extra accepted `Host` values for a local server behind a proxy.
+    pub extra_hosts: Vec<String>,
+    /// `HEARTH_TOOLSETS`, default every known toolset.
+    pub toolsets: Vec<String>,
+    pub rate_limits: RateLimits,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{name} is not valid: {reason}")]
+    Invalid { name: &'static str, reason: String },
+    #[error("MCP_ALLOW_NO_AUTH is for local development only and is refused under Lambda")]
+    NoAuthUnderLambda,
+    #[error(
+        "{name} is set in the environment; under Lambda credentials come only from the Secrets Manager secret named by HEARTH_SECRET_ARN"
+    )]
+    CredentialInLambdaEnvironment { name: &'static str },
+    #[error("{name} and HEARTH_SECRET_ARN are both set; take credentials from one place")]
+    TwoCredentialSources { name: &'static str },
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Builds the configuration from any variable source; tests pass a map.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let get = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
+        let runtime = if get("AWS_LAMBDA_RUNTIME_API").is_some() {
+            Runtime::Lambda
+        } else {
+            Runtime::Local
+        };
+        let addr = match get("HEARTH_ADDR") {
+            Some(value) => value.trim().parse().map_err(|_| ConfigError::Invalid {
+                name: "HEARTH_ADDR",
+                reason: "expected host:port, e.g. 127.0.0.1:8787".into(),
+            })?,
+            None => SocketAddr::from(([127, 0, 0, 1], 8787)),
+        };
+        let data_dir = PathBuf::from(get("HEARTH_DATA_DIR").unwrap_or_else(|| ".hearth".into()));
+        let store = match (get("HEARTH_DB"), runtime) {
+            (Some(path), _) => StoreChoice::Sqlite(PathBuf::from(path)),
+            (None, Runtime::Local) => StoreChoice::Sqlite(data_dir.join("hearth.db")),
+            (None, Runtime::Lambda) => StoreChoice::Unconfigured,
+        };
+        let (credential_source, credentials) = credentials(&get, runtime)?;
+        let allow_no_auth =
+            get("MCP_ALLOW_NO_AUTH").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        if allow_no_auth && runtime == Runtime::Lambda {
+            return Err(ConfigError::NoAuthUnderLambda);
+        }
+        let disabled = match get("MCP_DISABLED").map(|v| v.trim().to_ascii_lowercase()) {
+            None => false,
+            Some(value) if value == "1" || value == "true" => true,
+            Some(value) if value == "0" || value == "false" => false,
+            Some(_) => {
+                return Err(ConfigError::Invalid {
+                    name: "MCP_DISABLED",
+                    reason: "expected 1 or true to disable, 0 or false to serve".into(),
+                });
+            }
+        };
+        let urls = match get("MCP_RESOURCE_URL") {
+            Some(url) => Some(PublicUrls::from_resource(url.trim()).map_err(|reason| {
+                ConfigError::Invalid {
+                    name: "MCP_RESOURCE_URL",
+                    reason,
+                }
+            })?),
+            None if runtime == Runtime::Local => PublicUrls::local_default(addr),
+            None => None,
+        };
+        let toolsets = match get("HEARTH_TOOLSETS") {
+            Some(list) => {
+                let names = split_list(&list);
+                if let Some(unknown) = names.iter().find(|n| !KNOWN_TOOLSETS.contains(&n.as_str()))
+                {
+                    return Err(ConfigError::Invalid {
+                        name: "HEARTH_TOOLSETS",
+                        reason: format!(
+                            "unknown toolset {unknown:?}; known: {}",
+                            KNOWN_TOOLSETS.join(",")
+                        ),
+                    });
+                }
+                names
+            }
+            None => KNOWN_TOOLSETS.iter().map(|s| s.to_string()).collect(),
+        };
+        let rate_limits = RateLimits {
+            per_subject: rate_limit(&get, "HEARTH_RATE_LIMIT_PER_SUBJECT", 60)?,
+            per_ip: rate_limit(&get, "HEARTH_RATE_LIMIT_PER_IP", 120)?,
+        };
+        Ok(Self {
+            runtime,
+            addr,
+            data_dir,
+            store,
+            credential_source,
+            credentials,
+            allow_no_auth,
+            disabled,
+            allowed_origins: split_list(&get("MCP_ALLOWED_ORIGINS").unwrap_or_default()),
+            urls,
+            extra_hosts: split_list(&get("HEARTH_ALLOWED_HOSTS").unwrap_or_default()),
+            toolsets,
+            rate_limits,
+        })
+    }
+
+    /// The access-token keys, when both the signing key and the resource URL are configured.
+    pub fn jwt_keys(&self) -> Option<JwtKeys> {
+        let secret = self.credentials.jwt_secret.as_ref()?;
+        let urls = self.urls.as_ref()?;
+        JwtKeys::new(secret, urls.issuer(), urls.resource()).ok()
+    }
+
+    /// The bearer verifier this configuration asks for.
+    pub fn authenticator(&self) -> Authenticator {
+        if self.allow_no_auth {
+            Authenticator::allow_anonymous()
+        } else {
+            Authenticator::new(&self.credentials, self.jwt_keys())
+        }
+    }
+
+    /// `Host` header values `/mcp` accepts (DNS-rebinding protection). Empty means any host,
+    /// which is only chosen under Lambda without `MCP_RESOURCE_URL`: API Gateway routes by
+    /// host itself, so the function never sees a rebound name.
+    pub fn allowed_hosts(&self) -> Vec<String> {
+        let mut hosts: Vec<String> = Vec::new();
+        if self.runtime == Runtime::Local {
+            hosts.extend(["localhost", "127.0.0.1", "::1"].map(String::from));
+            if !self.addr.ip().is_unspecified() {
+                hosts.push(self.addr.ip().to_string());
+            }
+        }
+        if let Some(urls) = &self.urls {
+            hosts.push(urls.host().to_owned());
+        }
+        hosts.extend(self.extra_hosts.iter().cloned());
+        hosts
+    }
+}
+
+/// Credentials from the environment (local only), or the name of the secret to read them from.
+fn credentials(
+    get: &impl Fn(&str) -> Option<String>,
+    runtime: Runtime,
+) -> Result<(CredentialSource, Credentials), ConfigError> {
+    let in_environment = CREDENTIAL_NAMES.iter().find(|name| get(name).is_some());
+    if let (Some(name), Runtime::Lambda) = (in_environment, runtime) {
+        return Err(ConfigError::CredentialInLambdaEnvironment { name });
+    }
+    if let Some(arn) = get("HEARTH_SECRET_ARN") {
+        if let Some(name) = in_environment {
+            return Err(ConfigError::TwoCredentialSources { name });
+        }
+        return Ok((
+            CredentialSource::SecretsManager(arn.trim().to_owned()),
+            Credentials::default(),
+        ));
+    }
+    if in_environment.is_none() {
+        return Ok((CredentialSource::None, Credentials::default()));
+    }
+    let (credentials, problems) = Credentials::from_lookup(get);
+    if let Some(problem) = problems.first() {
+        // Locally a weak or malformed credential stops the server: a person is there to fix it.
+        let name = match problem {
+            crate::auth::credentials::CredentialProblem::ShortJwtSecret => "MCP_JWT_SECRET",
+            crate::auth::credentials::CredentialProblem::BadJudgeTokenHash { .. } => {
+                "MCP_JUDGE_TOKEN_HASHES"
+            }
+        };
+        return Err(ConfigError::Invalid {
+            name,
+            reason: problem.to_string(),
+        });
+    }
+    Ok((CredentialSource::Environment, credentials))
+}
+
+fn rate_limit(
+    get: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+    default: u32,
+) -> Result<u32, ConfigError> {
+    let Some(value) = get(name) else {
+        return Ok(default);
+    };
+    value
+        .trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|limit| (1..=MAX_RATE_LIMIT).contains(limit))
+        .ok_or(ConfigError::Invalid {
+            name,
+            reason: format!("expected requests per minute from 1 to {MAX_RATE_LIMIT}"),
+        })
+}
+
+fn split_list(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn defaults_are_local_and_closed() {
+        let config = config(&[]).unwrap();
+        assert_eq!(config.runtime, Runtime::Local);
+        assert_eq!(config.addr.to_string(), "127.0.0.1:8787");
+        assert_eq!(
+            config.store,
+            StoreChoice::Sqlite(PathBuf::from(".hearth/hearth.db"))
+        );
+        assert_eq!(config.credential_source, CredentialSource::None);
+        assert!(config.credentials.missing().len() == 4 && !config.allow_no_auth);
+        assert!(!config.disabled);
+        assert_eq!(config.toolsets, vec!["why"]);
+        assert_eq!(config.urls.unwrap().resource(), "http://127.0.0.1:8787/mcp");
+        assert_eq!(
+            config.rate_limits,
+            RateLimits {
+                per_subject: 60,
+                per_ip: 120
+            }
+        );
+    }
+
+    #[test]
+    fn no_auth_needs_exactly_true_and_is_refused_under_lambda() {
+        assert!(
+            config(&[("MCP_ALLOW_NO_AUTH", "TRUE")])
+                .unwrap()
+                .allow_no_auth
+        );
+        assert!(!config(&[("MCP_ALLOW_NO_AUTH", "1")]).unwrap().allow_no_auth);
+        assert!(
+            !config(&[("MCP_ALLOW_NO_AUTH", "yes")])
+                .unwrap()
+                .allow_no_auth
+        );
+        let lambda = config(&[
+            ("MCP_ALLOW_NO_AUTH", "true"),
+            ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001"),
+        ]);
+        assert!(matches!(lambda, Err(ConfigError::NoAuthUnderLambda)));
+    }
+
+    #[test]
+    fn unknown_toolsets_and_bad_hashes_fail_at_start() {
+        assert!(config(&[("HEARTH_TOOLSETS", "why,nope")]).is_err());
+        assert!(config(&[("MCP_JUDGE_TOKEN_HASHES", "abc")]).is_err());
+        assert!(config(&[("HEARTH_ADDR", "nowhere")]).is_err());
+        assert!(config(&[("MCP_DISABLED", "yes")]).is_err());
+    }
+
+    #[test]
+    fn a_jwt_secret_under_32_bytes_stops_the_local_server() {
+        let key = "k".repeat(32);
+        assert!(config(&[("MCP_JWT_SECRET", &key)]).is_ok());
+        let error = config(&[("MCP_JWT_SECRET", &key[1..])]).unwrap_err();
+        assert!(error.to_string().contains("MCP_JWT_SECRET"), "{error}");
+        assert!(!error.to_string().contains(&key[1..]));
+    }
+
+    #[test]
+    fn under_lambda_credentials_come_only_from_secrets_manager() {
+        let lambda = ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001");
+        for name in CREDENTIAL_NAMES {
+            let error = config(&[lambda, (name, "value")]).unwrap_err();
+            assert!(
+                matches!(error, ConfigError::CredentialInLambdaEnvironment { name: n } if n == name)
+            );
+        }
+        let arn = "arn:aws:secretsmanager:eu-west-1:1:secret:hearth";
+        let config_with_arn = config(&[lambda, ("HEARTH_SECRET_ARN", arn)]).unwrap();
+        assert_eq!(
+            config_with_arn.credential_source,
+            CredentialSource::SecretsManager(arn.into())
+        );
+        assert!(
+            config_with_arn.urls.is_none(),
+            "no default URL under Lambda"
+        );
+        assert!(matches!(
+            config(&[("HEARTH_SECRET_ARN", arn), ("MCP_CLIENT_ID", "x")]),
+            Err(ConfigError::TwoCredentialSources { .. })
+        ));
+    }
+
+    #[test]
+    fn disabling_takes_one_or_true() {
+        for (value, disabled) in [("1", true), ("TRUE", true), ("0", false), ("false", false)] {
+            assert_eq!(
+                config(&[("MCP_DISABLED", value)]).unwrap().disabled,
+                disabled
+            );
+        }
+    }
+
+    #[test]
+    fn rate_limits_are_bounded_at_both_ends() {
+        let limit = |value: &str| config(&[("HEARTH_RATE_LIMIT_PER_IP", value)]);
+        assert_eq!(limit("1").unwrap().rate_limits.per_ip, 1);
+        assert_eq!(limit("1000000").unwrap().rate_limits.per_ip, MAX_RATE_LIMIT);
+        for bad in ["0", "1000001", "-1", "many"] {
+            assert!(limit(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn resource_url_host_is_allowed() {
+        let config =
+            config(&[("MCP_RESOURCE_URL", "https://Hearth.Example.com:8443/mcp")]).unwrap();
+        assert!(
+            config
+                .allowed_hosts()
+                .contains(&"hearth.example.com".to_string())
+        );
+    }
+}

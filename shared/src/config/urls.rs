@@ -1,0 +1,165 @@
+//! The public URLs that follow from `MCP_RESOURCE_URL`.
+//!
+//! The resource is the URL of `/mcp` exactly as configured: it is the JWT audience and the
+//! only accepted `resource` at the token endpoint. The issuer is the same URL without the
+//! trailing `/mcp`, and the token and metadata endpoints hang off it, so a deployment with a
+//! path prefix (an API Gateway stage) keeps every URL under that prefix.
+
+use std::net::{IpAddr, SocketAddr};
+
+use url::{Host, Url};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublicUrls {
+    resource: String,
+    issuer: String,
+    host: String,
+}
+
+impl PublicUrls {
+    /// Validates `resource`: an absolute `https` URL (plain `http` only for a loopback host),
+    /// with no credentials, query or fragment, whose path ends in `/mcp`.
+    pub fn from_resource(resource: &str) -> Result<Self, String> {
+        if !resource.is_ascii() {
+            return Err("must be ASCII (write an international host name in punycode)".into());
+        }
+        let url = Url::parse(resource).map_err(|error| format!("not an absolute URL ({error})"))?;
+        let host = url.host().ok_or("the URL has no host")?;
+        let loopback = match &host {
+            Host::Domain(name) => name.eq_ignore_ascii_case("localhost"),
+            Host::Ipv4(ip) => ip.is_loopback(),
+            Host::Ipv6(ip) => ip.is_loopback(),
+        };
+        match url.scheme() {
+            "https" => {}
+            "http" if loopback => {}
+            _ => return Err("must be https (plain http only for a loopback host)".into()),
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err("must not carry credentials".into());
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err("must not have a query or fragment".into());
+        }
+        let issuer = resource
+            .strip_suffix("/mcp")
+            .filter(|_| url.path().ends_with("/mcp"))
+            .ok_or("the path must end in /mcp")?;
+        let host = match host {
+            Host::Domain(name) => name.to_ascii_lowercase(),
+            Host::Ipv4(ip) => ip.to_string(),
+            Host::Ipv6(ip) => ip.to_string(),
+        };
+        Ok(Self {
+            resource: resource.to_owned(),
+            issuer: issuer.to_owned(),
+            host,
+        })
+    }
+
+    /// The local server's own `/mcp` URL, when it listens on a loopback or unspecified address.
+    pub fn local_default(addr: SocketAddr) -> Option<Self> {
+        let ip = match addr.ip() {
+            ip if ip.is_unspecified() => IpAddr::from([127, 0, 0, 1]),
+            ip => ip,
+        };
+        let authority = match ip {
+            IpAddr::V4(v4) => format!("{v4}:{}", addr.port()),
+            IpAddr::V6(v6) => format!("[{v6}]:{}", addr.port()),
+        };
+        Self::from_resource(&format!("http://{authority}/mcp")).ok()
+    }
+
+    /// `MCP_RESOURCE_URL` as configured.
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// The authorization server's issuer identifier (RFC 8414).
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    /// The resource's host, lower-cased, without port.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    pub fn token_endpoint(&self) -> String {
+        format!("{}/oauth/token", self.issuer)
+    }
+
+    /// Where this resource's RFC 9728 metadata is served.
+    pub fn resource_metadata(&self) -> String {
+        format!("{}/.well-known/oauth-protected-resource/mcp", self.issuer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_issuer_and_endpoints_follow_the_resource() {
+        let urls = PublicUrls::from_resource("https://Hearth.Example.com:8443/prod/mcp").unwrap();
+        assert_eq!(urls.resource(), "https://Hearth.Example.com:8443/prod/mcp");
+        assert_eq!(urls.issuer(), "https://Hearth.Example.com:8443/prod");
+        assert_eq!(urls.host(), "hearth.example.com");
+        assert_eq!(
+            urls.token_endpoint(),
+            "https://Hearth.Example.com:8443/prod/oauth/token"
+        );
+        assert_eq!(
+            urls.resource_metadata(),
+            "https://Hearth.Example.com:8443/prod/.well-known/oauth-protected-resource/mcp"
+        );
+    }
+
+    #[test]
+    fn plain_http_is_only_for_loopback() {
+        for ok in [
+            "http://127.0.0.1:8787/mcp",
+            "http://localhost/mcp",
+            "http://[::1]:9/mcp",
+        ] {
+            assert!(PublicUrls::from_resource(ok).is_ok(), "{ok}");
+        }
+        assert_eq!(
+            PublicUrls::from_resource("http://[::1]:9/mcp")
+                .unwrap()
+                .host(),
+            "::1"
+        );
+        for bad in [
+            "http://hearth.example.com/mcp",
+            "ftp://127.0.0.1/mcp",
+            "https://hearth.example.com/",
+            "https://hearth.example.com/mcpx",
+            "https://hearth.example.com/mcp?x=1",
+            "https://hearth.example.com/mcp#top",
+            "https://user:pw@hearth.example.com/mcp",
+            "/mcp",
+            "https://hëarth.example/mcp",
+        ] {
+            assert!(PublicUrls::from_resource(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_local_default_is_the_loopback_address_served() {
+        let local = |addr: &str| PublicUrls::local_default(addr.parse().unwrap());
+        assert_eq!(
+            local("127.0.0.1:8787").unwrap().resource(),
+            "http://127.0.0.1:8787/mcp"
+        );
+        assert_eq!(
+            local("0.0.0.0:9000").unwrap().resource(),
+            "http://127.0.0.1:9000/mcp"
+        );
+        assert_eq!(
+            local("[::1]:9000").unwrap().resource(),
+            "http://[::1]:9000/mcp"
+        );
+        assert!(local("192.168.1.5:8787").is_none());
+    }
+}
