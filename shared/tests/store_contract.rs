@@ -10,8 +10,10 @@ use hearth_core::store::sqlite::SqliteStore;
 async fn sqlite() -> Backend {
     let dir = tempfile::tempdir().expect("temporary directory");
     let store = SqliteStore::open(&dir.path().join("contract.db")).expect("open SQLite store");
+    let store = Arc::new(store);
     Backend {
-        store: Arc::new(store),
+        store: store.clone(),
+        counters: store,
         _guard: Box::new(dir),
     }
 }

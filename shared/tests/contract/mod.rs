@@ -1,12 +1,14 @@
-//! The `ChainStore` contract: behaviour every backend must show, written once and run against
-//! each backend by `contract_tests!` (see `store_contract.rs`).
+//! The `ChainStore` and `CounterStore` contract: behaviour every backend must show, written
+//! once and run against each backend by `contract_tests!` (see `store_contract.rs`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use hearth_core::chain::{self, Sealed};
 use hearth_core::clock::ManualClock;
-use hearth_core::store::{Append, ChainKey, ChainStore, Head, StoreError};
+use hearth_core::store::{
+    Append, ChainKey, ChainStore, Counter, CounterStore, Head, StoreError, Taken,
+};
 use hearth_core::toolset::Caller;
 use hearth_core::why::record::NewDecision;
 use hearth_core::why::{WhyError, WhyService, limits};
@@ -16,6 +18,7 @@ use time::OffsetDateTime;
 /// A store under test plus whatever keeps it alive (a temporary directory, an emulator table).
 pub struct Backend {
     pub store: Arc<dyn ChainStore>,
+    pub counters: Arc<dyn CounterStore>,
     pub _guard: Box<dyn std::any::Any + Send>,
 }
 
@@ -366,6 +369,106 @@ pub async fn decision_windows_follow_the_retention_rules(backend: Backend) {
     assert_eq!(fresh["prev"], Value::Null);
 }
 
+fn counter(key: &str, limit: u32) -> Counter {
+    Counter {
+        key: key.into(),
+        limit,
+    }
+}
+
+pub async fn counters_grant_up_to_their_limit_and_refuse_one_past(backend: Backend) {
+    let counters = backend.counters.as_ref();
+    let ends = NOW + 60_000;
+    for _ in 0..3 {
+        let taken = counters
+            .take(&[counter("ip/a", 3)], ends, NOW)
+            .await
+            .unwrap();
+        assert_eq!(taken, Taken::Granted);
+    }
+    let taken = counters
+        .take(&[counter("ip/a", 3)], ends, NOW)
+        .await
+        .unwrap();
+    assert_eq!(taken, Taken::Refused { index: 0 });
+    let other = counters
+        .take(&[counter("ip/b", 3)], ends, NOW)
+        .await
+        .unwrap();
+    assert_eq!(other, Taken::Granted, "each key counts alone");
+}
+
+pub async fn a_refused_take_changes_no_counter(backend: Backend) {
+    let counters = backend.counters.as_ref();
+    let ends = NOW + 60_000;
+    let both = [counter("ip/a", 5), counter("subject/s", 1)];
+    assert_eq!(
+        counters.take(&both, ends, NOW).await.unwrap(),
+        Taken::Granted
+    );
+    assert_eq!(
+        counters.take(&both, ends, NOW).await.unwrap(),
+        Taken::Refused { index: 1 }
+    );
+    // `ip/a` holds 1, not 2: the refused take left it alone.
+    let single = [counter("ip/a", 2)];
+    assert_eq!(
+        counters.take(&single, ends, NOW).await.unwrap(),
+        Taken::Granted
+    );
+    assert_eq!(
+        counters.take(&single, ends, NOW).await.unwrap(),
+        Taken::Refused { index: 0 }
+    );
+}
+
+pub async fn an_expired_counter_reads_as_zero(backend: Backend) {
+    let counters = backend.counters.as_ref();
+    let ends = NOW + 1_000;
+    let one = [counter("ip/a", 1)];
+    assert_eq!(
+        counters.take(&one, ends, NOW).await.unwrap(),
+        Taken::Granted
+    );
+    assert_eq!(
+        counters.take(&one, ends, ends - 1).await.unwrap(),
+        Taken::Refused { index: 0 }
+    );
+    // At its expiry the stored count is ignored, even if the backend has not removed it.
+    let later = ends + 60_000;
+    assert_eq!(
+        counters.take(&one, later, ends).await.unwrap(),
+        Taken::Granted
+    );
+}
+
+pub async fn concurrent_takes_never_pass_the_limit(backend: Backend) {
+    let ends = NOW + 60_000;
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let counters = backend.counters.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut granted = 0;
+            for _ in 0..25 {
+                let taken = counters
+                    .take(&[counter("subject/busy", 50)], ends, NOW)
+                    .await
+                    .expect("take");
+                granted += usize::from(taken == Taken::Granted);
+            }
+            granted
+        }));
+    }
+    let mut granted = 0;
+    for task in tasks {
+        granted += task.await.unwrap();
+    }
+    assert_eq!(
+        granted, 50,
+        "exactly the limit, however the takes interleave"
+    );
+}
+
 /// Defines one `#[tokio::test]` per contract case for a backend built by `$make`.
 #[macro_export]
 macro_rules! contract_tests {
@@ -382,6 +485,10 @@ macro_rules! contract_tests {
                 the_scope_cap_counts_live_chains_only,
                 concurrent_writers_lose_and_duplicate_nothing,
                 decision_windows_follow_the_retention_rules,
+                counters_grant_up_to_their_limit_and_refuse_one_past,
+                a_refused_take_changes_no_counter,
+                an_expired_counter_reads_as_zero,
+                concurrent_takes_never_pass_the_limit,
             );
         }
     };
