@@ -19,26 +19,36 @@ const QUEUED_LINES: usize = 4096;
 #[must_use = "logs are flushed when this guard is dropped; keep it for the life of main"]
 pub struct LogGuard(#[allow(dead_code)] tracing_appender::non_blocking::WorkerGuard);
 
-/// Installs the JSON log subscriber (level from `RUST_LOG`, default `info` with rmcp at
-/// `warn`, since rmcp logs client-supplied peer info). Lines are written to stderr by a
+/// Installs the JSON log subscriber (level from `RUST_LOG`, default `info` with rmcp silenced:
+/// rmcp's own log lines quote what the client sent, such as peer info, unknown tool names and
+/// method names, which must never reach the logs). Lines are written to stderr by a
 /// background thread, so a request never waits on the write; if the queue ever fills, lines
 /// are dropped rather than slowing requests. Calling it twice keeps the first subscriber.
 pub fn init() -> LogGuard {
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
         .buffered_lines_limit(QUEUED_LINES)
         .lossy(true)
         .finish(std::io::stderr());
-    let _ = tracing_subscriber::fmt()
+    let _ = tracing::subscriber::set_global_default(subscriber(writer));
+    LogGuard(guard)
+}
+
+/// The JSON subscriber every entry point logs through, writing to `writer`. Tests capture
+/// exactly what production writes by giving it their own writer.
+pub fn subscriber<W>(writer: W) -> impl tracing::Subscriber + Send + Sync
+where
+    W: for<'writer> tracing_subscriber::fmt::MakeWriter<'writer> + Send + Sync + 'static,
+{
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=off"));
+    tracing_subscriber::fmt()
         .json()
         .flatten_event(true)
         .with_current_span(false)
         .with_span_list(false)
         .with_env_filter(filter)
         .with_writer(writer)
-        .try_init();
-    LogGuard(guard)
+        .finish()
 }
 
 /// The request id API Gateway assigned, or a fresh random one off Lambda.

@@ -1,0 +1,202 @@
+//! What the logs of a whole session hold: one line per request with the method, a known tool
+//! name, the status, the latency, a hashed subject and the request id, and nothing a caller
+//! wrote or a credential. The logs are captured from the same subscriber production installs.
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use base64::Engine;
+use common::{CLIENT_ID, CLIENT_SECRET, JWT_SECRET, TOKEN, basic, harness, request};
+use hearth_core::chain::sha256_hex;
+use serde_json::{Value, json};
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+const REASON: &str = "Grandma asked quietly for the blinds";
+const INPUT: &str = "utterance: close them halfway";
+const CLIENT_NAME: &str = "client-name-from-the-caller";
+
+#[tokio::test]
+async fn a_whole_session_logs_no_credential_and_nothing_the_caller_wrote() {
+    let captured = Captured::default();
+    let sink = captured.clone();
+    let _default =
+        tracing::subscriber::set_default(hearth_core::telemetry::subscriber(move || sink.clone()));
+    let h = harness(&[]);
+    let form = "application/x-www-form-urlencoded";
+    let client = basic(CLIENT_ID, CLIENT_SECRET);
+
+    let issued = request(
+        &h.router,
+        "POST",
+        "/oauth/token",
+        &[("authorization", &client), ("content-type", form)],
+        &format!(
+            "grant_type=client_credentials&resource={}",
+            common::RESOURCE
+        ),
+    )
+    .await;
+    let access = issued.body["access_token"].as_str().unwrap().to_owned();
+    let judged = request(
+        &h.router,
+        "POST",
+        "/oauth/judge",
+        &[("content-type", form)],
+        &format!("judge_token={TOKEN}"),
+    )
+    .await;
+    let judge_access = judged.body["access_token"].as_str().unwrap().to_owned();
+
+    let bearer = format!("Bearer {access}");
+    let rpc = |body: Value| {
+        let router = h.router.clone();
+        let bearer = bearer.clone();
+        async move {
+            let headers = [
+                ("authorization", bearer.as_str()),
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+            ];
+            request(&router, "POST", "/mcp", &headers, &body.to_string()).await
+        }
+    };
+    rpc(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": CLIENT_NAME, "version": "1"}}}),
+    )
+    .await;
+    rpc(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    rpc(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
+    let recorded = rpc(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "record_decision", "arguments": {"household_id": "maple-house", "action": "close blinds",
+        "reason": REASON, "inputs": {"heard": INPUT}, "approver": "Parent"}}}))
+    .await;
+    assert_eq!(
+        recorded.body["result"]["isError"], false,
+        "{}",
+        recorded.raw
+    );
+    rpc(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+        "name": "explain_why", "arguments": {"household_id": "maple-house", "action": "close blinds"}}}))
+    .await;
+    rpc(
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+        "name": "exfiltrate_everything", "arguments": {}}}),
+    )
+    .await;
+    rpc(json!({"jsonrpc": "2.0", "id": 6, "method": "made/up", "params": {"x": INPUT}})).await;
+    let refused = request(
+        &h.router,
+        "POST",
+        "/mcp",
+        &[
+            ("authorization", "Bearer a-guessed-token"),
+            ("content-type", "application/json"),
+        ],
+        "{}",
+    )
+    .await;
+    assert_eq!(refused.status, 401);
+
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<Value> = logs
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("every log line is JSON"))
+        .collect();
+    let requests: Vec<&Value> = lines
+        .iter()
+        .filter(|line| line["target"] == "hearth::request")
+        .collect();
+    assert_eq!(requests.len(), 10, "one line per request: {logs}");
+    for line in &requests {
+        let mut fields: Vec<&str> = line
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        fields.sort_unstable();
+        assert_eq!(
+            fields,
+            [
+                "latency_us",
+                "level",
+                "method",
+                "request_id",
+                "status",
+                "subject",
+                "target",
+                "timestamp",
+                "tool"
+            ],
+            "{line}"
+        );
+    }
+    let methods: Vec<&str> = requests
+        .iter()
+        .map(|line| line["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "oauth/token",
+            "oauth/judge",
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "tools/call",
+            "tools/call",
+            "tools/call",
+            "other",
+            "-"
+        ]
+    );
+    let tools: Vec<&str> = requests
+        .iter()
+        .map(|line| line["tool"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools[5..8], ["record_decision", "explain_why", "-"]);
+    // The client's subject is logged only as a prefix of the hash of its hash.
+    assert_eq!(requests[0]["subject"], sha256_hex(CLIENT_ID)[..16]);
+
+    let basic_value =
+        base64::engine::general_purpose::STANDARD.encode(format!("{CLIENT_ID}:{CLIENT_SECRET}"));
+    let signature = access.rsplit('.').next().unwrap();
+    let never = [
+        CLIENT_SECRET,
+        JWT_SECRET,
+        TOKEN,
+        &sha256_hex(TOKEN),
+        &access,
+        signature,
+        &judge_access,
+        &basic_value,
+        REASON,
+        INPUT,
+        "close blinds",
+        "maple-house",
+        CLIENT_NAME,
+        "exfiltrate_everything",
+        "made/up",
+        "a-guessed-token",
+    ];
+    for secret in never {
+        assert!(!logs.contains(secret), "the log holds {secret:?}:\n{logs}");
+    }
+}

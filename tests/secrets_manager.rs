@@ -1,0 +1,230 @@
+//! Credentials from AWS Secrets Manager, through the real AWS SDK against `moto_server` on
+//! loopback: the secret a deployment reads, a missing secret, a malformed one, and the whole
+//! server started on a secret that does not exist (it denies, says why, and keeps running).
+
+mod common;
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use aws_sdk_secretsmanager::primitives::Blob;
+use common::moto::{Moto, unique_name};
+use common::{CLIENT_ID, CLIENT_SECRET, JWT_SECRET, TOKEN};
+use hearth_core::auth::Credentials;
+use hearth_core::chain::sha256_hex;
+use hearth_core::config::secrets::{SecretError, read_credentials};
+use serde_json::json;
+
+fn secret_json() -> String {
+    json!({
+        "MCP_CLIENT_ID": CLIENT_ID,
+        "MCP_CLIENT_SECRET": CLIENT_SECRET,
+        "MCP_JWT_SECRET": JWT_SECRET,
+        "MCP_JUDGE_TOKEN_HASHES": sha256_hex(TOKEN),
+    })
+    .to_string()
+}
+
+async fn create_secret(moto: &Moto, value: &str) -> String {
+    let name = unique_name("hearth-credentials");
+    let created = moto
+        .secrets_client()
+        .create_secret()
+        .name(&name)
+        .secret_string(value)
+        .send()
+        .await
+        .expect("moto creates the secret");
+    created.arn().expect("an ARN").to_owned()
+}
+
+#[tokio::test]
+async fn the_credentials_secret_is_read_and_parsed() {
+    let moto = Moto::start();
+    let arn = create_secret(&moto, &secret_json()).await;
+    let (credentials, problems) = read_credentials(&moto.secrets_client(), &arn)
+        .await
+        .unwrap();
+    assert!(problems.is_empty());
+    let (expected, _) = Credentials::from_secret_json(&secret_json()).unwrap();
+    assert_eq!(credentials, expected);
+    assert!(credentials.missing().is_empty());
+}
+
+#[tokio::test]
+async fn missing_malformed_and_binary_secrets_are_errors_that_reveal_nothing() {
+    let moto = Moto::start();
+    let client = moto.secrets_client();
+    let missing = read_credentials(
+        &client,
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:absent",
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        missing,
+        SecretError::Service {
+            code: "ResourceNotFoundException".into()
+        }
+    );
+    let not_json = create_secret(&moto, "MCP_CLIENT_SECRET=hunter2").await;
+    let error = read_credentials(&client, &not_json).await.unwrap_err();
+    assert_eq!(error, SecretError::Format);
+    assert!(!error.to_string().contains("hunter2"));
+
+    let name = unique_name("hearth-binary");
+    client
+        .create_secret()
+        .name(&name)
+        .secret_binary(Blob::new(secret_json().into_bytes()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        read_credentials(&client, &name).await.unwrap_err(),
+        SecretError::NotAString
+    );
+}
+
+#[tokio::test]
+async fn a_short_signing_key_in_the_secret_is_left_out() {
+    let moto = Moto::start();
+    let weak = json!({"MCP_CLIENT_ID": CLIENT_ID, "MCP_JWT_SECRET": "short"}).to_string();
+    let arn = create_secret(&moto, &weak).await;
+    let (credentials, problems) = read_credentials(&moto.secrets_client(), &arn)
+        .await
+        .unwrap();
+    assert_eq!(credentials.jwt_secret, None);
+    assert_eq!(problems.len(), 1);
+}
+
+#[tokio::test]
+async fn an_unreachable_secrets_manager_is_reported_as_such() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    use aws_sdk_secretsmanager::config::{BehaviorVersion, Credentials, Region};
+    let config = aws_sdk_secretsmanager::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .endpoint_url(format!("http://127.0.0.1:{port}"))
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("testing", "testing", None, None, "tests"))
+        .build();
+    let client = aws_sdk_secretsmanager::Client::from_conf(config);
+    let error = read_credentials(&client, "anything").await.unwrap_err();
+    assert!(matches!(error, SecretError::Unreachable(_)), "{error:?}");
+}
+
+/// Starts the `hearth` binary with `HEARTH_SECRET_ARN` and the emulator's AWS environment;
+/// returns its port and the child.
+fn start_hearth(moto: &Moto, secret: &str, data: &std::path::Path) -> (u16, std::process::Child) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .env_clear()
+        .env("HEARTH_ADDR", format!("127.0.0.1:{port}"))
+        .env("HEARTH_DATA_DIR", data)
+        .env("HEARTH_SECRET_ARN", secret)
+        .envs(moto.environment())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "hearth did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (port, child)
+}
+
+async fn post(port: u16, path: &str, headers: &[(&str, &str)], body: &str) -> u16 {
+    // A raw HTTP/1.1 exchange keeps this test free of an HTTP client dependency.
+    let mut request = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut stream, request.as_bytes())
+        .await
+        .unwrap();
+    let mut response = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut stream, &mut response)
+        .await
+        .unwrap();
+    response[9..12].parse().unwrap()
+}
+
+#[tokio::test]
+async fn the_server_runs_on_credentials_from_the_secret() {
+    let moto = Moto::start();
+    let arn = create_secret(&moto, &secret_json()).await;
+    let data = tempfile::tempdir().unwrap();
+    let (port, mut child) = start_hearth(&moto, &arn, data.path());
+    let form = format!("grant_type=client_credentials&resource=http://127.0.0.1:{port}/mcp");
+    let basic = common::basic(CLIENT_ID, CLIENT_SECRET);
+    let headers = [
+        ("Authorization", basic.as_str()),
+        ("Content-Type", "application/x-www-form-urlencoded"),
+    ];
+    assert_eq!(post(port, "/oauth/token", &headers, &form).await, 200);
+    assert!(
+        !data.path().join("dev-credentials.json").exists(),
+        "no dev credentials beside a secret"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[tokio::test]
+async fn a_missing_secret_denies_everything_logs_why_and_does_not_crash() {
+    let moto = Moto::start();
+    let data = tempfile::tempdir().unwrap();
+    let absent = "arn:aws:secretsmanager:us-east-1:123456789012:secret:hearth-absent";
+    let (port, mut child) = start_hearth(&moto, absent, data.path());
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let bearer = format!("Bearer {TOKEN}");
+    let mcp_headers = [
+        ("Authorization", bearer.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    assert_eq!(post(port, "/mcp", &mcp_headers, ping).await, 401);
+    let basic = common::basic(CLIENT_ID, CLIENT_SECRET);
+    let token_headers = [
+        ("Authorization", basic.as_str()),
+        ("Content-Type", "application/x-www-form-urlencoded"),
+    ];
+    let form = format!("grant_type=client_credentials&resource=http://127.0.0.1:{port}/mcp");
+    assert_eq!(post(port, "/oauth/token", &token_headers, &form).await, 401);
+    assert_eq!(child.try_wait().unwrap(), None, "still running");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let mut log = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    let line = log
+        .lines()
+        .find(|line| line.contains("could not be read"))
+        .unwrap_or_else(|| panic!("no log line about the secret in: {log}"));
+    assert!(line.contains("ResourceNotFoundException"), "{line}");
+    assert!(line.contains(r#""level":"ERROR""#), "{line}");
+}
