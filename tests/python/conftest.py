@@ -1,5 +1,6 @@
-"""Shared fixtures: the server under test is started by scripts/test, which exports its URL
-and a bearer token. Running these tests without a server is an error, never a skip."""
+"""Shared fixtures: the server under test is started by scripts/test, which exports its URL,
+its OAuth client credentials and a judge token. Running these tests without a server is an
+error, never a skip."""
 
 import asyncio
 import json
@@ -27,8 +28,22 @@ def server_url():
 
 
 @pytest.fixture(scope="session")
-def token():
+def judge_token():
     return _required("HEARTH_TEST_TOKEN")
+
+
+@pytest.fixture(scope="session")
+def client_credentials():
+    return _required("HEARTH_TEST_CLIENT_ID"), _required("HEARTH_TEST_CLIENT_SECRET")
+
+
+@pytest.fixture(scope="session")
+def token(server_url, client_credentials):
+    """An access token from /oauth/token, obtained exactly as Alexa+ does."""
+    from mcp_client import client_credentials_token
+
+    client_id, client_secret = client_credentials
+    return asyncio.run(client_credentials_token(server_url, client_id, client_secret))["access_token"]
 
 
 def run_verifier(payload, *, raw=None):

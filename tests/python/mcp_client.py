@@ -1,7 +1,9 @@
 """Drives Hearth with the official MCP Python SDK client over Streamable HTTP."""
 
 import uuid
+from urllib.parse import urlsplit
 
+import httpx2
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -9,6 +11,44 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 def _client(token):
     return create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+
+
+def _origin(url):
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+async def discover_token_endpoint(url):
+    """Follows the discovery chain a host uses: protected-resource metadata names the
+    authorization server, whose metadata names the token endpoint."""
+    async with httpx2.AsyncClient() as http:
+        resource = (await http.get(_origin(url) + "/.well-known/oauth-protected-resource/mcp")).json()
+        assert resource["resource"] == url, resource
+        issuer = resource["authorization_servers"][0]
+        server = (await http.get(issuer + "/.well-known/oauth-authorization-server")).json()
+        assert server["issuer"] == issuer
+        assert "S256" in server["code_challenge_methods_supported"]
+        return server["token_endpoint"]
+
+
+async def client_credentials_token(url, client_id, client_secret, scope=None):
+    """POSTs the client-credentials grant with HTTP Basic authentication, as Alexa+ does."""
+    endpoint = await discover_token_endpoint(url)
+    form = {"grant_type": "client_credentials", "resource": url}
+    if scope:
+        form["scope"] = scope
+    async with httpx2.AsyncClient() as http:
+        response = await http.post(endpoint, data=form, auth=(client_id, client_secret))
+        response.raise_for_status()
+        assert response.headers["cache-control"] == "no-store"
+        return response.json()
+
+
+async def judge_exchange(url, judge_token):
+    async with httpx2.AsyncClient() as http:
+        response = await http.post(_origin(url) + "/oauth/judge", data={"judge_token": judge_token})
+        response.raise_for_status()
+        return response.json()
 
 
 async def session_flow(url, token, steps):
