@@ -196,23 +196,20 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
         );
         return response;
     }
-    let authenticated = endpoint.auth.authenticate(request.headers());
-    let caller = authenticated
-        .as_ref()
-        .ok()
-        .map(|grant| grant.subject.caller());
-    if let Err(refusal) = endpoint
-        .gate
-        .admit(client_ip(&request), caller.as_ref())
-        .await
-    {
+    // Authenticate first (in memory) so that one limiter call counts both the client address
+    // and, when known, the subject; a failed attempt still counts against the address.
+    let authenticated = endpoint.auth.authenticate(request.headers()).map(|grant| {
+        let caller = grant.subject.caller();
+        (grant, caller)
+    });
+    let known_caller = authenticated.as_ref().ok().map(|(_, caller)| caller);
+    if let Err(refusal) = endpoint.gate.admit(client_ip(&request), known_caller).await {
         return refused(refusal);
     }
-    let grant = match authenticated {
-        Ok(grant) => grant,
+    let (grant, caller) = match authenticated {
+        Ok(authenticated) => authenticated,
         Err(failure) => return unauthorized(&endpoint.challenge, failure),
     };
-    let caller = grant.subject.caller();
     log.subject(&caller);
     let headers = request.headers();
     let is_json = headers
