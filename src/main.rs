@@ -51,7 +51,7 @@ async fn serve() -> anyhow::Result<()> {
         print_dev_banner(&config, &dev);
     }
     hearth_core::app::load_credentials(&mut config).await;
-    let router = hearth_core::app::local_router(&config)?;
+    let router = hearth_core::app::local_router(&config).await?;
     hearth_core::app::serve(router, &config).await
 }
 

@@ -50,8 +50,8 @@ async fn replay_to(function: Function, file: &str) -> Value {
     assert!(problems.is_empty());
     config.credentials = credentials;
     let router = match function {
-        Function::Mcp => hearth_core::app::mcp_router(&config),
-        Function::OAuth => hearth_core::app::oauth_router(&config),
+        Function::Mcp => hearth_core::app::mcp_router(&config).await,
+        Function::OAuth => hearth_core::app::oauth_router(&config).await,
     }
     .expect("router");
     let mut adapter = Adapter::from(router);
@@ -206,7 +206,7 @@ async fn a_token_issued_by_the_oauth_function_opens_the_mcp_function() {
         config.credentials = Credentials::from_secret_json(&fixture("events/credentials.json"))
             .unwrap()
             .0;
-        let mut adapter = Adapter::from(hearth_core::app::mcp_router(&config).unwrap());
+        let mut adapter = Adapter::from(hearth_core::app::mcp_router(&config).await.unwrap());
         let response = adapter
             .call(LambdaEvent::new(request, Context::default()))
             .await

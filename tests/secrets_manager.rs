@@ -9,11 +9,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use aws_sdk_secretsmanager::primitives::Blob;
-use common::moto::{Moto, unique_name};
 use common::{CLIENT_ID, CLIENT_SECRET, JWT_SECRET, TOKEN};
 use hearth_core::auth::Credentials;
 use hearth_core::chain::sha256_hex;
 use hearth_core::config::secrets::{SecretError, read_credentials};
+use hearth_testkit::moto::{Moto, unique_name};
 use serde_json::json;
 
 fn secret_json() -> String {
@@ -41,8 +41,8 @@ async fn create_secret(moto: &Moto, value: &str) -> String {
 
 #[tokio::test]
 async fn the_credentials_secret_is_read_and_parsed() {
-    let moto = Moto::start();
-    let arn = create_secret(&moto, &secret_json()).await;
+    let moto = Moto::shared();
+    let arn = create_secret(moto, &secret_json()).await;
     let (credentials, problems) = read_credentials(&moto.secrets_client(), &arn)
         .await
         .unwrap();
@@ -54,7 +54,7 @@ async fn the_credentials_secret_is_read_and_parsed() {
 
 #[tokio::test]
 async fn missing_malformed_and_binary_secrets_are_errors_that_reveal_nothing() {
-    let moto = Moto::start();
+    let moto = Moto::shared();
     let client = moto.secrets_client();
     let missing = read_credentials(
         &client,
@@ -68,7 +68,7 @@ async fn missing_malformed_and_binary_secrets_are_errors_that_reveal_nothing() {
             code: "ResourceNotFoundException".into()
         }
     );
-    let not_json = create_secret(&moto, "MCP_CLIENT_SECRET=hunter2").await;
+    let not_json = create_secret(moto, "MCP_CLIENT_SECRET=hunter2").await;
     let error = read_credentials(&client, &not_json).await.unwrap_err();
     assert_eq!(error, SecretError::Format);
     assert!(!error.to_string().contains("hunter2"));
@@ -89,9 +89,9 @@ async fn missing_malformed_and_binary_secrets_are_errors_that_reveal_nothing() {
 
 #[tokio::test]
 async fn a_short_signing_key_in_the_secret_is_left_out() {
-    let moto = Moto::start();
+    let moto = Moto::shared();
     let weak = json!({"MCP_CLIENT_ID": CLIENT_ID, "MCP_JWT_SECRET": "short"}).to_string();
-    let arn = create_secret(&moto, &weak).await;
+    let arn = create_secret(moto, &weak).await;
     let (credentials, problems) = read_credentials(&moto.secrets_client(), &arn)
         .await
         .unwrap();
@@ -171,10 +171,10 @@ async fn post(port: u16, path: &str, headers: &[(&str, &str)], body: &str) -> u1
 
 #[tokio::test]
 async fn the_server_runs_on_credentials_from_the_secret() {
-    let moto = Moto::start();
-    let arn = create_secret(&moto, &secret_json()).await;
+    let moto = Moto::shared();
+    let arn = create_secret(moto, &secret_json()).await;
     let data = tempfile::tempdir().unwrap();
-    let (port, mut child) = start_hearth(&moto, &arn, data.path());
+    let (port, mut child) = start_hearth(moto, &arn, data.path());
     let form = format!("grant_type=client_credentials&resource=http://127.0.0.1:{port}/mcp");
     let basic = common::basic(CLIENT_ID, CLIENT_SECRET);
     let headers = [
@@ -192,10 +192,10 @@ async fn the_server_runs_on_credentials_from_the_secret() {
 
 #[tokio::test]
 async fn a_missing_secret_denies_everything_logs_why_and_does_not_crash() {
-    let moto = Moto::start();
+    let moto = Moto::shared();
     let data = tempfile::tempdir().unwrap();
     let absent = "arn:aws:secretsmanager:us-east-1:123456789012:secret:hearth-absent";
-    let (port, mut child) = start_hearth(&moto, absent, data.path());
+    let (port, mut child) = start_hearth(moto, absent, data.path());
     let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
     let bearer = format!("Bearer {TOKEN}");
     let mcp_headers = [

@@ -15,6 +15,7 @@ use crate::mcp::{HearthServer, McpEndpoint};
 use crate::oauth::OAuthEndpoint;
 use crate::ratelimit::RateLimiter;
 use crate::store::Stores;
+use crate::store::dynamodb::DynamoStore;
 use crate::store::sqlite::SqliteStore;
 use crate::store::unconfigured::Unconfigured;
 use crate::toolset::Toolset;
@@ -27,9 +28,21 @@ pub struct Backing {
     pub clock: Arc<dyn Clock>,
 }
 
-/// Opens the configured store, over the system clock.
-pub fn open_backing(config: &Config) -> anyhow::Result<Backing> {
+/// Opens the configured store, over the system clock. A DynamoDB table is created (with TTL)
+/// when missing, outside Lambda only; if that fails the server still starts, and whatever
+/// needs the store reports it unavailable.
+pub async fn open_backing(config: &Config) -> anyhow::Result<Backing> {
     let stores = match &config.store {
+        StoreChoice::DynamoDb(table) => {
+            let client = DynamoStore::client_from_environment().await;
+            let store = DynamoStore::new(client, table.clone());
+            if config.runtime == Runtime::Local
+                && let Err(error) = store.ensure_table().await
+            {
+                tracing::warn!(%error, "the DynamoDB table could not be checked or created");
+            }
+            Stores::shared(Arc::new(store))
+        }
         StoreChoice::Sqlite(path) => {
             Stores::shared(Arc::new(SqliteStore::open(path).with_context(|| {
                 format!("opening the SQLite store at {}", path.display())
@@ -152,16 +165,16 @@ pub fn local_router_with(config: &Config, backing: &Backing) -> Router {
     kill_switch(router, config.disabled)
 }
 
-pub fn mcp_router(config: &Config) -> anyhow::Result<Router> {
-    Ok(mcp_router_with(config, &open_backing(config)?))
+pub async fn mcp_router(config: &Config) -> anyhow::Result<Router> {
+    Ok(mcp_router_with(config, &open_backing(config).await?))
 }
 
-pub fn oauth_router(config: &Config) -> anyhow::Result<Router> {
-    Ok(oauth_router_with(config, &open_backing(config)?))
+pub async fn oauth_router(config: &Config) -> anyhow::Result<Router> {
+    Ok(oauth_router_with(config, &open_backing(config).await?))
 }
 
-pub fn local_router(config: &Config) -> anyhow::Result<Router> {
-    Ok(local_router_with(config, &open_backing(config)?))
+pub async fn local_router(config: &Config) -> anyhow::Result<Router> {
+    Ok(local_router_with(config, &open_backing(config).await?))
 }
 
 /// Serves `router` under the Lambda runtime, or on `config.addr` until Ctrl-C or SIGTERM.

@@ -3,8 +3,6 @@
 
 #![allow(dead_code)]
 
-pub mod moto;
-
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -6,6 +6,6 @@ async fn main() -> anyhow::Result<()> {
     let _logs = hearth_core::telemetry::init();
     let mut config = hearth_core::config::Config::from_env()?;
     hearth_core::app::load_credentials(&mut config).await;
-    let router = hearth_core::app::oauth_router(&config)?;
+    let router = hearth_core::app::oauth_router(&config).await?;
     hearth_core::app::serve(router, &config).await
 }

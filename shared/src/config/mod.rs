@@ -23,11 +23,14 @@ pub enum Runtime {
 /// The toolsets this build can serve.
 pub const KNOWN_TOOLSETS: &[&str] = &["why"];
 
-/// Which chain store runs. Locally the default is a SQLite file in the data directory; under
-/// Lambda a SQLite file is used only when `HEARTH_DB` names one explicitly (a function's disk
-/// is not durable), and otherwise decision tools report storage unavailable.
+/// Which store runs. `HEARTH_TABLE` selects DynamoDB. Otherwise, locally, the default is a
+/// SQLite file in the data directory; under Lambda a SQLite file is used only when `HEARTH_DB`
+/// names one explicitly (a function's disk is not durable), and otherwise decision tools report
+/// storage unavailable and the rate limiter refuses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreChoice {
+    /// `HEARTH_TABLE`: the DynamoDB table; region and endpoint come from the AWS environment.
+    DynamoDb(String),
     /// `HEARTH_DB`, default `<data dir>/hearth.db` locally.
     Sqlite(PathBuf),
     Unconfigured,
@@ -122,10 +125,17 @@ impl Config {
             None => SocketAddr::from(([127, 0, 0, 1], 8787)),
         };
         let data_dir = PathBuf::from(get("HEARTH_DATA_DIR").unwrap_or_else(|| ".hearth".into()));
-        let store = match (get("HEARTH_DB"), runtime) {
-            (Some(path), _) => StoreChoice::Sqlite(PathBuf::from(path)),
-            (None, Runtime::Local) => StoreChoice::Sqlite(data_dir.join("hearth.db")),
-            (None, Runtime::Lambda) => StoreChoice::Unconfigured,
+        let store = match (get("HEARTH_TABLE"), get("HEARTH_DB"), runtime) {
+            (Some(_), Some(_), _) => {
+                return Err(ConfigError::Invalid {
+                    name: "HEARTH_TABLE",
+                    reason: "HEARTH_DB is set too; choose one store".into(),
+                });
+            }
+            (Some(table), None, _) => StoreChoice::DynamoDb(table.trim().to_owned()),
+            (None, Some(path), _) => StoreChoice::Sqlite(PathBuf::from(path)),
+            (None, None, Runtime::Local) => StoreChoice::Sqlite(data_dir.join("hearth.db")),
+            (None, None, Runtime::Lambda) => StoreChoice::Unconfigured,
         };
         let (credential_source, credentials) = credentials(&get, runtime)?;
         let allow_no_auth =
@@ -388,6 +398,15 @@ mod tests {
             config(&[("HEARTH_SECRET_ARN", arn), ("MCP_CLIENT_ID", "x")]),
             Err(ConfigError::TwoCredentialSources { .. })
         ));
+    }
+
+    #[test]
+    fn hearth_table_selects_dynamodb_and_excludes_hearth_db() {
+        assert_eq!(
+            config(&[("HEARTH_TABLE", "hearth")]).unwrap().store,
+            StoreChoice::DynamoDb("hearth".into())
+        );
+        assert!(config(&[("HEARTH_TABLE", "hearth"), ("HEARTH_DB", "x.db")]).is_err());
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! [`sqlite::SqliteStore`], the embedded default, and the DynamoDB store for production.
 //! Which one runs is configuration; no code path falls back to volatile memory.
 
+pub mod dynamodb;
 pub mod sqlite;
 pub mod unconfigured;
 
@@ -112,7 +113,8 @@ pub enum Taken {
 pub trait CounterStore: Send + Sync + 'static {
     /// Counts one request against every counter atomically: if any counter already holds its
     /// limit, nothing changes and the first such counter is named. A counter lives until
-    /// `expires_at_ms`; afterwards it reads as zero, whether or not the backend has removed it.
+    /// `expires_at_ms`, after which the backend may remove it (a TTL); callers name each window
+    /// with its own key, so an expired counter is never counted again.
     async fn take(
         &self,
         counters: &[Counter],

@@ -274,20 +274,14 @@ impl CounterStore for SqliteStore {
                 .map_err(unavailable)?;
             let mut opened_a_window = false;
             for (index, counter) in counters.iter().enumerate() {
-                // An expired row counts as zero, exactly as an expired DynamoDB item that TTL
-                // has not removed yet.
                 let hits: i64 = transaction
                     .prepare_cached(
                         "INSERT INTO rate_counters (key, hits, expires_at_ms) VALUES (?1, 1, ?2)
-                         ON CONFLICT (key) DO UPDATE SET
-                           hits = CASE WHEN expires_at_ms > ?3 THEN hits + 1 ELSE 1 END,
-                           expires_at_ms = excluded.expires_at_ms
+                         ON CONFLICT (key) DO UPDATE SET hits = hits + 1
                          RETURNING hits",
                     )
                     .and_then(|mut statement| {
-                        statement.query_row(params![counter.key, expires_at_ms, now_ms], |row| {
-                            row.get(0)
-                        })
+                        statement.query_row(params![counter.key, expires_at_ms], |row| row.get(0))
                     })
                     .map_err(unavailable)?;
                 if hits > i64::from(counter.limit) {

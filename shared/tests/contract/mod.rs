@@ -422,22 +422,26 @@ pub async fn a_refused_take_changes_no_counter(backend: Backend) {
     );
 }
 
-pub async fn an_expired_counter_reads_as_zero(backend: Backend) {
+pub async fn each_window_counts_alone(backend: Backend) {
     let counters = backend.counters.as_ref();
-    let ends = NOW + 1_000;
-    let one = [counter("ip/a", 1)];
+    let first_ends = NOW + 60_000;
+    let first = [counter("ip/a/0", 1)];
     assert_eq!(
-        counters.take(&one, ends, NOW).await.unwrap(),
+        counters.take(&first, first_ends, NOW).await.unwrap(),
         Taken::Granted
     );
     assert_eq!(
-        counters.take(&one, ends, ends - 1).await.unwrap(),
+        counters
+            .take(&first, first_ends, NOW + 59_999)
+            .await
+            .unwrap(),
         Taken::Refused { index: 0 }
     );
-    // At its expiry the stored count is ignored, even if the backend has not removed it.
-    let later = ends + 60_000;
+    // The next window has its own key and starts from zero, whatever became of the old one.
+    let next = [counter("ip/a/60000", 1)];
+    let next_ends = first_ends + 60_000;
     assert_eq!(
-        counters.take(&one, later, ends).await.unwrap(),
+        counters.take(&next, next_ends, first_ends).await.unwrap(),
         Taken::Granted
     );
 }
@@ -487,7 +491,7 @@ macro_rules! contract_tests {
                 decision_windows_follow_the_retention_rules,
                 counters_grant_up_to_their_limit_and_refuse_one_past,
                 a_refused_take_changes_no_counter,
-                an_expired_counter_reads_as_zero,
+                each_window_counts_alone,
                 concurrent_takes_never_pass_the_limit,
             );
         }

@@ -1,0 +1,517 @@
+//! The production store: one DynamoDB table, named by `HEARTH_TABLE`, holding every chain and
+//! the rate counters. Appends are optimistic: a transactional write conditioned on the chain
+//! head the caller read, so a half-written append cannot exist and a lost race is a
+//! [`StoreError::Conflict`] recognised from the SDK's error variant.
+//!
+//! Item layout (`pk` and `sk` are strings; `expires_at` is the table's TTL attribute, in epoch
+//! seconds, on every item that belongs to an expiring window):
+//!
+//! | item           | `pk`                     | `sk`              | attributes |
+//! |----------------|--------------------------|-------------------|------------|
+//! | chain head     | `chain#<scope>#<name>`   | `head`            | `window_started_ms`, `expires_at_ms`, `first_seq`, `last_seq`, `last_hash`, `anchor` (absent until an eviction), `expires_at` |
+//! | chain record   | `chain#<scope>#<name>`   | `rec#<seq, 10 digits>` | `seq`, `hash`, `body`, `window_started_ms`, `expires_at` |
+//! | scope registry | `scope#<scope>`          | `registry`        | `live` (map: chain name → `expires_at_ms`), `version`, `expires_at` |
+//! | rate counter   | `rate#<counter key>`     | `counter`         | `hits`, `expires_at_ms`, `expires_at` |
+//!
+//! Cost per call: a read is one strongly consistent `Query` of the chain's partition (head and
+//! records sort together, head first). An append is that read plus one `TransactWriteItems`
+//! (the head, the record and the evicted record); an append that opens a new window adds one
+//! `GetItem` of the scope registry, whose version guards the cap on live chains. DynamoDB
+//! deletes expired items lazily (and emulators never do), so every read ignores expired heads
+//! and records of earlier windows itself. A Query is read-committed rather than a snapshot, so
+//! a read that races an append is checked against the head (`first_seq..=last_seq`, newest
+//! hash) and read again when torn.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, Delete, KeySchemaElement, KeyType, Put,
+    ScalarAttributeType, TimeToLiveSpecification, TransactWriteItem, Update,
+};
+
+use super::{
+    Append, ChainKey, ChainStore, Counter, CounterStore, Head, Snapshot, StoreError, Taken,
+};
+use crate::chain::Sealed;
+
+type Item = HashMap<String, AttributeValue>;
+
+/// How long one DynamoDB operation may take, retries included, before it is reported as
+/// storage unavailable (never as success).
+pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The TTL attribute the table enables.
+pub const TTL_ATTRIBUTE: &str = "expires_at";
+
+pub struct DynamoStore {
+    client: Client,
+    table: String,
+}
+
+impl DynamoStore {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    /// A client for the standard AWS environment (`AWS_REGION`, credentials,
+    /// `AWS_ENDPOINT_URL_DYNAMODB` for an emulator) with Hearth's operation timeout. Throttling
+    /// and 5xx answers get the SDK's standard retries inside that timeout.
+    pub async fn client_from_environment() -> Client {
+        let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        let config = aws_sdk_dynamodb::config::Builder::from(&sdk)
+            .timeout_config(
+                aws_config::timeout::TimeoutConfig::builder()
+                    .operation_timeout(OPERATION_TIMEOUT)
+                    .build(),
+            )
+            .build();
+        Client::from_conf(config)
+    }
+
+    /// Creates the table (on-demand, TTL on `expires_at`) if it does not exist. For local runs
+    /// against an emulator; under Lambda the template owns the table and this is never called.
+    pub async fn ensure_table(&self) -> Result<(), StoreError> {
+        match self
+            .client
+            .describe_table()
+            .table_name(&self.table)
+            .send()
+            .await
+        {
+            Ok(_) => return Ok(()),
+            Err(error) if error.code() == Some("ResourceNotFoundException") => {}
+            Err(error) => return Err(sdk_unavailable(error)),
+        }
+        let key = |name: &str, key_type| {
+            KeySchemaElement::builder()
+                .attribute_name(name)
+                .key_type(key_type)
+                .build()
+                .map_err(unavailable)
+        };
+        let attribute = |name: &str| {
+            AttributeDefinition::builder()
+                .attribute_name(name)
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .map_err(unavailable)
+        };
+        self.client
+            .create_table()
+            .table_name(&self.table)
+            .billing_mode(BillingMode::PayPerRequest)
+            .key_schema(key("pk", KeyType::Hash)?)
+            .key_schema(key("sk", KeyType::Range)?)
+            .attribute_definitions(attribute("pk")?)
+            .attribute_definitions(attribute("sk")?)
+            .send()
+            .await
+            .map_err(sdk_unavailable)?;
+        self.client
+            .update_time_to_live()
+            .table_name(&self.table)
+            .time_to_live_specification(
+                TimeToLiveSpecification::builder()
+                    .enabled(true)
+                    .attribute_name(TTL_ATTRIBUTE)
+                    .build()
+                    .map_err(unavailable)?,
+            )
+            .send()
+            .await
+            .map_err(sdk_unavailable)?;
+        Ok(())
+    }
+
+    async fn query_partition(&self, pk: &str) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk")
+                .expression_attribute_values(":pk", s(pk))
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(sdk_unavailable)?;
+            items.extend(page.items().iter().cloned());
+            match page.last_evaluated_key() {
+                // A chain's partition is far below one page (1 MB); this only guards the rule.
+                Some(key) if !key.is_empty() => start = Some(key.clone()),
+                _ => return Ok(items),
+            }
+        }
+    }
+
+    /// The registry's live chains and version, for the cap check of a window-opening append.
+    async fn registry(&self, scope: &str) -> Result<(HashMap<String, i64>, i64), StoreError> {
+        let item = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key_of(&registry_pk(scope), "registry")))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(sdk_unavailable)?
+            .item;
+        let Some(item) = item else {
+            return Ok((HashMap::new(), 0));
+        };
+        let live = match item.get("live") {
+            Some(AttributeValue::M(map)) => map
+                .iter()
+                .map(|(name, value)| Ok((name.clone(), number(Some(value), "live")?)))
+                .collect::<Result<_, StoreError>>()?,
+            _ => HashMap::new(),
+        };
+        Ok((live, number(item.get("version"), "version")?))
+    }
+
+    async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<(), StoreError> {
+        match self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(error) => Err(match error.as_service_error() {
+                Some(TransactWriteItemsError::TransactionCanceledException(cancelled))
+                    if cancelled.cancellation_reasons().iter().any(|reason| {
+                        matches!(
+                            reason.code(),
+                            Some("ConditionalCheckFailed" | "TransactionConflict")
+                        )
+                    }) =>
+                {
+                    StoreError::Conflict
+                }
+                _ => sdk_unavailable(error),
+            }),
+        }
+    }
+}
+
+#[async_trait]
+impl ChainStore for DynamoStore {
+    async fn load(&self, key: &ChainKey, now_ms: i64) -> Result<Option<Snapshot>, StoreError> {
+        // A Query is read-committed, not a snapshot: racing an append it can see the new head
+        // without the new record, or the eviction without the new head. Such a torn read is
+        // read again; what is still inconsistent after that is returned as found, for the
+        // chain verification to name (a deleted record stays missing however often it is read).
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let items = self.query_partition(&chain_pk(key)).await?;
+            let Some(read) = chain_from(&items, now_ms)? else {
+                return Ok(None);
+            };
+            if read.consistent || attempt == TORN_READ_ATTEMPTS {
+                return Ok(Some(read.snapshot));
+            }
+        }
+    }
+
+    async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError> {
+        let pk = chain_pk(key);
+        let head = &append.head;
+        let ttl = ttl_seconds(head.expires_at_ms);
+        let mut head_item = key_of(&pk, "head");
+        head_item.insert("window_started_ms".into(), n(head.window_started_ms));
+        head_item.insert("expires_at_ms".into(), n(head.expires_at_ms));
+        head_item.insert("last_seq".into(), n(head.last_seq as i64));
+        head_item.insert("last_hash".into(), s(&head.last_hash));
+        let first_seq = append.evict_below_seq.clamp(1, append.record.seq);
+        head_item.insert("first_seq".into(), n(first_seq as i64));
+        if let Some(anchor) = &head.anchor {
+            head_item.insert("anchor".into(), s(anchor));
+        }
+        head_item.insert(TTL_ATTRIBUTE.into(), n(ttl));
+        let mut values: Item = HashMap::from([(":now".to_owned(), n(now_ms))]);
+        let condition = match &append.expected {
+            Some(expected) => {
+                values.insert(":seq".into(), n(expected.last_seq as i64));
+                values.insert(":hash".into(), s(&expected.last_hash));
+                values.insert(":started".into(), n(expected.window_started_ms));
+                "last_seq = :seq AND last_hash = :hash AND window_started_ms = :started AND expires_at_ms > :now"
+            }
+            None => "attribute_not_exists(pk) OR expires_at_ms <= :now",
+        };
+        let put_head = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(head_item))
+            .condition_expression(condition)
+            .set_expression_attribute_values(Some(values))
+            .build()
+            .map_err(unavailable)?;
+        let mut record_item = key_of(&pk, &record_sk(append.record.seq));
+        record_item.insert("seq".into(), n(append.record.seq as i64));
+        record_item.insert("hash".into(), s(&append.record.hash));
+        record_item.insert("body".into(), s(&append.record.body));
+        record_item.insert("window_started_ms".into(), n(head.window_started_ms));
+        record_item.insert(TTL_ATTRIBUTE.into(), n(ttl));
+        let put_record = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(record_item))
+            .build()
+            .map_err(unavailable)?;
+        let mut items = vec![
+            TransactWriteItem::builder().put(put_head).build(),
+            TransactWriteItem::builder().put(put_record).build(),
+        ];
+        // Eviction advances one record per append (the window keeps a fixed number), so the
+        // record just below the new bound is the only one to delete.
+        if append.expected.is_some() && append.evict_below_seq > 1 {
+            let delete = Delete::builder()
+                .table_name(&self.table)
+                .set_key(Some(key_of(&pk, &record_sk(append.evict_below_seq - 1))))
+                .build()
+                .map_err(unavailable)?;
+            items.push(TransactWriteItem::builder().delete(delete).build());
+        }
+        if append.expected.is_none() {
+            items.push(self.register(key, &append, now_ms).await?);
+        }
+        self.transact(items).await
+    }
+}
+
+impl DynamoStore {
+    /// The registry write of a window-opening append: the live chains of the scope (expired
+    /// entries dropped) plus this one, guarded by the version read, or [`StoreError::ScopeFull`].
+    async fn register(
+        &self,
+        key: &ChainKey,
+        append: &Append,
+        now_ms: i64,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let (mut live, version) = self.registry(&key.scope).await?;
+        live.retain(|name, expires_at_ms| *expires_at_ms > now_ms && *name != key.name);
+        if live.len() >= append.max_live_chains {
+            return Err(StoreError::ScopeFull {
+                limit: append.max_live_chains,
+            });
+        }
+        live.insert(key.name.clone(), append.head.expires_at_ms);
+        let latest = live
+            .values()
+            .copied()
+            .max()
+            .unwrap_or(append.head.expires_at_ms);
+        let mut item = key_of(&registry_pk(&key.scope), "registry");
+        item.insert(
+            "live".into(),
+            AttributeValue::M(live.into_iter().map(|(name, at)| (name, n(at))).collect()),
+        );
+        item.insert("version".into(), n(version + 1));
+        item.insert(TTL_ATTRIBUTE.into(), n(ttl_seconds(latest)));
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk) OR version = :version")
+            .expression_attribute_values(":version", n(version))
+            .build()
+            .map_err(unavailable)?;
+        Ok(TransactWriteItem::builder().put(put).build())
+    }
+}
+
+#[async_trait]
+impl CounterStore for DynamoStore {
+    async fn take(
+        &self,
+        counters: &[Counter],
+        expires_at_ms: i64,
+        _now_ms: i64,
+    ) -> Result<Taken, StoreError> {
+        let mut items = Vec::with_capacity(counters.len());
+        for counter in counters {
+            let update = Update::builder()
+                .table_name(&self.table)
+                .set_key(Some(key_of(&format!("rate#{}", counter.key), "counter")))
+                .update_expression(
+                    "SET hits = if_not_exists(hits, :zero) + :one, expires_at_ms = :expires, #ttl = :ttl",
+                )
+                .condition_expression("attribute_not_exists(hits) OR hits < :limit")
+                .expression_attribute_names("#ttl", TTL_ATTRIBUTE)
+                .expression_attribute_values(":zero", n(0))
+                .expression_attribute_values(":one", n(1))
+                .expression_attribute_values(":expires", n(expires_at_ms))
+                .expression_attribute_values(":ttl", n(ttl_seconds(expires_at_ms)))
+                .expression_attribute_values(":limit", n(i64::from(counter.limit)))
+                .build()
+                .map_err(unavailable)?;
+            items.push(TransactWriteItem::builder().update(update).build());
+        }
+        match self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(Taken::Granted),
+            Err(error) => match error.as_service_error() {
+                Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) => {
+                    match cancelled
+                        .cancellation_reasons()
+                        .iter()
+                        .position(|reason| reason.code() == Some("ConditionalCheckFailed"))
+                    {
+                        Some(index) => Ok(Taken::Refused { index }),
+                        None => Err(sdk_unavailable(error)),
+                    }
+                }
+                _ => Err(sdk_unavailable(error)),
+            },
+        }
+    }
+}
+
+/// How often a torn read is tried before it is returned as found.
+const TORN_READ_ATTEMPTS: usize = 3;
+
+struct ChainRead {
+    snapshot: Snapshot,
+    /// The records are exactly `first_seq..=last_seq` and the newest matches the head.
+    consistent: bool,
+}
+
+/// The live chain in one partition's items, or `None` without a live head.
+fn chain_from(items: &[Item], now_ms: i64) -> Result<Option<ChainRead>, StoreError> {
+    let Some(head_item) = items.iter().find(|item| sort_key(item) == Some("head")) else {
+        return Ok(None);
+    };
+    let head = head_from(head_item)?;
+    if !head.is_live(now_ms) {
+        return Ok(None);
+    }
+    let first_seq = number(head_item.get("first_seq"), "first_seq")? as u64;
+    let mut records = Vec::new();
+    for item in items {
+        if !sort_key(item).is_some_and(|sk| sk.starts_with("rec#")) {
+            continue;
+        }
+        // Records of an earlier window wait for TTL; they are not part of this chain.
+        if number(item.get("window_started_ms"), "window_started_ms")? != head.window_started_ms {
+            continue;
+        }
+        let seq = number(item.get("seq"), "seq")? as u64;
+        if seq > head.last_seq {
+            continue;
+        }
+        records.push(Sealed {
+            seq,
+            hash: string(item.get("hash"), "hash")?,
+            body: string(item.get("body"), "body")?,
+        });
+    }
+    records.sort_by_key(|record| record.seq);
+    let contiguous = records
+        .iter()
+        .map(|record| record.seq)
+        .eq(first_seq..=head.last_seq);
+    let consistent = contiguous
+        && records
+            .last()
+            .is_some_and(|newest| newest.hash == head.last_hash);
+    Ok(Some(ChainRead {
+        snapshot: Snapshot { head, records },
+        consistent,
+    }))
+}
+
+fn chain_pk(key: &ChainKey) -> String {
+    format!("chain#{}#{}", key.scope, key.name)
+}
+
+fn registry_pk(scope: &str) -> String {
+    format!("scope#{scope}")
+}
+
+fn record_sk(seq: u64) -> String {
+    format!("rec#{seq:010}")
+}
+
+fn key_of(pk: &str, sk: &str) -> Item {
+    HashMap::from([("pk".to_owned(), s(pk)), ("sk".to_owned(), s(sk))])
+}
+
+fn sort_key(item: &Item) -> Option<&str> {
+    item.get("sk")
+        .and_then(|value| value.as_s().ok())
+        .map(String::as_str)
+}
+
+fn s(value: &str) -> AttributeValue {
+    AttributeValue::S(value.to_owned())
+}
+
+fn n(value: i64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+/// Epoch seconds for the TTL attribute, rounded up so an item never expires early.
+fn ttl_seconds(expires_at_ms: i64) -> i64 {
+    (expires_at_ms + 999).div_euclid(1000)
+}
+
+fn number(value: Option<&AttributeValue>, name: &str) -> Result<i64, StoreError> {
+    value
+        .and_then(|value| value.as_n().ok())
+        .and_then(|text| text.parse().ok())
+        .ok_or_else(|| StoreError::Unavailable(format!("stored item has no valid {name}")))
+}
+
+fn string(value: Option<&AttributeValue>, name: &str) -> Result<String, StoreError> {
+    value
+        .and_then(|value| value.as_s().ok())
+        .cloned()
+        .ok_or_else(|| StoreError::Unavailable(format!("stored item has no valid {name}")))
+}
+
+fn head_from(item: &Item) -> Result<Head, StoreError> {
+    Ok(Head {
+        window_started_ms: number(item.get("window_started_ms"), "window_started_ms")?,
+        expires_at_ms: number(item.get("expires_at_ms"), "expires_at_ms")?,
+        last_seq: number(item.get("last_seq"), "last_seq")? as u64,
+        last_hash: string(item.get("last_hash"), "last_hash")?,
+        anchor: item
+            .get("anchor")
+            .and_then(|value| value.as_s().ok())
+            .cloned(),
+    })
+}
+
+fn unavailable(error: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(error.to_string())
+}
+
+/// An SDK failure as a store error that names what failed (the service's error code, a
+/// timeout, a connection failure) and never echoes a request.
+fn sdk_unavailable<E: ProvideErrorMetadata, R>(error: SdkError<E, R>) -> StoreError {
+    let what = match &error {
+        SdkError::ServiceError(service) => {
+            service.err().code().unwrap_or("service error").to_owned()
+        }
+        SdkError::TimeoutError(_) => "timed out".to_owned(),
+        SdkError::DispatchFailure(_) => "connection failed".to_owned(),
+        SdkError::ResponseError(_) => "unreadable response".to_owned(),
+        _ => "request failed".to_owned(),
+    };
+    StoreError::Unavailable(format!("DynamoDB: {what}"))
+}

@@ -1,0 +1,3 @@
+//! Test support shared by Hearth's test suites (never a dependency of shipped code).
+
+pub mod moto;
