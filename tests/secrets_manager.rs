@@ -4,11 +4,8 @@
 
 mod common;
 
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
 use aws_sdk_secretsmanager::primitives::Blob;
+use common::process::{Server, http};
 use common::{CLIENT_ID, CLIENT_SECRET, JWT_SECRET, TOKEN};
 use hearth_core::auth::Credentials;
 use hearth_core::chain::sha256_hex;
@@ -116,57 +113,25 @@ async fn an_unreachable_secrets_manager_is_reported_as_such() {
     assert!(matches!(error, SecretError::Unreachable(_)), "{error:?}");
 }
 
-/// Starts the `hearth` binary with `HEARTH_SECRET_ARN` and the emulator's AWS environment;
-/// returns its port and the child.
-fn start_hearth(moto: &Moto, secret: &str, data: &std::path::Path) -> (u16, std::process::Child) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(env!("CARGO_BIN_EXE_hearth"))
-        .env_clear()
-        .env("HEARTH_ADDR", format!("127.0.0.1:{port}"))
-        .env("HEARTH_DATA_DIR", data)
-        .env("HEARTH_SECRET_ARN", secret)
-        .envs(moto.environment())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "hearth did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (port, child)
+/// Starts the `hearth` binary with `HEARTH_SECRET_ARN` and the emulator's AWS environment.
+fn start_hearth(moto: &Moto, secret: &str, data: &std::path::Path) -> Server {
+    let mut vars = moto.environment();
+    vars.push(("HEARTH_SECRET_ARN", secret.to_owned()));
+    Server::start(data, &vars)
 }
 
-async fn post(port: u16, path: &str, headers: &[(&str, &str)], body: &str) -> u16 {
-    // A raw HTTP/1.1 exchange keeps this test free of an HTTP client dependency.
-    let mut request = format!(
-        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
+/// Asks the running server for a client-credentials token; returns the status.
+fn token_status(server: &Server) -> u16 {
+    let form = format!(
+        "grant_type=client_credentials&resource=http://127.0.0.1:{}/mcp",
+        server.port
     );
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(body);
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .unwrap();
-    tokio::io::AsyncWriteExt::write_all(&mut stream, request.as_bytes())
-        .await
-        .unwrap();
-    let mut response = String::new();
-    tokio::io::AsyncReadExt::read_to_string(&mut stream, &mut response)
-        .await
-        .unwrap();
-    response[9..12].parse().unwrap()
+    let basic = common::basic(CLIENT_ID, CLIENT_SECRET);
+    let headers = [
+        ("Authorization", basic.as_str()),
+        ("Content-Type", "application/x-www-form-urlencoded"),
+    ];
+    http(server.port, "POST", "/oauth/token", &headers, &form).0
 }
 
 #[tokio::test]
@@ -174,20 +139,12 @@ async fn the_server_runs_on_credentials_from_the_secret() {
     let moto = Moto::shared();
     let arn = create_secret(moto, &secret_json()).await;
     let data = tempfile::tempdir().unwrap();
-    let (port, mut child) = start_hearth(moto, &arn, data.path());
-    let form = format!("grant_type=client_credentials&resource=http://127.0.0.1:{port}/mcp");
-    let basic = common::basic(CLIENT_ID, CLIENT_SECRET);
-    let headers = [
-        ("Authorization", basic.as_str()),
-        ("Content-Type", "application/x-www-form-urlencoded"),
-    ];
-    assert_eq!(post(port, "/oauth/token", &headers, &form).await, 200);
+    let server = start_hearth(moto, &arn, data.path());
+    assert_eq!(token_status(&server), 200);
     assert!(
         !data.path().join("dev-credentials.json").exists(),
         "no dev credentials beside a secret"
     );
-    child.kill().unwrap();
-    child.wait().unwrap();
 }
 
 #[tokio::test]
@@ -195,32 +152,12 @@ async fn a_missing_secret_denies_everything_logs_why_and_does_not_crash() {
     let moto = Moto::shared();
     let data = tempfile::tempdir().unwrap();
     let absent = "arn:aws:secretsmanager:us-east-1:123456789012:secret:hearth-absent";
-    let (port, mut child) = start_hearth(moto, absent, data.path());
-    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
-    let bearer = format!("Bearer {TOKEN}");
-    let mcp_headers = [
-        ("Authorization", bearer.as_str()),
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-    ];
-    assert_eq!(post(port, "/mcp", &mcp_headers, ping).await, 401);
-    let basic = common::basic(CLIENT_ID, CLIENT_SECRET);
-    let token_headers = [
-        ("Authorization", basic.as_str()),
-        ("Content-Type", "application/x-www-form-urlencoded"),
-    ];
-    let form = format!("grant_type=client_credentials&resource=http://127.0.0.1:{port}/mcp");
-    assert_eq!(post(port, "/oauth/token", &token_headers, &form).await, 401);
-    assert_eq!(child.try_wait().unwrap(), None, "still running");
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let mut log = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut log)
-        .unwrap();
+    let mut server = start_hearth(moto, absent, data.path());
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    assert_eq!(server.rpc(TOKEN, &ping).0, 401);
+    assert_eq!(token_status(&server), 401);
+    assert!(server.is_running());
+    let log = server.stop();
     let line = log
         .lines()
         .find(|line| line.contains("could not be read"))

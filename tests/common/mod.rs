@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod process;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -1,0 +1,116 @@
+//! The `hearth` binary as a separate process, and a minimal HTTP client for it.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A minimal HTTP/1.1 exchange (no client library needed); returns the status and body.
+pub fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response[9..12].parse().unwrap();
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// A running `hearth` binary on a free port, with a clean environment plus `vars`; killed
+/// when dropped. Its stderr (the JSON log) is kept for [`Server::stop`].
+pub struct Server {
+    pub port: u16,
+    child: Child,
+}
+
+impl Server {
+    pub fn start(data_dir: &std::path::Path, vars: &[(&str, String)]) -> Self {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_hearth"))
+            .env_clear()
+            .env("HEARTH_ADDR", format!("127.0.0.1:{port}"))
+            .env("HEARTH_DATA_DIR", data_dir)
+            .envs(vars.iter().map(|(name, value)| (*name, value.as_str())))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "hearth did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self { port, child }
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    /// Stops the server and returns what it logged.
+    pub fn stop(mut self) -> String {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        let mut log = String::new();
+        if let Some(mut stderr) = self.child.stderr.take() {
+            stderr.read_to_string(&mut log).unwrap();
+        }
+        log
+    }
+
+    /// A JSON-RPC call to `/mcp` with a bearer token; returns the status and parsed body.
+    pub fn rpc(&self, token: &str, body: &serde_json::Value) -> (u16, serde_json::Value) {
+        let bearer = format!("Bearer {token}");
+        let (status, text) = http(
+            self.port,
+            "POST",
+            "/mcp",
+            &[
+                ("Authorization", bearer.as_str()),
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+            ],
+            &body.to_string(),
+        );
+        (status, serde_json::from_str(&text).unwrap_or_default())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

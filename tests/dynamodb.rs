@@ -1,0 +1,412 @@
+//! The DynamoDB store beyond the shared contract, against moto on loopback: what each
+//! operation costs in SDK calls, item sizes at the largest arguments, tampering done directly
+//! in the table, an emulator that stops and comes back, and the `hearth` binary run with
+//! `HEARTH_TABLE`.
+
+mod common;
+
+use std::sync::Arc;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use common::process::Server;
+use common::{TOKEN, harness_over, settings};
+use hearth_core::chain::sha256_hex;
+use hearth_core::clock::ManualClock;
+use hearth_core::config::RateLimits;
+use hearth_core::ratelimit::{Admission, RateLimiter};
+use hearth_core::store::dynamodb::DynamoStore;
+use hearth_core::store::{ChainStore, Stores};
+use hearth_core::toolset::Caller;
+use hearth_core::why::limits;
+use hearth_core::why::record::NewDecision;
+use hearth_core::why::service::Lookup;
+use hearth_core::why::{WhyError, WhyService};
+use hearth_testkit::CallCounter;
+use hearth_testkit::moto::{Moto, unique_name};
+use serde_json::{Map, Value, json};
+
+/// A store over a fresh table, with every SDK call counted.
+async fn counted_store(moto: &Moto) -> (Arc<DynamoStore>, CallCounter, String) {
+    let counter = CallCounter::default();
+    let client = aws_sdk_dynamodb::Client::from_conf(
+        moto.dynamodb_config().interceptor(counter.clone()).build(),
+    );
+    let table = unique_name("hearth-dynamodb");
+    let store = DynamoStore::new(client, table.clone());
+    store.ensure_table().await.expect("create the table");
+    counter.take();
+    (Arc::new(store), counter, table)
+}
+
+fn caller() -> Caller {
+    Caller {
+        scope: sha256_hex("dynamodb-test-subject"),
+    }
+}
+
+fn clock() -> Arc<ManualClock> {
+    Arc::new(ManualClock::new(time::OffsetDateTime::now_utc()))
+}
+
+fn decision<'a>(
+    household: &'a str,
+    action: &'a str,
+    inputs: &'a Map<String, Value>,
+) -> NewDecision<'a> {
+    NewDecision {
+        household_id: household,
+        action,
+        reason: "because the test says so",
+        inputs,
+        approver: "Tester",
+    }
+}
+
+#[tokio::test]
+async fn each_operation_costs_a_fixed_number_of_calls() {
+    let (store, calls, _) = counted_store(Moto::shared()).await;
+    let service = WhyService::new(store.clone(), clock());
+    let inputs = Map::new();
+    let me = caller();
+
+    service
+        .record(&me, decision("home", "first", &inputs))
+        .await
+        .unwrap();
+    assert_eq!(
+        calls.take(),
+        3,
+        "opening a window: Query, registry GetItem, TransactWriteItems"
+    );
+    let second = service
+        .record(&me, decision("home", "second", &inputs))
+        .await
+        .unwrap();
+    assert_eq!(calls.take(), 2, "an append: Query, TransactWriteItems");
+    for n in 3..=30 {
+        service
+            .record(&me, decision("home", &format!("decision {n}"), &inputs))
+            .await
+            .unwrap();
+        assert_eq!(
+            calls.take(),
+            2,
+            "an append that evicts: still Query, TransactWriteItems"
+        );
+    }
+
+    service
+        .explain(&me, "home", &Lookup::Action("decision 30".into()))
+        .await
+        .unwrap();
+    assert_eq!(calls.take(), 1, "explain_why: one Query");
+    let since = second["recorded_at"].as_str().unwrap();
+    service.changes_since(&me, "home", since).await.unwrap();
+    assert_eq!(calls.take(), 1, "whats_changed: one Query");
+    let trace = service
+        .explain(&me, "home", &Lookup::Action("decision 29".into()))
+        .await
+        .unwrap();
+    calls.take();
+    service.trace(&me, "home", &trace.trace_id).await.unwrap();
+    assert_eq!(calls.take(), 1, "get_trace: one Query");
+
+    let limits = RateLimits {
+        per_subject: 60,
+        per_ip: 120,
+    };
+    let limiter = RateLimiter::new(store, clock(), limits);
+    let admitted = limiter
+        .admit(Some("203.0.113.7".parse().unwrap()), Some(&me))
+        .await;
+    assert_eq!(admitted, Admission::Admitted);
+    assert_eq!(
+        calls.take(),
+        1,
+        "the rate limiter: one TransactWriteItems for both counters"
+    );
+}
+
+#[tokio::test]
+async fn items_stay_far_below_the_400_kb_item_limit_at_the_largest_arguments() {
+    let moto = Moto::shared();
+    let (store, _, table) = counted_store(moto).await;
+    let service = WhyService::new(store, clock());
+    // The worst case for size: every string at its limit in characters that canonical JSON
+    // escapes to twelve bytes each, and inputs at their canonical byte limit.
+    let household = "h".repeat(limits::HOUSEHOLD_ID_MAX);
+    let action = "\u{1F600}".repeat(limits::ACTION_MAX);
+    let reason = "\u{1F600}".repeat(limits::REASON_MAX);
+    let approver = "\u{1F600}".repeat(limits::APPROVER_MAX);
+    let mut inputs = Map::new();
+    inputs.insert(
+        "k".into(),
+        Value::String("x".repeat(limits::INPUTS_MAX_BYTES - 8)),
+    );
+    let decision = NewDecision {
+        household_id: &household,
+        action: &action,
+        reason: &reason,
+        inputs: &inputs,
+        approver: &approver,
+    };
+    service
+        .record(&caller(), decision)
+        .await
+        .expect("the largest decision is accepted");
+    let items = moto
+        .dynamodb_client()
+        .scan()
+        .table_name(&table)
+        .send()
+        .await
+        .unwrap()
+        .items
+        .unwrap_or_default();
+    let largest = items.iter().map(item_size).max().unwrap();
+    assert!(
+        largest > 20_000,
+        "the worst case was really built: {largest} bytes"
+    );
+    assert!(
+        largest < 100_000,
+        "an item of {largest} bytes is too close to 400 KB"
+    );
+}
+
+/// DynamoDB's item size: attribute names plus values (strings and numbers by length).
+fn item_size(item: &std::collections::HashMap<String, AttributeValue>) -> usize {
+    fn value_size(value: &AttributeValue) -> usize {
+        match value {
+            AttributeValue::S(text) | AttributeValue::N(text) => text.len(),
+            AttributeValue::M(map) => map.iter().map(|(k, v)| k.len() + value_size(v)).sum(),
+            _ => 8,
+        }
+    }
+    item.iter()
+        .map(|(name, value)| name.len() + value_size(value))
+        .sum()
+}
+
+/// Three decisions in a fresh household; returns the service, its table and partition key.
+async fn three_decisions(moto: &Moto) -> (WhyService, String, String) {
+    let (store, _, table) = counted_store(moto).await;
+    let service = WhyService::new(store, clock());
+    let inputs = Map::new();
+    for action in ["one", "two", "three"] {
+        service
+            .record(&caller(), decision("home", action, &inputs))
+            .await
+            .unwrap();
+    }
+    let pk = format!("chain#{}/why#home", caller().scope);
+    (service, table, pk)
+}
+
+fn record_key(pk: &str, seq: u64) -> std::collections::HashMap<String, AttributeValue> {
+    std::collections::HashMap::from([
+        ("pk".to_owned(), AttributeValue::S(pk.to_owned())),
+        ("sk".to_owned(), AttributeValue::S(format!("rec#{seq:010}"))),
+    ])
+}
+
+async fn assert_tamper_named_at(service: &WhyService, position: usize) {
+    let inputs = Map::new();
+    let read = service
+        .explain(&caller(), "home", &Lookup::Action("one".into()))
+        .await;
+    match read {
+        Err(WhyError::Integrity(error)) => assert_eq!(error.position, position, "{error}"),
+        other => panic!("expected an integrity error, got {other:?}"),
+    }
+    let write = service
+        .record(&caller(), decision("home", "four", &inputs))
+        .await;
+    match write {
+        Err(WhyError::Integrity(error)) => assert_eq!(error.position, position, "{error}"),
+        other => panic!("expected the append to refuse a broken chain, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn tampering_in_the_table_is_named_by_position() {
+    let moto = Moto::shared();
+    let client = moto.dynamodb_client();
+
+    // A field inside a stored record.
+    let (service, table, pk) = three_decisions(moto).await;
+    let stored = client
+        .get_item()
+        .table_name(&table)
+        .set_key(Some(record_key(&pk, 2)))
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap();
+    let body = stored["body"].as_s().unwrap().replace("two", "TWO");
+    client
+        .update_item()
+        .table_name(&table)
+        .set_key(Some(record_key(&pk, 2)))
+        .update_expression("SET body = :body")
+        .expression_attribute_values(":body", AttributeValue::S(body))
+        .send()
+        .await
+        .unwrap();
+    assert_tamper_named_at(&service, 2).await;
+
+    // A stored hash.
+    let (service, table, pk) = three_decisions(moto).await;
+    client
+        .update_item()
+        .table_name(&table)
+        .set_key(Some(record_key(&pk, 2)))
+        .update_expression("SET #hash = :hash")
+        .expression_attribute_names("#hash", "hash")
+        .expression_attribute_values(":hash", AttributeValue::S("0".repeat(64)))
+        .send()
+        .await
+        .unwrap();
+    assert_tamper_named_at(&service, 2).await;
+
+    // A deleted middle record.
+    let (service, table, pk) = three_decisions(moto).await;
+    client
+        .delete_item()
+        .table_name(&table)
+        .set_key(Some(record_key(&pk, 2)))
+        .send()
+        .await
+        .unwrap();
+    assert_tamper_named_at(&service, 2).await;
+}
+
+fn record_call(household: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "record_decision",
+        "arguments": {"household_id": household, "action": "dim lights", "reason": "Movie time",
+        "inputs": {}, "approver": "Parent"}}})
+}
+
+#[tokio::test]
+async fn a_stopped_emulator_is_storage_unavailable_and_service_recovers() {
+    let mut moto = Moto::start_own();
+    let table = unique_name("hearth-outage");
+    let store = DynamoStore::new(moto.dynamodb_client(), table.clone());
+    store.ensure_table().await.unwrap();
+    let store = Arc::new(store);
+    let vars = settings(&[]);
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    // The chains are on the emulator; the counters stay reachable here, so the tool's own
+    // answer is what this test sees (the next test covers counters on the emulator too).
+    let chains: Arc<dyn ChainStore> = store.clone();
+    let h = harness_over(&common::config(&vars), |sqlite| Stores {
+        chains,
+        counters: sqlite,
+    });
+    let call = |body: Value| {
+        let router = h.router.clone();
+        async move {
+            let bearer = format!("Bearer {TOKEN}");
+            let headers = [
+                ("authorization", bearer.as_str()),
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+            ];
+            common::request(&router, "POST", "/mcp", &headers, &body.to_string()).await
+        }
+    };
+    let before = call(record_call("home")).await;
+    assert_eq!(before.body["result"]["isError"], false, "{}", before.raw);
+
+    moto.stop();
+    let during = call(record_call("home")).await;
+    assert_eq!(
+        during.status, 200,
+        "a tool error, not an HTTP failure: {}",
+        during.raw
+    );
+    assert_eq!(during.body["result"]["isError"], true);
+    assert!(
+        during.raw.contains("storage is unavailable"),
+        "{}",
+        during.raw
+    );
+
+    moto.restart();
+    store.ensure_table().await.unwrap();
+    let after = call(record_call("home")).await;
+    assert_eq!(after.body["result"]["isError"], false, "{}", after.raw);
+}
+
+#[tokio::test]
+async fn hearth_table_serves_the_product_from_dynamodb() {
+    let moto = Moto::shared();
+    let table = unique_name("hearth-binary");
+    let data = tempfile::tempdir().unwrap();
+    let mut vars = moto.environment();
+    vars.push(("HEARTH_TABLE", table.clone()));
+    vars.push(("MCP_JUDGE_TOKEN_HASHES", sha256_hex(TOKEN)));
+    let server = Server::start(data.path(), &vars);
+    let (status, recorded) = server.rpc(TOKEN, &record_call("home"));
+    assert_eq!(status, 200);
+    assert_eq!(recorded["result"]["isError"], false, "{recorded}");
+    let explain = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "explain_why", "arguments": {"household_id": "home", "action": "dim lights"}}});
+    let (_, explained) = server.rpc(TOKEN, &explain);
+    assert!(
+        explained["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Movie time")
+    );
+    assert!(
+        !data.path().join("hearth.db").exists(),
+        "nothing stored in SQLite"
+    );
+
+    // The server created the table, with TTL on `expires_at`.
+    let ttl = moto
+        .dynamodb_client()
+        .describe_time_to_live()
+        .table_name(&table)
+        .send()
+        .await
+        .unwrap();
+    let description = ttl.time_to_live_description.unwrap();
+    assert_eq!(description.attribute_name.as_deref(), Some("expires_at"));
+    assert_eq!(description.time_to_live_status.unwrap().as_str(), "ENABLED");
+}
+
+#[tokio::test]
+async fn an_unreachable_table_at_start_is_reported_not_fatal() {
+    let data = tempfile::tempdir().unwrap();
+    let closed = common::process::free_port();
+    let vars = vec![
+        ("HEARTH_TABLE", "hearth-nowhere".to_owned()),
+        ("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{closed}")),
+        ("AWS_REGION", "us-east-1".to_owned()),
+        ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "testing".to_owned()),
+        ("MCP_JUDGE_TOKEN_HASHES", sha256_hex(TOKEN)),
+    ];
+    let mut server = Server::start(data.path(), &vars);
+    let (status, _) = common::process::http(server.port, "GET", "/healthz", &[], "");
+    assert_eq!(status, 200);
+    // The rate counters live in the same table, and the limiter fails closed: every MCP
+    // request is refused with a clear 503 until the table is reachable.
+    let (status, body) = server.rpc(TOKEN, &json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}));
+    assert_eq!(status, 503);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Rate limiter unavailable")
+    );
+    assert!(server.is_running());
+    let log = server.stop();
+    assert!(
+        log.contains("the DynamoDB table could not be checked or created"),
+        "{log}"
+    );
+}
