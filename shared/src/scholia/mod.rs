@@ -5,6 +5,9 @@
 //! `{kind, content.strip(), attrs}`, where `attrs` drops provenance (`timestamp`, `wall_clock`,
 //! `run_id`, `sequence`, `instance`), base bookkeeping, and empty or null values.
 
+pub mod catalog;
+pub mod parser;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
