@@ -7,6 +7,7 @@
 
 pub mod catalog;
 pub mod parser;
+pub mod validator;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
