@@ -398,8 +398,8 @@ pub const ATOMS: &[AtomSpec] = &[
         summary: "confidence below 1 attached to a Finding, Hypothesis, or Evidence.",
         attributes: &[
             AttrSpec {
-                name: "True",
-                field: "True",
+                name: "on",
+                field: "on",
                 kind: AttrType::Text,
                 required: false,
             },
@@ -638,8 +638,8 @@ pub const ATOMS: &[AtomSpec] = &[
         summary: "qualitative or numeric confidence attached to another atom.",
         attributes: &[
             AttrSpec {
-                name: "True",
-                field: "True",
+                name: "on",
+                field: "on",
                 kind: AttrType::Text,
                 required: false,
             },
