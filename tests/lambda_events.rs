@@ -125,7 +125,11 @@ async fn tools_list_names_the_decision_tools() {
                 "record_decision",
                 "explain_why",
                 "whats_changed",
-                "get_trace"
+                "get_trace",
+                "scholia_catalog",
+                "scholia_lookup",
+                "scholia_lint_snippet",
+                "scholia_lint_trace"
             ]
         );
     })
@@ -215,7 +219,7 @@ async fn a_token_issued_by_the_oauth_function_opens_the_mcp_function() {
         assert_eq!(status(&response), 200, "{response}");
         assert_eq!(
             body(&response)["result"]["tools"].as_array().unwrap().len(),
-            4
+            8
         );
     }
 }

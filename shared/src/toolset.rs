@@ -15,11 +15,13 @@ pub struct Caller {
     pub scope: String,
 }
 
-/// The result of a tool call: structured content with a short text, or a plain failure
-/// message that becomes an `isError` result.
+/// The result of a tool call: structured content with a short text; a negative verdict that
+/// still carries structured content (an `isError` result with `structuredContent`, e.g. a lint
+/// report that found errors); or a plain failure message that becomes an `isError` result.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolOutput {
     Success { text: String, structured: Value },
+    Rejected { text: String, structured: Value },
     Failure(String),
 }
 
@@ -28,6 +30,17 @@ impl ToolOutput {
     pub fn success(text: impl Into<String>, value: &impl serde::Serialize) -> Self {
         match serde_json::to_value(value) {
             Ok(structured) => Self::Success {
+                text: text.into(),
+                structured,
+            },
+            Err(_) => Self::Failure("The result could not be encoded.".into()),
+        }
+    }
+
+    /// An `isError` result whose structured content is `value` serialised.
+    pub fn rejected(text: impl Into<String>, value: &impl serde::Serialize) -> Self {
+        match serde_json::to_value(value) {
+            Ok(structured) => Self::Rejected {
                 text: text.into(),
                 structured,
             },

@@ -7,6 +7,7 @@
 
 pub mod catalog;
 pub mod parser;
+pub mod render;
 pub mod validator;
 
 use schemars::JsonSchema;
@@ -71,6 +72,47 @@ pub fn canonical_id(kind: &str, content: &str, attrs: &Map<String, Value>) -> St
     format!("sha256:{}", &digest[..12])
 }
 
+/// Free text made safe to embed in atom content: a space goes between any upper-case word and
+/// a `:` or `(` right after it, so that nothing a person wrote ("NOTE: …", "REFER:X") reads as
+/// an operator or a reference. Text without such a token is returned unchanged.
+pub fn inert(text: &str) -> std::borrow::Cow<'_, str> {
+    let bytes = text.as_bytes();
+    let mut cuts = Vec::new();
+    let mut start = None;
+    for (index, byte) in bytes.iter().enumerate() {
+        match (
+            byte.is_ascii_uppercase() || byte.is_ascii_digit() || *byte == b'_',
+            start,
+        ) {
+            (true, None) if byte.is_ascii_uppercase() => {
+                let boundary = index == 0
+                    || !(bytes[index - 1].is_ascii_alphanumeric() || bytes[index - 1] == b'_');
+                start = boundary.then_some(index);
+            }
+            (true, _) => {}
+            (false, Some(word_start)) => {
+                if index - word_start >= 2 && matches!(byte, b':' | b'(') {
+                    cuts.push(index);
+                }
+                start = None;
+            }
+            (false, None) => {}
+        }
+    }
+    if cuts.is_empty() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + cuts.len());
+    let mut last = 0;
+    for cut in cuts {
+        out.push_str(&text[last..cut]);
+        out.push(' ');
+        last = cut;
+    }
+    out.push_str(&text[last..]);
+    std::borrow::Cow::Owned(out)
+}
+
 fn is_empty(value: &Value) -> bool {
     match value {
         Value::Null => true,
@@ -88,6 +130,19 @@ pub fn python_strip(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inert_text_has_no_operator_tokens() {
+        assert_eq!(inert("Movie time requested"), "Movie time requested");
+        assert_eq!(
+            inert("NOTE: see REFER:F_9 and FORALL(x)"),
+            "NOTE : see REFER :F_9 and FORALL (x)"
+        );
+        assert_eq!(
+            inert("ratio 3:4, A: b, xREFER:y"),
+            "ratio 3:4, A: b, xREFER:y"
+        );
+    }
 
     #[test]
     fn strip_matches_python() {

@@ -8,6 +8,7 @@
 pub mod limits;
 pub mod matching;
 pub mod record;
+pub mod reference;
 pub mod service;
 pub mod tools;
 

@@ -9,7 +9,10 @@
 //! ```
 //!
 //! `atoms` holds a Scholialang `Action` atom for the action and a `Finding` atom for the reason
-//! that `REFER`s to it, each stamped with its `canonical_id`.
+//! that `REFER`s to it, each stamped with its `canonical_id`. Their content is the caller's text
+//! made inert (`scholia::inert`): a space separates any upper-case word from a `:` or `(`
+//! after it, so the atoms lint clean whatever was written; `action` and `reason` keep the
+//! words exactly.
 
 use std::borrow::Cow;
 
@@ -17,7 +20,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::scholia::Atom;
+use crate::scholia::{Atom, inert};
 
 pub const FORMAT: &str = "hearth.why/1";
 /// The record field that holds the record's own hash.
@@ -60,16 +63,18 @@ pub fn build(decision: &NewDecision<'_>, seq: u64, recorded_at: &str, prev: Opti
     let action_id = format!("A_{seq}");
     let mut action_attrs = Map::new();
     action_attrs.insert("timestamp".into(), json!(recorded_at));
+    // The caller's words go into atom content made inert, so that no token in them reads as
+    // an operator or a reference and the atoms always lint clean.
     let action = Atom::new(
         "Action",
         action_id.clone(),
-        decision.action.to_owned(),
+        inert(decision.action).into_owned(),
         action_attrs,
     );
     let finding = Atom::new(
         "Finding",
         format!("F_{seq}"),
-        format!("REFER:{action_id} {}", decision.reason),
+        format!("REFER:{action_id} {}", inert(decision.reason)),
         Map::new(),
     );
     json!({

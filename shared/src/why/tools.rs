@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::record::{DecisionRecord, NewDecision};
+use super::reference;
 use super::service::{Lookup, WhyError, WhyService};
+use crate::scholia::{Atom, render};
 use crate::toolset::{Caller, ToolOutput, Toolset, decode, describe};
 
 pub const RECORD_DECISION: &str = "record_decision";
@@ -76,6 +78,10 @@ pub struct GetTraceArgs {
     /// A full trace id, or its first 8 or more characters.
     #[schemars(length(min = 8, max = 64), pattern(TRACE_ID_PATTERN))]
     pub trace_id: String,
+    /// Also render the requested record as a Scholia `<Step>` (its Action and Finding atoms),
+    /// ready to quote or to pass to scholia_lint_snippet.
+    #[serde(default)]
+    pub scholia: bool,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -110,6 +116,9 @@ pub struct GetTraceOutput {
     /// The retained chain, oldest first, verified by the server before returning.
     #[schemars(with = "Vec<DecisionRecord>")]
     pub records: Vec<Value>,
+    /// The requested record as a Scholia `<Step>`, when `scholia` was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scholia_step: Option<String>,
 }
 
 pub struct WhyToolset {
@@ -171,6 +180,9 @@ impl Toolset for WhyToolset {
                 annotations("Get a verified trace", true),
             ),
         ]
+        .into_iter()
+        .chain(reference::tools())
+        .collect()
     }
 
     async fn call(&self, caller: &Caller, name: &str, arguments: JsonObject) -> Option<ToolOutput> {
@@ -179,7 +191,7 @@ impl Toolset for WhyToolset {
             EXPLAIN_WHY => self.explain(caller, arguments).await,
             WHATS_CHANGED => self.changed(caller, arguments).await,
             GET_TRACE => self.trace(caller, arguments).await,
-            _ => return None,
+            other => return reference::call(other, arguments),
         };
         Some(output.unwrap_or_else(|failure| failure))
     }
@@ -288,12 +300,35 @@ impl WhyToolset {
             &trace.trace_id[..8],
             trace.records.len()
         );
+        let scholia_step = if args.scholia {
+            Some(scholia_step(&trace.records, &trace.trace_id)?)
+        } else {
+            None
+        };
         let output = GetTraceOutput {
             trace_id: trace.trace_id,
             household_id: args.household_id,
             anchor: trace.anchor,
             records: trace.records,
+            scholia_step,
         };
         Ok(ToolOutput::success(text, &output))
     }
+}
+
+/// The record `trace_id` among `records` as a Scholia `<Step>` named after its sequence number.
+fn scholia_step(records: &[Value], trace_id: &str) -> Result<String, ToolOutput> {
+    let unreadable = || ToolOutput::failure("The decision's atoms could not be read.");
+    let record = records
+        .iter()
+        .find(|record| record["trace_id"] == trace_id)
+        .ok_or_else(unreadable)?;
+    let atoms: Vec<Atom> =
+        serde_json::from_value(record["atoms"].clone()).map_err(|_| unreadable())?;
+    let seq = &record["seq"];
+    Ok(render::step(
+        &format!("S_{seq}"),
+        &format!("decision {seq}"),
+        &atoms,
+    ))
 }
