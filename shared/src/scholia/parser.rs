@@ -77,12 +77,22 @@ pub fn parse(input: &str) -> Result<Vec<Node>, ParseError> {
             ),
         });
     }
-    Parser { input, at: 0 }.document()
+    let line_starts = std::iter::once(0)
+        .chain(input.match_indices('\n').map(|(at, _)| at + 1))
+        .collect();
+    Parser {
+        input,
+        at: 0,
+        line_starts,
+    }
+    .document()
 }
 
 struct Parser<'a> {
     input: &'a str,
     at: usize,
+    /// Byte offset of the start of every line, for positions without rescanning.
+    line_starts: Vec<usize>,
 }
 
 /// An element being read: its node and the text gathered so far.
@@ -242,12 +252,11 @@ impl<'a> Parser<'a> {
     }
 
     fn position(&self, offset: usize) -> Position {
-        let before = &self.input[..offset];
-        let line = before.matches('\n').count() + 1;
-        let line_start = before.rfind('\n').map_or(0, |index| index + 1);
+        let line = self.line_starts.partition_point(|start| *start <= offset);
+        let line_start = self.line_starts[line - 1];
         Position {
             line,
-            column: before[line_start..].chars().count() + 1,
+            column: self.input[line_start..offset].chars().count() + 1,
             offset,
         }
     }

@@ -448,10 +448,24 @@ impl<'t> Trace<'t> {
             {
                 known.insert(name.to_owned());
             }
-            known.insert(canonical_id_of(atom.node));
             if let Some(claimed) = atom.node.attr("canonical_id") {
                 known.insert(claimed.to_owned());
             }
+        }
+        // Content addresses cost a hash per atom; compute them only when something asks.
+        let wants_canonical_ids = self.atoms.iter().any(|atom| {
+            atom.operators.iter().any(|op| {
+                op.target
+                    .as_deref()
+                    .is_some_and(|t| t.starts_with("sha256:"))
+            }) || atom
+                .node
+                .attrs
+                .iter()
+                .any(|(_, value)| value.starts_with("sha256:"))
+        });
+        if wants_canonical_ids {
+            known.extend(self.atoms.iter().map(|atom| canonical_id_of(atom.node)));
         }
         for atom in &self.atoms {
             for attribute in reference_attributes(atom.kind()) {
