@@ -265,3 +265,25 @@ async fn decision_records_render_as_steps_that_lint_clean() {
     .await;
     assert_eq!(plain["isError"], true);
 }
+
+#[tokio::test]
+async fn the_readme_lint_example_holds() {
+    let h = harness(&[]);
+    let broken = "<Step id=\"S_01\"><Constraint id=\"C_1\">Never unlock the front door.</Constraint><Action id=\"A_1\">Unlocked the front door for the courier.</Action></Step>";
+    let result = call(&h, "scholia_lint_trace", json!({"snippet": broken})).await;
+    assert_eq!(result["isError"], true);
+    assert_eq!(result["structuredContent"]["total_errors"], 2);
+    assert_eq!(
+        result["structuredContent"]["errors_by_rule"],
+        json!({"action_recorded": 1, "constraint_respected": 1})
+    );
+    let recorded = broken.replace(
+        "</Action>",
+        "</Action><Finding id=\"F_1\">REFER:A_1 The courier left the parcel.</Finding>",
+    );
+    let result = call(&h, "scholia_lint_trace", json!({"snippet": recorded})).await;
+    assert_eq!(
+        result["structuredContent"]["errors_by_rule"],
+        json!({"constraint_respected": 1})
+    );
+}
