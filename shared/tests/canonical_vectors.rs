@@ -57,3 +57,49 @@ fn every_scholialang_golden_canonical_id_reproduces() {
         );
     }
 }
+
+/// The same vectors written as Scholia notation: wire attribute names (`for`, not `for_ref`),
+/// every value a string, as a parser sees them. The parser path must type them as the
+/// reference implementation's atom classes do and reach the same content address.
+#[test]
+fn every_golden_canonical_id_reproduces_from_notation() {
+    use hearth_core::scholia::catalog;
+    use hearth_core::scholia::parser::parse;
+    use hearth_core::scholia::validator::canonical_id_of;
+
+    let doc = read(vectors_dir().join("scholialang/canonical_id_golden.json"));
+    for vector in doc["vectors"].as_array().unwrap() {
+        let kind = vector["kind"].as_str().unwrap();
+        let spec = catalog::atom(kind).expect("a known kind");
+        let mut attributes = String::new();
+        let mut content = String::new();
+        for (field, value) in vector["kwargs"].as_object().unwrap() {
+            let text = match value {
+                Value::String(text) => text.clone(),
+                Value::Array(items) => items
+                    .iter()
+                    .map(|item| item.as_str().unwrap())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                other => other.to_string(),
+            };
+            if field == "content" {
+                content = text;
+                continue;
+            }
+            let wire = spec
+                .attributes
+                .iter()
+                .find(|attr| attr.field == field)
+                .map_or(field.as_str(), |attr| attr.name);
+            attributes.push_str(&format!(" {wire}=\"{text}\""));
+        }
+        let snippet = format!("<{kind}{attributes}>{content}</{kind}>");
+        let node = &parse(&snippet).unwrap()[0];
+        assert_eq!(
+            canonical_id_of(node),
+            vector["expected_canonical_id"].as_str().unwrap(),
+            "{snippet}"
+        );
+    }
+}
