@@ -129,7 +129,8 @@ async fn tools_list_names_the_decision_tools() {
                 "scholia_catalog",
                 "scholia_lookup",
                 "scholia_lint_snippet",
-                "scholia_lint_trace"
+                "scholia_lint_trace",
+                "ask_aion"
             ]
         );
     })
@@ -219,7 +220,7 @@ async fn a_token_issued_by_the_oauth_function_opens_the_mcp_function() {
         assert_eq!(status(&response), 200, "{response}");
         assert_eq!(
             body(&response)["result"]["tools"].as_array().unwrap().len(),
-            8
+            9
         );
     }
 }

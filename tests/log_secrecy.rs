@@ -4,27 +4,11 @@
 
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use base64::Engine;
+use common::capture::Captured;
 use common::{CLIENT_ID, CLIENT_SECRET, JWT_SECRET, TOKEN, basic, harness, request};
 use hearth_core::chain::sha256_hex;
 use serde_json::{Value, json};
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 const REASON: &str = "Grandma asked quietly for the blinds";
 const INPUT: &str = "utterance: close them halfway";
@@ -114,7 +98,7 @@ async fn a_whole_session_logs_no_credential_and_nothing_the_caller_wrote() {
     .await;
     assert_eq!(refused.status, 401);
 
-    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let logs = captured.text();
     let lines: Vec<Value> = logs
         .lines()
         .map(|line| serde_json::from_str(line).expect("every log line is JSON"))

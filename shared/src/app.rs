@@ -7,6 +7,8 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use axum::Router;
 
+use crate::aion::backend::BACKEND_TIMEOUT;
+use crate::aion::{AionToolset, Guide, HttpGuide, MockGuide};
 use crate::auth::Credentials;
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, CredentialSource, Runtime, StoreChoice, secrets};
@@ -115,7 +117,22 @@ pub fn toolsets(config: &Config, backing: &Backing) -> Vec<Arc<dyn Toolset>> {
         ));
         toolsets.push(Arc::new(WhyToolset::new(service)));
     }
+    if config.toolsets.iter().any(|name| name == "aion") {
+        toolsets.push(Arc::new(AionToolset::new(guide(config))));
+    }
     toolsets
+}
+
+/// The guide `ask_aion` asks: the configured backend, or the mock without one.
+fn guide(config: &Config) -> Arc<dyn Guide> {
+    match &config.aion_backend_url {
+        Some(url) => Arc::new(HttpGuide::new(
+            url.clone(),
+            config.credentials.aion_api_key.clone(),
+            BACKEND_TIMEOUT,
+        )),
+        None => Arc::new(MockGuide),
+    }
 }
 
 fn gate(config: &Config, backing: &Backing) -> Gate {

@@ -7,8 +7,10 @@
 //! bottom, [`auth`], [`chain`], [`store`], [`scholia`], [`speech`], [`clock`] and [`config`]
 //! know nothing of the layers above.
 
+pub mod aion;
 pub mod app;
 pub mod auth;
+pub mod aws;
 pub mod chain;
 pub mod clock;
 pub mod config;

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod aion_stand_in;
+pub mod capture;
 pub mod process;
 
 use std::collections::HashMap;

@@ -12,13 +12,16 @@ use std::fmt;
 /// `MCP_JWT_SECRET` must have at least this many bytes; a shorter key signs nothing.
 pub const MIN_JWT_SECRET_BYTES: usize = 32;
 
-/// The names every credential source uses, in the order they are reported.
+/// The names of the credentials that authenticate callers, in the order they are reported.
 pub const CREDENTIAL_NAMES: [&str; 4] = [
     "MCP_CLIENT_ID",
     "MCP_CLIENT_SECRET",
     "MCP_JWT_SECRET",
     "MCP_JUDGE_TOKEN_HASHES",
 ];
+
+/// The key Hearth presents to the AionRealm backend; optional, and kept with the others.
+pub const AION_KEY_NAME: &str = "AION_BACKEND_API_KEY";
 
 /// A secret value. Its `Debug` never shows the value, so a credential inside a logged or
 /// printed structure cannot leak by accident.
@@ -52,6 +55,9 @@ pub struct Credentials {
     pub jwt_secret: Option<Secret>,
     /// SHA-256 of each accepted static judge token (`MCP_JUDGE_TOKEN_HASHES`).
     pub judge_token_hashes: Vec<[u8; 32]>,
+    /// The bearer key for the AionRealm backend (`AION_BACKEND_API_KEY`), needed only when
+    /// `AION_BACKEND_URL` is set.
+    pub aion_api_key: Option<Secret>,
 }
 
 /// Why a credential was left out. Carries names, never values.
@@ -90,6 +96,7 @@ impl Credentials {
             client_secret: get("MCP_CLIENT_SECRET").map(Secret),
             jwt_secret,
             judge_token_hashes,
+            aion_api_key: get(AION_KEY_NAME).map(Secret),
         };
         (credentials, problems)
     }
@@ -112,7 +119,7 @@ impl Credentials {
         }))
     }
 
-    /// The credential names that are absent, for a startup warning.
+    /// The caller-authenticating credential names that are absent, for a startup warning.
     pub fn missing(&self) -> Vec<&'static str> {
         let present = [
             self.client_id.is_some(),

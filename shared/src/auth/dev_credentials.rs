@@ -41,6 +41,7 @@ impl DevCredentials {
             jwt_secret: Some(Secret::new(self.jwt_secret.clone())),
             judge_token_hashes: parse_token_hashes(&sha256_hex(&self.judge_token))
                 .expect("a SHA-256 hex digest is a valid hash entry"),
+            aion_api_key: None,
         }
     }
 }

@@ -10,7 +10,8 @@ use std::path::PathBuf;
 
 pub use urls::PublicUrls;
 
-use crate::auth::credentials::CREDENTIAL_NAMES;
+use crate::auth::Secret;
+use crate::auth::credentials::{AION_KEY_NAME, CREDENTIAL_NAMES};
 use crate::auth::{Authenticator, Credentials, JwtKeys};
 
 /// Where the process runs. Decided by `AWS_LAMBDA_RUNTIME_API`, which the Lambda runtime sets.
@@ -21,7 +22,7 @@ pub enum Runtime {
 }
 
 /// The toolsets this build can serve.
-pub const KNOWN_TOOLSETS: &[&str] = &["why"];
+pub const KNOWN_TOOLSETS: &[&str] = &["why", "aion"];
 
 /// Which store runs. `HEARTH_TABLE` selects DynamoDB. Otherwise, locally, the default is a
 /// SQLite file in the data directory; under Lambda a SQLite file is used only when `HEARTH_DB`
@@ -88,6 +89,8 @@ pub struct Config {
     /// `HEARTH_TOOLSETS`, default every known toolset.
     pub toolsets: Vec<String>,
     pub rate_limits: RateLimits,
+    /// `AION_BACKEND_URL`: the AionRealm guide endpoint; unset means the built-in mock.
+    pub aion_backend_url: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -185,7 +188,17 @@ impl Config {
             per_subject: rate_limit(&get, "HEARTH_RATE_LIMIT_PER_SUBJECT", 60)?,
             per_ip: rate_limit(&get, "HEARTH_RATE_LIMIT_PER_IP", 120)?,
         };
+        let aion_backend_url = match get("AION_BACKEND_URL") {
+            None => None,
+            Some(url) => Some(
+                backend_url(url.trim()).map_err(|reason| ConfigError::Invalid {
+                    name: "AION_BACKEND_URL",
+                    reason,
+                })?,
+            ),
+        };
         Ok(Self {
+            aion_backend_url,
             runtime,
             addr,
             data_dir,
@@ -242,10 +255,15 @@ fn credentials(
     get: &impl Fn(&str) -> Option<String>,
     runtime: Runtime,
 ) -> Result<(CredentialSource, Credentials), ConfigError> {
-    let in_environment = CREDENTIAL_NAMES.iter().find(|name| get(name).is_some());
-    if let (Some(name), Runtime::Lambda) = (in_environment, runtime) {
+    if runtime == Runtime::Lambda
+        && let Some(name) = CREDENTIAL_NAMES
+            .iter()
+            .chain([&AION_KEY_NAME])
+            .find(|name| get(name).is_some())
+    {
         return Err(ConfigError::CredentialInLambdaEnvironment { name });
     }
+    let in_environment = CREDENTIAL_NAMES.iter().find(|name| get(name).is_some());
     if let Some(arn) = get("HEARTH_SECRET_ARN") {
         if let Some(name) = in_environment {
             return Err(ConfigError::TwoCredentialSources { name });
@@ -256,7 +274,11 @@ fn credentials(
         ));
     }
     if in_environment.is_none() {
-        return Ok((CredentialSource::None, Credentials::default()));
+        let credentials = Credentials {
+            aion_api_key: get(AION_KEY_NAME).map(Secret::new),
+            ..Credentials::default()
+        };
+        return Ok((CredentialSource::None, credentials));
     }
     let (credentials, problems) = Credentials::from_lookup(get);
     if let Some(problem) = problems.first() {
@@ -273,6 +295,26 @@ fn credentials(
         });
     }
     Ok((CredentialSource::Environment, credentials))
+}
+
+/// An absolute `https` URL (plain `http` only for a loopback host), without credentials.
+fn backend_url(url: &str) -> Result<String, String> {
+    let parsed = url::Url::parse(url).map_err(|error| format!("not an absolute URL ({error})"))?;
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => return Err("the URL has no host".into()),
+    };
+    match parsed.scheme() {
+        "https" => {}
+        "http" if loopback => {}
+        _ => return Err("must be https (plain http only for a loopback host)".into()),
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err("must not carry credentials; set AION_BACKEND_API_KEY".into());
+    }
+    Ok(url.to_owned())
 }
 
 fn rate_limit(
@@ -327,7 +369,8 @@ mod tests {
         assert_eq!(config.credential_source, CredentialSource::None);
         assert!(config.credentials.missing().len() == 4 && !config.allow_no_auth);
         assert!(!config.disabled);
-        assert_eq!(config.toolsets, vec!["why"]);
+        assert_eq!(config.toolsets, vec!["why", "aion"]);
+        assert_eq!(config.aion_backend_url, None);
         assert_eq!(config.urls.unwrap().resource(), "http://127.0.0.1:8787/mcp");
         assert_eq!(
             config.rate_limits,
@@ -378,7 +421,7 @@ mod tests {
     #[test]
     fn under_lambda_credentials_come_only_from_secrets_manager() {
         let lambda = ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001");
-        for name in CREDENTIAL_NAMES {
+        for name in CREDENTIAL_NAMES.into_iter().chain([AION_KEY_NAME]) {
             let error = config(&[lambda, (name, "value")]).unwrap_err();
             assert!(
                 matches!(error, ConfigError::CredentialInLambdaEnvironment { name: n } if n == name)
@@ -407,6 +450,26 @@ mod tests {
             StoreChoice::DynamoDb("hearth".into())
         );
         assert!(config(&[("HEARTH_TABLE", "hearth"), ("HEARTH_DB", "x.db")]).is_err());
+    }
+
+    #[test]
+    fn the_aion_backend_must_be_https_or_loopback() {
+        for ok in ["https://aion.example/api/ask", "http://127.0.0.1:9000/ask"] {
+            assert_eq!(
+                config(&[("AION_BACKEND_URL", ok)])
+                    .unwrap()
+                    .aion_backend_url
+                    .as_deref(),
+                Some(ok)
+            );
+        }
+        for bad in [
+            "http://aion.example/ask",
+            "https://user:pw@aion.example/",
+            "aion",
+        ] {
+            assert!(config(&[("AION_BACKEND_URL", bad)]).is_err(), "{bad}");
+        }
     }
 
     #[test]

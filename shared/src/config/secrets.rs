@@ -26,8 +26,7 @@ pub enum SecretError {
 /// A client for the standard AWS environment (`AWS_REGION`, credentials, and
 /// `AWS_ENDPOINT_URL_SECRETS_MANAGER` / `AWS_ENDPOINT_URL` for an emulator).
 pub async fn client_from_environment() -> Client {
-    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-    Client::new(&sdk)
+    Client::new(crate::aws::sdk_config().await)
 }
 
 /// Reads `secret_id` and parses it as credentials.

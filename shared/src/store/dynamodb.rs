@@ -65,8 +65,7 @@ impl DynamoStore {
     /// `AWS_ENDPOINT_URL_DYNAMODB` for an emulator) with Hearth's operation timeout. Throttling
     /// and 5xx answers get the SDK's standard retries inside that timeout.
     pub async fn client_from_environment() -> Client {
-        let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-        let config = aws_sdk_dynamodb::config::Builder::from(&sdk)
+        let config = aws_sdk_dynamodb::config::Builder::from(crate::aws::sdk_config().await)
             .timeout_config(
                 aws_config::timeout::TimeoutConfig::builder()
                     .operation_timeout(OPERATION_TIMEOUT)
