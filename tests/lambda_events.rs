@@ -7,6 +7,8 @@
 mod common;
 
 use hearth_core::auth::Credentials;
+use hearth_core::speech::polly::Voice;
+use hearth_testkit::moto::Moto;
 use lambda_http::request::LambdaRequest;
 use lambda_http::{Adapter, Context, LambdaEvent, Service};
 use serde_json::{Value, json};
@@ -15,6 +17,7 @@ use serde_json::{Value, json};
 enum Function {
     Mcp,
     OAuth,
+    Tts,
 }
 
 fn fixture(relative: &str) -> String {
@@ -31,6 +34,7 @@ async fn replay_to(function: Function, file: &str) -> Value {
     let folder = match function {
         Function::Mcp => "events/mcp",
         Function::OAuth => "events/oauth",
+        Function::Tts => "events/tts",
     };
     let request: LambdaRequest =
         serde_json::from_str(&fixture(&format!("{folder}/{file}"))).expect("API Gateway event");
@@ -50,10 +54,23 @@ async fn replay_to(function: Function, file: &str) -> Value {
     assert!(problems.is_empty());
     config.credentials = credentials;
     let router = match function {
-        Function::Mcp => hearth_core::app::mcp_router(&config).await,
-        Function::OAuth => hearth_core::app::oauth_router(&config).await,
-    }
-    .expect("router");
+        Function::Mcp => hearth_core::app::mcp_router(&config).await.expect("router"),
+        Function::OAuth => hearth_core::app::oauth_router(&config)
+            .await
+            .expect("router"),
+        Function::Tts => {
+            // Polly is moto on loopback; everything else is as the function builds it.
+            let mut backing = hearth_core::app::open_backing(&config)
+                .await
+                .expect("store");
+            backing.voice = Some(std::sync::Arc::new(Voice::with_client(
+                Moto::shared().polly_client(),
+                "Ruth",
+                "generative",
+            )));
+            hearth_core::app::tts_router_with(&config, &backing)
+        }
+    };
     let mut adapter = Adapter::from(router);
     let response = adapter
         .call(LambdaEvent::new(request, Context::default()))
@@ -279,4 +296,24 @@ async fn both_discovery_documents_are_served() {
         assert_eq!(metadata["bearer_methods_supported"], json!(["header"]));
     })
     .await;
+}
+
+#[tokio::test]
+async fn the_speech_function_answers_with_mp3_and_refuses_what_it_must() {
+    for file in ["v2-tts.json", "v1-tts.json"] {
+        let response = replay_to(Function::Tts, file).await;
+        assert_eq!(status(&response), 200, "{file}: {response}");
+        assert_eq!(header(&response, "content-type"), Some("audio/mpeg"));
+        assert_eq!(header(&response, "cache-control"), Some("no-store"));
+        assert_eq!(
+            response["isBase64Encoded"], true,
+            "audio travels base64-encoded"
+        );
+        assert!(!response["body"].as_str().unwrap_or_default().is_empty());
+    }
+    let empty = replay_to(Function::Tts, "v2-tts-empty.json").await;
+    assert_eq!(status(&empty), 400, "{empty}");
+    assert_eq!(body(&empty)["error"], "the text is empty");
+    let anonymous = replay_to(Function::Tts, "v2-tts-unauthenticated.json").await;
+    assert_eq!(status(&anonymous), 401, "{anonymous}");
 }

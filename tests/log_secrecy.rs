@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 const REASON: &str = "Grandma asked quietly for the blinds";
 const INPUT: &str = "utterance: close them halfway";
 const CLIENT_NAME: &str = "client-name-from-the-caller";
+const SPOKEN: &str = "Read this sentence aloud please";
 
 #[tokio::test]
 async fn a_whole_session_logs_no_credential_and_nothing_the_caller_wrote() {
@@ -97,6 +98,15 @@ async fn a_whole_session_logs_no_credential_and_nothing_the_caller_wrote() {
     )
     .await;
     assert_eq!(refused.status, 401);
+    let spoken = request(
+        &h.router,
+        "POST",
+        "/tts",
+        &[("authorization", &bearer), ("content-type", "application/json")],
+        &json!({"text": SPOKEN}).to_string(),
+    )
+    .await;
+    assert_eq!(spoken.status, 503, "no voice in the harness: {}", spoken.raw);
 
     let logs = captured.text();
     let lines: Vec<Value> = logs
@@ -107,7 +117,7 @@ async fn a_whole_session_logs_no_credential_and_nothing_the_caller_wrote() {
         .iter()
         .filter(|line| line["target"] == "hearth::request")
         .collect();
-    assert_eq!(requests.len(), 10, "one line per request: {logs}");
+    assert_eq!(requests.len(), 11, "one line per request: {logs}");
     for line in &requests {
         let mut fields: Vec<&str> = line
             .as_object()
@@ -148,7 +158,8 @@ async fn a_whole_session_logs_no_credential_and_nothing_the_caller_wrote() {
             "tools/call",
             "tools/call",
             "other",
-            "-"
+            "-",
+            "tts"
         ]
     );
     let tools: Vec<&str> = requests
@@ -179,6 +190,7 @@ async fn a_whole_session_logs_no_credential_and_nothing_the_caller_wrote() {
         "exfiltrate_everything",
         "made/up",
         "a-guessed-token",
+        SPOKEN,
     ];
     for secret in never {
         assert!(!logs.contains(secret), "the log holds {secret:?}:\n{logs}");

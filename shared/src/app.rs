@@ -16,18 +16,22 @@ use crate::gate::{Gate, kill_switch};
 use crate::mcp::{HearthServer, McpEndpoint};
 use crate::oauth::OAuthEndpoint;
 use crate::ratelimit::RateLimiter;
+use crate::speech::polly::Voice;
 use crate::store::Stores;
 use crate::store::dynamodb::DynamoStore;
 use crate::store::sqlite::SqliteStore;
 use crate::store::unconfigured::Unconfigured;
 use crate::toolset::Toolset;
+use crate::tts::TtsEndpoint;
 use crate::why::{WhyService, WhyToolset};
 
-/// What every router is built over: the stores and the clock.
+/// What every router is built over: the stores, the clock, and the voice for `/tts`
+/// (`None`: speech is not configured and `/tts` answers 503).
 #[derive(Clone)]
 pub struct Backing {
     pub stores: Stores,
     pub clock: Arc<dyn Clock>,
+    pub voice: Option<Arc<Voice>>,
 }
 
 /// Opens the configured store, over the system clock. A DynamoDB table is created (with TTL)
@@ -60,6 +64,10 @@ pub async fn open_backing(config: &Config) -> anyhow::Result<Backing> {
     Ok(Backing {
         stores,
         clock: Arc::new(SystemClock),
+        voice: Some(Arc::new(Voice::from_environment(
+            &config.polly_voice,
+            &config.polly_engine,
+        ))),
     })
 }
 
@@ -166,6 +174,24 @@ fn oauth_routes(config: &Config, backing: &Backing) -> Router {
     crate::oauth::router(Arc::new(endpoint))
 }
 
+fn tts_routes(config: &Config, backing: &Backing) -> Router {
+    let endpoint = TtsEndpoint::new(
+        config.authenticator(),
+        gate(config, backing),
+        backing.voice.clone(),
+    );
+    crate::tts::router(Arc::new(endpoint))
+}
+
+/// The speech function's router: `/tts`.
+pub fn tts_router_with(config: &Config, backing: &Backing) -> Router {
+    kill_switch(tts_routes(config, backing), config.disabled)
+}
+
+pub async fn tts_router(config: &Config) -> anyhow::Result<Router> {
+    Ok(tts_router_with(config, &open_backing(config).await?))
+}
+
 /// The MCP function's router: `/mcp`, `/healthz`, protected-resource metadata.
 pub fn mcp_router_with(config: &Config, backing: &Backing) -> Router {
     kill_switch(mcp_routes(config, backing), config.disabled)
@@ -178,7 +204,9 @@ pub fn oauth_router_with(config: &Config, backing: &Backing) -> Router {
 
 /// Everything the local server serves on one address, with the same paths as API Gateway.
 pub fn local_router_with(config: &Config, backing: &Backing) -> Router {
-    let router = mcp_routes(config, backing).merge(oauth_routes(config, backing));
+    let router = mcp_routes(config, backing)
+        .merge(oauth_routes(config, backing))
+        .merge(tts_routes(config, backing));
     kill_switch(router, config.disabled)
 }
 

@@ -23,6 +23,7 @@ pub mod speech;
 pub mod store;
 pub mod telemetry;
 pub mod toolset;
+pub mod tts;
 pub mod why;
 
 /// Every Hearth binary allocates through mimalloc: a request allocates many small, short-lived

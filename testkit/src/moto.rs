@@ -151,6 +151,10 @@ impl Moto {
             .credentials_provider(Credentials::new("testing", "testing", None, None, "tests"))
     }
 
+    pub fn polly_client(&self) -> aws_sdk_polly::Client {
+        polly_client(&self.endpoint)
+    }
+
     pub fn dynamodb_client(&self) -> aws_sdk_dynamodb::Client {
         aws_sdk_dynamodb::Client::from_conf(self.dynamodb_config().build())
     }
@@ -171,4 +175,16 @@ pub fn unique_name(prefix: &str) -> String {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// A Polly client for any loopback endpoint (moto, or a test's own stand-in).
+pub fn polly_client(endpoint: &str) -> aws_sdk_polly::Client {
+    use aws_sdk_polly::config::{BehaviorVersion, Credentials, Region};
+    let config = aws_sdk_polly::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("testing", "testing", None, None, "tests"))
+        .build();
+    aws_sdk_polly::Client::from_conf(config)
 }

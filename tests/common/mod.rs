@@ -16,6 +16,7 @@ use hearth_core::app::Backing;
 use hearth_core::chain::sha256_hex;
 use hearth_core::clock::ManualClock;
 use hearth_core::config::Config;
+use hearth_core::speech::polly::Voice;
 use hearth_core::store::Stores;
 use hearth_core::store::sqlite::SqliteStore;
 use http::{Request, StatusCode};
@@ -88,6 +89,21 @@ pub fn harness_with(config: &Config) -> Harness {
 
 /// Like [`harness_with`], with the stores chosen by `stores` from a fresh SQLite store.
 pub fn harness_over(config: &Config, stores: impl FnOnce(Arc<SqliteStore>) -> Stores) -> Harness {
+    harness_built(config, stores, None)
+}
+
+/// The standard harness (see [`harness`]) with a voice for `/tts`.
+pub fn harness_speaking(extra: &[(&str, &str)], voice: Voice) -> Harness {
+    let vars = settings(extra);
+    let borrowed: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    harness_built(&config(&borrowed), Stores::shared, Some(Arc::new(voice)))
+}
+
+fn harness_built(
+    config: &Config,
+    stores: impl FnOnce(Arc<SqliteStore>) -> Stores,
+    voice: Option<Arc<Voice>>,
+) -> Harness {
     let dir = tempfile::tempdir().expect("temporary directory");
     let stores = stores(Arc::new(
         SqliteStore::open(&dir.path().join("hearth.db")).expect("store"),
@@ -96,6 +112,7 @@ pub fn harness_over(config: &Config, stores: impl FnOnce(Arc<SqliteStore>) -> St
     let backing = Backing {
         stores,
         clock: clock.clone(),
+        voice,
     };
     let router = hearth_core::app::local_router_with(config, &backing);
     Harness { router, dir, clock }

@@ -58,6 +58,9 @@ pub struct RateLimits {
     pub per_ip: u32,
 }
 
+/// Amazon Polly's engines.
+pub const POLLY_ENGINES: &[&str] = &["standard", "neural", "long-form", "generative"];
+
 /// The highest accepted rate limit; there is deliberately no "unlimited".
 pub const MAX_RATE_LIMIT: u32 = 1_000_000;
 
@@ -91,6 +94,10 @@ pub struct Config {
     pub rate_limits: RateLimits,
     /// `AION_BACKEND_URL`: the AionRealm guide endpoint; unset means the built-in mock.
     pub aion_backend_url: Option<String>,
+    /// `POLLY_VOICE`, default `Ruth`.
+    pub polly_voice: String,
+    /// `POLLY_ENGINE`, default `generative` (retried once with `neural` if Polly refuses it).
+    pub polly_engine: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -197,7 +204,16 @@ impl Config {
                 })?,
             ),
         };
+        let polly_engine = get("POLLY_ENGINE").unwrap_or_else(|| "generative".into());
+        if !POLLY_ENGINES.contains(&polly_engine.as_str()) {
+            return Err(ConfigError::Invalid {
+                name: "POLLY_ENGINE",
+                reason: format!("expected one of {}", POLLY_ENGINES.join(", ")),
+            });
+        }
         Ok(Self {
+            polly_voice: get("POLLY_VOICE").unwrap_or_else(|| "Ruth".into()),
+            polly_engine,
             aion_backend_url,
             runtime,
             addr,

@@ -1,4 +1,5 @@
-//! Text that a voice assistant will read aloud. Amazon Polly joins this module later; the
-//! sanitiser is here because every spoken quote of caller-supplied text goes through it.
+//! Text that a voice assistant will read aloud: the sanitiser every spoken quote of
+//! caller-supplied text goes through, and Amazon Polly for `/tts`.
 
+pub mod polly;
 pub mod sanitize;

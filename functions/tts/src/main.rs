@@ -1,0 +1,10 @@
+//! Lambda entry point for `POST /tts` (Amazon Polly). Off Lambda it serves on `HEARTH_ADDR`.
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let _logs = hearth_core::telemetry::init();
+    let mut config = hearth_core::config::Config::from_env()?;
+    hearth_core::app::load_credentials(&mut config).await;
+    let router = hearth_core::app::tts_router(&config).await?;
+    hearth_core::app::serve(router, &config).await
+}
