@@ -102,11 +102,18 @@ async fn a_whole_session_logs_no_credential_and_nothing_the_caller_wrote() {
         &h.router,
         "POST",
         "/tts",
-        &[("authorization", &bearer), ("content-type", "application/json")],
+        &[
+            ("authorization", &bearer),
+            ("content-type", "application/json"),
+        ],
         &json!({"text": SPOKEN}).to_string(),
     )
     .await;
-    assert_eq!(spoken.status, 503, "no voice in the harness: {}", spoken.raw);
+    assert_eq!(
+        spoken.status, 503,
+        "no voice in the harness: {}",
+        spoken.raw
+    );
 
     let logs = captured.text();
     let lines: Vec<Value> = logs

@@ -69,6 +69,12 @@ async fn text_is_sanitised_and_held_to_300_characters() {
     }
 }
 
+/// A case name, header overrides, a body and the expected status.
+type RefusalCase<'a> = (&'a str, Vec<(&'a str, &'a str)>, String, StatusCode);
+
+/// The engines a Polly stand-in was asked for, in order.
+type Engines = Arc<Mutex<Vec<String>>>;
+
 #[tokio::test]
 async fn every_refusal_has_its_status() {
     let h = harness_speaking(
@@ -76,7 +82,7 @@ async fn every_refusal_has_its_status() {
         moto_voice(),
     );
     let body = text("hello");
-    let cases: Vec<(&str, Vec<(&str, &str)>, String, StatusCode)> = vec![
+    let cases: Vec<RefusalCase> = vec![
         (
             "no token",
             vec![("authorization", "")],
@@ -165,10 +171,10 @@ async fn tts_is_rate_limited_and_disabled_with_everything_else() {
 
 /// A Polly stand-in: refuses `generative` with EngineNotSupportedException, or fails with
 /// `status`, and records the engine of every request.
-async fn polly_stand_in(failure: Option<u16>) -> (String, Arc<Mutex<Vec<String>>>) {
-    let engines: Arc<Mutex<Vec<String>>> = Arc::default();
+async fn polly_stand_in(failure: Option<u16>) -> (String, Engines) {
+    let engines: Engines = Arc::default();
     async fn speech(
-        State((engines, failure)): State<(Arc<Mutex<Vec<String>>>, Option<u16>)>,
+        State((engines, failure)): State<(Engines, Option<u16>)>,
         body: String,
     ) -> Response {
         let request: Value = serde_json::from_str(&body).unwrap();
