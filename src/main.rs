@@ -11,7 +11,7 @@ use anyhow::bail;
 use hearth_core::auth::dev_credentials::{self, DevCredentials};
 use hearth_core::config::{Config, CredentialSource, Runtime};
 
-const USAGE: &str = "usage: hearth [serve]";
+const USAGE: &str = "usage: hearth [serve] | hearth eval --cases FILE --judge rules [--json]";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -19,6 +19,7 @@ async fn main() -> ExitCode {
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
     let outcome = match words.as_slice() {
         [] | ["serve"] => serve().await,
+        ["eval", rest @ ..] => eval(rest).await,
         ["-h" | "--help" | "help"] => {
             println!("{USAGE}");
             Ok(())
@@ -83,4 +84,44 @@ fn print_dev_banner(config: &Config, dev: &DevCredentials) {
         id = dev.client_id,
         secret = dev.client_secret,
     );
+}
+
+/// `hearth eval`: runs a judge over a cases file and prints the table, or JSON with `--json`.
+async fn eval(args: &[&str]) -> anyhow::Result<()> {
+    use hearth_core::countersign::eval::{parse_cases, run, table};
+    use hearth_core::countersign::judge::rules::RulesJudge;
+
+    let mut cases_path = None;
+    let mut judge_name = None;
+    let mut json = false;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match *arg {
+            "--cases" => cases_path = rest.next().copied(),
+            "--judge" => judge_name = rest.next().copied(),
+            "--json" => json = true,
+            other => bail!("unknown argument {other:?}; {USAGE}"),
+        }
+    }
+    let Some(cases_path) = cases_path else {
+        bail!("--cases FILE is required; {USAGE}");
+    };
+    let judge = match judge_name {
+        Some("rules") => RulesJudge,
+        Some("bedrock") => {
+            bail!("the bedrock judge is not part of this build yet; use --judge rules")
+        }
+        Some(other) => bail!("unknown judge {other:?}; known: rules"),
+        None => bail!("--judge is required; {USAGE}"),
+    };
+    let text = std::fs::read_to_string(cases_path)
+        .map_err(|error| anyhow::anyhow!("reading {cases_path}: {error}"))?;
+    let cases = parse_cases(&text).map_err(|error| anyhow::anyhow!("{cases_path}: {error}"))?;
+    let report = run(&judge, &cases).await;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", table(&report));
+    }
+    Ok(())
 }

@@ -14,6 +14,7 @@ pub mod aws;
 pub mod chain;
 pub mod clock;
 pub mod config;
+pub mod countersign;
 pub mod gate;
 pub mod mcp;
 pub mod oauth;

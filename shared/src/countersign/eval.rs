@@ -1,0 +1,291 @@
+//! The evaluation harness behind `hearth eval`: runs a judge over labelled cases and reports
+//! how many mismatches it caught and how many genuine orders it let through, each with a
+//! two-sided 95% Clopper–Pearson interval, overall and per kind.
+//!
+//! A case is one JSON line: `{"id", "words": [...], "proposal": {...}, "label":
+//! "match"|"mismatch", "kind": "genuine"|"quantity"|"item"|"variant"|"price"|"merchant"|
+//! "injection"}`. "Caught" means the judge answered mismatch or unclear: both make
+//! Countersign stop and ask.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::judge::{Judge, Proposal, Verdict};
+
+pub const KINDS: &[&str] = &[
+    "genuine",
+    "quantity",
+    "item",
+    "variant",
+    "price",
+    "merchant",
+    "injection",
+];
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    pub id: String,
+    pub words: Vec<String>,
+    pub proposal: Proposal,
+    pub label: Label,
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Label {
+    Match,
+    Mismatch,
+}
+
+/// A line of the cases file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("line {line}: {reason}")]
+pub struct CaseError {
+    pub line: usize,
+    pub reason: String,
+}
+
+/// Reads JSON-lines cases; blank lines are skipped. Labels and kinds must agree: `genuine`
+/// cases are labelled `match`, every other kind `mismatch`.
+pub fn parse_cases(text: &str) -> Result<Vec<Case>, CaseError> {
+    let mut cases = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let error = |reason: String| CaseError {
+            line: index + 1,
+            reason,
+        };
+        let case: Case = serde_json::from_str(line).map_err(|e| error(e.to_string()))?;
+        if !KINDS.contains(&case.kind.as_str()) {
+            return Err(error(format!("unknown kind {:?}", case.kind)));
+        }
+        if (case.kind == "genuine") != (case.label == Label::Match) {
+            return Err(error(
+                "a genuine case is labelled match, any other kind mismatch".into(),
+            ));
+        }
+        if case.proposal.quantity == 0 {
+            return Err(error("a proposal orders at least one".into()));
+        }
+        cases.push(case);
+    }
+    if cases.is_empty() {
+        return Err(CaseError {
+            line: 0,
+            reason: "the file holds no cases".into(),
+        });
+    }
+    Ok(cases)
+}
+
+/// A count out of a total, with its 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Rate {
+    pub count: usize,
+    pub total: usize,
+    pub percent: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Rate {
+    fn of(count: usize, total: usize) -> Self {
+        let (low, high) = clopper_pearson(count, total);
+        Self {
+            count,
+            total,
+            percent: if total == 0 {
+                0.0
+            } else {
+                100.0 * count as f64 / total as f64
+            },
+            low: 100.0 * low,
+            high: 100.0 * high,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseResult {
+    pub id: String,
+    pub verdict: Verdict,
+    pub reasons: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub judge: String,
+    /// Mismatch cases the judge flagged (mismatch or unclear).
+    pub mismatches_caught: Rate,
+    /// Genuine cases the judge answered `match`.
+    pub genuine_passed: Rate,
+    /// Per kind: for `genuine` the passed rate, for the others the caught rate.
+    pub by_kind: BTreeMap<String, Rate>,
+    pub cases: Vec<CaseResult>,
+}
+
+pub async fn run(judge: &dyn Judge, cases: &[Case]) -> Report {
+    let mut results = Vec::with_capacity(cases.len());
+    let mut tallies: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for case in cases {
+        let judgement = judge.judge(&case.words, &case.proposal).await;
+        let right = match case.label {
+            Label::Match => judgement.verdict == Verdict::Match,
+            Label::Mismatch => judgement.verdict.flags(),
+        };
+        let tally = tallies.entry(case.kind.clone()).or_default();
+        tally.0 += usize::from(right);
+        tally.1 += 1;
+        results.push(CaseResult {
+            id: case.id.clone(),
+            verdict: judgement.verdict,
+            reasons: judgement.reasons,
+        });
+    }
+    let (caught, mismatches) = tallies
+        .iter()
+        .filter(|(kind, _)| *kind != "genuine")
+        .fold((0, 0), |(c, t), (_, (count, total))| (c + count, t + total));
+    let (passed, genuine) = tallies.get("genuine").copied().unwrap_or_default();
+    Report {
+        judge: judge.name().to_owned(),
+        mismatches_caught: Rate::of(caught, mismatches),
+        genuine_passed: Rate::of(passed, genuine),
+        by_kind: tallies
+            .into_iter()
+            .map(|(kind, (count, total))| (kind, Rate::of(count, total)))
+            .collect(),
+        cases: results,
+    }
+}
+
+/// The report as a table for a person.
+pub fn table(report: &Report) -> String {
+    let row = |label: &str, rate: &Rate| {
+        format!(
+            "{label:<22} {:>3} of {:<3} {:>6.1}%   95% CI {:>5.1}% to {:>5.1}%\n",
+            rate.count, rate.total, rate.percent, rate.low, rate.high
+        )
+    };
+    let mut out = format!("judge: {}\n\n", report.judge);
+    out.push_str(&row("mismatches caught", &report.mismatches_caught));
+    out.push_str(&row("genuine orders passed", &report.genuine_passed));
+    out.push_str("\nby kind (genuine: passed; others: caught)\n");
+    for (kind, rate) in &report.by_kind {
+        out.push_str(&row(&format!("  {kind}"), rate));
+    }
+    let missed: Vec<&CaseResult> = report
+        .cases
+        .iter()
+        .filter(|case| !case.reasons.is_empty() || case.verdict != Verdict::Match)
+        .collect();
+    if !missed.is_empty() {
+        out.push_str("\nflagged cases\n");
+        for case in missed {
+            out.push_str(&format!(
+                "  {} {:?}: {}\n",
+                case.id,
+                case.verdict,
+                case.reasons.join("; ")
+            ));
+        }
+    }
+    out
+}
+
+/// The exact two-sided 95% Clopper–Pearson interval for `count` successes in `total` trials.
+/// Found by bisection on the binomial distribution, whose tails are summed exactly; written
+/// here because it is twenty lines, where a statistics crate would be a large dependency.
+pub fn clopper_pearson(count: usize, total: usize) -> (f64, f64) {
+    if total == 0 {
+        return (0.0, 1.0);
+    }
+    let alpha = 0.05;
+    let low = if count == 0 {
+        0.0
+    } else {
+        // The p at which seeing `count` or more is just α/2 likely.
+        bisect(|p| 1.0 - binomial_cdf(count - 1, total, p) - alpha / 2.0)
+    };
+    let high = if count == total {
+        1.0
+    } else {
+        // The p at which seeing `count` or fewer is just α/2 likely.
+        bisect(|p| alpha / 2.0 - binomial_cdf(count, total, p))
+    };
+    (low, high)
+}
+
+/// P(X <= k) for X ~ Binomial(n, p), summed in log space.
+fn binomial_cdf(k: usize, n: usize, p: f64) -> f64 {
+    if p <= 0.0 {
+        return 1.0;
+    }
+    if p >= 1.0 {
+        return if k >= n { 1.0 } else { 0.0 };
+    }
+    let mut log_choose = 0.0f64;
+    let mut sum = 0.0;
+    for i in 0..=k.min(n) {
+        if i > 0 {
+            log_choose += ((n - i + 1) as f64).ln() - (i as f64).ln();
+        }
+        sum += (log_choose + i as f64 * p.ln() + (n - i) as f64 * (1.0 - p).ln()).exp();
+    }
+    sum.min(1.0)
+}
+
+/// The root in [0, 1] of an increasing function.
+fn bisect(f: impl Fn(f64) -> f64) -> f64 {
+    let (mut low, mut high) = (0.0, 1.0);
+    for _ in 0..100 {
+        let middle = (low + high) / 2.0;
+        if f(middle) < 0.0 {
+            low = middle;
+        } else {
+            high = middle;
+        }
+    }
+    (low + high) / 2.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rounded(value: (f64, f64)) -> (f64, f64) {
+        (
+            (value.0 * 1000.0).round() / 10.0,
+            (value.1 * 1000.0).round() / 10.0,
+        )
+    }
+
+    #[test]
+    fn clopper_pearson_matches_published_intervals() {
+        assert_eq!(rounded(clopper_pearson(7, 16)), (19.8, 70.1));
+        assert_eq!(rounded(clopper_pearson(16, 16)), (79.4, 100.0));
+        assert_eq!(rounded(clopper_pearson(0, 10)), (0.0, 30.8));
+        assert_eq!(rounded(clopper_pearson(5, 10)), (18.7, 81.3));
+    }
+
+    #[test]
+    fn case_files_are_checked_line_by_line() {
+        let good = r#"{"id":"a","words":["two eggs"],"proposal":{"title":"Eggs","variant":"1","merchant":"M","unit_price_cents":1,"text":"","quantity":2},"label":"match","kind":"genuine"}"#;
+        assert_eq!(parse_cases(&format!("{good}\n\n")).unwrap().len(), 1);
+        let wrong_label = good.replace("\"match\"", "\"mismatch\"");
+        assert_eq!(
+            parse_cases(&format!("{good}\n{wrong_label}"))
+                .unwrap_err()
+                .line,
+            2
+        );
+        assert!(parse_cases(&good.replace("genuine", "colour")).is_err());
+        assert!(parse_cases("").is_err());
+        assert!(parse_cases("{").is_err());
+    }
+}

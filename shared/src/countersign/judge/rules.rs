@@ -1,0 +1,567 @@
+//! The deterministic intent judge. It reads the person's words and the proposal and flags:
+//! a quantity other than the one said (number words, digits, "a couple", "a dozen", "half a
+//! dozen"); a total over a stated price ceiling ("under fifteen dollars", "no more than $20");
+//! a merchant other than the one named ("from Green Grocer"); listing text that addresses the
+//! assistant; a variant or item that contradicts the words (strawberry / bubblegum, dog / cat,
+//! large / small); and a listing whose item is something else built around the words
+//! ("shower curtain rings" for "a shower curtain"). What it cannot read it leaves alone: it
+//! runs before the model judge, and its mismatch is final.
+
+use async_trait::async_trait;
+
+use super::{Judge, Judgement, Proposal, Verdict};
+
+pub struct RulesJudge;
+
+#[async_trait]
+impl Judge for RulesJudge {
+    fn name(&self) -> &'static str {
+        "rules"
+    }
+
+    async fn judge(&self, words: &[String], proposal: &Proposal) -> Judgement {
+        judge(words, proposal)
+    }
+}
+
+/// The rules, synchronously.
+pub fn judge(words: &[String], proposal: &Proposal) -> Judgement {
+    let said = words.join(" . ");
+    if said.trim().is_empty() {
+        return Judgement {
+            verdict: Verdict::Unclear,
+            reasons: vec!["no words to compare the order with".into()],
+        };
+    }
+    let tokens = tokenize(&said);
+    let mut used = vec![false; tokens.len()];
+    let mut reasons = Vec::new();
+
+    if let Some(ceiling) = price_ceiling(&tokens, &mut used) {
+        let total = proposal.unit_price_cents * u64::from(proposal.quantity);
+        if total > ceiling {
+            reasons.push(format!(
+                "price: the order totals {} but the limit said was {}",
+                dollars(total),
+                dollars(ceiling)
+            ));
+        }
+    }
+    if let Some(merchant) = named_merchant(&said, &tokens, &mut used)
+        && !merchant_matches(&merchant, &proposal.merchant)
+    {
+        reasons.push(format!(
+            "merchant: the words name {merchant} but the order is from {}",
+            proposal.merchant
+        ));
+    }
+    if let Some(stated) = stated_quantity(&tokens, &mut used) {
+        let pack = first_integer(&proposal.variant).unwrap_or(1);
+        let quantity = u64::from(proposal.quantity);
+        if quantity != stated && quantity * pack != stated {
+            reasons.push(format!(
+                "quantity: {stated} was asked for but the order is for {quantity}"
+            ));
+        }
+    }
+    if addresses_the_assistant(&proposal.text) {
+        reasons.push("injection: the listing text gives instructions to the assistant".into());
+    }
+    let spoken: Vec<&str> = tokens
+        .iter()
+        .zip(&used)
+        .filter(|(_, used)| !**used)
+        .map(|(token, _)| token.as_str())
+        .collect();
+    let listing = tokenize(&format!("{} {}", proposal.title, proposal.variant));
+    reasons.extend(contradictions(&spoken, &listing));
+    if let Some(reason) = different_item(&spoken, &tokenize(&proposal.title)) {
+        reasons.push(reason);
+    }
+    Judgement {
+        verdict: if reasons.is_empty() {
+            Verdict::Match
+        } else {
+            Verdict::Mismatch
+        },
+        reasons,
+    }
+}
+
+fn dollars(cents: u64) -> String {
+    format!("${}.{:02}", cents / 100, cents % 100)
+}
+
+/// Lower-case tokens; "double A" becomes "aa", possessives lose their "'s", and `$` and
+/// sentence punctuation stand alone.
+fn tokenize(text: &str) -> Vec<String> {
+    let spaced: String = text
+        .to_lowercase()
+        .chars()
+        .map(|c| match c {
+            '$' => " $ ".to_owned(),
+            ',' | ';' | ':' | '!' | '?' | '(' | ')' | '"' | '/' => format!(" {c} "),
+            _ => c.to_string(),
+        })
+        .collect();
+    let mut tokens: Vec<String> = Vec::new();
+    for raw in spaced.split_whitespace() {
+        let mut token = raw.trim_end_matches('.').to_owned();
+        if token.is_empty() {
+            token = ".".into();
+        }
+        let token = token
+            .strip_suffix("'s")
+            .or_else(|| token.strip_suffix('\''))
+            .unwrap_or(&token)
+            .to_owned();
+        match (tokens.last().map(String::as_str), token.as_str()) {
+            (Some("double"), "a") => *tokens.last_mut().unwrap() = "aa".into(),
+            (Some("triple"), "a") => *tokens.last_mut().unwrap() = "aaa".into(),
+            _ => tokens.push(token),
+        }
+    }
+    tokens
+}
+
+const UNITS: [(&str, u64); 20] = [
+    ("one", 1),
+    ("two", 2),
+    ("three", 3),
+    ("four", 4),
+    ("five", 5),
+    ("six", 6),
+    ("seven", 7),
+    ("eight", 8),
+    ("nine", 9),
+    ("ten", 10),
+    ("eleven", 11),
+    ("twelve", 12),
+    ("thirteen", 13),
+    ("fourteen", 14),
+    ("fifteen", 15),
+    ("sixteen", 16),
+    ("seventeen", 17),
+    ("eighteen", 18),
+    ("nineteen", 19),
+    ("zero", 0),
+];
+const TENS: [(&str, u64); 8] = [
+    ("twenty", 20),
+    ("thirty", 30),
+    ("forty", 40),
+    ("fifty", 50),
+    ("sixty", 60),
+    ("seventy", 70),
+    ("eighty", 80),
+    ("ninety", 90),
+];
+
+/// A number starting at `at`: digits, number words ("twenty five", "a hundred"), "a dozen",
+/// "half a dozen", "a couple", "a pair". Returns the value and the tokens it spans.
+fn number_at(tokens: &[String], at: usize) -> Option<(f64, usize)> {
+    let word = |offset: usize| tokens.get(at + offset).map(String::as_str);
+    if let Some(value) = word(0).and_then(|token| token.parse::<f64>().ok()) {
+        return Some((value, 1));
+    }
+    match (word(0), word(1), word(2)) {
+        (Some("half"), Some("a"), Some("dozen")) => return Some((6.0, 3)),
+        (Some("a"), Some("dozen"), _) => return Some((12.0, 2)),
+        (Some("dozen"), _, _) => return Some((12.0, 1)),
+        (Some("a"), Some("couple" | "pair"), _) => return Some((2.0, 2)),
+        (Some("couple" | "pair"), _, _) => return Some((2.0, 1)),
+        (Some("a"), Some("hundred"), _) => return Some((100.0, 2)),
+        _ => {}
+    }
+    let lookup = |table: &[(&str, u64)], token: Option<&str>| {
+        table
+            .iter()
+            .find(|(name, _)| Some(*name) == token)
+            .map(|(_, value)| *value)
+    };
+    if let Some(tens) = lookup(&TENS, word(0)) {
+        return Some(
+            match lookup(&UNITS, word(1)).filter(|unit| (1..10).contains(unit)) {
+                Some(unit) => ((tens + unit) as f64, 2),
+                None => (tens as f64, 1),
+            },
+        );
+    }
+    lookup(&UNITS, word(0)).map(|value| (value as f64, 1))
+}
+
+const CEILINGS: &[&[&str]] = &[
+    &["no", "more", "than"],
+    &["not", "more", "than"],
+    &["less", "than"],
+    &["at", "most"],
+    &["up", "to"],
+    &["cheaper", "than"],
+    &["under"],
+    &["below"],
+    &["max"],
+    &["maximum"],
+    &["within"],
+];
+const CURRENCY: &[&str] = &["dollars", "dollar", "bucks", "usd"];
+
+/// A stated price limit in cents, marking the tokens it used.
+fn price_ceiling(tokens: &[String], used: &mut [bool]) -> Option<u64> {
+    for start in 0..tokens.len() {
+        let Some(trigger) = CEILINGS.iter().find(|phrase| {
+            phrase
+                .iter()
+                .enumerate()
+                .all(|(offset, word)| tokens.get(start + offset).map(String::as_str) == Some(*word))
+        }) else {
+            continue;
+        };
+        let mut at = start + trigger.len();
+        let dollar_sign = tokens.get(at).map(String::as_str) == Some("$");
+        if dollar_sign {
+            at += 1;
+        }
+        let Some((value, span)) = number_at(tokens, at) else {
+            continue;
+        };
+        let after = at + span;
+        let currency = tokens
+            .get(after)
+            .is_some_and(|token| CURRENCY.contains(&token.as_str()));
+        if !dollar_sign && !currency {
+            continue;
+        }
+        let end = after + usize::from(currency);
+        used[start..end].iter_mut().for_each(|flag| *flag = true);
+        return Some((value * 100.0).round() as u64);
+    }
+    None
+}
+
+/// Measurement units: a number before one describes the product, not how many to buy.
+const SPEC_UNITS: &[&str] = &[
+    "litre", "litres", "liter", "liters", "l", "ml", "kg", "g", "gram", "grams", "oz", "ounce",
+    "ounces", "lb", "lbs", "w", "watt", "watts", "inch", "inches", "cm", "mm", "gb", "tb", "mah",
+    "v", "volt", "volts", "percent", "%",
+];
+
+/// The number of items asked for, if the words state one.
+fn stated_quantity(tokens: &[String], used: &mut [bool]) -> Option<u64> {
+    let mut at = 0;
+    while at < tokens.len() {
+        if used[at] {
+            at += 1;
+            continue;
+        }
+        match number_at(tokens, at) {
+            Some((value, span)) if value.fract() == 0.0 && value >= 0.0 => {
+                let next = tokens.get(at + span).map(String::as_str);
+                let currency = next.is_some_and(|token| CURRENCY.contains(&token));
+                let spec = next.is_some_and(|token| SPEC_UNITS.contains(&token));
+                let after_sign = at > 0 && tokens[at - 1] == "$";
+                if !(currency || spec || after_sign) {
+                    used[at..at + span].iter_mut().for_each(|flag| *flag = true);
+                    return Some(value as u64);
+                }
+                at += span;
+            }
+            _ => at += 1,
+        }
+    }
+    None
+}
+
+fn first_integer(text: &str) -> Option<u64> {
+    text.split(|c: char| !c.is_ascii_digit())
+        .find(|part| !part.is_empty())
+        .and_then(|digits| digits.parse().ok())
+}
+
+/// Words that end a merchant's name.
+const NAME_ENDS: &[&str] = &[
+    ".", ",", "please", "for", "under", "and", "with", "today", "tonight", "now", "to",
+];
+
+/// The merchant named after "from" or "at", when the name is capitalised as a name is.
+fn named_merchant(said: &str, tokens: &[String], used: &mut [bool]) -> Option<String> {
+    let capitalised: Vec<&str> = said
+        .split_whitespace()
+        .zip(said.split_whitespace().skip(1))
+        .filter(|(before, _)| matches!(before.to_lowercase().as_str(), "from" | "at"))
+        .map(|(_, name)| name)
+        .filter(|name| name.starts_with(|c: char| c.is_uppercase()))
+        .collect();
+    let first = capitalised.first()?;
+    let first = tokenize(first).into_iter().next()?;
+    let start = tokens.iter().enumerate().position(|(index, token)| {
+        *token == first && index > 0 && matches!(tokens[index - 1].as_str(), "from" | "at")
+    })?;
+    let end = (start..tokens.len())
+        .find(|index| NAME_ENDS.contains(&tokens[*index].as_str()))
+        .unwrap_or(tokens.len())
+        .min(start + 4);
+    used[start - 1..end]
+        .iter_mut()
+        .for_each(|flag| *flag = true);
+    Some(tokens[start..end].join(" "))
+}
+
+fn merchant_matches(named: &str, merchant: &str) -> bool {
+    let merchant = tokenize(merchant);
+    named
+        .split(' ')
+        .filter(|word| word.len() >= 3)
+        .any(|word| merchant.iter().any(|part| same_word(word, part)))
+}
+
+/// Whether listing text talks to the assistant instead of describing the product.
+fn addresses_the_assistant(text: &str) -> bool {
+    let tokens = tokenize(text);
+    let has = |phrase: &[&str]| {
+        tokens
+            .windows(phrase.len())
+            .any(|window| window.iter().zip(phrase).all(|(token, word)| token == word))
+    };
+    let aimed = [
+        "ai",
+        "assistant",
+        "assistants",
+        "disregard",
+        "instruction",
+        "instructions",
+    ]
+    .iter()
+    .any(|word| tokens.iter().any(|token| token == word));
+    let commanding = [
+        &["ignore"][..],
+        &["you", "must"],
+        &["you", "should"],
+        &["system", "prompt"],
+        &["select", "the"],
+        &["always", "want"],
+    ]
+    .iter()
+    .any(|phrase| has(phrase));
+    let ordering = tokens.windows(2).any(|pair| {
+        matches!(
+            pair[0].as_str(),
+            "add" | "buy" | "order" | "choose" | "select"
+        ) && pair[1].parse::<u64>().is_ok()
+    });
+    aimed || commanding || ordering
+}
+
+/// Attribute values that exclude one another, each with its spellings; the first spelling
+/// names the value. The last field says which kind of mismatch a contradiction is.
+const EXCLUSIVE: &[(&str, &[&[&str]])] = &[
+    (
+        "item",
+        &[&["dog", "puppy", "dogs"], &["cat", "kitten", "cats"]],
+    ),
+    (
+        "variant",
+        &[
+            &["small"],
+            &["medium"],
+            &["large"],
+            &["xl", "extra-large"],
+            &["mini"],
+            &["jumbo"],
+        ],
+    ),
+    (
+        "variant",
+        &[&["sparkling", "carbonated", "fizzy"], &["still", "flat"]],
+    ),
+    (
+        "variant",
+        &[&["decaf", "decaffeinated"], &["regular", "caffeinated"]],
+    ),
+    (
+        "variant",
+        &[
+            &["unscented", "fragrance-free"],
+            &["lavender"],
+            &["lemon"],
+            &["citrus"],
+            &["floral"],
+            &["fresh"],
+            &["pine"],
+            &["ocean"],
+        ],
+    ),
+    (
+        "variant",
+        &[
+            &["strawberry"],
+            &["bubblegum"],
+            &["mint", "spearmint", "peppermint"],
+            &["vanilla"],
+            &["chocolate"],
+            &["cherry"],
+            &["grape"],
+            &["banana"],
+            &["orange"],
+        ],
+    ),
+    (
+        "variant",
+        &[
+            &["black"],
+            &["white"],
+            &["colour", "color", "tricolor", "tri-color"],
+            &["red"],
+            &["blue"],
+            &["pink"],
+            &["grey", "gray"],
+            &["clear"],
+        ],
+    ),
+];
+
+/// A value the words name that the listing contradicts with another value of the same kind.
+fn contradictions(spoken: &[&str], listing: &[String]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (kind, values) in EXCLUSIVE {
+        let named = |tokens: &mut dyn Iterator<Item = &str>| -> Vec<&'static str> {
+            let tokens: Vec<&str> = tokens.collect();
+            values
+                .iter()
+                .filter(|spellings| spellings.iter().any(|spelling| tokens.contains(spelling)))
+                .map(|spellings| spellings[0])
+                .collect()
+        };
+        let asked = named(&mut spoken.iter().copied());
+        let offered = named(&mut listing.iter().map(String::as_str));
+        if !asked.is_empty()
+            && !offered.is_empty()
+            && !asked.iter().any(|value| offered.contains(value))
+        {
+            found.push(format!(
+                "{kind}: {} was asked for, the listing is {}",
+                asked.join(" / "),
+                offered.join(" / ")
+            ));
+        }
+    }
+    found
+}
+
+/// Words that carry no product description.
+const FILLER: &[&str] = &[
+    "order", "buy", "get", "add", "need", "want", "reorder", "purchase", "please", "me", "my",
+    "us", "some", "the", "a", "an", "of", "to", "for", "from", "at", "new", "can", "you", "i",
+    "could", "would", "like", "and", "with", "it", "this", "that", "them", "more", "one", "our",
+    "we", "another", "just", ".", ",", "$", "is", "be", "again", "same", "usual", "in", "on",
+];
+
+/// When every described word is in the title but the title's head noun was never said, the
+/// listing is a different item built around the words ("shower curtain rings").
+fn different_item(spoken: &[&str], title: &[String]) -> Option<String> {
+    let described: Vec<&str> = spoken
+        .iter()
+        .copied()
+        .filter(|word| !FILLER.contains(word) && word.parse::<f64>().is_err() && word.len() >= 2)
+        .collect();
+    let head = title
+        .iter()
+        .rev()
+        .find(|word| word.len() >= 3 && word.chars().all(|c| c.is_alphabetic()))?;
+    let all_in_title = !described.is_empty()
+        && described
+            .iter()
+            .all(|word| title.iter().any(|part| same_word(word, part)));
+    let head_said = described.iter().any(|word| same_word(word, head));
+    (all_in_title && !head_said)
+        .then(|| format!("item: the listing is {head}, which was not asked for"))
+}
+
+/// The same word up to a plural ending, or one a prefix of the other ("ink" / "inkjet").
+fn same_word(a: &str, b: &str) -> bool {
+    let stem = |word: &str| -> String {
+        word.strip_suffix("es")
+            .filter(|stem| stem.len() >= 3 && !stem.ends_with('s'))
+            .or_else(|| word.strip_suffix('s').filter(|stem| stem.len() >= 3))
+            .unwrap_or(word)
+            .to_owned()
+    };
+    let (a, b) = (stem(a), stem(b));
+    a == b || (a.len() >= 3 && b.starts_with(&a)) || (b.len() >= 3 && a.starts_with(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proposal(title: &str, variant: &str, merchant: &str, cents: u64, quantity: u32) -> Proposal {
+        Proposal {
+            title: title.into(),
+            variant: variant.into(),
+            merchant: merchant.into(),
+            unit_price_cents: cents,
+            text: String::new(),
+            quantity,
+        }
+    }
+
+    fn verdict(words: &str, proposal: &Proposal) -> Verdict {
+        judge(&[words.to_owned()], proposal).verdict
+    }
+
+    #[test]
+    fn quantities_in_words_digits_and_idioms() {
+        let eggs = |quantity| proposal("Free Range Eggs", "6 eggs", "Green Grocer", 300, quantity);
+        assert_eq!(verdict("half a dozen eggs", &eggs(1)), Verdict::Match);
+        assert_eq!(verdict("a dozen eggs", &eggs(2)), Verdict::Match);
+        assert_eq!(verdict("a dozen eggs", &eggs(3)), Verdict::Mismatch);
+        assert_eq!(
+            verdict("a couple of boxes of eggs", &eggs(2)),
+            Verdict::Match
+        );
+        assert_eq!(
+            verdict("twenty five boxes of eggs", &eggs(25)),
+            Verdict::Match
+        );
+        assert_eq!(verdict("3 boxes of eggs", &eggs(4)), Verdict::Mismatch);
+        assert_eq!(
+            verdict("eggs, a 2 litre carton is fine", &eggs(1)),
+            Verdict::Match,
+            "2 litre is a size"
+        );
+    }
+
+    #[test]
+    fn price_ceilings_in_words_or_digits() {
+        let towels = |cents| proposal("SoftLeaf Paper Towels", "6 rolls", "Green Grocer", cents, 1);
+        assert_eq!(
+            verdict("paper towels under $12", &towels(1149)),
+            Verdict::Match
+        );
+        assert_eq!(
+            verdict("paper towels under $12", &towels(1250)),
+            Verdict::Mismatch
+        );
+        assert_eq!(
+            verdict(
+                "paper towels, no more than twenty five dollars",
+                &towels(2499)
+            ),
+            Verdict::Match
+        );
+        assert_eq!(
+            verdict(
+                "paper towels, no more than twenty five dollars",
+                &towels(2501)
+            ),
+            Verdict::Mismatch
+        );
+    }
+
+    #[test]
+    fn the_rules_are_silent_on_what_they_cannot_read() {
+        let ink = proposal("InkJet Black Cartridge 302", "black", "Office Hub", 1799, 1);
+        assert_eq!(verdict("reorder the printer ink", &ink), Verdict::Match);
+        let empty = judge(&[], &ink);
+        assert_eq!(empty.verdict, Verdict::Unclear);
+    }
+}
