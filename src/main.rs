@@ -11,7 +11,8 @@ use anyhow::bail;
 use hearth_core::auth::dev_credentials::{self, DevCredentials};
 use hearth_core::config::{Config, CredentialSource, Runtime};
 
-const USAGE: &str = "usage: hearth [serve] | hearth eval --cases FILE --judge rules [--json]";
+const USAGE: &str =
+    "usage: hearth [serve] | hearth eval --cases FILE --judge rules|bedrock [--json] [--save DIR]";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -86,19 +87,25 @@ fn print_dev_banner(config: &Config, dev: &DevCredentials) {
     );
 }
 
-/// `hearth eval`: runs a judge over a cases file and prints the table, or JSON with `--json`.
+/// `hearth eval`: runs a judge over a cases file and prints the table, or JSON with `--json`;
+/// `--save DIR` also writes the JSON report (with the cases' and prompt's hashes) there.
 async fn eval(args: &[&str]) -> anyhow::Result<()> {
+    use hearth_core::chain::sha256_hex;
     use hearth_core::countersign::eval::{parse_cases, run, table};
+    use hearth_core::countersign::judge::Judge;
+    use hearth_core::countersign::judge::bedrock::{BedrockJudge, Guardrail, prompt_sha256};
     use hearth_core::countersign::judge::rules::RulesJudge;
 
     let mut cases_path = None;
     let mut judge_name = None;
+    let mut save = None;
     let mut json = false;
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match *arg {
             "--cases" => cases_path = rest.next().copied(),
             "--judge" => judge_name = rest.next().copied(),
+            "--save" => save = rest.next().copied(),
             "--json" => json = true,
             other => bail!("unknown argument {other:?}; {USAGE}"),
         }
@@ -106,20 +113,37 @@ async fn eval(args: &[&str]) -> anyhow::Result<()> {
     let Some(cases_path) = cases_path else {
         bail!("--cases FILE is required; {USAGE}");
     };
-    let judge = match judge_name {
-        Some("rules") => RulesJudge,
+    let config = Config::from_env()?;
+    let (judge, prompt): (Box<dyn Judge>, Option<String>) = match judge_name {
+        Some("rules") => (Box::new(RulesJudge), None),
         Some("bedrock") => {
-            bail!("the bedrock judge is not part of this build yet; use --judge rules")
+            let guardrail = config
+                .judge
+                .guardrail
+                .clone()
+                .map(|(id, version)| Guardrail { id, version });
+            let judge = BedrockJudge::from_environment(config.judge.model.clone(), guardrail).await;
+            (Box::new(judge), Some(prompt_sha256()))
         }
-        Some(other) => bail!("unknown judge {other:?}; known: rules"),
+        Some(other) => bail!("unknown judge {other:?}; known: rules, bedrock"),
         None => bail!("--judge is required; {USAGE}"),
     };
     let text = std::fs::read_to_string(cases_path)
         .map_err(|error| anyhow::anyhow!("reading {cases_path}: {error}"))?;
     let cases = parse_cases(&text).map_err(|error| anyhow::anyhow!("{cases_path}: {error}"))?;
-    let report = run(&judge, &cases).await;
+    let report = run(judge.as_ref(), &cases, sha256_hex(&text), prompt).await;
+    let report_json = serde_json::to_string_pretty(&report)?;
+    if let Some(dir) = save {
+        std::fs::create_dir_all(dir)?;
+        let seconds = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_secs();
+        let path = std::path::Path::new(dir).join(format!("{}-{seconds}.json", report.judge));
+        std::fs::write(&path, &report_json)?;
+        eprintln!("saved {}", path.display());
+    }
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        println!("{report_json}");
     } else {
         print!("{}", table(&report));
     }

@@ -80,3 +80,70 @@ fn bad_invocations_are_one_clear_line() {
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bedrock_judge_is_evaluated_with_the_prompt_and_cases_hashes_saved() {
+    use axum::routing::post;
+    // A Converse stand-in that is never sure: every case the rules pass becomes unclear.
+    let app = axum::Router::new().route(
+        "/model/{model}/converse",
+        post(|| async {
+            serde_json::json!({"output": {"message": {"role": "assistant", "content": [
+                {"text": "{\"verdict\":\"unclear\",\"reasons\":[\"stand-in\"]}"}]}},
+                "stopReason": "end_turn", "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
+                "metrics": {"latencyMs": 1}})
+            .to_string()
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let saved = tempfile::tempdir().unwrap();
+    let save_dir = saved.path().to_str().unwrap().to_owned();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_hearth"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env_clear()
+            .env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", &endpoint)
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ACCESS_KEY_ID", "testing")
+            .env("AWS_SECRET_ACCESS_KEY", "testing")
+            .args([
+                "eval",
+                "--cases",
+                "eval/dev.jsonl",
+                "--judge",
+                "bedrock",
+                "--json",
+                "--save",
+                &save_dir,
+            ])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["judge"], "bedrock");
+    let dev =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/eval/dev.jsonl")).unwrap();
+    assert_eq!(report["cases_sha256"], hearth_core::chain::sha256_hex(&dev));
+    assert_eq!(
+        report["prompt_sha256"],
+        hearth_core::countersign::judge::bedrock::prompt_sha256()
+    );
+    // Unsure means flagged: every mismatch is caught, and no genuine order passes.
+    assert_eq!(report["mismatches_caught"]["count"], 12);
+    assert_eq!(report["genuine_passed"]["count"], 0);
+    let files: Vec<_> = std::fs::read_dir(saved.path()).unwrap().collect();
+    assert_eq!(files.len(), 1);
+    let stored: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(files[0].as_ref().unwrap().path()).unwrap())
+            .unwrap();
+    assert_eq!(stored["prompt_sha256"], report["prompt_sha256"]);
+}

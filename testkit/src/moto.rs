@@ -188,3 +188,15 @@ pub fn polly_client(endpoint: &str) -> aws_sdk_polly::Client {
         .build();
     aws_sdk_polly::Client::from_conf(config)
 }
+
+/// A Bedrock Runtime client for a loopback stand-in (moto does not implement Converse).
+pub fn bedrock_client(endpoint: &str) -> aws_sdk_bedrockruntime::Client {
+    use aws_sdk_bedrockruntime::config::{BehaviorVersion, Credentials, Region};
+    let config = aws_sdk_bedrockruntime::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("testing", "testing", None, None, "tests"))
+        .build();
+    aws_sdk_bedrockruntime::Client::from_conf(config)
+}

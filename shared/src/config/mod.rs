@@ -98,6 +98,20 @@ pub struct Config {
     pub polly_voice: String,
     /// `POLLY_ENGINE`, default `generative` (retried once with `neural` if Polly refuses it).
     pub polly_engine: String,
+    /// The purchase guard's intent judge.
+    pub judge: JudgeSettings,
+}
+
+/// Which intent judge runs, and the model judge's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JudgeSettings {
+    /// `COUNTERSIGN_JUDGE`: `bedrock` (the default under Lambda) or `rules` (the default
+    /// locally, and the offline switch).
+    pub bedrock: bool,
+    /// `COUNTERSIGN_JUDGE_MODEL`, default `us.amazon.nova-premier-v1:0`.
+    pub model: String,
+    /// `COUNTERSIGN_GUARDRAIL_ID` (and `COUNTERSIGN_GUARDRAIL_VERSION`, default `DRAFT`).
+    pub guardrail: Option<(String, String)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -211,7 +225,30 @@ impl Config {
                 reason: format!("expected one of {}", POLLY_ENGINES.join(", ")),
             });
         }
+        let bedrock = match get("COUNTERSIGN_JUDGE").as_deref().map(str::trim) {
+            None => runtime == Runtime::Lambda,
+            Some("bedrock") => true,
+            Some("rules") => false,
+            Some(_) => {
+                return Err(ConfigError::Invalid {
+                    name: "COUNTERSIGN_JUDGE",
+                    reason: "expected bedrock or rules".into(),
+                });
+            }
+        };
+        let judge = JudgeSettings {
+            bedrock,
+            model: get("COUNTERSIGN_JUDGE_MODEL")
+                .unwrap_or_else(|| crate::countersign::judge::bedrock::DEFAULT_MODEL.into()),
+            guardrail: get("COUNTERSIGN_GUARDRAIL_ID").map(|id| {
+                (
+                    id.trim().to_owned(),
+                    get("COUNTERSIGN_GUARDRAIL_VERSION").unwrap_or_else(|| "DRAFT".into()),
+                )
+            }),
+        };
         Ok(Self {
+            judge,
             polly_voice: get("POLLY_VOICE").unwrap_or_else(|| "Ruth".into()),
             polly_engine,
             aion_backend_url,
@@ -387,6 +424,8 @@ mod tests {
         assert!(!config.disabled);
         assert_eq!(config.toolsets, vec!["why", "aion"]);
         assert_eq!(config.aion_backend_url, None);
+        assert!(!config.judge.bedrock, "rules locally");
+        assert_eq!(config.judge.model, "us.amazon.nova-premier-v1:0");
         assert_eq!(config.urls.unwrap().resource(), "http://127.0.0.1:8787/mcp");
         assert_eq!(
             config.rate_limits,

@@ -120,6 +120,11 @@ pub struct CaseResult {
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub judge: String,
+    /// SHA-256 of the cases file as read.
+    pub cases_sha256: String,
+    /// SHA-256 of the model judge's prompt, for a judge that has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_sha256: Option<String>,
     /// Mismatch cases the judge flagged (mismatch or unclear).
     pub mismatches_caught: Rate,
     /// Genuine cases the judge answered `match`.
@@ -129,7 +134,13 @@ pub struct Report {
     pub cases: Vec<CaseResult>,
 }
 
-pub async fn run(judge: &dyn Judge, cases: &[Case]) -> Report {
+/// Runs `judge` over `cases`; `cases_sha256` and `prompt_sha256` are recorded in the report.
+pub async fn run(
+    judge: &dyn Judge,
+    cases: &[Case],
+    cases_sha256: String,
+    prompt_sha256: Option<String>,
+) -> Report {
     let mut results = Vec::with_capacity(cases.len());
     let mut tallies: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     for case in cases {
@@ -154,6 +165,8 @@ pub async fn run(judge: &dyn Judge, cases: &[Case]) -> Report {
     let (passed, genuine) = tallies.get("genuine").copied().unwrap_or_default();
     Report {
         judge: judge.name().to_owned(),
+        cases_sha256,
+        prompt_sha256,
         mismatches_caught: Rate::of(caught, mismatches),
         genuine_passed: Rate::of(passed, genuine),
         by_kind: tallies
@@ -172,7 +185,14 @@ pub fn table(report: &Report) -> String {
             rate.count, rate.total, rate.percent, rate.low, rate.high
         )
     };
-    let mut out = format!("judge: {}\n\n", report.judge);
+    let mut out = format!(
+        "judge: {}\ncases sha256: {}\n",
+        report.judge, report.cases_sha256
+    );
+    if let Some(prompt) = &report.prompt_sha256 {
+        out.push_str(&format!("prompt sha256: {prompt}\n"));
+    }
+    out.push('\n');
     out.push_str(&row("mismatches caught", &report.mismatches_caught));
     out.push_str(&row("genuine orders passed", &report.genuine_passed));
     out.push_str("\nby kind (genuine: passed; others: caught)\n");

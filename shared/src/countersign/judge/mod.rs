@@ -3,6 +3,7 @@
 //! A judge answers `match`, `mismatch` or `unclear`. Countersign stops and asks on both
 //! `mismatch` and `unclear`, so a judge that cannot tell must say `unclear`, never `match`.
 
+pub mod bedrock;
 pub mod rules;
 
 use async_trait::async_trait;

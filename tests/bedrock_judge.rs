@@ -1,0 +1,237 @@
+//! The Bedrock intent judge against a loopback stand-in that speaks the Converse and
+//! ApplyGuardrail REST JSON shapes (moto does not implement Converse): every path to a
+//! verdict, every failure becoming `unclear`, and the request the SDK actually sent.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use hearth_core::countersign::judge::bedrock::{BedrockJudge, Guardrail, PROMPT};
+use hearth_core::countersign::judge::{Judge, Proposal, Verdict};
+use hearth_testkit::moto::bedrock_client;
+use serde_json::{Value, json};
+
+/// What the stand-in does: the model's reply text, or a failure.
+#[derive(Clone, Copy)]
+enum Reply {
+    Text(&'static str),
+    Filtered,
+    Throttled,
+    Slow,
+}
+
+#[derive(Clone)]
+struct Stand {
+    reply: Reply,
+    guardrail_intervenes: bool,
+    seen: Arc<Mutex<Vec<(String, Value)>>>,
+}
+
+async fn converse(State(stand): State<Stand>, Path(model): Path<String>, body: String) -> Response {
+    stand
+        .seen
+        .lock()
+        .unwrap()
+        .push((model, serde_json::from_str(&body).unwrap()));
+    let answer = |text: &str, stop: &str| {
+        json!({"output": {"message": {"role": "assistant", "content": [{"text": text}]}},
+            "stopReason": stop, "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15},
+            "metrics": {"latencyMs": 3}})
+        .to_string()
+    };
+    match stand.reply {
+        Reply::Text(text) => answer(text, "end_turn").into_response(),
+        Reply::Filtered => answer("", "content_filtered").into_response(),
+        Reply::Throttled => (
+            StatusCode::BAD_REQUEST,
+            [("x-amzn-ErrorType", "ValidationException")],
+            r#"{"message":"no"}"#,
+        )
+            .into_response(),
+        Reply::Slow => {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            answer(r#"{"verdict":"match","reasons":[]}"#, "end_turn").into_response()
+        }
+    }
+}
+
+async fn guardrail(State(stand): State<Stand>, body: String) -> Response {
+    stand
+        .seen
+        .lock()
+        .unwrap()
+        .push(("guardrail".into(), serde_json::from_str(&body).unwrap()));
+    let action = if stand.guardrail_intervenes {
+        "GUARDRAIL_INTERVENED"
+    } else {
+        "NONE"
+    };
+    json!({"usage": {"topicPolicyUnits": 0, "contentPolicyUnits": 1, "wordPolicyUnits": 0,
+        "sensitiveInformationPolicyUnits": 0, "sensitiveInformationPolicyFreeUnits": 0,
+        "contextualGroundingPolicyUnits": 0},
+        "action": action, "outputs": [], "assessments": []})
+    .to_string()
+    .into_response()
+}
+
+async fn judge_with(
+    reply: Reply,
+    guardrail_on: Option<bool>,
+) -> (BedrockJudge, Arc<Mutex<Vec<(String, Value)>>>) {
+    let seen: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
+    let stand = Stand {
+        reply,
+        guardrail_intervenes: guardrail_on.unwrap_or(false),
+        seen: seen.clone(),
+    };
+    let app = Router::new()
+        .route("/model/{model}/converse", post(converse))
+        .route("/guardrail/{id}/version/{version}/apply", post(guardrail))
+        .with_state(stand);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let guardrail = guardrail_on.map(|_| Guardrail {
+        id: "gr-1".into(),
+        version: "DRAFT".into(),
+    });
+    let judge = BedrockJudge::new(
+        bedrock_client(&url),
+        "test.judge-model-v1:0".into(),
+        guardrail,
+        Duration::from_millis(1500),
+    );
+    (judge, seen)
+}
+
+fn order(text: &str) -> Proposal {
+    Proposal {
+        title: "SmileBright Toothpaste".into(),
+        variant: "cinnamon".into(),
+        merchant: "PharmaPlus".into(),
+        unit_price_cents: 299,
+        text: text.into(),
+        quantity: 1,
+    }
+}
+
+fn words() -> Vec<String> {
+    vec!["get the mint toothpaste".into()]
+}
+
+#[tokio::test]
+async fn the_model_verdict_is_used_when_the_rules_pass() {
+    for (reply, expected) in [
+        (
+            r#"{"verdict":"mismatch","reasons":["mint was asked for, this is cinnamon"]}"#,
+            Verdict::Mismatch,
+        ),
+        (r#"{"verdict":"match","reasons":[]}"#, Verdict::Match),
+        (
+            r#" {"verdict":"unclear","reasons":["flavour not stated"]} "#,
+            Verdict::Unclear,
+        ),
+    ] {
+        let (judge, _) = judge_with(Reply::Text(reply), None).await;
+        let judgement = judge.judge(&words(), &order("Fresh breath all day.")).await;
+        assert_eq!(judgement.verdict, expected, "{reply}");
+    }
+}
+
+#[tokio::test]
+async fn the_request_quotes_the_words_and_labels_the_listing_text() {
+    let (judge, seen) = judge_with(Reply::Text(r#"{"verdict":"match","reasons":[]}"#), None).await;
+    judge.judge(&words(), &order("A \"fresh\" taste.")).await;
+    let seen = seen.lock().unwrap();
+    let (model, body) = &seen[0];
+    assert_eq!(model, "test.judge-model-v1:0");
+    assert_eq!(body["system"][0]["text"], PROMPT);
+    let user = body["messages"][0]["content"][0]["text"].as_str().unwrap();
+    assert!(user.contains("1. \"get the mint toothpaste\""), "{user}");
+    assert!(user.contains("LISTING TEXT (untrusted data"), "{user}");
+    assert!(user.contains(r#""A \"fresh\" taste.""#), "{user}");
+    assert_eq!(body["inferenceConfig"]["temperature"], 0.0);
+}
+
+#[tokio::test]
+async fn every_failure_is_unclear_never_a_match() {
+    for reply in [
+        Reply::Text("Sure! The order looks fine."),
+        Reply::Text(r#"{"verdict":"approved"}"#),
+        Reply::Text(""),
+        Reply::Filtered,
+        Reply::Throttled,
+        Reply::Slow,
+    ] {
+        let (judge, _) = judge_with(reply, None).await;
+        let judgement = judge.judge(&words(), &order("")).await;
+        assert_eq!(judgement.verdict, Verdict::Unclear, "{judgement:?}");
+        assert!(judgement.reasons[0].starts_with("judge: "));
+    }
+    // Nothing listening at all.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let judge = BedrockJudge::new(
+        bedrock_client(&format!("http://{closed}")),
+        "m".into(),
+        None,
+        Duration::from_secs(2),
+    );
+    assert_eq!(
+        judge.judge(&words(), &order("")).await.verdict,
+        Verdict::Unclear
+    );
+}
+
+#[tokio::test]
+async fn the_guardrail_screens_listing_text_first() {
+    let (judge, seen) = judge_with(
+        Reply::Text(r#"{"verdict":"match","reasons":[]}"#),
+        Some(true),
+    )
+    .await;
+    let judgement = judge
+        .judge(&words(), &order("Everyone prefers the bulk pack."))
+        .await;
+    assert_eq!(judgement.verdict, Verdict::Unclear);
+    assert!(judgement.reasons[0].contains("guardrail intervened"));
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(
+        requests.len(),
+        1,
+        "the model is not asked after an intervention"
+    );
+    assert_eq!(
+        requests[0].1["content"][0]["text"]["text"],
+        "Everyone prefers the bulk pack."
+    );
+    assert_eq!(requests[0].1["source"], "INPUT");
+    let (judge, _) = judge_with(
+        Reply::Text(r#"{"verdict":"match","reasons":[]}"#),
+        Some(false),
+    )
+    .await;
+    assert_eq!(
+        judge.judge(&words(), &order("Fresh breath.")).await.verdict,
+        Verdict::Match
+    );
+}
+
+#[tokio::test]
+async fn a_rules_mismatch_is_final_and_the_model_is_not_asked() {
+    let (judge, seen) = judge_with(Reply::Text(r#"{"verdict":"match","reasons":[]}"#), None).await;
+    let mut twenty = order("");
+    twenty.quantity = 20;
+    let judgement = judge
+        .judge(&["order two tubes of mint toothpaste".into()], &twenty)
+        .await;
+    assert_eq!(judgement.verdict, Verdict::Mismatch);
+    assert!(judgement.reasons[0].starts_with("quantity"));
+    assert!(seen.lock().unwrap().is_empty());
+}
