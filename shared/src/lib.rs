@@ -17,6 +17,7 @@ pub mod config;
 pub mod countersign;
 pub mod gate;
 pub mod mcp;
+pub mod media;
 pub mod oauth;
 pub mod ratelimit;
 pub mod scholia;

@@ -19,6 +19,7 @@ use serde_json::json;
 
 use crate::auth::{AuthFailure, Authenticator};
 use crate::gate::{Gate, Refusal, client_ip};
+use crate::media::has_media_type;
 use crate::speech::polly::Voice;
 use crate::speech::sanitize::sanitize;
 use crate::telemetry::{RequestLog, request_id};
@@ -101,18 +102,7 @@ async fn handle(endpoint: &TtsEndpoint, request: Request, log: &mut RequestLog) 
         Err(failure) => return unauthorized(failure),
     };
     log.subject(&caller);
-    let is_json = request
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| {
-            value
-                .split(';')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .eq_ignore_ascii_case("application/json")
-        });
+    let is_json = has_media_type(request.headers(), "application/json");
     if !is_json {
         return error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use crate::auth::Secret;
 use crate::chain::sha256_hex;
+use crate::media::has_media_type;
 
 /// How long the backend may take before the question is given up.
 pub const BACKEND_TIMEOUT: Duration = Duration::from_secs(15);
@@ -130,18 +131,7 @@ impl Guide for HttpGuide {
         if !status.is_success() {
             return Err(BackendFailure::Status(status.as_u16()));
         }
-        let is_json = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .is_some_and(|value| {
-                value
-                    .split(';')
-                    .next()
-                    .unwrap_or_default()
-                    .trim()
-                    .eq_ignore_ascii_case("application/json")
-            });
+        let is_json = has_media_type(response.headers(), "application/json");
         if !is_json {
             return Err(BackendFailure::NotJson);
         }

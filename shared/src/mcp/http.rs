@@ -29,6 +29,7 @@ use super::{MAX_BODY_BYTES, PROTOCOL_VERSIONS};
 use crate::auth::{AuthFailure, Authenticator, Scope};
 use crate::config::PublicUrls;
 use crate::gate::{Gate, Refusal, client_ip};
+use crate::media::has_media_type;
 use crate::oauth::metadata;
 use crate::telemetry::{RequestLog, request_id};
 
@@ -212,13 +213,7 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
     };
     log.subject(&caller);
     let headers = request.headers();
-    let is_json = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| {
-            let essence = value.split(';').next().unwrap_or_default().trim();
-            essence.eq_ignore_ascii_case("application/json")
-        });
+    let is_json = has_media_type(headers, "application/json");
     if !is_json {
         return rpc_error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,

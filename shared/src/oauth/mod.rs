@@ -30,6 +30,7 @@ use form::{Form, basic_credentials};
 use crate::auth::{Authenticator, Credentials, JwtKeys, Scopes, Subject};
 use crate::config::PublicUrls;
 use crate::gate::{Gate, client_ip};
+use crate::media::has_media_type;
 use crate::telemetry::{RequestLog, request_id};
 
 /// Everything the OAuth routes need, built once per process.
@@ -136,14 +137,7 @@ async fn read_form(
         .admit(ip, None)
         .await
         .map_err(OAuthError::refused)?;
-    let is_form = request
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| {
-            let essence = value.split(';').next().unwrap_or_default().trim();
-            essence.eq_ignore_ascii_case("application/x-www-form-urlencoded")
-        });
+    let is_form = has_media_type(request.headers(), "application/x-www-form-urlencoded");
     if !is_form {
         return Err(OAuthError::invalid_request(
             "the body must be application/x-www-form-urlencoded",
