@@ -179,30 +179,44 @@ impl DynamoStore {
         Ok((live, number(item.get("version"), "version")?))
     }
 
-    async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<(), StoreError> {
-        match self
+    /// Sends one transaction. When DynamoDB cancels it, the error carries each item's
+    /// cancellation code (`None` for an item that was not the reason), in item order.
+    async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<(), Cancelled> {
+        let error = match self
             .client
             .transact_write_items()
             .set_transact_items(Some(items))
             .send()
             .await
         {
-            Ok(_) => Ok(()),
-            Err(error) => Err(match error.as_service_error() {
-                Some(TransactWriteItemsError::TransactionCanceledException(cancelled))
-                    if cancelled.cancellation_reasons().iter().any(|reason| {
-                        matches!(
-                            reason.code(),
-                            Some("ConditionalCheckFailed" | "TransactionConflict")
-                        )
-                    }) =>
-                {
-                    StoreError::Conflict
-                }
-                _ => sdk_unavailable(error),
-            }),
+            Ok(_) => return Ok(()),
+            Err(error) => error,
+        };
+        match error.as_service_error() {
+            Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) => {
+                Err(Cancelled::Codes(
+                    cancelled
+                        .cancellation_reasons()
+                        .iter()
+                        .map(|reason| {
+                            reason
+                                .code()
+                                .filter(|code| *code != "None")
+                                .map(str::to_owned)
+                        })
+                        .collect(),
+                ))
+            }
+            _ => Err(Cancelled::Failed(sdk_unavailable(error))),
         }
     }
+}
+
+/// Why a transaction did not happen.
+enum Cancelled {
+    /// DynamoDB cancelled it; the codes per item.
+    Codes(Vec<Option<String>>),
+    Failed(StoreError),
 }
 
 #[async_trait]
@@ -285,7 +299,24 @@ impl ChainStore for DynamoStore {
         if append.expected.is_none() {
             items.push(self.register(key, &append, now_ms).await?);
         }
-        self.transact(items).await
+        match self.transact(items).await {
+            Ok(()) => Ok(()),
+            Err(Cancelled::Codes(codes))
+                if codes.iter().flatten().any(|code| {
+                    matches!(
+                        code.as_str(),
+                        "ConditionalCheckFailed" | "TransactionConflict"
+                    )
+                }) =>
+            {
+                Err(StoreError::Conflict)
+            }
+            Err(Cancelled::Codes(codes)) => Err(StoreError::Unavailable(format!(
+                "DynamoDB cancelled the append: {}",
+                codes.into_iter().flatten().collect::<Vec<_>>().join(", ")
+            ))),
+            Err(Cancelled::Failed(error)) => Err(error),
+        }
     }
 }
 
@@ -356,27 +387,18 @@ impl CounterStore for DynamoStore {
                 .map_err(unavailable)?;
             items.push(TransactWriteItem::builder().update(update).build());
         }
-        match self
-            .client
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await
-        {
-            Ok(_) => Ok(Taken::Granted),
-            Err(error) => match error.as_service_error() {
-                Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) => {
-                    match cancelled
-                        .cancellation_reasons()
-                        .iter()
-                        .position(|reason| reason.code() == Some("ConditionalCheckFailed"))
-                    {
-                        Some(index) => Ok(Taken::Refused { index }),
-                        None => Err(sdk_unavailable(error)),
-                    }
-                }
-                _ => Err(sdk_unavailable(error)),
+        match self.transact(items).await {
+            Ok(()) => Ok(Taken::Granted),
+            Err(Cancelled::Codes(codes)) => match codes
+                .iter()
+                .position(|code| code.as_deref() == Some("ConditionalCheckFailed"))
+            {
+                Some(index) => Ok(Taken::Refused { index }),
+                None => Err(StoreError::Unavailable(
+                    "DynamoDB cancelled the rate-counter update".into(),
+                )),
             },
+            Err(Cancelled::Failed(error)) => Err(error),
         }
     }
 }
