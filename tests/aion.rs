@@ -108,6 +108,30 @@ async fn every_backend_failure_is_the_same_generic_answer() {
 }
 
 #[tokio::test]
+async fn answers_are_read_up_to_64_kib() {
+    let (url, _) = stand_in("at_limit").await;
+    let at_limit = ask(
+        &toolset(&url, Duration::from_secs(5)),
+        json!("Tell me everything"),
+    )
+    .await;
+    assert!(
+        matches!(at_limit, ToolOutput::Success { .. }),
+        "{at_limit:?}"
+    );
+    let (url, _) = stand_in("past_limit").await;
+    let past = ask(
+        &toolset(&url, Duration::from_secs(5)),
+        json!("Tell me everything"),
+    )
+    .await;
+    assert_eq!(
+        past,
+        ToolOutput::Failure(hearth_core::aion::tools::UNREACHABLE.into())
+    );
+}
+
+#[tokio::test]
 async fn questions_hold_1_to_2000_characters() {
     let mock = AionToolset::new(Arc::new(MockGuide));
     assert!(matches!(

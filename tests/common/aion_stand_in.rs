@@ -37,6 +37,11 @@ async fn backend(
             ([(header::CONTENT_TYPE, "application/json")], "{\"text\": ").into_response()
         }
         "empty" => json(json!({"text": "  ", "meta": {}})),
+        // Exactly at and one byte past the 64 KiB answer limit.
+        "at_limit" => json(sized_answer(hearth_core::aion::backend::MAX_ANSWER_BYTES)),
+        "past_limit" => json(sized_answer(
+            hearth_core::aion::backend::MAX_ANSWER_BYTES + 1,
+        )),
         "html" => ([(header::CONTENT_TYPE, "text/html")], "<p>hello</p>").into_response(),
         "slow" => {
             tokio::time::sleep(Duration::from_secs(2)).await;
@@ -56,4 +61,10 @@ pub async fn stand_in(scenario: &'static str) -> (String, Seen) {
     let url = format!("http://{}/ask", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (url, seen)
+}
+
+/// A valid answer whose JSON is exactly `bytes` long.
+fn sized_answer(bytes: usize) -> Value {
+    let empty = json!({"text": "", "meta": {}}).to_string().len();
+    json!({"text": "x".repeat(bytes - empty), "meta": {}})
 }

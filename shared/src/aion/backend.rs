@@ -15,7 +15,7 @@ use crate::media::has_media_type;
 pub const BACKEND_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// The largest answer read from the backend.
-const MAX_ANSWER_BYTES: usize = 64 * 1024;
+pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 /// The guide's answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,6 +42,8 @@ pub enum BackendFailure {
     Malformed,
     #[error("the backend's answer is empty")]
     Empty,
+    #[error("the backend's answer is larger than {MAX_ANSWER_BYTES} bytes")]
+    TooLarge,
 }
 
 #[async_trait]
@@ -113,7 +115,7 @@ impl Guide for HttpGuide {
             session_id: None,
             surface: "alexa_mcp",
         };
-        let response = self
+        let mut response = self
             .client
             .post(&self.url)
             .bearer_auth(key.expose())
@@ -135,21 +137,19 @@ impl Guide for HttpGuide {
         if !is_json {
             return Err(BackendFailure::NotJson);
         }
-        if response
-            .content_length()
-            .is_some_and(|length| length as usize > MAX_ANSWER_BYTES)
-        {
-            return Err(BackendFailure::Malformed);
-        }
-        let bytes = response.bytes().await.map_err(|error| {
+        // Read at most MAX_ANSWER_BYTES, chunk by chunk, whether or not a length was declared.
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|error| {
             if error.is_timeout() {
                 BackendFailure::TimedOut
             } else {
                 BackendFailure::Unreachable
             }
-        })?;
-        if bytes.len() > MAX_ANSWER_BYTES {
-            return Err(BackendFailure::Malformed);
+        })? {
+            if bytes.len() + chunk.len() > MAX_ANSWER_BYTES {
+                return Err(BackendFailure::TooLarge);
+            }
+            bytes.extend_from_slice(&chunk);
         }
         let answer: Answer =
             serde_json::from_slice(&bytes).map_err(|_| BackendFailure::Malformed)?;
