@@ -5,7 +5,7 @@ mod common;
 
 use common::aion_stand_in::stand_in;
 use common::capture::Captured;
-use common::{TOKEN, config, request, settings};
+use common::{config, request, settings};
 use serde_json::json;
 
 const KEY: &str = "aion-backend-key-for-tests";
@@ -23,22 +23,13 @@ async fn over_mcp_the_url_and_key_stay_out_of_answers_and_logs() {
     ]);
     let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
     let h = common::harness_with(&config(&vars));
-    let bearer = format!("Bearer {TOKEN}");
-    let headers = [
-        ("authorization", bearer.as_str()),
-        ("content-type", "application/json"),
-        ("accept", "application/json, text/event-stream"),
-    ];
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "ask_aion", "arguments": {"question": "Where is my key?"}}});
-    let reply = request(&h.router, "POST", "/mcp", &headers, &body.to_string()).await;
+    let reply = common::rpc(&h.router, &body).await;
     assert_eq!(reply.body["result"]["isError"], true, "{}", reply.raw);
-    let listed = request(
+    let listed = common::rpc(
         &h.router,
-        "POST",
-        "/mcp",
-        &headers,
-        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string(),
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
     )
     .await;
     let tool = listed.body["result"]["tools"]

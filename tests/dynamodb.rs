@@ -306,15 +306,7 @@ async fn a_stopped_emulator_is_storage_unavailable_and_service_recovers() {
     });
     let call = |body: Value| {
         let router = h.router.clone();
-        async move {
-            let bearer = format!("Bearer {TOKEN}");
-            let headers = [
-                ("authorization", bearer.as_str()),
-                ("content-type", "application/json"),
-                ("accept", "application/json, text/event-stream"),
-            ];
-            common::request(&router, "POST", "/mcp", &headers, &body.to_string()).await
-        }
+        async move { common::rpc(&router, &body).await }
     };
     let before = call(record_call("home")).await;
     assert_eq!(before.body["result"]["isError"], false, "{}", before.raw);

@@ -36,16 +36,8 @@ async fn post(h: &Harness, body: &Value) -> Reply {
     send(h, "POST", &body.to_string(), &[]).await
 }
 
-/// Calls a tool and returns `result` (`isError`, `content`, `structuredContent`).
 async fn call(h: &Harness, name: &str, arguments: Value) -> Value {
-    let reply = post(
-        h,
-        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-        "params": {"name": name, "arguments": arguments}}),
-    )
-    .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.raw);
-    reply.body["result"].clone()
+    common::call_tool(&h.router, name, arguments).await
 }
 
 fn text(result: &Value) -> &str {

@@ -4,22 +4,11 @@
 
 mod common;
 
-use common::{Harness, TOKEN, harness};
-use http::StatusCode;
+use common::{Harness, harness};
 use serde_json::{Value, json};
 
 async fn call(h: &Harness, name: &str, arguments: Value) -> Value {
-    let bearer = format!("Bearer {TOKEN}");
-    let headers = [
-        ("authorization", bearer.as_str()),
-        ("content-type", "application/json"),
-        ("accept", "application/json, text/event-stream"),
-    ];
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": name, "arguments": arguments}});
-    let reply = common::request(&h.router, "POST", "/mcp", &headers, &body.to_string()).await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.raw);
-    reply.body["result"].clone()
+    common::call_tool(&h.router, name, arguments).await
 }
 
 const VALID: &str = "<Step id=\"S_01\" name=\"demo\">\n  <Action id=\"A_1\">Dimmed the lights.</Action>\n  <Finding id=\"F_1\">REFER:A_1 The room is darker.</Finding>\n</Step>";

@@ -30,7 +30,8 @@ fn project() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn free_port() -> u16 {
+/// A loopback port nobody listens on at the moment of asking.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -167,6 +167,27 @@ pub async fn request(
     }
 }
 
+/// Posts a JSON-RPC body to `/mcp` with the fixture token and MCP's JSON headers.
+pub async fn rpc(router: &Router, body: &Value) -> Reply {
+    let bearer = format!("Bearer {TOKEN}");
+    let headers = [
+        ("authorization", bearer.as_str()),
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ];
+    request(router, "POST", "/mcp", &headers, &body.to_string()).await
+}
+
+/// Calls a tool with the fixture token and returns `result` (`isError`, `content`,
+/// `structuredContent`); the HTTP answer must be 200.
+pub async fn call_tool(router: &Router, name: &str, arguments: Value) -> Value {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": name, "arguments": arguments}});
+    let reply = rpc(router, &body).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.raw);
+    reply.body["result"].clone()
+}
+
 /// `Authorization: Basic` for a client id and secret.
 pub fn basic(id: &str, secret: &str) -> String {
     use base64::Engine;

@@ -1,17 +1,11 @@
 //! The `hearth` binary as a separate process, and a minimal HTTP client for it.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+pub use hearth_testkit::moto::free_port;
 
 /// A minimal HTTP/1.1 exchange (no client library needed); returns the status and body.
 pub fn http(
