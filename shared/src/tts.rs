@@ -19,7 +19,7 @@ use serde_json::json;
 
 use crate::auth::{AuthFailure, Authenticator};
 use crate::gate::{Gate, Refusal, client_ip};
-use crate::media::has_media_type;
+use crate::media::{has_media_type, read_body};
 use crate::speech::polly::Voice;
 use crate::speech::sanitize::sanitize;
 use crate::telemetry::{RequestLog, request_id};
@@ -109,21 +109,14 @@ async fn handle(endpoint: &TtsEndpoint, request: Request, log: &mut RequestLog) 
             "Content-Type must be application/json",
         );
     }
-    let declared = request
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.parse::<usize>().ok());
     let too_large = || {
         error(
             StatusCode::PAYLOAD_TOO_LARGE,
             &format!("the body exceeds {MAX_TTS_BODY_BYTES} bytes"),
         )
     };
-    if declared.is_some_and(|length| length > MAX_TTS_BODY_BYTES) {
-        return too_large();
-    }
-    let Ok(bytes) = axum::body::to_bytes(request.into_body(), MAX_TTS_BODY_BYTES).await else {
+    let (parts, body) = request.into_parts();
+    let Some(bytes) = read_body(&parts.headers, body, MAX_TTS_BODY_BYTES).await else {
         return too_large();
     };
     let Ok(body) = serde_json::from_slice::<SpeakRequest>(&bytes) else {

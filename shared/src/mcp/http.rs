@@ -29,7 +29,7 @@ use super::{MAX_BODY_BYTES, PROTOCOL_VERSIONS};
 use crate::auth::{AuthFailure, Authenticator, Scope};
 use crate::config::PublicUrls;
 use crate::gate::{Gate, Refusal, client_ip};
-use crate::media::has_media_type;
+use crate::media::{has_media_type, read_body};
 use crate::oauth::metadata;
 use crate::telemetry::{RequestLog, request_id};
 
@@ -236,15 +236,8 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
             );
         }
     }
-    let declared_length = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.parse::<usize>().ok());
-    if declared_length.is_some_and(|length| length > MAX_BODY_BYTES) {
-        return too_large();
-    }
     let (mut parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
+    let Some(bytes) = read_body(&parts.headers, body, MAX_BODY_BYTES).await else {
         return too_large();
     };
     match serde_json::from_slice::<Peek<'_>>(&bytes) {

@@ -30,7 +30,7 @@ use form::{Form, basic_credentials};
 use crate::auth::{Authenticator, Credentials, JwtKeys, Scopes, Subject};
 use crate::config::PublicUrls;
 use crate::gate::{Gate, client_ip};
-use crate::media::has_media_type;
+use crate::media::{has_media_type, read_body};
 use crate::telemetry::{RequestLog, request_id};
 
 /// Everything the OAuth routes need, built once per process.
@@ -151,17 +151,9 @@ async fn read_form(
             format!("the body exceeds {MAX_FORM_BYTES} bytes"),
         )
     };
-    let declared = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.parse::<usize>().ok());
-    if declared.is_some_and(|length| length > MAX_FORM_BYTES) {
-        return Err(too_large());
-    }
-    let bytes = axum::body::to_bytes(body, MAX_FORM_BYTES)
+    let bytes = read_body(&parts.headers, body, MAX_FORM_BYTES)
         .await
-        .map_err(|_| too_large())?;
+        .ok_or_else(too_large)?;
     Ok((parts, Form::parse(&bytes)?))
 }
 
