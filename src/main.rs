@@ -49,9 +49,9 @@ async fn serve() -> anyhow::Result<()> {
         );
     } else if config.credential_source == CredentialSource::None {
         let dev = dev_credentials::ensure(&config.data_dir)?;
-        let aion_api_key = config.credentials.aion_api_key.take();
-        config.credentials = dev.credentials();
-        config.credentials.aion_api_key = aion_api_key;
+        let configured = std::mem::replace(&mut config.credentials, dev.credentials());
+        config.credentials.aion_api_key = configured.aion_api_key;
+        config.credentials.host_key = configured.host_key;
         print_dev_banner(&config, &dev);
     }
     hearth_core::app::load_credentials(&mut config).await;

@@ -18,9 +18,7 @@ use serde_json::{Value, json};
 const KEY: &str = "aion-backend-key-for-tests";
 
 fn caller() -> Caller {
-    Caller {
-        scope: "test".into(),
-    }
+    Caller::unattested("test")
 }
 
 async fn ask(toolset: &AionToolset, question: Value) -> ToolOutput {

@@ -39,9 +39,7 @@ async fn counted_store(moto: &Moto) -> (Arc<DynamoStore>, CallCounter, String) {
 }
 
 fn caller() -> Caller {
-    Caller {
-        scope: sha256_hex("dynamodb-test-subject"),
-    }
+    Caller::unattested(sha256_hex("dynamodb-test-subject"))
 }
 
 fn clock() -> Arc<ManualClock> {

@@ -10,8 +10,15 @@ use axum::Router;
 use crate::aion::backend::BACKEND_TIMEOUT;
 use crate::aion::{AionToolset, Guide, HttpGuide, MockGuide};
 use crate::auth::Credentials;
+use crate::auth::attestation::{AttestationVerifier, DEVELOPMENT_HOST_KEY};
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, CredentialSource, Runtime, StoreChoice, secrets};
+use crate::countersign::household::HouseholdData;
+use crate::countersign::judge::Judge;
+use crate::countersign::judge::bedrock::{BedrockJudge, Guardrail};
+use crate::countersign::judge::rules::RulesJudge;
+use crate::countersign::ledger::Ledger;
+use crate::countersign::{CountersignService, CountersignToolset};
 use crate::gate::{Gate, kill_switch};
 use crate::mcp::{HearthServer, McpEndpoint};
 use crate::oauth::OAuthEndpoint;
@@ -25,13 +32,42 @@ use crate::toolset::Toolset;
 use crate::tts::TtsEndpoint;
 use crate::why::{WhyService, WhyToolset};
 
-/// What every router is built over: the stores, the clock, and the voice for `/tts`
-/// (`None`: speech is not configured and `/tts` answers 503).
+/// What every router is built over: the stores, the clock, the voice for `/tts` (`None`:
+/// speech is not configured and `/tts` answers 503), and the purchase guard's household and
+/// intent judge.
 #[derive(Clone)]
 pub struct Backing {
     pub stores: Stores,
     pub clock: Arc<dyn Clock>,
     pub voice: Option<Arc<Voice>>,
+    pub household: Arc<HouseholdData>,
+    pub judge: Arc<dyn Judge>,
+}
+
+/// The household and catalogue: from `COUNTERSIGN_DATA` when set, else the built-in files.
+/// A malformed file is an error that names it.
+pub fn household_data(config: &Config) -> anyhow::Result<Arc<HouseholdData>> {
+    let data = match &config.countersign_data {
+        Some(dir) => HouseholdData::load(dir)?,
+        None => HouseholdData::built_in()?,
+    };
+    Ok(Arc::new(data))
+}
+
+/// The intent judge `COUNTERSIGN_JUDGE` names. The Bedrock judge makes its client on first use.
+pub fn judge(config: &Config) -> Arc<dyn Judge> {
+    if config.judge.bedrock {
+        Arc::new(BedrockJudge::lazy(
+            config.judge.model.clone(),
+            config
+                .judge
+                .guardrail
+                .clone()
+                .map(|(id, version)| Guardrail { id, version }),
+        ))
+    } else {
+        Arc::new(RulesJudge)
+    }
 }
 
 /// Opens the configured store, over the system clock. A DynamoDB table is created (with TTL)
@@ -63,6 +99,8 @@ pub async fn open_backing(config: &Config) -> anyhow::Result<Backing> {
     };
     Ok(Backing {
         stores,
+        household: household_data(config)?,
+        judge: judge(config),
         clock: Arc::new(SystemClock),
         voice: Some(Arc::new(Voice::from_environment(
             &config.polly_voice,
@@ -108,6 +146,23 @@ pub async fn load_credentials(config: &mut Config) {
             "credentials missing; whatever needs them is denied"
         );
     }
+    match &config.credentials.host_key {
+        None => tracing::warn!(
+            "COUNTERSIGN_HOST_KEY is not set; purchase tools refuse every request (set it, or COUNTERSIGN_HOST_KEY=development locally)"
+        ),
+        Some(key) if key.expose() == DEVELOPMENT_HOST_KEY => {
+            if config.runtime == Runtime::Lambda {
+                tracing::error!(
+                    "COUNTERSIGN_HOST_KEY is the public development key, which is refused under Lambda; purchase tools refuse every request"
+                );
+            } else {
+                tracing::warn!(
+                    "!!! COUNTERSIGN_HOST_KEY=development: the host key is PUBLIC, anyone can sign speaker attestations; never use it outside local development !!!"
+                );
+            }
+        }
+        Some(_) => {}
+    }
     if config.urls.is_none() {
         tracing::warn!(
             "MCP_RESOURCE_URL is not set; access tokens are neither issued nor accepted"
@@ -127,6 +182,14 @@ pub fn toolsets(config: &Config, backing: &Backing) -> Vec<Arc<dyn Toolset>> {
     }
     if config.toolsets.iter().any(|name| name == "aion") {
         toolsets.push(Arc::new(AionToolset::new(guide(config))));
+    }
+    if config.toolsets.iter().any(|name| name == "countersign") {
+        let service = CountersignService::new(
+            backing.household.clone(),
+            Ledger::new(backing.stores.chains.clone(), backing.clock.clone()),
+            backing.judge.clone(),
+        );
+        toolsets.push(Arc::new(CountersignToolset::new(Arc::new(service))));
     }
     toolsets
 }
@@ -157,6 +220,7 @@ fn mcp_routes(config: &Config, backing: &Backing) -> Router {
     let endpoint = McpEndpoint::new(
         server,
         config.authenticator(),
+        AttestationVerifier::new(config.host_key(), backing.clock.clone()),
         gate(config, backing),
         config.allowed_hosts(),
         config.urls.clone(),

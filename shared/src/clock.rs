@@ -36,6 +36,22 @@ impl Clock for ManualClock {
     }
 }
 
+/// `time` in UTC as RFC 3339 with milliseconds, e.g. `2026-11-30T08:00:00.123Z`: the form
+/// every stored record uses.
+pub fn timestamp(time: OffsetDateTime) -> String {
+    let time = time.to_offset(time::UtcOffset::UTC);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        time.year(),
+        u8::from(time.month()),
+        time.day(),
+        time.hour(),
+        time.minute(),
+        time.second(),
+        time.millisecond()
+    )
+}
+
 /// Unix milliseconds of `time`.
 pub fn unix_ms(time: OffsetDateTime) -> i64 {
     (time.unix_timestamp_nanos() / 1_000_000) as i64

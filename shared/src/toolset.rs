@@ -3,16 +3,30 @@
 //! the caller the HTTP layer authenticated. Toolsets never see HTTP or JSON-RPC.
 
 use async_trait::async_trait;
-use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use rmcp::model::{JsonObject, Resource, ResourceContents, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-/// Who is calling, as far as a toolset needs to know: the SHA-256 of the verified subject.
-/// Toolsets key all data by it, so no argument can reach another credential's data.
+use crate::auth::attestation::{AttestationRefusal, HostClaim};
+
+/// Who is calling, as far as a toolset needs to know: the SHA-256 of the verified subject,
+/// which toolsets key all data by (so no argument can reach another credential's data), and
+/// what the device attested about the person speaking.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
     pub scope: String,
+    pub host: HostClaim,
+}
+
+impl Caller {
+    /// A caller whose request carried no device attestation.
+    pub fn unattested(scope: impl Into<String>) -> Self {
+        Self {
+            scope: scope.into(),
+            host: HostClaim::Refused(AttestationRefusal::Missing),
+        }
+    }
 }
 
 /// The result of a tool call: structured content with a short text; a negative verdict that
@@ -63,6 +77,16 @@ pub trait Toolset: Send + Sync + 'static {
 
     /// Runs tool `name`, or returns `None` if this toolset has no such tool.
     async fn call(&self, caller: &Caller, name: &str, arguments: JsonObject) -> Option<ToolOutput>;
+
+    /// The resources this toolset serves; most serve none.
+    fn resources(&self) -> Vec<Resource> {
+        Vec::new()
+    }
+
+    /// Reads resource `uri`, or returns `None` if this toolset has no such resource.
+    async fn read_resource(&self, _caller: &Caller, _uri: &str) -> Option<ResourceContents> {
+        None
+    }
 }
 
 /// Describes a tool from its argument and output types.

@@ -45,7 +45,7 @@ async fn record_against(error: fn() -> StoreError) -> (WhyError, usize) {
         approver: "Parent",
     };
     let error = service
-        .record(&Caller { scope: "s".into() }, decision)
+        .record(&Caller::unattested("s"), decision)
         .await
         .unwrap_err();
     (error, store.appends.load(Ordering::SeqCst))

@@ -113,6 +113,8 @@ fn harness_built(
         stores,
         clock: clock.clone(),
         voice,
+        household: hearth_core::app::household_data(config).expect("household data"),
+        judge: hearth_core::app::judge(config),
     };
     let router = hearth_core::app::local_router_with(config, &backing);
     Harness { router, dir, clock }

@@ -23,6 +23,12 @@ pub const CREDENTIAL_NAMES: [&str; 4] = [
 /// The key Hearth presents to the AionRealm backend; optional, and kept with the others.
 pub const AION_KEY_NAME: &str = "AION_BACKEND_API_KEY";
 
+/// The key devices sign speaker attestations with; without it Countersign's tools refuse.
+pub const HOST_KEY_NAME: &str = "COUNTERSIGN_HOST_KEY";
+
+/// Secrets that are not caller credentials but are kept with them.
+pub const OTHER_SECRET_NAMES: [&str; 2] = [AION_KEY_NAME, HOST_KEY_NAME];
+
 /// A secret value. Its `Debug` never shows the value, so a credential inside a logged or
 /// printed structure cannot leak by accident.
 #[derive(Clone, PartialEq, Eq)]
@@ -58,6 +64,8 @@ pub struct Credentials {
     /// The bearer key for the AionRealm backend (`AION_BACKEND_API_KEY`), needed only when
     /// `AION_BACKEND_URL` is set.
     pub aion_api_key: Option<Secret>,
+    /// The HMAC key for device attestations (`COUNTERSIGN_HOST_KEY`).
+    pub host_key: Option<Secret>,
 }
 
 /// Why a credential was left out. Carries names, never values.
@@ -97,6 +105,7 @@ impl Credentials {
             jwt_secret,
             judge_token_hashes,
             aion_api_key: get(AION_KEY_NAME).map(Secret),
+            host_key: get(HOST_KEY_NAME).map(Secret),
         };
         (credentials, problems)
     }

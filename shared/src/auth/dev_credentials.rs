@@ -42,6 +42,7 @@ impl DevCredentials {
             judge_token_hashes: parse_token_hashes(&sha256_hex(&self.judge_token))
                 .expect("a SHA-256 hex digest is a valid hash entry"),
             aion_api_key: None,
+            host_key: None,
         }
     }
 }

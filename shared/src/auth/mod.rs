@@ -9,6 +9,7 @@
 //! Missing credentials deny (fail closed). The only opt-out is the explicit local-development
 //! flag `MCP_ALLOW_NO_AUTH=true`, which configuration refuses under Lambda.
 
+pub mod attestation;
 pub mod credentials;
 pub mod dev_credentials;
 pub mod jwt;
@@ -48,9 +49,7 @@ impl Subject {
     /// The data scope of this subject: SHA-256 of the subject, so stored keys never contain a
     /// credential or anything a credential can be derived from.
     pub fn caller(&self) -> Caller {
-        Caller {
-            scope: sha256_hex(&self.0),
-        }
+        Caller::unattested(sha256_hex(&self.0))
     }
 }
 

@@ -11,7 +11,10 @@ use std::path::PathBuf;
 pub use urls::PublicUrls;
 
 use crate::auth::Secret;
-use crate::auth::credentials::{AION_KEY_NAME, CREDENTIAL_NAMES};
+use crate::auth::attestation::DEVELOPMENT_HOST_KEY;
+use crate::auth::credentials::{
+    AION_KEY_NAME, CREDENTIAL_NAMES, HOST_KEY_NAME, OTHER_SECRET_NAMES,
+};
 use crate::auth::{Authenticator, Credentials, JwtKeys};
 
 /// Where the process runs. Decided by `AWS_LAMBDA_RUNTIME_API`, which the Lambda runtime sets.
@@ -22,7 +25,7 @@ pub enum Runtime {
 }
 
 /// The toolsets this build can serve.
-pub const KNOWN_TOOLSETS: &[&str] = &["why", "aion"];
+pub const KNOWN_TOOLSETS: &[&str] = &["why", "aion", "countersign"];
 
 /// Which store runs. `HEARTH_TABLE` selects DynamoDB. Otherwise, locally, the default is a
 /// SQLite file in the data directory; under Lambda a SQLite file is used only when `HEARTH_DB`
@@ -100,6 +103,9 @@ pub struct Config {
     pub polly_engine: String,
     /// The purchase guard's intent judge.
     pub judge: JudgeSettings,
+    /// `COUNTERSIGN_DATA`: a directory with `household.json` and `catalogue.json` replacing
+    /// the built-in demo household.
+    pub countersign_data: Option<PathBuf>,
 }
 
 /// Which intent judge runs, and the model judge's settings.
@@ -249,6 +255,7 @@ impl Config {
         };
         Ok(Self {
             judge,
+            countersign_data: get("COUNTERSIGN_DATA").map(|dir| PathBuf::from(dir.trim())),
             polly_voice: get("POLLY_VOICE").unwrap_or_else(|| "Ruth".into()),
             polly_engine,
             aion_backend_url,
@@ -273,6 +280,14 @@ impl Config {
         let secret = self.credentials.jwt_secret.as_ref()?;
         let urls = self.urls.as_ref()?;
         JwtKeys::new(secret, urls.issuer(), urls.resource()).ok()
+    }
+
+    /// The key device attestations are checked with. The development key counts only
+    /// outside Lambda; without a key every attestation is refused.
+    pub fn host_key(&self) -> Option<Secret> {
+        let key = self.credentials.host_key.as_ref()?;
+        let development = key.expose() == DEVELOPMENT_HOST_KEY;
+        (!development || self.runtime == Runtime::Local).then(|| key.clone())
     }
 
     /// The bearer verifier this configuration asks for.
@@ -311,7 +326,7 @@ fn credentials(
     if runtime == Runtime::Lambda
         && let Some(name) = CREDENTIAL_NAMES
             .iter()
-            .chain([&AION_KEY_NAME])
+            .chain(&OTHER_SECRET_NAMES)
             .find(|name| get(name).is_some())
     {
         return Err(ConfigError::CredentialInLambdaEnvironment { name });
@@ -329,6 +344,7 @@ fn credentials(
     if in_environment.is_none() {
         let credentials = Credentials {
             aion_api_key: get(AION_KEY_NAME).map(Secret::new),
+            host_key: get(HOST_KEY_NAME).map(Secret::new),
             ..Credentials::default()
         };
         return Ok((CredentialSource::None, credentials));

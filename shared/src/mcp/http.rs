@@ -26,6 +26,7 @@ use serde_json::json;
 
 use super::handler::HearthServer;
 use super::{MAX_BODY_BYTES, PROTOCOL_VERSIONS};
+use crate::auth::attestation::AttestationVerifier;
 use crate::auth::{AuthFailure, Authenticator, Scope};
 use crate::config::PublicUrls;
 use crate::gate::{Gate, Refusal, client_ip};
@@ -52,6 +53,7 @@ pub struct McpEndpoint {
     service: StreamableHttpService<HearthServer, NeverSessionManager>,
     server: HearthServer,
     auth: Authenticator,
+    attestations: AttestationVerifier,
     gate: Gate,
     urls: Option<PublicUrls>,
     /// The `WWW-Authenticate` challenge of a 401, pointing at the resource metadata.
@@ -63,6 +65,7 @@ impl McpEndpoint {
     pub fn new(
         server: HearthServer,
         auth: Authenticator,
+        attestations: AttestationVerifier,
         gate: Gate,
         allowed_hosts: Vec<String>,
         urls: Option<PublicUrls>,
@@ -96,6 +99,7 @@ impl McpEndpoint {
             service,
             server,
             auth,
+            attestations,
             gate,
             urls,
             challenge,
@@ -268,6 +272,8 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
             );
         }
     }
+    let mut caller = caller;
+    caller.host = endpoint.attestations.check(&parts.headers);
     parts.extensions.insert(caller);
     let response = endpoint
         .service

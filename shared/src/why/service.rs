@@ -12,7 +12,7 @@ use super::limits::*;
 use super::matching::best_match;
 use super::record::{self, HASH_FIELD, NewDecision, RecordView};
 use crate::chain::{self, IntegrityError, Sealed};
-use crate::clock::{Clock, unix_ms};
+use crate::clock::{Clock, timestamp, unix_ms};
 use crate::store::{Append, ChainKey, ChainStore, Head, Snapshot, StoreError};
 use crate::toolset::Caller;
 
@@ -289,7 +289,7 @@ fn next_append(
     now: OffsetDateTime,
     now_ms: i64,
 ) -> (Append, Sealed) {
-    let recorded_at = format_timestamp(now);
+    let recorded_at = timestamp(now);
     let (seq, prev, window_started_ms, expires_at_ms) = match current {
         Some(snapshot) => (
             snapshot.head.last_seq + 1,
@@ -322,20 +322,6 @@ fn next_append(
         max_live_chains: MAX_HOUSEHOLDS,
     };
     (append, sealed)
-}
-
-fn format_timestamp(time: OffsetDateTime) -> String {
-    let time = time.to_offset(time::UtcOffset::UTC);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        time.year(),
-        u8::from(time.month()),
-        time.day(),
-        time.hour(),
-        time.minute(),
-        time.second(),
-        time.millisecond()
-    )
 }
 
 /// Parses `since`: ISO 8601 with a timezone. A timestamp without one is ambiguous (whose
@@ -479,6 +465,6 @@ mod tests {
     #[test]
     fn timestamps_are_utc_with_milliseconds() {
         let time = OffsetDateTime::from_unix_timestamp_nanos(1_764_473_853_123_000_000).unwrap();
-        assert_eq!(format_timestamp(time), "2025-11-30T03:37:33.123Z");
+        assert_eq!(timestamp(time), "2025-11-30T03:37:33.123Z");
     }
 }

@@ -241,9 +241,7 @@ fn decision<'a>(
 pub async fn concurrent_writers_lose_and_duplicate_nothing(backend: Backend) {
     let clock = Arc::new(ManualClock::new(start()));
     let service = Arc::new(service(&backend, clock));
-    let caller = Caller {
-        scope: "writers".into(),
-    };
+    let caller = Caller::unattested("writers");
     let mut tasks = Vec::new();
     for writer in 0..8 {
         let service = service.clone();
@@ -311,9 +309,7 @@ pub async fn concurrent_writers_lose_and_duplicate_nothing(backend: Backend) {
 pub async fn decision_windows_follow_the_retention_rules(backend: Backend) {
     let clock = Arc::new(ManualClock::new(start()));
     let service = service(&backend, clock.clone());
-    let caller = Caller {
-        scope: "rules".into(),
-    };
+    let caller = Caller::unattested("rules");
     let inputs = Map::new();
     let mut ids = Vec::new();
     for index in 0..26 {
@@ -343,9 +339,7 @@ pub async fn decision_windows_follow_the_retention_rules(backend: Backend) {
         .await
         .unwrap_err();
     assert!(matches!(refused, WhyError::HouseholdLimit), "{refused}");
-    let stranger = Caller {
-        scope: "someone-else".into(),
-    };
+    let stranger = Caller::unattested("someone-else");
     assert!(matches!(
         service.trace(&stranger, "home", &ids[25]).await,
         Err(WhyError::NotFound(_))

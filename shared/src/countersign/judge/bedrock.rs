@@ -42,6 +42,30 @@ pub struct Guardrail {
     pub version: String,
 }
 
+/// See [`BedrockJudge::lazy`].
+pub struct LazyBedrockJudge {
+    model: String,
+    guardrail: Option<Guardrail>,
+    judge: tokio::sync::OnceCell<BedrockJudge>,
+}
+
+#[async_trait]
+impl Judge for LazyBedrockJudge {
+    fn name(&self) -> &'static str {
+        "bedrock"
+    }
+
+    async fn judge(&self, words: &[String], proposal: &Proposal) -> Judgement {
+        self.judge
+            .get_or_init(|| {
+                BedrockJudge::from_environment(self.model.clone(), self.guardrail.clone())
+            })
+            .await
+            .judge(words, proposal)
+            .await
+    }
+}
+
 pub struct BedrockJudge {
     client: Client,
     model: String,
@@ -76,6 +100,16 @@ impl BedrockJudge {
     pub async fn from_environment(model: String, guardrail: Option<Guardrail>) -> Self {
         let client = Client::new(crate::aws::sdk_config().await);
         Self::new(client, model, guardrail, JUDGE_TIMEOUT)
+    }
+
+    /// A judge whose client is made on first use, so a process that never judges (the OAuth
+    /// and speech functions, or an MCP call that buys nothing) never loads the AWS settings.
+    pub fn lazy(model: String, guardrail: Option<Guardrail>) -> LazyBedrockJudge {
+        LazyBedrockJudge {
+            model,
+            guardrail,
+            judge: tokio::sync::OnceCell::new(),
+        }
     }
 
     async fn screened(&self, text: &str) -> Result<(), String> {

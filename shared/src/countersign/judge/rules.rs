@@ -10,6 +10,7 @@
 use async_trait::async_trait;
 
 use super::{Judge, Judgement, Proposal, Verdict};
+use crate::countersign::money::dollars;
 
 pub struct RulesJudge;
 
@@ -86,10 +87,6 @@ pub fn judge(words: &[String], proposal: &Proposal) -> Judgement {
         },
         reasons,
     }
-}
-
-fn dollars(cents: u64) -> String {
-    format!("${}.{:02}", cents / 100, cents % 100)
 }
 
 /// Lower-case tokens; "double A" becomes "aa", possessives lose their "'s", and `$` and

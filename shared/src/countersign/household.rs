@@ -1,0 +1,441 @@
+//! The household and the simulated catalogue: who lives here, what each role may spend, and
+//! what the merchants sell. Both are JSON files in `data/`, built into the binary as the
+//! default and replaceable at start with `COUNTERSIGN_DATA=<dir>`. A file that does not parse
+//! or breaks a rule below stops the server with an error naming the file and the problem.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub const HOUSEHOLD_FILE: &str = "household.json";
+pub const CATALOGUE_FILE: &str = "catalogue.json";
+
+const BUILT_IN_HOUSEHOLD: &str = include_str!("../../../data/household.json");
+const BUILT_IN_CATALOGUE: &str = include_str!("../../../data/catalogue.json");
+
+/// Identifiers (members, merchants, products, variants) are short and plain, because they
+/// travel in tool arguments, attestations and spoken answers.
+const ID_MAX: usize = 40;
+/// Listing text is untrusted and shown to models; keep it bounded.
+const LISTING_TEXT_MAX: usize = 1000;
+/// No single price or limit above $100,000: a typo guard, not a policy.
+const CENTS_MAX: u64 = 10_000_000;
+
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Parent,
+    Child,
+    OlderRelative,
+}
+
+impl Role {
+    /// How a spoken answer names the role.
+    pub fn spoken(self) -> &'static str {
+        match self {
+            Role::Parent => "a parent",
+            Role::Child => "a child",
+            Role::OlderRelative => "an older relative",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Member {
+    pub id: String,
+    pub name: String,
+    pub role: Role,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RoleRules {
+    /// The most one order may total, in cents.
+    pub per_order_limit_cents: u64,
+    /// Every order by this role waits for a guardian.
+    pub needs_guardian: bool,
+}
+
+/// The household's rules, as `data/household.json` states them and the resource
+/// `countersign://household/rules` serves them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Household {
+    pub household_id: String,
+    pub name: String,
+    pub currency: String,
+    /// Documentation of when the weekly budget restarts; the ledger uses ISO weeks in UTC.
+    pub week_starts: String,
+    pub members: Vec<Member>,
+    /// Member ids who may approve or decline requests that need a guardian.
+    pub guardians: Vec<String>,
+    pub roles: BTreeMap<Role, RoleRules>,
+    /// What all placed orders of one week may total, in cents.
+    pub weekly_budget_cents: u64,
+    /// Roles whose gift-card orders wait for a guardian.
+    pub gift_cards_need_guardian_for: Vec<Role>,
+    /// Merchant ids the household has bought from; any other merchant needs confirmation.
+    pub known_merchants: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Merchant {
+    pub id: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variant {
+    pub id: String,
+    pub label: String,
+    pub unit_price_cents: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Product {
+    pub id: String,
+    pub title: String,
+    /// A merchant id.
+    pub merchant: String,
+    /// `gift_card` triggers the gift-card rule.
+    pub category: String,
+    /// The listing's own text: untrusted, and sometimes written to steer an assistant.
+    pub text: String,
+    pub variants: Vec<Variant>,
+}
+
+impl Product {
+    pub fn is_gift_card(&self) -> bool {
+        self.category == "gift_card"
+    }
+
+    pub fn variant(&self, id: &str) -> Option<&Variant> {
+        self.variants.iter().find(|variant| variant.id == id)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Catalogue {
+    pub note: String,
+    pub merchants: Vec<Merchant>,
+    pub products: Vec<Product>,
+}
+
+impl Catalogue {
+    pub fn product(&self, id: &str) -> Option<&Product> {
+        self.products.iter().find(|product| product.id == id)
+    }
+
+    pub fn merchant_name<'a>(&'a self, id: &'a str) -> &'a str {
+        self.merchants
+            .iter()
+            .find(|merchant| merchant.id == id)
+            .map_or(id, |merchant| merchant.name.as_str())
+    }
+}
+
+/// The household and catalogue, checked against each other.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HouseholdData {
+    pub household: Household,
+    pub catalogue: Catalogue,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    #[error("{file} could not be read: {source}")]
+    Unreadable {
+        file: String,
+        source: std::io::Error,
+    },
+    #[error("{file} is not valid: {reason}")]
+    Invalid { file: String, reason: String },
+}
+
+impl HouseholdData {
+    /// The files built into the binary (the project's `data/`).
+    pub fn built_in() -> Result<Self, DataError> {
+        Self::parse(BUILT_IN_HOUSEHOLD, BUILT_IN_CATALOGUE)
+    }
+
+    /// `household.json` and `catalogue.json` from `dir`.
+    pub fn load(dir: &Path) -> Result<Self, DataError> {
+        let read = |name: &str| {
+            let path = dir.join(name);
+            std::fs::read_to_string(&path).map_err(|source| DataError::Unreadable {
+                file: path.display().to_string(),
+                source,
+            })
+        };
+        Self::parse(&read(HOUSEHOLD_FILE)?, &read(CATALOGUE_FILE)?)
+    }
+
+    pub fn parse(household: &str, catalogue: &str) -> Result<Self, DataError> {
+        let household: Household = serde_json::from_str(household)
+            .map_err(|error| invalid(HOUSEHOLD_FILE, error.to_string()))?;
+        let catalogue: Catalogue = serde_json::from_str(catalogue)
+            .map_err(|error| invalid(CATALOGUE_FILE, error.to_string()))?;
+        check_catalogue(&catalogue).map_err(|reason| invalid(CATALOGUE_FILE, reason))?;
+        check_household(&household, &catalogue)
+            .map_err(|reason| invalid(HOUSEHOLD_FILE, reason))?;
+        Ok(Self {
+            household,
+            catalogue,
+        })
+    }
+
+    pub fn member(&self, id: &str) -> Option<&Member> {
+        self.household.members.iter().find(|member| member.id == id)
+    }
+
+    pub fn is_guardian(&self, member_id: &str) -> bool {
+        self.household.guardians.iter().any(|id| id == member_id)
+    }
+
+    pub fn role_rules(&self, role: Role) -> &RoleRules {
+        // Loading checked that every member's role has rules.
+        &self.household.roles[&role]
+    }
+
+    pub fn is_known_merchant(&self, merchant_id: &str) -> bool {
+        self.household
+            .known_merchants
+            .iter()
+            .any(|id| id == merchant_id)
+    }
+}
+
+fn invalid(file: &str, reason: String) -> DataError {
+    DataError::Invalid {
+        file: file.to_owned(),
+        reason,
+    }
+}
+
+fn check_id(what: &str, id: &str) -> Result<(), String> {
+    let plain = id
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if id.is_empty() || id.len() > ID_MAX || !plain {
+        return Err(format!(
+            "{what} id {id:?} must be 1 to {ID_MAX} lower-case letters, digits or '-'"
+        ));
+    }
+    Ok(())
+}
+
+fn check_unique<'a>(what: &str, ids: impl IntoIterator<Item = &'a str>) -> Result<(), String> {
+    let mut seen = HashSet::new();
+    for id in ids {
+        check_id(what, id)?;
+        if !seen.insert(id) {
+            return Err(format!("{what} id {id:?} appears twice"));
+        }
+    }
+    Ok(())
+}
+
+fn check_cents(what: &str, cents: u64) -> Result<(), String> {
+    if cents == 0 || cents > CENTS_MAX {
+        return Err(format!("{what} must be between 1 and {CENTS_MAX} cents"));
+    }
+    Ok(())
+}
+
+fn check_catalogue(catalogue: &Catalogue) -> Result<(), String> {
+    check_unique(
+        "merchant",
+        catalogue.merchants.iter().map(|m| m.id.as_str()),
+    )?;
+    check_unique("product", catalogue.products.iter().map(|p| p.id.as_str()))?;
+    for product in &catalogue.products {
+        if !catalogue.merchants.iter().any(|m| m.id == product.merchant) {
+            return Err(format!(
+                "product {:?} names merchant {:?}, which is not in the merchant list",
+                product.id, product.merchant
+            ));
+        }
+        if product.title.trim().is_empty() {
+            return Err(format!("product {:?} has no title", product.id));
+        }
+        if product.text.chars().count() > LISTING_TEXT_MAX {
+            return Err(format!(
+                "product {:?} has listing text over {LISTING_TEXT_MAX} characters",
+                product.id
+            ));
+        }
+        if product.variants.is_empty() {
+            return Err(format!("product {:?} has no variants", product.id));
+        }
+        check_unique("variant", product.variants.iter().map(|v| v.id.as_str()))?;
+        for variant in &product.variants {
+            check_cents(
+                &format!("the price of {}/{}", product.id, variant.id),
+                variant.unit_price_cents,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn check_household(household: &Household, catalogue: &Catalogue) -> Result<(), String> {
+    check_id("household", &household.household_id)?;
+    check_unique("member", household.members.iter().map(|m| m.id.as_str()))?;
+    for member in &household.members {
+        if !household.roles.contains_key(&member.role) {
+            return Err(format!(
+                "member {:?} has role {:?}, which has no rules under \"roles\"",
+                member.id, member.role
+            ));
+        }
+    }
+    for (role, rules) in &household.roles {
+        check_cents(
+            &format!("the per-order limit of {role:?}"),
+            rules.per_order_limit_cents,
+        )?;
+    }
+    check_cents("the weekly budget", household.weekly_budget_cents)?;
+    if household.guardians.is_empty() {
+        return Err("at least one guardian is needed".into());
+    }
+    for guardian in &household.guardians {
+        match household.members.iter().find(|m| &m.id == guardian) {
+            None => return Err(format!("guardian {guardian:?} is not a member")),
+            Some(member) if member.role == Role::Child => {
+                return Err(format!("guardian {guardian:?} is a child"));
+            }
+            Some(_) => {}
+        }
+    }
+    for merchant in &household.known_merchants {
+        if !catalogue.merchants.iter().any(|m| &m.id == merchant) {
+            return Err(format!(
+                "known merchant {merchant:?} is not a merchant in {CATALOGUE_FILE}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edited(
+        file: &str,
+        edit: impl FnOnce(&mut serde_json::Value),
+    ) -> Result<HouseholdData, DataError> {
+        let mut household: serde_json::Value = serde_json::from_str(BUILT_IN_HOUSEHOLD).unwrap();
+        let mut catalogue: serde_json::Value = serde_json::from_str(BUILT_IN_CATALOGUE).unwrap();
+        edit(if file == HOUSEHOLD_FILE {
+            &mut household
+        } else {
+            &mut catalogue
+        });
+        HouseholdData::parse(&household.to_string(), &catalogue.to_string())
+    }
+
+    fn problem(file: &str, edit: impl FnOnce(&mut serde_json::Value)) -> String {
+        let error = edited(file, edit).unwrap_err().to_string();
+        assert!(
+            error.starts_with(&format!("{file} is not valid")),
+            "{error}"
+        );
+        error
+    }
+
+    #[test]
+    fn the_built_in_data_loads() {
+        let data = HouseholdData::built_in().unwrap();
+        assert!(data.is_guardian("dana"));
+        assert!(!data.is_guardian("mia"));
+        assert_eq!(data.member("rose").unwrap().role, Role::OlderRelative);
+        assert!(data.catalogue.product("gift-card").unwrap().is_gift_card());
+    }
+
+    #[test]
+    fn the_project_files_are_the_built_in_files() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data");
+        assert_eq!(
+            HouseholdData::load(&dir).unwrap(),
+            HouseholdData::built_in().unwrap()
+        );
+    }
+
+    #[test]
+    fn malformed_files_are_named_with_the_problem() {
+        let error = HouseholdData::parse("{", BUILT_IN_CATALOGUE)
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with("household.json is not valid"), "{error}");
+        let error = problem(HOUSEHOLD_FILE, |h| {
+            h["members"][2]["role"] = "toddler".into()
+        });
+        assert!(error.contains("toddler"), "{error}");
+        let error = problem(HOUSEHOLD_FILE, |h| h["budget"] = 5.into());
+        assert!(error.contains("unknown field `budget`"), "{error}");
+        let error = problem(HOUSEHOLD_FILE, |h| {
+            h["guardians"] = serde_json::json!(["mia"])
+        });
+        assert!(error.contains("is a child"), "{error}");
+        let error = problem(HOUSEHOLD_FILE, |h| {
+            h["guardians"] = serde_json::json!(["nobody"])
+        });
+        assert!(error.contains("not a member"), "{error}");
+        let error = problem(HOUSEHOLD_FILE, |h| h["known_merchants"][0] = "acme".into());
+        assert!(error.contains("\"acme\" is not a merchant"), "{error}");
+        let error = problem(HOUSEHOLD_FILE, |h| h["weekly_budget_cents"] = 0.into());
+        assert!(error.contains("weekly budget"), "{error}");
+        let error = problem(HOUSEHOLD_FILE, |h| {
+            h["roles"].as_object_mut().unwrap().remove("child");
+        });
+        assert!(error.contains("has no rules"), "{error}");
+        let error = problem(HOUSEHOLD_FILE, |h| h["members"][1]["id"] = "dana".into());
+        assert!(error.contains("appears twice"), "{error}");
+    }
+
+    #[test]
+    fn catalogue_rules_are_checked() {
+        let error = problem(CATALOGUE_FILE, |c| {
+            c["products"][0]["merchant"] = "nowhere".into()
+        });
+        assert!(error.contains("not in the merchant list"), "{error}");
+        let error = problem(CATALOGUE_FILE, |c| {
+            c["products"][0]["variants"][0]["unit_price_cents"] = 0.into()
+        });
+        assert!(error.contains("price of aa-batteries/4-pack"), "{error}");
+        let error = problem(CATALOGUE_FILE, |c| {
+            c["products"][0]["variants"][0]["unit_price_cents"] = (-5).into()
+        });
+        assert!(
+            error.contains("unit_price_cents") || error.contains("invalid value"),
+            "{error}"
+        );
+        let error = problem(CATALOGUE_FILE, |c| {
+            c["products"][0]["id"] = "AA Batteries".into()
+        });
+        assert!(error.contains("lower-case"), "{error}");
+    }
+
+    #[test]
+    fn listing_text_is_bounded_at_1000_characters() {
+        let at_limit = edited(CATALOGUE_FILE, |c| {
+            c["products"][0]["text"] = "a".repeat(LISTING_TEXT_MAX).into()
+        });
+        assert!(at_limit.is_ok());
+        let error = problem(CATALOGUE_FILE, |c| {
+            c["products"][0]["text"] = "a".repeat(LISTING_TEXT_MAX + 1).into()
+        });
+        assert!(error.contains("over 1000"), "{error}");
+    }
+}

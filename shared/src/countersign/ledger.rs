@@ -1,0 +1,675 @@
+//! The household ledger: every proposal, reading-aloud, confirmation and guardian decision is
+//! an entry in one hash chain per household, sealed by the same canonical-JSON/SHA-256 engine
+//! and kept in the same [`ChainStore`] as the decision memory.
+//!
+//! Nothing else is stored. What is waiting, what was bought this week and what is left of
+//! the budget are all rebuilt from the verified entries, so no counter can drift from the
+//! record. A state change (placing a waiting order, say) is an append conditional on the
+//! chain head the decision was made from: when two calls race, one append wins and the other
+//! re-reads the ledger, sees the request already decided, and does nothing.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rand::RngExt;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use time::format_description::well_known::Rfc3339;
+use time::{Duration, OffsetDateTime};
+
+use super::judge::Verdict;
+use super::policy::Outcome;
+use crate::chain::{self, IntegrityError, Linked, Problem, Sealed};
+use crate::clock::{Clock, timestamp, unix_ms};
+use crate::store::{Append, ChainKey, ChainStore, Head, Snapshot, StoreError};
+use crate::toolset::Caller;
+
+pub const FORMAT: &str = "hearth.ledger/1";
+/// The field a returned entry carries its own hash in.
+pub const HASH_FIELD: &str = "entry_hash";
+/// A ledger window lasts this long from its first entry (the TTL of every item in it).
+pub const WINDOW_MS: i64 = 400 * 24 * 60 * 60 * 1000;
+/// Entries retained per window; older ones are evicted into the anchor.
+pub const CAPACITY: usize = 1000;
+/// Live household ledgers per credential.
+pub const MAX_HOUSEHOLDS: usize = 8;
+/// Retries after a conflicting concurrent append before reporting the ledger busy.
+pub const APPEND_RETRIES: usize = 8;
+/// A waiting request can be answered for this long after it was proposed.
+pub const WAITING_FOR: Duration = Duration::hours(24);
+
+/// One ledger entry. `seq` and `prev` link it into the chain; `event` says what happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub format: String,
+    pub seq: u64,
+    pub prev: Option<String>,
+    /// Server time, RFC 3339 UTC with milliseconds.
+    pub at: String,
+    pub request_id: String,
+    /// The attested speaker who caused this entry.
+    pub member_id: String,
+    /// The device's turn in which it happened.
+    pub turn_id: String,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+impl Linked for Entry {
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+    fn prev(&self) -> Option<&str> {
+        self.prev.as_deref()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Event {
+    /// A proposed order and what the rules decided; `order_id` is set when it was placed.
+    Proposal(Box<ProposalEvent>),
+    /// A waiting request's question was read aloud to `member_id`, which is what lets their
+    /// answer in a later turn count.
+    ReadAloud { question: String },
+    /// The proposer answered their own waiting request.
+    Confirmation(Resolution),
+    /// A guardian answered a request waiting for a guardian.
+    GuardianDecision(Resolution),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProposalEvent {
+    /// What the device attested the person said.
+    pub words: Vec<String>,
+    pub product_id: String,
+    pub variant_id: String,
+    pub title: String,
+    pub variant: String,
+    pub merchant_id: String,
+    pub merchant: String,
+    pub unit_price_cents: u64,
+    pub quantity: u32,
+    pub total_cents: u64,
+    pub intent: IntentRecord,
+    pub outcome: Outcome,
+    pub reasons: Vec<String>,
+    pub order_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct IntentRecord {
+    pub judge: String,
+    pub verdict: Verdict,
+    pub reasons: Vec<String>,
+}
+
+/// How a waiting request was settled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resolution {
+    /// The strict reading of the person's words: `yes` or `no`.
+    pub answer: SpokenAnswer,
+    pub result: Settled,
+    pub reasons: Vec<String>,
+    pub order_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SpokenAnswer {
+    Yes,
+    No,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Settled {
+    Placed,
+    /// The proposer said no.
+    Cancelled,
+    /// A guardian said no.
+    Declined,
+    /// A yes came, but the rules no longer allowed the order (the budget was spent meanwhile).
+    Blocked,
+}
+
+/// Where a request stands, rebuilt from the ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    WaitingForConfirmation,
+    WaitingForGuardian,
+    /// Waited longer than [`WAITING_FOR`] without an answer; it can no longer be placed.
+    Expired,
+    Placed,
+    Blocked,
+    Cancelled,
+    Declined,
+}
+
+impl Status {
+    pub fn is_waiting(self) -> bool {
+        matches!(
+            self,
+            Status::WaitingForConfirmation | Status::WaitingForGuardian
+        )
+    }
+
+    pub fn spoken(self) -> &'static str {
+        match self {
+            Status::WaitingForConfirmation => "waiting for confirmation",
+            Status::WaitingForGuardian => "waiting for a guardian",
+            Status::Expired => "expired without an answer",
+            Status::Placed => "placed",
+            Status::Blocked => "blocked",
+            Status::Cancelled => "cancelled",
+            Status::Declined => "declined by a guardian",
+        }
+    }
+}
+
+/// A reading-aloud of a request's question to one member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reading {
+    pub member_id: String,
+    pub turn_id: String,
+}
+
+/// One request as the ledger tells it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub request_id: String,
+    pub member_id: String,
+    pub proposed_at: OffsetDateTime,
+    pub proposal: ProposalEvent,
+    pub status: Status,
+    /// The order number and the entry that placed it.
+    pub placed: Option<Placement>,
+    /// Every time its question was read aloud, oldest first; the proposal's own answer
+    /// counts as a reading to the proposer.
+    pub readings: Vec<Reading>,
+}
+
+impl Request {
+    /// The newest reading of the question to `member_id`.
+    pub fn last_reading_to(&self, member_id: &str) -> Option<&Reading> {
+        self.readings
+            .iter()
+            .rev()
+            .find(|r| r.member_id == member_id)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    pub order_id: String,
+    pub at: OffsetDateTime,
+    pub receipt: Receipt,
+}
+
+/// What the device keeps for an order: the ledger window, the entry's position and its
+/// hash. The hash commits to every entry before it, so a kept receipt catches deleted or
+/// rewritten history that the chain alone cannot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Receipt {
+    pub household_id: String,
+    /// When the ledger window the entry belongs to started (RFC 3339).
+    pub window: String,
+    pub seq: u64,
+    pub entry_hash: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    #[error(
+        "The household ledger failed its check at entry {seq}: {problem}. Nothing is bought or decided until it is repaired."
+    )]
+    Tampered { seq: u64, problem: Problem },
+    #[error("The household ledger is unavailable; try again later.")]
+    Unavailable,
+    #[error("The household ledger is busy with other changes; try again.")]
+    Busy,
+    #[error("This credential already has {MAX_HOUSEHOLDS} active household ledgers.")]
+    HouseholdLimit,
+}
+
+impl From<StoreError> for LedgerError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Conflict => LedgerError::Busy,
+            StoreError::ScopeFull { .. } => LedgerError::HouseholdLimit,
+            StoreError::Unavailable(cause) => {
+                tracing::warn!(error = %cause, "ledger store unavailable");
+                LedgerError::Unavailable
+            }
+        }
+    }
+}
+
+/// A verified ledger as read: the head (if any entry exists) and every retained entry.
+#[derive(Debug, Clone)]
+pub struct LedgerView {
+    pub household_id: String,
+    pub head: Option<Head>,
+    pub records: Vec<Sealed>,
+    pub entries: Vec<Entry>,
+}
+
+/// What verifying the ledger found, for `verify_ledger` and reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Check {
+    /// Every retained entry hashes and links correctly up to the head.
+    Intact,
+    /// The first entry that fails, by its position in the whole history.
+    Broken { seq: u64, problem: Problem },
+}
+
+/// A new entry, before it is linked and sealed.
+#[derive(Debug, Clone)]
+pub struct NewEntry {
+    pub request_id: String,
+    pub member_id: String,
+    pub turn_id: String,
+    pub event: Event,
+}
+
+/// What a transition decided: append an entry and report `T`, or leave the ledger alone.
+pub enum Step<T> {
+    Append(NewEntry, T),
+    Leave(T),
+}
+
+/// The entry a transition appended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    pub receipt: Receipt,
+}
+
+pub struct Ledger {
+    store: Arc<dyn ChainStore>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Ledger {
+    pub fn new(store: Arc<dyn ChainStore>, clock: Arc<dyn Clock>) -> Self {
+        Self { store, clock }
+    }
+
+    pub fn now(&self) -> OffsetDateTime {
+        self.clock.now()
+    }
+
+    /// The household's ledger, verified; a ledger that fails its check is an error.
+    pub async fn read(
+        &self,
+        caller: &Caller,
+        household_id: &str,
+    ) -> Result<LedgerView, LedgerError> {
+        let snapshot = self.load(caller, household_id).await?;
+        verified(household_id, snapshot)
+    }
+
+    /// The household's ledger and its check, without failing on a broken chain: for the
+    /// tools whose job is to report the check.
+    pub async fn inspect(
+        &self,
+        caller: &Caller,
+        household_id: &str,
+    ) -> Result<(Option<Snapshot>, Check), LedgerError> {
+        let snapshot = self.load(caller, household_id).await?;
+        let check = match &snapshot {
+            None => Check::Intact,
+            Some(snapshot) => match verify(snapshot) {
+                Ok(_) => Check::Intact,
+                Err(error) => broken(snapshot, &error),
+            },
+        };
+        Ok((snapshot, check))
+    }
+
+    /// Reads the verified ledger, lets `decide` choose a step from it, and appends the
+    /// step's entry conditionally on the head it read. On a conflict the ledger is read again
+    /// and `decide` runs again, so it always decides from the latest state.
+    pub async fn transition<T>(
+        &self,
+        caller: &Caller,
+        household_id: &str,
+        mut decide: impl FnMut(&LedgerView, OffsetDateTime) -> Step<T>,
+    ) -> Result<(T, Option<Appended>), LedgerError> {
+        let key = chain_key(caller, household_id);
+        for attempt in 0..=APPEND_RETRIES {
+            let now = self.clock.now();
+            let now_ms = unix_ms(now);
+            let snapshot = self.store.load(&key, now_ms).await?;
+            let view = verified(household_id, snapshot)?;
+            let (entry, outcome) = match decide(&view, now) {
+                Step::Leave(outcome) => return Ok((outcome, None)),
+                Step::Append(entry, outcome) => (entry, outcome),
+            };
+            let (append, receipt) = next_append(&view, entry, now, now_ms);
+            match self.store.append(&key, append, now_ms).await {
+                Ok(()) => return Ok((outcome, Some(Appended { receipt }))),
+                Err(StoreError::Conflict) if attempt < APPEND_RETRIES => {
+                    // Jittered backoff so competing writers stop colliding in lockstep.
+                    let pause = rand::rng().random_range(0..=2_000u64 * (attempt as u64 + 1));
+                    tokio::time::sleep(std::time::Duration::from_micros(pause)).await;
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Err(LedgerError::Busy)
+    }
+
+    async fn load(
+        &self,
+        caller: &Caller,
+        household_id: &str,
+    ) -> Result<Option<Snapshot>, LedgerError> {
+        let key = chain_key(caller, household_id);
+        Ok(self.store.load(&key, unix_ms(self.clock.now())).await?)
+    }
+}
+
+/// One ledger per household per credential; the suffix keeps the household cap apart from
+/// the decision memory's chains in the same credential scope.
+fn chain_key(caller: &Caller, household_id: &str) -> ChainKey {
+    ChainKey {
+        scope: format!("{}/countersign", caller.scope),
+        name: household_id.to_owned(),
+    }
+}
+
+fn verify(snapshot: &Snapshot) -> Result<Vec<Entry>, IntegrityError> {
+    let entries: Vec<Entry> = chain::verify_parsed(
+        &snapshot.records,
+        snapshot.head.anchor.as_deref(),
+        &snapshot.head.last_hash,
+    )?;
+    // Every entry must also be readable as what it claims to be: a ledger entry whose time
+    // parses. Anything else is as untrustworthy as a bad hash.
+    for (index, entry) in entries.iter().enumerate() {
+        if entry.format != FORMAT || parse_time(&entry.at).is_none() {
+            return Err(IntegrityError {
+                position: index + 1,
+                problem: Problem::Unreadable,
+            });
+        }
+    }
+    Ok(entries)
+}
+
+fn broken(snapshot: &Snapshot, error: &IntegrityError) -> Check {
+    // Positions count retained records from 1; report the entry's place in the whole history.
+    let first_seq = snapshot
+        .records
+        .first()
+        .map_or(snapshot.head.last_seq, |r| r.seq);
+    let seq = match snapshot.records.get(error.position - 1) {
+        Some(record) => record.seq,
+        None => first_seq + error.position as u64 - 1,
+    };
+    Check::Broken {
+        seq: seq.max(1),
+        problem: error.problem,
+    }
+}
+
+fn verified(household_id: &str, snapshot: Option<Snapshot>) -> Result<LedgerView, LedgerError> {
+    let Some(snapshot) = snapshot else {
+        return Ok(LedgerView {
+            household_id: household_id.to_owned(),
+            head: None,
+            records: Vec::new(),
+            entries: Vec::new(),
+        });
+    };
+    match verify(&snapshot) {
+        Ok(entries) => Ok(LedgerView {
+            household_id: household_id.to_owned(),
+            head: Some(snapshot.head),
+            records: snapshot.records,
+            entries,
+        }),
+        Err(error) => match broken(&snapshot, &error) {
+            Check::Broken { seq, problem } => Err(LedgerError::Tampered { seq, problem }),
+            Check::Intact => unreachable!("a verification error is never intact"),
+        },
+    }
+}
+
+pub fn parse_time(at: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(at, &Rfc3339).ok()
+}
+
+/// When the ISO week containing `now` began: Monday 00:00 UTC.
+pub fn week_start(now: OffsetDateTime) -> OffsetDateTime {
+    let now = now.to_offset(time::UtcOffset::UTC);
+    let monday = now.date() - Duration::days(i64::from(now.weekday().number_days_from_monday()));
+    monday.midnight().assume_utc()
+}
+
+pub fn window_label(head: &Head) -> String {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(head.window_started_ms) * 1_000_000)
+        .map_or_else(|_| head.window_started_ms.to_string(), timestamp)
+}
+
+impl LedgerView {
+    /// Every request, in the order proposed.
+    pub fn requests(&self, now: OffsetDateTime) -> Vec<Request> {
+        let mut requests: Vec<Request> = Vec::new();
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        for (entry, record) in self.entries.iter().zip(&self.records) {
+            let at = parse_time(&entry.at).expect("verified entries have readable times");
+            match &entry.event {
+                Event::Proposal(proposal) => {
+                    let status = match proposal.outcome {
+                        Outcome::Placed => Status::Placed,
+                        Outcome::Blocked => Status::Blocked,
+                        Outcome::NeedsConfirmation => Status::WaitingForConfirmation,
+                        Outcome::NeedsGuardian => Status::WaitingForGuardian,
+                    };
+                    index.insert(&entry.request_id, requests.len());
+                    requests.push(Request {
+                        request_id: entry.request_id.clone(),
+                        member_id: entry.member_id.clone(),
+                        proposed_at: at,
+                        proposal: (**proposal).clone(),
+                        status,
+                        placed: proposal.order_id.clone().map(|order_id| Placement {
+                            order_id,
+                            at,
+                            receipt: self.receipt(record),
+                        }),
+                        readings: vec![Reading {
+                            member_id: entry.member_id.clone(),
+                            turn_id: entry.turn_id.clone(),
+                        }],
+                    });
+                }
+                Event::ReadAloud { .. } => {
+                    if let Some(&i) = index.get(entry.request_id.as_str()) {
+                        requests[i].readings.push(Reading {
+                            member_id: entry.member_id.clone(),
+                            turn_id: entry.turn_id.clone(),
+                        });
+                    }
+                }
+                Event::Confirmation(resolution) | Event::GuardianDecision(resolution) => {
+                    if let Some(&i) = index.get(entry.request_id.as_str()) {
+                        let request = &mut requests[i];
+                        request.status = match resolution.result {
+                            Settled::Placed => Status::Placed,
+                            Settled::Cancelled => Status::Cancelled,
+                            Settled::Declined => Status::Declined,
+                            Settled::Blocked => Status::Blocked,
+                        };
+                        request.placed = resolution.order_id.clone().map(|order_id| Placement {
+                            order_id,
+                            at,
+                            receipt: self.receipt(record),
+                        });
+                    }
+                }
+            }
+        }
+        for request in &mut requests {
+            if request.status.is_waiting() && now - request.proposed_at > WAITING_FOR {
+                request.status = Status::Expired;
+            }
+        }
+        requests
+    }
+
+    pub fn request(&self, request_id: &str, now: OffsetDateTime) -> Option<Request> {
+        self.requests(now)
+            .into_iter()
+            .find(|request| request.request_id == request_id)
+    }
+
+    /// What placed orders since `since` total, or `None` when evicted entries might have
+    /// fallen after `since` (the ledger then cannot say, and the budget check blocks).
+    pub fn spent_since(&self, since: OffsetDateTime, now: OffsetDateTime) -> Option<u64> {
+        let evicted = self.head.as_ref().is_some_and(|head| head.anchor.is_some());
+        let oldest_retained = self.entries.first().and_then(|e| parse_time(&e.at));
+        if evicted && oldest_retained.is_none_or(|oldest| oldest >= since) {
+            return None;
+        }
+        Some(
+            self.requests(now)
+                .iter()
+                .filter_map(|request| {
+                    let placed = request.placed.as_ref()?;
+                    (placed.at >= since).then_some(request.proposal.total_cents)
+                })
+                .sum(),
+        )
+    }
+
+    fn receipt(&self, record: &Sealed) -> Receipt {
+        Receipt {
+            household_id: self.household_id.clone(),
+            window: self.head.as_ref().map(window_label).unwrap_or_default(),
+            seq: record.seq,
+            entry_hash: record.hash.clone(),
+        }
+    }
+
+    /// Whether `request_id` is already used in this ledger.
+    pub fn has_request(&self, request_id: &str) -> bool {
+        self.entries
+            .iter()
+            .any(|entry| entry.request_id == request_id)
+    }
+}
+
+/// The append for `entry` after the view's head, with the receipt it will have.
+fn next_append(
+    view: &LedgerView,
+    entry: NewEntry,
+    now: OffsetDateTime,
+    now_ms: i64,
+) -> (Append, Receipt) {
+    let (seq, prev, window_started_ms, expires_at_ms) = match &view.head {
+        Some(head) => (
+            head.last_seq + 1,
+            Some(head.last_hash.clone()),
+            head.window_started_ms,
+            head.expires_at_ms,
+        ),
+        None => (1, None, now_ms, now_ms + WINDOW_MS),
+    };
+    let entry = Entry {
+        format: FORMAT.to_owned(),
+        seq,
+        prev,
+        at: timestamp(now),
+        request_id: entry.request_id,
+        member_id: entry.member_id,
+        turn_id: entry.turn_id,
+        event: entry.event,
+    };
+    let body = serde_json::to_value(&entry).expect("ledger entries serialise");
+    let sealed = Sealed::new(seq, &body);
+    // Keep the newest CAPACITY entries, the new one included.
+    let evicted = (view.records.len() + 1).saturating_sub(CAPACITY);
+    let anchor = match evicted {
+        0 => view.head.as_ref().and_then(|head| head.anchor.clone()),
+        n => Some(view.records[n - 1].hash.clone()),
+    };
+    let evict_below_seq = view.records.get(evicted).map_or(seq, |r| r.seq);
+    let head = Head {
+        window_started_ms,
+        expires_at_ms,
+        last_seq: seq,
+        last_hash: sealed.hash.clone(),
+        anchor,
+    };
+    let receipt = Receipt {
+        household_id: view.household_id.clone(),
+        window: window_label(&head),
+        seq,
+        entry_hash: sealed.hash.clone(),
+    };
+    let append = Append {
+        expected: view.head.clone(),
+        head,
+        record: sealed,
+        evict_below_seq,
+        max_live_chains: MAX_HOUSEHOLDS,
+    };
+    (append, receipt)
+}
+
+/// A fresh identifier: `prefix` and ten upper-case hex digits.
+pub fn fresh_id(prefix: &str) -> String {
+    let bytes: [u8; 5] = rand::rng().random();
+    format!("{prefix}{}", hex::encode_upper(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    #[test]
+    fn weeks_start_on_monday_at_midnight_utc() {
+        assert_eq!(
+            week_start(datetime!(2026-11-30 07:33 UTC)),
+            datetime!(2026-11-30 00:00 UTC)
+        );
+        assert_eq!(
+            week_start(datetime!(2026-12-06 23:59:59 UTC)),
+            datetime!(2026-11-30 00:00 UTC)
+        );
+        assert_eq!(
+            week_start(datetime!(2026-12-07 00:00 UTC)),
+            datetime!(2026-12-07 00:00 UTC)
+        );
+        assert_eq!(
+            week_start(datetime!(2026-12-07 00:30 +01:00)),
+            datetime!(2026-11-30 00:00 UTC)
+        );
+    }
+
+    #[test]
+    fn entries_serialise_flat_with_their_kind() {
+        let entry = Entry {
+            format: FORMAT.into(),
+            seq: 2,
+            prev: Some("ab".into()),
+            at: "2026-11-30T08:00:00.000Z".into(),
+            request_id: "REQ-1".into(),
+            member_id: "dana".into(),
+            turn_id: "t-2".into(),
+            event: Event::ReadAloud {
+                question: "Do you approve?".into(),
+            },
+        };
+        let json = serde_json::to_value(&entry).unwrap();
+        assert_eq!(json["kind"], "read_aloud");
+        assert_eq!(json["question"], "Do you approve?");
+        let back: Entry = serde_json::from_value(json).unwrap();
+        assert_eq!(back, entry);
+    }
+}
