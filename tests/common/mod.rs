@@ -5,6 +5,7 @@
 
 pub mod aion_stand_in;
 pub mod capture;
+pub mod device;
 pub mod process;
 
 use std::collections::HashMap;

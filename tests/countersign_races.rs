@@ -1,0 +1,167 @@
+//! Waiting requests change state only by an append conditional on the ledger head, so racing
+//! answers place exactly one order. Shown on both stores: SQLite, and DynamoDB on moto.
+
+mod common;
+
+use std::sync::Arc;
+
+use hearth_core::auth::attestation::{Attestation, HostClaim};
+use hearth_core::clock::{Clock, ManualClock};
+use hearth_core::countersign::CountersignService;
+use hearth_core::countersign::household::HouseholdData;
+use hearth_core::countersign::judge::rules::RulesJudge;
+use hearth_core::countersign::ledger::{Ledger, Settled, Status};
+use hearth_core::countersign::service::CountersignError;
+use hearth_core::store::ChainStore;
+use hearth_core::store::dynamodb::DynamoStore;
+use hearth_core::store::sqlite::SqliteStore;
+use hearth_core::toolset::Caller;
+use hearth_testkit::moto::{Moto, unique_name};
+
+const RACERS: usize = 8;
+
+struct Household {
+    service: Arc<CountersignService>,
+    clock: Arc<ManualClock>,
+}
+
+impl Household {
+    fn over(store: Arc<dyn ChainStore>) -> Self {
+        let clock = Arc::new(ManualClock::new(time::OffsetDateTime::now_utc()));
+        let service = CountersignService::new(
+            Arc::new(HouseholdData::built_in().unwrap()),
+            Ledger::new(store, clock.clone()),
+            Arc::new(RulesJudge),
+        );
+        Self {
+            service: Arc::new(service),
+            clock,
+        }
+    }
+
+    fn speaking(&self, member: &str, turn: &str, words: &str, answering: Option<&str>) -> Caller {
+        Caller {
+            scope: "racing-household".into(),
+            host: HostClaim::Verified(Attestation {
+                member_id: member.into(),
+                turn_id: turn.into(),
+                utterances: vec![words.into()],
+                issued_at: self.clock.now().unix_timestamp(),
+                answering: answering.map(str::to_owned),
+            }),
+        }
+    }
+}
+
+/// Every racer answers yes; exactly one places the order and the others find it settled.
+async fn racing_yeses_place_one_order(store: Arc<dyn ChainStore>) {
+    let home = Household::over(store);
+    let held = home
+        .service
+        .propose(&home.speaking("dana", "t0", "get the dino blocks", None), "dino-blocks", "standard", 1)
+        .await
+        .unwrap();
+    assert_eq!(held.status, Status::WaitingForConfirmation);
+    let id = held.request_id;
+
+    let mut racers = Vec::new();
+    for racer in 0..RACERS {
+        let caller = home.speaking("dana", &format!("t{}", racer + 1), "yes", Some(&id));
+        let service = home.service.clone();
+        let id = id.clone();
+        racers.push(tokio::spawn(async move { service.confirm(&caller, &id).await }));
+    }
+    let mut placed = Vec::new();
+    for racer in racers {
+        let answer = racer.await.unwrap();
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(CountersignError::Ledger(error)) => panic!("a racer failed: {error}"),
+            Err(error) => panic!("a racer was refused: {error}"),
+        };
+        assert_eq!(answer.status, Status::Placed);
+        if answer.result == Some(Settled::Placed) {
+            placed.push(answer.placed.unwrap().order_id);
+        }
+    }
+    assert_eq!(placed.len(), 1, "exactly one order: {placed:?}");
+
+    let activity = home
+        .service
+        .activity(&home.speaking("chris", "t99", "what did we buy", None))
+        .await
+        .unwrap();
+    assert_eq!(activity.placed.len(), 1);
+    assert_eq!(activity.placed[0].order_id.as_deref(), Some(placed[0].as_str()));
+    assert_eq!(activity.spent_cents, Some(2499));
+    assert_eq!(activity.ledger.entries, 2, "the proposal and one confirmation");
+}
+
+/// Both guardians approve a child's request at once; one order.
+async fn racing_guardians_place_one_order(store: Arc<dyn ChainStore>) {
+    let home = Household::over(store);
+    let held = home
+        .service
+        .propose(&home.speaking("leo", "t0", "order a 4 pack of AA batteries", None), "aa-batteries", "4-pack", 1)
+        .await
+        .unwrap();
+    assert_eq!(held.status, Status::WaitingForGuardian);
+    let id = held.request_id;
+    for guardian in ["dana", "chris"] {
+        home.service
+            .list_waiting(&home.speaking(guardian, &format!("{guardian}-read"), "what's waiting", None))
+            .await
+            .unwrap();
+    }
+    let racers: Vec<_> = ["dana", "chris"]
+        .into_iter()
+        .map(|guardian| {
+            let caller = home.speaking(guardian, &format!("{guardian}-answer"), "yes", Some(&id));
+            let service = home.service.clone();
+            let id = id.clone();
+            tokio::spawn(async move { service.decide(&caller, &id, true).await })
+        })
+        .collect();
+    let mut orders = 0;
+    for racer in racers {
+        let answer = racer.await.unwrap().unwrap();
+        assert_eq!(answer.status, Status::Placed);
+        orders += usize::from(answer.result == Some(Settled::Placed));
+    }
+    assert_eq!(orders, 1);
+}
+
+fn sqlite() -> (Arc<dyn ChainStore>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("races.db")).unwrap();
+    (Arc::new(store), dir)
+}
+
+async fn dynamodb() -> Arc<dyn ChainStore> {
+    let client = Moto::shared().dynamodb_client();
+    let store = DynamoStore::new(client, unique_name("hearth-races"));
+    store.ensure_table().await.expect("create the table");
+    Arc::new(store)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_confirmations_place_one_order_on_sqlite() {
+    let (store, _dir) = sqlite();
+    racing_yeses_place_one_order(store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_guardians_place_one_order_on_sqlite() {
+    let (store, _dir) = sqlite();
+    racing_guardians_place_one_order(store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_confirmations_place_one_order_on_dynamodb() {
+    racing_yeses_place_one_order(dynamodb().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_guardians_place_one_order_on_dynamodb() {
+    racing_guardians_place_one_order(dynamodb().await).await;
+}
