@@ -12,7 +12,10 @@ use serde_json::{Value, json};
 
 fn device() -> (Device, common::Harness) {
     let harness = harness(&[("COUNTERSIGN_HOST_KEY", HOST_KEY)]);
-    (Device::new(harness.router.clone(), harness.clock.clone()), harness)
+    (
+        Device::new(harness.router.clone(), harness.clock.clone()),
+        harness,
+    )
 }
 
 fn propose(product: &str, variant: &str, quantity: u32) -> Value {
@@ -82,7 +85,9 @@ async fn a_yes_counts_only_from_the_same_person_in_a_later_turn_answering_that_q
     let other = ok(&same)["request_id"].as_str().unwrap().to_owned();
     let early = device
         .call(
-            Turn::new("dana", &["yes"]).answering(&other).in_turn(&proposal_turn),
+            Turn::new("dana", &["yes"])
+                .answering(&other)
+                .in_turn(&proposal_turn),
             "confirm_purchase",
             json!({"request_id": other}),
         )
@@ -91,20 +96,35 @@ async fn a_yes_counts_only_from_the_same_person_in_a_later_turn_answering_that_q
 
     // Someone else's yes.
     let chris = device
-        .call(Turn::new("chris", &["yes"]).answering(&id), "confirm_purchase", args.clone())
+        .call(
+            Turn::new("chris", &["yes"]).answering(&id),
+            "confirm_purchase",
+            args.clone(),
+        )
         .await;
     assert!(refusal(&chris).contains("Only Dana"), "{chris}");
 
     // A yes to some other question.
     let stray = device
-        .call(Turn::new("dana", &["yes"]), "confirm_purchase", args.clone())
+        .call(
+            Turn::new("dana", &["yes"]),
+            "confirm_purchase",
+            args.clone(),
+        )
         .await;
-    assert!(refusal(&stray).contains("not given to this request's question"), "{stray}");
+    assert!(
+        refusal(&stray).contains("not given to this request's question"),
+        "{stray}"
+    );
 
     // Hesitation decides nothing.
     for words in ["yes, I think so", "yes?", "maybe"] {
         let unsure = device
-            .call(Turn::new("dana", &[words]).answering(&id), "confirm_purchase", args.clone())
+            .call(
+                Turn::new("dana", &[words]).answering(&id),
+                "confirm_purchase",
+                args.clone(),
+            )
             .await;
         let unsure = ok(&unsure);
         assert_eq!(unsure["status"], "waiting_for_confirmation", "{words}");
@@ -113,14 +133,22 @@ async fn a_yes_counts_only_from_the_same_person_in_a_later_turn_answering_that_q
     }
 
     let yes = device
-        .call(Turn::new("dana", &["yes, go ahead"]).answering(&id), "confirm_purchase", args.clone())
+        .call(
+            Turn::new("dana", &["yes, go ahead"]).answering(&id),
+            "confirm_purchase",
+            args.clone(),
+        )
         .await;
     let yes = ok(&yes);
     assert_eq!(yes["result"], "placed");
     assert!(text(&yes["placed"]["order_id"]).starts_with("SIM-"));
 
     let again = device
-        .call(Turn::new("dana", &["yes"]).answering(&id), "confirm_purchase", args)
+        .call(
+            Turn::new("dana", &["yes"]).answering(&id),
+            "confirm_purchase",
+            args,
+        )
         .await;
     let again = ok(&again);
     assert_eq!(again["result"], Value::Null);
@@ -143,13 +171,21 @@ async fn a_clear_no_cancels_and_nothing_is_bought() {
     assert!(text(&held["reasons"][0]).contains("never ordered from Toy Planet"));
     let id = held["request_id"].as_str().unwrap();
     let no = device
-        .call(Turn::new("dana", &["no, cancel it"]).answering(id), "confirm_purchase", json!({"request_id": id}))
+        .call(
+            Turn::new("dana", &["no, cancel it"]).answering(id),
+            "confirm_purchase",
+            json!({"request_id": id}),
+        )
         .await;
     let no = ok(&no);
     assert_eq!(no["result"], "cancelled");
     assert_eq!(no["placed"], Value::Null);
     let activity = device
-        .call(Turn::new("chris", &["what did we buy this week"]), "household_activity", json!({}))
+        .call(
+            Turn::new("chris", &["what did we buy this week"]),
+            "household_activity",
+            json!({}),
+        )
         .await;
     let activity = ok(&activity);
     assert_eq!(activity["spent_cents"], 0);
@@ -157,7 +193,8 @@ async fn a_clear_no_cancels_and_nothing_is_bought() {
 }
 
 #[tokio::test]
-async fn a_child_saying_its_mum_is_still_the_child_and_a_guardian_decides_only_what_was_read_to_them() {
+async fn a_child_saying_its_mum_is_still_the_child_and_a_guardian_decides_only_what_was_read_to_them()
+ {
     let (device, _h) = device();
     let asked = device
         .call(
@@ -173,22 +210,44 @@ async fn a_child_saying_its_mum_is_still_the_child_and_a_guardian_decides_only_w
     let approve = json!({"request_id": id, "decision": "approve"});
 
     let mum = device
-        .call(Turn::new("mia", &["it's Mum, I approve"]).answering(&id), "decide_request", approve.clone())
+        .call(
+            Turn::new("mia", &["it's Mum, I approve"]).answering(&id),
+            "decide_request",
+            approve.clone(),
+        )
         .await;
     assert!(refusal(&mum).contains("Mia is not a guardian"), "{mum}");
     let confirm = device
-        .call(Turn::new("mia", &["yes"]).answering(&id), "confirm_purchase", json!({"request_id": id}))
+        .call(
+            Turn::new("mia", &["yes"]).answering(&id),
+            "confirm_purchase",
+            json!({"request_id": id}),
+        )
         .await;
-    assert!(refusal(&confirm).contains("waits for a guardian"), "{confirm}");
+    assert!(
+        refusal(&confirm).contains("waits for a guardian"),
+        "{confirm}"
+    );
 
     let unread = device
-        .call(Turn::new("dana", &["yes"]).answering(&id), "decide_request", approve.clone())
+        .call(
+            Turn::new("dana", &["yes"]).answering(&id),
+            "decide_request",
+            approve.clone(),
+        )
         .await;
-    assert!(refusal(&unread).contains("not been read to you"), "{unread}");
+    assert!(
+        refusal(&unread).contains("not been read to you"),
+        "{unread}"
+    );
 
     let reading_turn = device.next_turn();
     let waiting = device
-        .call(Turn::new("dana", &["anything waiting for me?"]).in_turn(&reading_turn), "list_waiting", json!({}))
+        .call(
+            Turn::new("dana", &["anything waiting for me?"]).in_turn(&reading_turn),
+            "list_waiting",
+            json!({}),
+        )
         .await;
     let waiting = ok(&waiting);
     assert_eq!(waiting["waiting"], 1);
@@ -199,7 +258,13 @@ async fn a_child_saying_its_mum_is_still_the_child_and_a_guardian_decides_only_w
     );
 
     let same_turn = device
-        .call(Turn::new("dana", &["yes"]).answering(&id).in_turn(&reading_turn), "decide_request", approve.clone())
+        .call(
+            Turn::new("dana", &["yes"])
+                .answering(&id)
+                .in_turn(&reading_turn),
+            "decide_request",
+            approve.clone(),
+        )
         .await;
     assert!(refusal(&same_turn).contains("later turn"), "{same_turn}");
     let contradicted = device
@@ -209,17 +274,28 @@ async fn a_child_saying_its_mum_is_still_the_child_and_a_guardian_decides_only_w
             json!({"request_id": id, "decision": "decline"}),
         )
         .await;
-    assert!(refusal(&contradicted).contains("Your words say yes"), "{contradicted}");
+    assert!(
+        refusal(&contradicted).contains("Your words say yes"),
+        "{contradicted}"
+    );
 
     let approved = device
-        .call(Turn::new("dana", &["yes"]).answering(&id), "decide_request", approve)
+        .call(
+            Turn::new("dana", &["yes"]).answering(&id),
+            "decide_request",
+            approve,
+        )
         .await;
     let approved = ok(&approved);
     assert_eq!(approved["result"], "placed");
     assert!(text(&approved["placed"]["order_id"]).starts_with("SIM-"));
 
     let nothing = device
-        .call(Turn::new("dana", &["anything else?"]), "list_waiting", json!({}))
+        .call(
+            Turn::new("dana", &["anything else?"]),
+            "list_waiting",
+            json!({}),
+        )
         .await;
     assert_eq!(ok(&nothing)["say"], "Nothing is waiting for you.");
 }
@@ -228,13 +304,27 @@ async fn a_child_saying_its_mum_is_still_the_child_and_a_guardian_decides_only_w
 async fn a_guardian_can_decline_in_their_own_words() {
     let (device, _h) = device();
     let asked = device
-        .call(Turn::new("rose", &["buy a fifty dollar gift card"]), "propose_purchase", propose("gift-card", "50", 1))
+        .call(
+            Turn::new("rose", &["buy a fifty dollar gift card"]),
+            "propose_purchase",
+            propose("gift-card", "50", 1),
+        )
         .await;
     let asked = ok(&asked);
     assert_eq!(asked["outcome"], "needs_guardian");
-    assert!(asked["reasons"].to_string().contains("gift cards bought by an older relative"));
+    assert!(
+        asked["reasons"]
+            .to_string()
+            .contains("gift cards bought by an older relative")
+    );
     let id = asked["request_id"].as_str().unwrap();
-    device.call(Turn::new("chris", &["what's waiting"]), "list_waiting", json!({})).await;
+    device
+        .call(
+            Turn::new("chris", &["what's waiting"]),
+            "list_waiting",
+            json!({}),
+        )
+        .await;
     let declined = device
         .call(
             Turn::new("chris", &["no"]).answering(id),
@@ -292,7 +382,11 @@ async fn the_weekly_budget_is_rebuilt_from_the_ledger_and_restarts_on_monday() {
     assert!(text(&fourth["reasons"][0]).contains("$467.64, over the weekly budget of $400.00"));
 
     let activity = device
-        .call(Turn::new("leo", &["what did we buy this week"]), "household_activity", json!({}))
+        .call(
+            Turn::new("leo", &["what did we buy this week"]),
+            "household_activity",
+            json!({}),
+        )
         .await;
     let activity = ok(&activity);
     assert_eq!(activity["spent_cents"], 35073);
@@ -300,11 +394,18 @@ async fn the_weekly_budget_is_rebuilt_from_the_ledger_and_restarts_on_monday() {
     assert_eq!(activity["stopped"].as_array().unwrap().len(), 1);
     assert_eq!(activity["ledger"]["intact"], true);
     assert_eq!(activity["ledger"]["entries"], 4);
-    assert!(text(&activity["say"]).starts_with("This week 3 orders were placed for $350.73 of the $400.00 budget"));
+    assert!(
+        text(&activity["say"])
+            .starts_with("This week 3 orders were placed for $350.73 of the $400.00 budget")
+    );
 
     harness.clock.advance(time::Duration::days(7));
     let next_week = device
-        .call(Turn::new("leo", &["and now?"]), "household_activity", json!({}))
+        .call(
+            Turn::new("leo", &["and now?"]),
+            "household_activity",
+            json!({}),
+        )
         .await;
     assert_eq!(ok(&next_week)["spent_cents"], 0);
     let fifth = device
@@ -321,12 +422,22 @@ async fn the_weekly_budget_is_rebuilt_from_the_ledger_and_restarts_on_monday() {
 async fn a_waiting_request_expires_after_a_day() {
     let (device, harness) = device();
     let held = device
-        .call(Turn::new("dana", &["get the dino blocks"]), "propose_purchase", propose("dino-blocks", "standard", 1))
+        .call(
+            Turn::new("dana", &["get the dino blocks"]),
+            "propose_purchase",
+            propose("dino-blocks", "standard", 1),
+        )
         .await;
     let id = ok(&held)["request_id"].as_str().unwrap().to_owned();
-    harness.clock.advance(time::Duration::hours(24) + time::Duration::seconds(1));
+    harness
+        .clock
+        .advance(time::Duration::hours(24) + time::Duration::seconds(1));
     let late = device
-        .call(Turn::new("dana", &["yes"]).answering(&id), "confirm_purchase", json!({"request_id": id}))
+        .call(
+            Turn::new("dana", &["yes"]).answering(&id),
+            "confirm_purchase",
+            json!({"request_id": id}),
+        )
         .await;
     let late = ok(&late);
     assert_eq!(late["status"], "expired");
@@ -339,7 +450,10 @@ async fn tools_that_act_or_reveal_refuse_without_a_valid_attestation_and_say_why
     let acting = [
         ("propose_purchase", propose("aa-batteries", "4-pack", 1)),
         ("confirm_purchase", json!({"request_id": "REQ-0000000000"})),
-        ("decide_request", json!({"request_id": "REQ-0000000000", "decision": "approve"})),
+        (
+            "decide_request",
+            json!({"request_id": "REQ-0000000000", "decision": "approve"}),
+        ),
         ("list_waiting", json!({})),
         ("household_activity", json!({})),
         ("verify_ledger", json!({})),
@@ -350,7 +464,10 @@ async fn tools_that_act_or_reveal_refuse_without_a_valid_attestation_and_say_why
     ];
     for (tool, args) in &acting {
         let bare = device.call_with(&[], tool, args.clone()).await;
-        assert!(refusal(&bare).contains("no device attestation"), "{tool}: {bare}");
+        assert!(
+            refusal(&bare).contains("no device attestation"),
+            "{tool}: {bare}"
+        );
     }
 
     let turn = Turn::new("dana", &["order a 4 pack of AA batteries"]);
@@ -358,31 +475,49 @@ async fn tools_that_act_or_reveal_refuse_without_a_valid_attestation_and_say_why
     let (_, wrong) = device.headers(&turn, "not the host key");
     let forged = device
         .call_with(
-            &[("x-countersign-attestation", &attestation), ("x-countersign-signature", &wrong)],
+            &[
+                ("x-countersign-attestation", &attestation),
+                ("x-countersign-signature", &wrong),
+            ],
             "propose_purchase",
             acting[0].1.clone(),
         )
         .await;
-    assert!(refusal(&forged).contains("signature does not match"), "{forged}");
+    assert!(
+        refusal(&forged).contains("signature does not match"),
+        "{forged}"
+    );
 
     let (attestation, signature) = device.headers(&turn, HOST_KEY);
     harness.clock.advance(time::Duration::seconds(301));
     let stale = device
         .call_with(
-            &[("x-countersign-attestation", &attestation), ("x-countersign-signature", &signature)],
+            &[
+                ("x-countersign-attestation", &attestation),
+                ("x-countersign-signature", &signature),
+            ],
             "propose_purchase",
             acting[0].1.clone(),
         )
         .await;
-    assert!(refusal(&stale).contains("older than five minutes"), "{stale}");
+    assert!(
+        refusal(&stale).contains("older than five minutes"),
+        "{stale}"
+    );
 
     let stranger = device
-        .call(Turn::new("mallory", &["buy a gift card"]), "propose_purchase", propose("gift-card", "100", 1))
+        .call(
+            Turn::new("mallory", &["buy a gift card"]),
+            "propose_purchase",
+            propose("gift-card", "100", 1),
+        )
         .await;
     assert!(refusal(&stranger).contains("not a member"), "{stranger}");
 
     // Searching reveals nothing of the household and needs no attestation.
-    let search = device.call_with(&[], "search_products", json!({"query": "AA batteries"})).await;
+    let search = device
+        .call_with(&[], "search_products", json!({"query": "AA batteries"}))
+        .await;
     assert_eq!(ok(&search)["results"][0]["product_id"], "aa-batteries");
 }
 
@@ -391,7 +526,11 @@ async fn without_a_host_key_every_acting_tool_refuses() {
     let harness = harness(&[]);
     let device = Device::new(harness.router.clone(), harness.clock.clone());
     let result = device
-        .call(Turn::new("dana", &["order a 4 pack of AA batteries"]), "propose_purchase", propose("aa-batteries", "4-pack", 1))
+        .call(
+            Turn::new("dana", &["order a 4 pack of AA batteries"]),
+            "propose_purchase",
+            propose("aa-batteries", "4-pack", 1),
+        )
         .await;
     assert!(refusal(&result).contains("no host key"), "{result}");
 }
@@ -400,42 +539,109 @@ async fn without_a_host_key_every_acting_tool_refuses() {
 async fn arguments_are_bounded_at_their_limits() {
     let (device, _h) = device();
     let speak = || Turn::new("dana", &["order 99 packs of AA batteries"]);
-    let at_limit = device.call(speak(), "propose_purchase", propose("aa-batteries", "4-pack", 99)).await;
+    let at_limit = device
+        .call(
+            speak(),
+            "propose_purchase",
+            propose("aa-batteries", "4-pack", 99),
+        )
+        .await;
     assert_eq!(ok(&at_limit)["order"]["quantity"], 99);
-    let past = device.call(speak(), "propose_purchase", propose("aa-batteries", "4-pack", 100)).await;
+    let past = device
+        .call(
+            speak(),
+            "propose_purchase",
+            propose("aa-batteries", "4-pack", 100),
+        )
+        .await;
     assert!(refusal(&past).contains("between 1 and 99"), "{past}");
-    let zero = device.call(speak(), "propose_purchase", propose("aa-batteries", "4-pack", 0)).await;
+    let zero = device
+        .call(
+            speak(),
+            "propose_purchase",
+            propose("aa-batteries", "4-pack", 0),
+        )
+        .await;
     assert!(refusal(&zero).contains("between 1 and 99"), "{zero}");
-    let unknown = device.call(speak(), "propose_purchase", propose("aa-batteries", "6-pack", 1)).await;
-    assert!(refusal(&unknown).contains("has no variant with that id; it has 4-pack, 12-pack"), "{unknown}");
+    let unknown = device
+        .call(
+            speak(),
+            "propose_purchase",
+            propose("aa-batteries", "6-pack", 1),
+        )
+        .await;
+    assert!(
+        refusal(&unknown).contains("has no variant with that id; it has 4-pack, 12-pack"),
+        "{unknown}"
+    );
     let extra = device
         .call(speak(), "propose_purchase", json!({"product_id": "aa-batteries", "variant_id": "4-pack", "quantity": 1, "member_id": "dana"}))
         .await;
-    assert!(refusal(&extra).contains("unknown field `member_id`"), "{extra}");
+    assert!(
+        refusal(&extra).contains("unknown field `member_id`"),
+        "{extra}"
+    );
 
     let query = "a".repeat(200);
-    let search = device.call_with(&[], "search_products", json!({"query": query})).await;
+    let search = device
+        .call_with(&[], "search_products", json!({"query": query}))
+        .await;
     assert!(ok(&search)["results"].as_array().unwrap().is_empty());
-    let long = device.call_with(&[], "search_products", json!({"query": format!("{query}a")})).await;
+    let long = device
+        .call_with(
+            &[],
+            "search_products",
+            json!({"query": format!("{query}a")}),
+        )
+        .await;
     assert!(refusal(&long).contains("limit is 200"), "{long}");
-    let ten = device.call_with(&[], "search_products", json!({"query": "the", "max_results": 10})).await;
+    let ten = device
+        .call_with(
+            &[],
+            "search_products",
+            json!({"query": "the", "max_results": 10}),
+        )
+        .await;
     assert_eq!(ok(&ten)["results"].as_array().unwrap().len(), 10);
-    let eleven = device.call_with(&[], "search_products", json!({"query": "the", "max_results": 11})).await;
+    let eleven = device
+        .call_with(
+            &[],
+            "search_products",
+            json!({"query": "the", "max_results": 11}),
+        )
+        .await;
     assert!(refusal(&eleven).contains("between 1 and 10"), "{eleven}");
 
     let id = "R".repeat(64);
-    let at = device.call(speak(), "confirm_purchase", json!({"request_id": id})).await;
+    let at = device
+        .call(speak(), "confirm_purchase", json!({"request_id": id}))
+        .await;
     assert!(refusal(&at).contains("no request with that id"), "{at}");
-    let over = device.call(speak(), "confirm_purchase", json!({"request_id": format!("{id}R")})).await;
+    let over = device
+        .call(
+            speak(),
+            "confirm_purchase",
+            json!({"request_id": format!("{id}R")}),
+        )
+        .await;
     assert!(refusal(&over).contains("1 to 64 characters"), "{over}");
 }
 
 #[tokio::test]
 async fn the_household_rules_are_a_resource() {
     let (device, _h) = device();
-    let list = device.post(&json!({"jsonrpc": "2.0", "id": 1, "method": "resources/list"}), &[]).await;
+    let list = device
+        .post(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "resources/list"}),
+            &[],
+        )
+        .await;
     let resources = &list.body["result"]["resources"];
-    assert_eq!(resources[0]["uri"], "countersign://household/rules", "{}", list.raw);
+    assert_eq!(
+        resources[0]["uri"], "countersign://household/rules",
+        "{}",
+        list.raw
+    );
     assert_eq!(resources[0]["mimeType"], "application/json");
     let read = device
         .post(
@@ -447,7 +653,10 @@ async fn the_household_rules_are_a_resource() {
     let rules: Value = serde_json::from_str(text(&contents["text"])).unwrap();
     assert_eq!(rules["weekly_budget_cents"], 40000);
     assert_eq!(rules["roles"]["child"]["per_order_limit_cents"], 3000);
-    assert_eq!(rules["gift_cards_need_guardian_for"], json!(["older_relative"]));
+    assert_eq!(
+        rules["gift_cards_need_guardian_for"],
+        json!(["older_relative"])
+    );
     let missing = device
         .post(
             &json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": "countersign://household/secrets"}}),
@@ -462,13 +671,23 @@ async fn the_household_rules_are_a_resource() {
 /// Places three orders and returns their receipts.
 async fn three_orders(device: &Device) -> Vec<Value> {
     let mut receipts = Vec::new();
-    for words in ["order a 4 pack of AA batteries", "order 6 rolls of paper towels", "buy the unscented laundry detergent"] {
+    for words in [
+        "order a 4 pack of AA batteries",
+        "order 6 rolls of paper towels",
+        "buy the unscented laundry detergent",
+    ] {
         let (product, variant) = match words {
             w if w.contains("AA") => ("aa-batteries", "4-pack"),
             w if w.contains("towels") => ("paper-towels", "6-rolls"),
             _ => ("laundry-detergent", "unscented-2l"),
         };
-        let placed = device.call(Turn::new("dana", &[words]), "propose_purchase", propose(product, variant, 1)).await;
+        let placed = device
+            .call(
+                Turn::new("dana", &[words]),
+                "propose_purchase",
+                propose(product, variant, 1),
+            )
+            .await;
         assert_eq!(ok(&placed)["outcome"], "placed", "{placed}");
         receipts.push(ok(&placed)["placed"]["receipt"].clone());
     }
@@ -480,7 +699,15 @@ fn ledger_rows(db: &Connection) -> Vec<(String, String, i64, String, String)> {
         .prepare("SELECT scope, name, seq, hash, body FROM chain_records WHERE scope LIKE '%/countersign' ORDER BY seq")
         .unwrap();
     statement
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?)))
+        .query_map([], |row| {
+            Ok((
+                row.get(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                row.get(4)?,
+            ))
+        })
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap()
@@ -488,7 +715,11 @@ fn ledger_rows(db: &Connection) -> Vec<(String, String, i64, String, String)> {
 
 async fn check(device: &Device, receipt: &Value) -> Value {
     let result = device
-        .call(Turn::new("dana", &["check my receipt"]), "check_receipt", json!({"receipt": receipt}))
+        .call(
+            Turn::new("dana", &["check my receipt"]),
+            "check_receipt",
+            json!({"receipt": receipt}),
+        )
         .await;
     ok(&result).clone()
 }
@@ -504,22 +735,44 @@ async fn an_edited_entry_is_named_and_stops_every_purchase() {
     )
     .unwrap();
 
-    let verify = device.call(Turn::new("chris", &["is the ledger intact?"]), "verify_ledger", json!({})).await;
+    let verify = device
+        .call(
+            Turn::new("chris", &["is the ledger intact?"]),
+            "verify_ledger",
+            json!({}),
+        )
+        .await;
     let verify = ok(&verify);
     assert_eq!(verify["check"]["intact"], false);
     assert_eq!(verify["check"]["first_bad_entry"], 2);
-    assert_eq!(text(&verify["say"]), "The ledger has been altered: entry 2 fails the check (its content does not match its hash).");
+    assert_eq!(
+        text(&verify["say"]),
+        "The ledger has been altered: entry 2 fails the check (its content does not match its hash)."
+    );
 
-    let activity = device.call(Turn::new("chris", &["what did we buy?"]), "household_activity", json!({})).await;
+    let activity = device
+        .call(
+            Turn::new("chris", &["what did we buy?"]),
+            "household_activity",
+            json!({}),
+        )
+        .await;
     let activity = ok(&activity);
     assert_eq!(activity["ledger"]["intact"], false);
     assert_eq!(activity["placed"], json!([]));
     assert!(text(&activity["say"]).starts_with("I can't tell you what was bought"));
 
     let refused = device
-        .call(Turn::new("dana", &["order a 4 pack of AA batteries"]), "propose_purchase", propose("aa-batteries", "4-pack", 1))
+        .call(
+            Turn::new("dana", &["order a 4 pack of AA batteries"]),
+            "propose_purchase",
+            propose("aa-batteries", "4-pack", 1),
+        )
         .await;
-    assert!(refusal(&refused).contains("failed its check at entry 2"), "{refused}");
+    assert!(
+        refusal(&refused).contains("failed its check at entry 2"),
+        "{refused}"
+    );
 }
 
 #[tokio::test]
@@ -530,15 +783,29 @@ async fn a_kept_receipt_catches_deleted_newest_entries_that_the_chain_cannot() {
     // Delete the newest entry and point the head at the one before: the chain is consistent.
     let rows = ledger_rows(&db);
     let (scope, name, _, second_hash, _) = rows[1].clone();
-    db.execute("DELETE FROM chain_records WHERE scope = ?1 AND seq = 3", [&scope]).unwrap();
+    db.execute(
+        "DELETE FROM chain_records WHERE scope = ?1 AND seq = 3",
+        [&scope],
+    )
+    .unwrap();
     db.execute(
         "UPDATE chain_heads SET last_seq = 2, last_hash = ?1 WHERE scope = ?2 AND name = ?3",
         [&second_hash, &scope, &name],
     )
     .unwrap();
 
-    let verify = device.call(Turn::new("dana", &["check the ledger"]), "verify_ledger", json!({})).await;
-    assert_eq!(ok(&verify)["check"]["intact"], true, "the chain alone cannot see it");
+    let verify = device
+        .call(
+            Turn::new("dana", &["check the ledger"]),
+            "verify_ledger",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        ok(&verify)["check"]["intact"],
+        true,
+        "the chain alone cannot see it"
+    );
     let kept = check(&device, &receipts[2]).await;
     assert_eq!(kept["verdict"], "history_deleted");
     assert_eq!(kept["valid"], false);
@@ -575,8 +842,18 @@ async fn a_kept_receipt_catches_history_rewritten_with_fresh_hashes() {
         .unwrap();
         prev = Some(sealed.hash);
     }
-    let verify = device.call(Turn::new("dana", &["check the ledger"]), "verify_ledger", json!({})).await;
-    assert_eq!(ok(&verify)["check"]["intact"], true, "a full rewrite re-verifies");
+    let verify = device
+        .call(
+            Turn::new("dana", &["check the ledger"]),
+            "verify_ledger",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        ok(&verify)["check"]["intact"],
+        true,
+        "a full rewrite re-verifies"
+    );
     for receipt in &receipts {
         let checked = check(&device, receipt).await;
         assert_eq!(checked["verdict"], "history_rewritten", "{receipt}");
@@ -593,7 +870,11 @@ async fn receipts_for_another_household_or_malformed_are_told_apart() {
     let mut bad = receipts[0].clone();
     bad["entry_hash"] = json!("abc");
     let result = device
-        .call(Turn::new("dana", &["check"]), "check_receipt", json!({"receipt": bad}))
+        .call(
+            Turn::new("dana", &["check"]),
+            "check_receipt",
+            json!({"receipt": bad}),
+        )
         .await;
     assert!(refusal(&result).contains("64 hexadecimal"), "{result}");
 }

@@ -58,7 +58,12 @@ async fn racing_yeses_place_one_order(store: Arc<dyn ChainStore>) {
     let home = Household::over(store);
     let held = home
         .service
-        .propose(&home.speaking("dana", "t0", "get the dino blocks", None), "dino-blocks", "standard", 1)
+        .propose(
+            &home.speaking("dana", "t0", "get the dino blocks", None),
+            "dino-blocks",
+            "standard",
+            1,
+        )
         .await
         .unwrap();
     assert_eq!(held.status, Status::WaitingForConfirmation);
@@ -69,7 +74,9 @@ async fn racing_yeses_place_one_order(store: Arc<dyn ChainStore>) {
         let caller = home.speaking("dana", &format!("t{}", racer + 1), "yes", Some(&id));
         let service = home.service.clone();
         let id = id.clone();
-        racers.push(tokio::spawn(async move { service.confirm(&caller, &id).await }));
+        racers.push(tokio::spawn(
+            async move { service.confirm(&caller, &id).await },
+        ));
     }
     let mut placed = Vec::new();
     for racer in racers {
@@ -92,9 +99,15 @@ async fn racing_yeses_place_one_order(store: Arc<dyn ChainStore>) {
         .await
         .unwrap();
     assert_eq!(activity.placed.len(), 1);
-    assert_eq!(activity.placed[0].order_id.as_deref(), Some(placed[0].as_str()));
+    assert_eq!(
+        activity.placed[0].order_id.as_deref(),
+        Some(placed[0].as_str())
+    );
     assert_eq!(activity.spent_cents, Some(2499));
-    assert_eq!(activity.ledger.entries, 2, "the proposal and one confirmation");
+    assert_eq!(
+        activity.ledger.entries, 2,
+        "the proposal and one confirmation"
+    );
 }
 
 /// Both guardians approve a child's request at once; one order.
@@ -102,14 +115,24 @@ async fn racing_guardians_place_one_order(store: Arc<dyn ChainStore>) {
     let home = Household::over(store);
     let held = home
         .service
-        .propose(&home.speaking("leo", "t0", "order a 4 pack of AA batteries", None), "aa-batteries", "4-pack", 1)
+        .propose(
+            &home.speaking("leo", "t0", "order a 4 pack of AA batteries", None),
+            "aa-batteries",
+            "4-pack",
+            1,
+        )
         .await
         .unwrap();
     assert_eq!(held.status, Status::WaitingForGuardian);
     let id = held.request_id;
     for guardian in ["dana", "chris"] {
         home.service
-            .list_waiting(&home.speaking(guardian, &format!("{guardian}-read"), "what's waiting", None))
+            .list_waiting(&home.speaking(
+                guardian,
+                &format!("{guardian}-read"),
+                "what's waiting",
+                None,
+            ))
             .await
             .unwrap();
     }

@@ -125,5 +125,8 @@ pub fn ok(result: &Value) -> &Value {
 /// The message of an error result (panics on success).
 pub fn refusal(result: &Value) -> String {
     assert_eq!(result["isError"], true, "expected a refusal: {result}");
-    result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
