@@ -167,6 +167,72 @@ async fn dynamodb() -> Arc<dyn ChainStore> {
     Arc::new(store)
 }
 
+/// What each purchase-guard operation costs in DynamoDB calls: a change is one `Query` and
+/// one conditional `TransactWriteItems` (plus the household registry read when the ledger
+/// opens), a report is one `Query`.
+#[tokio::test]
+async fn each_ledger_operation_costs_a_fixed_number_of_dynamodb_calls() {
+    let calls = hearth_testkit::CallCounter::default();
+    let client = aws_sdk_dynamodb::Client::from_conf(
+        Moto::shared()
+            .dynamodb_config()
+            .interceptor(calls.clone())
+            .build(),
+    );
+    let store = DynamoStore::new(client, unique_name("hearth-ledger-calls"));
+    store.ensure_table().await.expect("create the table");
+    calls.take();
+    let home = Household::over(Arc::new(store));
+    let speak = |turn: &str, words: &str| home.speaking("dana", turn, words, None);
+
+    home.service
+        .propose(
+            &speak("t1", "order a 4 pack of AA batteries"),
+            "aa-batteries",
+            "4-pack",
+            1,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        calls.take(),
+        3,
+        "opening the ledger: Query, registry GetItem, TransactWriteItems"
+    );
+    let held = home
+        .service
+        .propose(
+            &speak("t2", "get the dino blocks"),
+            "dino-blocks",
+            "standard",
+            1,
+        )
+        .await
+        .unwrap();
+    assert_eq!(calls.take(), 2, "Query, TransactWriteItems");
+    home.service
+        .list_waiting(&speak("t3", "what's waiting"))
+        .await
+        .unwrap();
+    assert_eq!(calls.take(), 2);
+    let answer = home.speaking("dana", "t4", "yes", Some(&held.request_id));
+    home.service
+        .confirm(&answer, &held.request_id)
+        .await
+        .unwrap();
+    assert_eq!(calls.take(), 2);
+    home.service
+        .activity(&speak("t5", "what did we buy"))
+        .await
+        .unwrap();
+    assert_eq!(calls.take(), 1, "Query");
+    home.service
+        .verify(&speak("t6", "check the ledger"))
+        .await
+        .unwrap();
+    assert_eq!(calls.take(), 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn racing_confirmations_place_one_order_on_sqlite() {
     let (store, _dir) = sqlite();

@@ -147,7 +147,15 @@ async fn tools_list_names_the_decision_tools() {
                 "scholia_lookup",
                 "scholia_lint_snippet",
                 "scholia_lint_trace",
-                "ask_aion"
+                "ask_aion",
+                "search_products",
+                "propose_purchase",
+                "confirm_purchase",
+                "decide_request",
+                "list_waiting",
+                "household_activity",
+                "verify_ledger",
+                "check_receipt"
             ]
         );
     })
@@ -237,7 +245,7 @@ async fn a_token_issued_by_the_oauth_function_opens_the_mcp_function() {
         assert_eq!(status(&response), 200, "{response}");
         assert_eq!(
             body(&response)["result"]["tools"].as_array().unwrap().len(),
-            9
+            17
         );
     }
 }

@@ -76,7 +76,11 @@ pub fn judge(words: &[String], proposal: &Proposal) -> Judgement {
         .collect();
     let listing = tokenize(&format!("{} {}", proposal.title, proposal.variant));
     reasons.extend(contradictions(&spoken, &listing));
-    if let Some(reason) = different_item(&spoken, &tokenize(&proposal.title)) {
+    if let Some(reason) = different_item(
+        &spoken,
+        &tokenize(&proposal.title),
+        &tokenize(&proposal.variant),
+    ) {
         reasons.push(reason);
     }
     Judgement {
@@ -194,6 +198,9 @@ const CEILINGS: &[&[&str]] = &[
     &["at", "most"],
     &["up", "to"],
     &["cheaper", "than"],
+    &["nothing", "over"],
+    &["nothing", "above"],
+    &["not", "over"],
     &["under"],
     &["below"],
     &["max"],
@@ -450,15 +457,18 @@ const FILLER: &[&str] = &[
     "us", "some", "the", "a", "an", "of", "to", "for", "from", "at", "new", "can", "you", "i",
     "could", "would", "like", "and", "with", "it", "this", "that", "them", "more", "one", "our",
     "we", "another", "just", ".", ",", "$", "is", "be", "again", "same", "usual", "in", "on",
+    "i'd", "i'm", "i'll", "we'd", "we're", "we'll", "let's",
 ];
 
-/// When every described word is in the title but the title's head noun was never said, the
-/// listing is a different item built around the words ("shower curtain rings").
-fn different_item(spoken: &[&str], title: &[String]) -> Option<String> {
+/// When every described word is in the title (or, like a colour, in the variant) but the
+/// title's head noun was never said, the listing is a different item built around the words
+/// ("shower curtain rings", "yoga mat bag").
+fn different_item(spoken: &[&str], title: &[String], variant: &[String]) -> Option<String> {
     let described: Vec<&str> = spoken
         .iter()
         .copied()
         .filter(|word| !FILLER.contains(word) && word.parse::<f64>().is_err() && word.len() >= 2)
+        .filter(|word| !variant.iter().any(|part| same_word(word, part)))
         .collect();
     let head = title
         .iter()
@@ -551,6 +561,37 @@ mod tests {
                 &towels(2501)
             ),
             Verdict::Mismatch
+        );
+    }
+
+    #[test]
+    fn nothing_over_is_a_ceiling() {
+        let soap = |cents| proposal("Sparkle Dish Soap", "lemon", "Green Grocer", cents, 1);
+        assert_eq!(
+            verdict("dish soap, nothing over $5", &soap(499)),
+            Verdict::Match
+        );
+        assert_eq!(
+            verdict("dish soap, nothing over $5", &soap(501)),
+            Verdict::Mismatch
+        );
+    }
+
+    #[test]
+    fn a_different_item_is_caught_when_a_described_word_sits_in_the_variant() {
+        let mat = |title: &str| proposal(title, "blue", "Sport Hub", 2500, 1);
+        assert_eq!(
+            verdict("I'd like the blue yoga mat", &mat("FlexFit Yoga Mat")),
+            Verdict::Match
+        );
+        let bag = judge(
+            &["I'd like the blue yoga mat".to_owned()],
+            &mat("FlexFit Yoga Mat Bag"),
+        );
+        assert_eq!(bag.verdict, Verdict::Mismatch);
+        assert_eq!(
+            bag.reasons,
+            ["item: the listing is bag, which was not asked for"]
         );
     }
 
