@@ -507,7 +507,7 @@ async fn without_a_store_decision_tools_say_storage_is_unavailable() {
         &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
     )
     .await;
-    assert_eq!(listed.body["result"]["tools"].as_array().unwrap().len(), 9);
+    assert_eq!(listed.body["result"]["tools"].as_array().unwrap().len(), 17);
     let result = call(&h, "record_decision", record_args("home")).await;
     assert_eq!(result["isError"], true);
     assert_eq!(

@@ -438,7 +438,7 @@ mod tests {
         assert_eq!(config.credential_source, CredentialSource::None);
         assert!(config.credentials.missing().len() == 4 && !config.allow_no_auth);
         assert!(!config.disabled);
-        assert_eq!(config.toolsets, vec!["why", "aion"]);
+        assert_eq!(config.toolsets, vec!["why", "aion", "countersign"]);
         assert_eq!(config.aion_backend_url, None);
         assert!(!config.judge.bedrock, "rules locally");
         assert_eq!(config.judge.model, "us.amazon.nova-premier-v1:0");
@@ -492,7 +492,7 @@ mod tests {
     #[test]
     fn under_lambda_credentials_come_only_from_secrets_manager() {
         let lambda = ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001");
-        for name in CREDENTIAL_NAMES.into_iter().chain([AION_KEY_NAME]) {
+        for name in CREDENTIAL_NAMES.into_iter().chain(OTHER_SECRET_NAMES) {
             let error = config(&[lambda, (name, "value")]).unwrap_err();
             assert!(
                 matches!(error, ConfigError::CredentialInLambdaEnvironment { name: n } if n == name)
@@ -512,6 +512,19 @@ mod tests {
             config(&[("HEARTH_SECRET_ARN", arn), ("MCP_CLIENT_ID", "x")]),
             Err(ConfigError::TwoCredentialSources { .. })
         ));
+    }
+
+    #[test]
+    fn the_development_host_key_counts_only_outside_lambda() {
+        let local = config(&[("COUNTERSIGN_HOST_KEY", "development")]).unwrap();
+        assert_eq!(local.host_key().unwrap().expose(), "development");
+        assert!(config(&[]).unwrap().host_key().is_none());
+        let mut lambda = config(&[("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001")]).unwrap();
+        // Under Lambda the key comes from the secret; the development key is refused there.
+        lambda.credentials.host_key = Some(Secret::new("development"));
+        assert!(lambda.host_key().is_none());
+        lambda.credentials.host_key = Some(Secret::new("a real device key"));
+        assert_eq!(lambda.host_key().unwrap().expose(), "a real device key");
     }
 
     #[test]
