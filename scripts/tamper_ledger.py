@@ -53,9 +53,13 @@ def tamper_sqlite(path, action, seq):
 
 
 def tamper_dynamodb(table, endpoint, action, seq):
+    import os
+
     import boto3
 
-    client = boto3.client("dynamodb", endpoint_url=endpoint)
+    # The AWS SDKs for Rust read AWS_REGION; botocore reads AWS_DEFAULT_REGION. Honour both.
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    client = boto3.client("dynamodb", endpoint_url=endpoint, region_name=region)
     heads = [
         item
         for page in client.get_paginator("scan").paginate(TableName=table)

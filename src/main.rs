@@ -11,8 +11,7 @@ use anyhow::bail;
 use hearth_core::auth::dev_credentials::{self, DevCredentials};
 use hearth_core::config::{Config, CredentialSource, Runtime};
 
-const USAGE: &str =
-    "usage: hearth [serve] | hearth eval --cases FILE --judge rules|bedrock [--json] [--save DIR]";
+const USAGE: &str = "usage: hearth [serve] | hearth eval --cases FILE --judge rules|bedrock [--json] [--save DIR] | hearth routes";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -21,6 +20,11 @@ async fn main() -> ExitCode {
     let outcome = match words.as_slice() {
         [] | ["serve"] => serve().await,
         ["eval", rest @ ..] => eval(rest).await,
+        ["routes"] => {
+            // Every route and the function serving it, as JSON: what the template must route.
+            println!("{}", serde_json::to_string_pretty(hearth_core::app::ROUTES).unwrap_or_default());
+            Ok(())
+        }
         ["-h" | "--help" | "help"] => {
             println!("{USAGE}");
             Ok(())

@@ -44,6 +44,36 @@ pub struct Backing {
     pub judge: Arc<dyn Judge>,
 }
 
+/// One route: the function that serves it, its method (`ANY` when the handler answers other
+/// methods itself, with 405) and its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Route {
+    pub function: &'static str,
+    pub method: &'static str,
+    pub path: &'static str,
+}
+
+/// Every route Hearth serves. The local server serves all of them; each Lambda function its
+/// own; `infra/template.yaml` routes exactly these (tests check both).
+pub const ROUTES: &[Route] = &[
+    route("mcp", "ANY", "/mcp"),
+    route("mcp", "GET", "/healthz"),
+    route("mcp", "ANY", "/.well-known/oauth-protected-resource"),
+    route("mcp", "ANY", "/.well-known/oauth-protected-resource/mcp"),
+    route("oauth", "ANY", "/oauth/token"),
+    route("oauth", "ANY", "/oauth/judge"),
+    route("oauth", "ANY", "/.well-known/oauth-authorization-server"),
+    route("tts", "ANY", "/tts"),
+];
+
+const fn route(function: &'static str, method: &'static str, path: &'static str) -> Route {
+    Route {
+        function,
+        method,
+        path,
+    }
+}
+
 /// The household and catalogue: from `COUNTERSIGN_DATA` when set, else the built-in files.
 /// A malformed file is an error that names it.
 pub fn household_data(config: &Config) -> anyhow::Result<Arc<HouseholdData>> {

@@ -105,6 +105,18 @@ fn harness_built(
     stores: impl FnOnce(Arc<SqliteStore>) -> Stores,
     voice: Option<Arc<Voice>>,
 ) -> Harness {
+    let (backing, dir, clock) = backing_with(config, stores, voice);
+    let router = hearth_core::app::local_router_with(config, &backing);
+    Harness { router, dir, clock }
+}
+
+/// What routers are built over in tests: a fresh SQLite store (wrapped by `stores`), a manual
+/// clock, the configured household and judge, and `voice`.
+pub fn backing_with(
+    config: &Config,
+    stores: impl FnOnce(Arc<SqliteStore>) -> Stores,
+    voice: Option<Arc<Voice>>,
+) -> (Backing, TempDir, Arc<ManualClock>) {
     let dir = tempfile::tempdir().expect("temporary directory");
     let stores = stores(Arc::new(
         SqliteStore::open(&dir.path().join("hearth.db")).expect("store"),
@@ -117,8 +129,7 @@ fn harness_built(
         household: hearth_core::app::household_data(config).expect("household data"),
         judge: hearth_core::app::judge(config),
     };
-    let router = hearth_core::app::local_router_with(config, &backing);
-    Harness { router, dir, clock }
+    (backing, dir, clock)
 }
 
 pub struct Reply {

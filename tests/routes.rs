@@ -1,0 +1,53 @@
+//! Every route in `app::ROUTES` is served by its own function's router and by the local
+//! server, and by no other function; `tests/infra` checks the SAM template against the same
+//! table.
+
+mod common;
+
+use axum::Router;
+use hearth_core::app::{self, ROUTES};
+use hearth_core::store::Stores;
+use http::StatusCode;
+
+/// Each function's router and the local one, with the directory holding their store.
+fn routers() -> (Vec<(&'static str, Router)>, tempfile::TempDir) {
+    let vars = common::settings(&[]);
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let config = common::config(&vars);
+    let (backing, dir, _) = common::backing_with(&config, Stores::shared, None);
+    let routers = vec![
+        ("mcp", app::mcp_router_with(&config, &backing)),
+        ("oauth", app::oauth_router_with(&config, &backing)),
+        ("tts", app::tts_router_with(&config, &backing)),
+        ("local", app::local_router_with(&config, &backing)),
+    ];
+    (routers, dir)
+}
+
+async fn status(router: &Router, method: &str, path: &str) -> StatusCode {
+    common::request(router, method, path, &[], "").await.status
+}
+
+#[tokio::test]
+async fn each_route_is_served_by_its_function_and_the_local_server_only() {
+    let (routers, _store) = routers();
+    for route in ROUTES {
+        let method = if route.method == "ANY" { "POST" } else { route.method };
+        for (name, router) in &routers {
+            let served = status(router, method, route.path).await != StatusCode::NOT_FOUND;
+            let expected = *name == route.function || *name == "local";
+            assert_eq!(served, expected, "{} {} on the {name} router", method, route.path);
+        }
+    }
+}
+
+#[tokio::test]
+async fn any_routes_answer_other_methods_themselves_and_get_routes_only_get() {
+    let (routers, _store) = routers();
+    let local = &routers.last().unwrap().1;
+    for route in ROUTES {
+        let delete = status(local, "DELETE", route.path).await;
+        assert_eq!(delete, StatusCode::METHOD_NOT_ALLOWED, "DELETE {}", route.path);
+    }
+    assert_eq!(status(local, "GET", "/nowhere").await, StatusCode::NOT_FOUND);
+}
