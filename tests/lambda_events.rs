@@ -325,3 +325,112 @@ async fn the_speech_function_answers_with_mp3_and_refuses_what_it_must() {
     let anonymous = replay_to(Function::Tts, "v2-tts-unauthenticated.json").await;
     assert_eq!(status(&anonymous), 401, "{anonymous}");
 }
+
+/// Every fixture under `events/<function>/`, as (function, file name).
+fn all_fixtures() -> Vec<(Function, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("events");
+    let mut fixtures = Vec::new();
+    for (function, folder) in [
+        (Function::Mcp, "mcp"),
+        (Function::OAuth, "oauth"),
+        (Function::Tts, "tts"),
+    ] {
+        let mut names: Vec<String> = std::fs::read_dir(root.join(folder))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".json"))
+            .collect();
+        names.sort();
+        fixtures.extend(names.into_iter().map(|name| (function, name)));
+    }
+    fixtures
+}
+
+fn folder(function: Function) -> &'static str {
+    match function {
+        Function::Mcp => "mcp",
+        Function::OAuth => "oauth",
+        Function::Tts => "tts",
+    }
+}
+
+fn expectations() -> serde_json::Map<String, Value> {
+    let mut all: serde_json::Map<String, Value> =
+        serde_json::from_str(&fixture("events/expectations.json")).unwrap();
+    all.remove("_comment");
+    all
+}
+
+#[tokio::test]
+async fn every_fixture_meets_the_expectation_written_beside_it() {
+    let mut expectations = expectations();
+    for (function, name) in all_fixtures() {
+        let key = format!("{}/{name}", folder(function));
+        let expected = expectations
+            .remove(&key)
+            .unwrap_or_else(|| panic!("events/expectations.json has no entry for {key}"));
+        let response = replay_to(function, &name).await;
+        assert_eq!(
+            Some(status(&response)),
+            expected["status"].as_u64(),
+            "{key}: {response}"
+        );
+        if expected["empty"] == true {
+            assert_eq!(response["body"].as_str().unwrap_or_default(), "", "{key}");
+        }
+        if let Some(content_type) = expected["content_type"].as_str() {
+            assert_eq!(header(&response, "content-type"), Some(content_type), "{key}");
+            assert_eq!(response["isBase64Encoded"], true, "{key}");
+        }
+        let json = body(&response);
+        for pointer in expected["json"].as_array().into_iter().flatten() {
+            let pointer = pointer.as_str().unwrap();
+            assert!(
+                json.pointer(pointer).is_some(),
+                "{key}: the body has no {pointer}: {json}"
+            );
+        }
+    }
+    assert!(
+        expectations.is_empty(),
+        "expectations without a fixture: {:?}",
+        expectations.keys().collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn every_route_has_api_gateway_v2_fixtures_for_success_and_failure() {
+    let expectations = expectations();
+    for route in hearth_core::app::ROUTES {
+        let mut statuses = Vec::new();
+        for (function, name) in all_fixtures() {
+            if !name.starts_with("v2-") || folder(function) != route.function {
+                continue;
+            }
+            let event: Value =
+                serde_json::from_str(&fixture(&format!("events/{}/{name}", folder(function))))
+                    .unwrap();
+            let method = event["requestContext"]["http"]["method"].as_str().unwrap();
+            if event["rawPath"] == route.path && (route.method == "ANY" || route.method == method)
+            {
+                let key = format!("{}/{name}", folder(function));
+                statuses.push(expectations[&key]["status"].as_u64().unwrap());
+            }
+        }
+        assert!(
+            statuses.iter().any(|s| *s < 400),
+            "no v2 success fixture for {} {}",
+            route.method,
+            route.path
+        );
+        // A GET-only route's failures (other methods) are answered by API Gateway itself.
+        if route.method == "ANY" {
+            assert!(
+                statuses.iter().any(|s| *s >= 400),
+                "no v2 failure fixture for {} {}",
+                route.method,
+                route.path
+            );
+        }
+    }
+}
