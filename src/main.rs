@@ -22,7 +22,10 @@ async fn main() -> ExitCode {
         ["eval", rest @ ..] => eval(rest).await,
         ["routes"] => {
             // Every route and the function serving it, as JSON: what the template must route.
-            println!("{}", serde_json::to_string_pretty(hearth_core::app::ROUTES).unwrap_or_default());
+            println!(
+                "{}",
+                serde_json::to_string_pretty(hearth_core::app::ROUTES).unwrap_or_default()
+            );
             Ok(())
         }
         ["-h" | "--help" | "help"] => {

@@ -379,7 +379,11 @@ async fn every_fixture_meets_the_expectation_written_beside_it() {
             assert_eq!(response["body"].as_str().unwrap_or_default(), "", "{key}");
         }
         if let Some(content_type) = expected["content_type"].as_str() {
-            assert_eq!(header(&response, "content-type"), Some(content_type), "{key}");
+            assert_eq!(
+                header(&response, "content-type"),
+                Some(content_type),
+                "{key}"
+            );
             assert_eq!(response["isBase64Encoded"], true, "{key}");
         }
         let json = body(&response);
@@ -411,8 +415,7 @@ fn every_route_has_api_gateway_v2_fixtures_for_success_and_failure() {
                 serde_json::from_str(&fixture(&format!("events/{}/{name}", folder(function))))
                     .unwrap();
             let method = event["requestContext"]["http"]["method"].as_str().unwrap();
-            if event["rawPath"] == route.path && (route.method == "ANY" || route.method == method)
-            {
+            if event["rawPath"] == route.path && (route.method == "ANY" || route.method == method) {
                 let key = format!("{}/{name}", folder(function));
                 statuses.push(expectations[&key]["status"].as_u64().unwrap());
             }

@@ -32,11 +32,19 @@ async fn status(router: &Router, method: &str, path: &str) -> StatusCode {
 async fn each_route_is_served_by_its_function_and_the_local_server_only() {
     let (routers, _store) = routers();
     for route in ROUTES {
-        let method = if route.method == "ANY" { "POST" } else { route.method };
+        let method = if route.method == "ANY" {
+            "POST"
+        } else {
+            route.method
+        };
         for (name, router) in &routers {
             let served = status(router, method, route.path).await != StatusCode::NOT_FOUND;
             let expected = *name == route.function || *name == "local";
-            assert_eq!(served, expected, "{} {} on the {name} router", method, route.path);
+            assert_eq!(
+                served, expected,
+                "{} {} on the {name} router",
+                method, route.path
+            );
         }
     }
 }
@@ -47,7 +55,15 @@ async fn any_routes_answer_other_methods_themselves_and_get_routes_only_get() {
     let local = &routers.last().unwrap().1;
     for route in ROUTES {
         let delete = status(local, "DELETE", route.path).await;
-        assert_eq!(delete, StatusCode::METHOD_NOT_ALLOWED, "DELETE {}", route.path);
+        assert_eq!(
+            delete,
+            StatusCode::METHOD_NOT_ALLOWED,
+            "DELETE {}",
+            route.path
+        );
     }
-    assert_eq!(status(local, "GET", "/nowhere").await, StatusCode::NOT_FOUND);
+    assert_eq!(
+        status(local, "GET", "/nowhere").await,
+        StatusCode::NOT_FOUND
+    );
 }
