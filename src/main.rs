@@ -61,6 +61,11 @@ async fn serve() -> anyhow::Result<()> {
         config.credentials.host_key = configured.host_key;
         print_dev_banner(&config, &dev);
     }
+    if config.demo_device {
+        tracing::warn!(
+            "HEARTH_DEMO_DEVICE=1: POST /demo/device signs speaker attestations for any token holder (local development only)"
+        );
+    }
     hearth_core::app::load_credentials(&mut config).await;
     let router = hearth_core::app::local_router(&config).await?;
     hearth_core::app::serve(router, &config).await
@@ -83,6 +88,8 @@ fn print_dev_banner(config: &Config, dev: &DevCredentials) {
          Get an access token as Alexa+ does:\n  \
          curl -s -u '{id}:{secret}' {base}/oauth/token \\\n    \
          -d grant_type=client_credentials -d resource={resource}\n\n\
+         Or open the simulated device at {base}/demo and paste the judge token\n  \
+         (purchases need HEARTH_DEMO_DEVICE=1 and COUNTERSIGN_HOST_KEY; see DEMO.md).\n\n\
          Or call /mcp with the judge token:\n  \
          curl -s {resource} \\\n    -H 'Authorization: Bearer {judge}' \\\n    \
          -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \\\n    \

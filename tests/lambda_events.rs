@@ -384,7 +384,9 @@ async fn every_fixture_meets_the_expectation_written_beside_it() {
                 Some(content_type),
                 "{key}"
             );
-            assert_eq!(response["isBase64Encoded"], true, "{key}");
+            if content_type.starts_with("audio/") {
+                assert_eq!(response["isBase64Encoded"], true, "{key}");
+            }
         }
         let json = body(&response);
         for pointer in expected["json"].as_array().into_iter().flatten() {
@@ -415,7 +417,8 @@ fn every_route_has_api_gateway_v2_fixtures_for_success_and_failure() {
                 serde_json::from_str(&fixture(&format!("events/{}/{name}", folder(function))))
                     .unwrap();
             let method = event["requestContext"]["http"]["method"].as_str().unwrap();
-            if event["rawPath"] == route.path && (route.method == "ANY" || route.method == method) {
+            let path = event["rawPath"].as_str().unwrap();
+            if path_matches(route.path, path) && (route.method == "ANY" || route.method == method) {
                 let key = format!("{}/{name}", folder(function));
                 statuses.push(expectations[&key]["status"].as_u64().unwrap());
             }
@@ -436,4 +439,15 @@ fn every_route_has_api_gateway_v2_fixtures_for_success_and_failure() {
             );
         }
     }
+}
+
+/// Whether a concrete path fits a route path, where `{name}` stands for one segment.
+fn path_matches(route: &str, path: &str) -> bool {
+    let (route, path): (Vec<&str>, Vec<&str>) =
+        (route.split('/').collect(), path.split('/').collect());
+    route.len() == path.len()
+        && route
+            .iter()
+            .zip(&path)
+            .all(|(r, p)| r == p || (r.starts_with('{') && r.ends_with('}') && !p.is_empty()))
 }

@@ -19,6 +19,7 @@ use crate::countersign::judge::bedrock::{BedrockJudge, Guardrail};
 use crate::countersign::judge::rules::RulesJudge;
 use crate::countersign::ledger::Ledger;
 use crate::countersign::{CountersignService, CountersignToolset};
+use crate::demo::DeviceEndpoint;
 use crate::gate::{Gate, kill_switch};
 use crate::mcp::{HearthServer, McpEndpoint};
 use crate::oauth::OAuthEndpoint;
@@ -60,6 +61,8 @@ pub const ROUTES: &[Route] = &[
     route("mcp", "GET", "/healthz"),
     route("mcp", "ANY", "/.well-known/oauth-protected-resource"),
     route("mcp", "ANY", "/.well-known/oauth-protected-resource/mcp"),
+    route("mcp", "GET", "/demo"),
+    route("mcp", "GET", "/demo/{asset}"),
     route("oauth", "ANY", "/oauth/token"),
     route("oauth", "ANY", "/oauth/judge"),
     route("oauth", "ANY", "/.well-known/oauth-authorization-server"),
@@ -242,7 +245,7 @@ fn gate(config: &Config, backing: &Backing) -> Gate {
         backing.clock.clone(),
         config.rate_limits,
     );
-    Gate::new(config.allowed_origins.clone(), limiter)
+    Gate::new(config.browser_origins(), limiter)
 }
 
 fn mcp_routes(config: &Config, backing: &Backing) -> Router {
@@ -255,7 +258,7 @@ fn mcp_routes(config: &Config, backing: &Backing) -> Router {
         config.allowed_hosts(),
         config.urls.clone(),
     );
-    crate::mcp::router(Arc::new(endpoint))
+    crate::mcp::router(Arc::new(endpoint)).merge(crate::demo::page_router())
 }
 
 fn oauth_routes(config: &Config, backing: &Backing) -> Router {
@@ -298,9 +301,19 @@ pub fn oauth_router_with(config: &Config, backing: &Backing) -> Router {
 
 /// Everything the local server serves on one address, with the same paths as API Gateway.
 pub fn local_router_with(config: &Config, backing: &Backing) -> Router {
-    let router = mcp_routes(config, backing)
+    let mut router = mcp_routes(config, backing)
         .merge(oauth_routes(config, backing))
         .merge(tts_routes(config, backing));
+    if config.demo_device {
+        let device = DeviceEndpoint::new(
+            config.authenticator(),
+            gate(config, backing),
+            config.host_key(),
+            backing.clock.clone(),
+            backing.household.clone(),
+        );
+        router = router.merge(crate::demo::device_router(Arc::new(device)));
+    }
     kill_switch(router, config.disabled)
 }
 

@@ -11,15 +11,14 @@ use std::time::Instant;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::any;
-use http::{HeaderValue, Method, StatusCode, header};
+use http::{HeaderValue, StatusCode, header};
 use serde::Deserialize;
-use serde_json::json;
 
-use crate::auth::{AuthFailure, Authenticator};
-use crate::gate::{Gate, Refusal, client_ip};
-use crate::media::{has_media_type, read_body};
+use crate::auth::Authenticator;
+use crate::gate::Gate;
+use crate::json_endpoint::{admit, error};
 use crate::speech::polly::Voice;
 use crate::speech::sanitize::sanitize;
 use crate::telemetry::{RequestLog, request_id};
@@ -62,62 +61,18 @@ async fn tts(State(endpoint): State<Arc<TtsEndpoint>>, request: Request) -> Resp
     response
 }
 
-fn error(status: StatusCode, message: &str) -> Response {
-    let mut response = (status, axum::Json(json!({"error": message}))).into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
-}
-
 async fn handle(endpoint: &TtsEndpoint, request: Request, log: &mut RequestLog) -> Response {
-    if request.method() != Method::POST {
-        let mut response = error(StatusCode::METHOD_NOT_ALLOWED, "use POST");
-        response
-            .headers_mut()
-            .insert(header::ALLOW, HeaderValue::from_static("POST"));
-        return response;
-    }
-    let refused = |refusal: Refusal| {
-        let mut response = error(refusal.status(), refusal.message());
-        refusal.decorate(&mut response);
-        response
-    };
-    if let Err(refusal) = endpoint.gate.check_origin(request.headers()) {
-        return refused(refusal);
-    }
-    let authenticated = endpoint
-        .auth
-        .authenticate(request.headers())
-        .map(|grant| grant.subject.caller());
-    if let Err(refusal) = endpoint
-        .gate
-        .admit(client_ip(&request), authenticated.as_ref().ok())
-        .await
+    let bytes = match admit(
+        &endpoint.auth,
+        &endpoint.gate,
+        request,
+        MAX_TTS_BODY_BYTES,
+        log,
+    )
+    .await
     {
-        return refused(refusal);
-    }
-    let caller = match authenticated {
-        Ok(caller) => caller,
-        Err(failure) => return unauthorized(failure),
-    };
-    log.subject(&caller);
-    let is_json = has_media_type(request.headers(), "application/json");
-    if !is_json {
-        return error(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "Content-Type must be application/json",
-        );
-    }
-    let too_large = || {
-        error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            &format!("the body exceeds {MAX_TTS_BODY_BYTES} bytes"),
-        )
-    };
-    let (parts, body) = request.into_parts();
-    let Some(bytes) = read_body(&parts.headers, body, MAX_TTS_BODY_BYTES).await else {
-        return too_large();
+        Ok((_caller, bytes)) => bytes,
+        Err(refusal) => return refusal,
     };
     let Ok(body) = serde_json::from_slice::<SpeakRequest>(&bytes) else {
         return error(
@@ -153,22 +108,4 @@ async fn handle(endpoint: &TtsEndpoint, request: Request, log: &mut RequestLog) 
             error(StatusCode::SERVICE_UNAVAILABLE, "voice unavailable")
         }
     }
-}
-
-fn unauthorized(failure: AuthFailure) -> Response {
-    let mut response = error(
-        StatusCode::UNAUTHORIZED,
-        &format!("Unauthorized: {failure}"),
-    );
-    let challenge = match failure {
-        AuthFailure::Invalid | AuthFailure::Expired => {
-            r#"Bearer realm="hearth", error="invalid_token""#
-        }
-        AuthFailure::Missing | AuthFailure::WrongScheme => r#"Bearer realm="hearth""#,
-    };
-    response.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static(challenge),
-    );
-    response
 }

@@ -164,7 +164,8 @@ fn malformed(reason: &str) -> AttestationRefusal {
     AttestationRefusal::Malformed(reason.to_owned())
 }
 
-fn check_shape(attestation: &Attestation) -> Result<(), AttestationRefusal> {
+/// Whether an attestation keeps the contract's bounds (ids, number and length of utterances).
+pub fn check_shape(attestation: &Attestation) -> Result<(), AttestationRefusal> {
     let ids = [
         ("member_id", Some(&attestation.member_id)),
         ("turn_id", Some(&attestation.turn_id)),

@@ -103,6 +103,9 @@ pub struct Config {
     pub polly_engine: String,
     /// The purchase guard's intent judge.
     pub judge: JudgeSettings,
+    /// `HEARTH_DEMO_DEVICE=1`: serve `POST /demo/device`, which signs attestations for the
+    /// simulated device in the web demo. Local only.
+    pub demo_device: bool,
     /// `COUNTERSIGN_DATA`: a directory with `household.json` and `catalogue.json` replacing
     /// the built-in demo household.
     pub countersign_data: Option<PathBuf>,
@@ -126,6 +129,10 @@ pub enum ConfigError {
     Invalid { name: &'static str, reason: String },
     #[error("MCP_ALLOW_NO_AUTH is for local development only and is refused under Lambda")]
     NoAuthUnderLambda,
+    #[error(
+        "HEARTH_DEMO_DEVICE signs speaker attestations for anyone with a token; it is for local development only and is refused under Lambda"
+    )]
+    DemoDeviceUnderLambda,
     #[error(
         "{name} is set in the environment; under Lambda credentials come only from the Secrets Manager secret named by HEARTH_SECRET_ARN"
     )]
@@ -253,7 +260,19 @@ impl Config {
                 )
             }),
         };
+        let demo_device = match get("HEARTH_DEMO_DEVICE").as_deref().map(str::trim) {
+            None | Some("0") => false,
+            Some("1") if runtime == Runtime::Local => true,
+            Some("1") => return Err(ConfigError::DemoDeviceUnderLambda),
+            Some(_) => {
+                return Err(ConfigError::Invalid {
+                    name: "HEARTH_DEMO_DEVICE",
+                    reason: "expected 1 to serve the simulated device, 0 or unset not to".into(),
+                });
+            }
+        };
         Ok(Self {
+            demo_device,
             judge,
             countersign_data: get("COUNTERSIGN_DATA").map(|dir| PathBuf::from(dir.trim())),
             polly_voice: get("POLLY_VOICE").unwrap_or_else(|| "Ruth".into()),
@@ -288,6 +307,28 @@ impl Config {
         let key = self.credentials.host_key.as_ref()?;
         let development = key.expose() == DEVELOPMENT_HOST_KEY;
         (!development || self.runtime == Runtime::Local).then(|| key.clone())
+    }
+
+    /// Browser origins allowed to call the API: `MCP_ALLOWED_ORIGINS`, plus the server's own
+    /// public origin (from `MCP_RESOURCE_URL`), so the demo page it serves can call it; a page
+    /// of the same origin is not a cross-site caller. Locally a loopback origin is also
+    /// accepted spelled `localhost`.
+    pub fn browser_origins(&self) -> Vec<String> {
+        let mut origins = self.allowed_origins.clone();
+        let own = self
+            .urls
+            .as_ref()
+            .and_then(|urls| url::Url::parse(urls.resource()).ok());
+        if let Some(own) = own {
+            origins.push(own.origin().ascii_serialization());
+            if self.runtime == Runtime::Local
+                && matches!(own.host(), Some(url::Host::Ipv4(ip)) if ip.is_loopback())
+                && let Some(port) = own.port_or_known_default()
+            {
+                origins.push(format!("{}://localhost:{port}", own.scheme()));
+            }
+        }
+        origins
     }
 
     /// The bearer verifier this configuration asks for.
@@ -511,6 +552,43 @@ mod tests {
         assert!(matches!(
             config(&[("HEARTH_SECRET_ARN", arn), ("MCP_CLIENT_ID", "x")]),
             Err(ConfigError::TwoCredentialSources { .. })
+        ));
+    }
+
+    #[test]
+    fn the_servers_own_origin_is_a_browser_origin() {
+        let local = config(&[("MCP_ALLOWED_ORIGINS", "https://demo.example")]).unwrap();
+        assert_eq!(
+            local.browser_origins(),
+            [
+                "https://demo.example",
+                "http://127.0.0.1:8787",
+                "http://localhost:8787"
+            ]
+        );
+        let deployed = config(&[
+            ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001"),
+            (
+                "HEARTH_SECRET_ARN",
+                "arn:aws:secretsmanager:us-east-1:1:secret:h",
+            ),
+            ("MCP_RESOURCE_URL", "https://api.example/mcp"),
+        ])
+        .unwrap();
+        assert_eq!(deployed.browser_origins(), ["https://api.example"]);
+    }
+
+    #[test]
+    fn the_demo_device_is_local_only() {
+        assert!(!config(&[]).unwrap().demo_device);
+        assert!(config(&[("HEARTH_DEMO_DEVICE", "1")]).unwrap().demo_device);
+        assert!(config(&[("HEARTH_DEMO_DEVICE", "yes")]).is_err());
+        assert!(matches!(
+            config(&[
+                ("HEARTH_DEMO_DEVICE", "1"),
+                ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001")
+            ]),
+            Err(ConfigError::DemoDeviceUnderLambda)
         ));
     }
 

@@ -468,7 +468,11 @@ fn different_item(spoken: &[&str], title: &[String], variant: &[String]) -> Opti
         .iter()
         .copied()
         .filter(|word| !FILLER.contains(word) && word.parse::<f64>().is_err() && word.len() >= 2)
-        .filter(|word| !variant.iter().any(|part| same_word(word, part)))
+        // A word only the variant holds (a colour, a size) describes the variant, not the item.
+        .filter(|word| {
+            title.iter().any(|part| same_word(word, part))
+                || !variant.iter().any(|part| same_word(word, part))
+        })
         .collect();
     let head = title
         .iter()

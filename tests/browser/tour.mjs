@@ -1,0 +1,192 @@
+// The DEMO.md tour in real headless Chromium (Debian's /usr/bin/chromium, driven by
+// playwright-core), at a phone width and at a desktop width, each against its own fresh
+// local server. Every card is checked for what it must show, including the browser's own
+// hash check and a listing's markup shown literally; screenshots go to the output folder.
+//
+// Usage: node tests/browser/tour.mjs OUTPUT_DIR   (scripts/test runs it)
+
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync, mkdirSync, readFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { createHash, randomBytes } from "node:crypto";
+const ROOT = resolve(new URL("../..", import.meta.url).pathname);
+// playwright-core lives in the project-local npm folder scripts/test installs.
+const { chromium } = await import(join(ROOT, ".tools", "npm", "node_modules", "playwright-core", "index.mjs"));
+const OUT = resolve(process.argv[2] || join(ROOT, ".test-output", "browser"));
+const TOUR = JSON.parse(readFileSync(join(ROOT, "demo", "tour.json"), "utf8")).turns;
+const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+  "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const VIEWPORTS = [
+  { name: "phone", width: 390, height: 844 },
+  { name: "desktop", width: 1280, height: 900 },
+];
+
+function check(condition, message) {
+  if (!condition) throw new Error(message);
+}
+
+function freePort() {
+  return new Promise((done) => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => done(port));
+    });
+  });
+}
+
+async function startServer() {
+  const port = await freePort();
+  const dataDir = mkdtempSync(join(tmpdir(), "hearth-demo-"));
+  const token = "demo-" + randomBytes(16).toString("hex");
+  const server = spawn(join(ROOT, "target", "debug", "hearth"), [], {
+    env: {
+      ...process.env,
+      HEARTH_ADDR: `127.0.0.1:${port}`,
+      HEARTH_DATA_DIR: dataDir,
+      HEARTH_DEMO_DEVICE: "1",
+      COUNTERSIGN_HOST_KEY: randomBytes(24).toString("hex"),
+      MCP_JUDGE_TOKEN_HASHES: createHash("sha256").update(token).digest("hex"),
+      MCP_CLIENT_ID: "demo-client",
+      MCP_CLIENT_SECRET: randomBytes(24).toString("hex"),
+      MCP_JWT_SECRET: randomBytes(32).toString("hex"),
+      // Polly is not reachable from the test: /tts answers 503 and the page falls back.
+      AWS_REGION: "us-east-1", AWS_ACCESS_KEY_ID: "testing", AWS_SECRET_ACCESS_KEY: "testing",
+      AWS_ENDPOINT_URL: "http://127.0.0.1:9",
+    },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let log = "";
+  server.stderr.on("data", (chunk) => { log += chunk; });
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    try {
+      if ((await fetch(base + "/healthz")).ok) return { server, base, token, db: join(dataDir, "hearth.db") };
+    } catch (_) { /* not yet */ }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  server.kill();
+  throw new Error("the server did not start: " + log);
+}
+
+async function newestCard(page) {
+  return page.locator("#cards > li").first();
+}
+
+async function runTour(viewport) {
+  const { server, base, token, db } = await startServer();
+  const profile = mkdtempSync(join(tmpdir(), "hearth-chromium-"));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: "/usr/bin/chromium",
+    args: FLAGS,
+    headless: true,
+    viewport: { width: viewport.width, height: viewport.height },
+  });
+  const shots = join(OUT, viewport.name);
+  mkdirSync(shots, { recursive: true });
+  try {
+    const page = context.pages()[0] || (await context.newPage());
+    const errors = [];
+    page.on("pageerror", (error) => errors.push(error.message));
+    const response = await page.goto(base + "/demo");
+    check(response.ok(), "GET /demo failed");
+    check((response.headers()["content-security-policy"] || "").includes("script-src 'self'"), "no CSP");
+    const notice = (await page.textContent("[data-testid=notice]")).replace(/\s+/g, " ");
+    check(notice.includes("not Amazon's product"), "the page must say it is simulated");
+
+    await page.fill("#judge-token", token);
+    await page.click("#connect-button");
+    await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("Connected"));
+    check((await page.inputValue("#judge-token")) === "", "the token field must be cleared");
+    const stored = await page.evaluate(() => [localStorage.length, sessionStorage.length, document.cookie]);
+    check(stored[0] === 0 && stored[1] === 0 && stored[2] === "", "nothing may be stored: " + stored);
+    check(!(await page.content()).includes(token), "the token must not be in the page");
+    await page.screenshot({ path: join(shots, "00-connected.png"), fullPage: true });
+
+    let step = 0;
+    for (const turn of TOUR) {
+      step++;
+      if (turn.tamper) {
+        execFileSync("python3", [join(ROOT, "scripts", "tamper_ledger.py"), ...turn.tamper.split(" "), "--sqlite", db]);
+        continue;
+      }
+      const before = await page.locator("#cards > li").count();
+      await page.selectOption("#speaker", turn.speaker);
+      await page.fill("#words", turn.words);
+      await page.click("#send");
+      await page.waitForFunction((n) => document.querySelectorAll("#cards > li").length > n && document.body.dataset.busy === "false", before);
+      const card = await newestCard(page);
+      const label = `${viewport.name} turn ${step} (${turn.words})`;
+      const tool = await card.getAttribute("data-tool");
+      check(tool === turn.tool, `${label}: tool ${tool}, expected ${turn.tool}`);
+      if (turn.say) {
+        const say = (await card.locator("[data-field=say]").first().textContent()) || "";
+        check(say.includes(turn.say), `${label}: says "${say}"`);
+      }
+      if (turn.text) {
+        const text = await card.textContent();
+        check(text.includes(turn.text), `${label}: the card shows "${text}"`);
+      }
+      if (turn.outcome) {
+        const outcome = await card.locator("[data-field=outcome]").first().textContent();
+        check(outcome === turn.outcome, `${label}: outcome "${outcome}"`);
+      }
+      if (turn.order) {
+        const order = await card.locator("[data-field=order-id]").textContent();
+        check(order.startsWith("SIM-"), `${label}: order number "${order}"`);
+      }
+      if (turn.reason) {
+        const reasons = await card.locator("[data-field=reasons]").textContent();
+        check(reasons.includes(turn.reason), `${label}: reasons "${reasons}"`);
+      }
+      if (turn.browser_check) {
+        const badge = card.locator("[data-check=browser]");
+        await page.waitForFunction((el) => el.dataset.agrees !== undefined, await badge.elementHandle());
+        check((await badge.getAttribute("data-agrees")) === "true", `${label}: ${await badge.textContent()}`);
+        check((await badge.textContent()).includes("agrees with the server"), `${label}: browser check text`);
+      }
+      if (turn.listing) {
+        const listing = card.locator("[data-field=listing]").first();
+        check((await listing.textContent()).includes(turn.listing), `${label}: the markup must show literally`);
+        check((await card.locator("b").count()) === 0, `${label}: listing markup became HTML`);
+      }
+      if (turn.chart) {
+        const spend = await card.locator("[data-field=spend]").textContent();
+        check(spend.includes(turn.chart), `${label}: chart "${spend}"`);
+      }
+      await page.screenshot({ path: join(shots, String(step).padStart(2, "0") + ".png"), fullPage: true });
+    }
+
+    // Read answers aloud asks /tts (here it fails, so the page falls back quietly).
+    await page.check("#read-aloud");
+    const spoken = page.waitForRequest((request) => request.url().endsWith("/tts") && request.method() === "POST");
+    await page.selectOption("#speaker", "chris");
+    await page.fill("#words", "why are the lights dim?");
+    await page.click("#send");
+    await spoken;
+    await page.click("#stop");
+
+    // An expired or revoked token: the page says so and asks to reconnect.
+    await page.route("**/mcp", (route) => route.fulfill({ status: 401, body: "" }));
+    await page.fill("#words", "what's waiting?");
+    await page.click("#send");
+    await page.waitForFunction(() => document.querySelector("#status").textContent.includes("reconnect"));
+    check(await page.isDisabled("#send"), "sending must stop until reconnected");
+    await page.screenshot({ path: join(shots, "99-expired.png"), fullPage: true });
+
+    // The page fits the viewport: no horizontal scrolling.
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    check(overflow <= 0, `${viewport.name}: the page is ${overflow}px wider than the screen`);
+    check(errors.length === 0, "page errors: " + errors.join("; "));
+    console.log(`${viewport.name} (${viewport.width}px): ${TOUR.length} tour steps passed`);
+  } finally {
+    await context.close();
+    server.kill();
+  }
+}
+
+for (const viewport of VIEWPORTS) {
+  await runTour(viewport);
+}

@@ -1,0 +1,141 @@
+//! The web demo's server side: the page and its assets (no inline code, a strict CSP), and
+//! the simulated device endpoint, which exists only with `HEARTH_DEMO_DEVICE=1`, needs a
+//! token like every endpoint, keeps the attestation contract's bounds, and signs what `/mcp`
+//! accepts. The page itself is tested in headless Chromium (tests/browser).
+
+mod common;
+
+use common::device::HOST_KEY;
+use common::{TOKEN, harness, request};
+use http::StatusCode;
+use serde_json::{Value, json};
+
+async fn sign(router: &axum::Router, body: &Value, bearer: Option<&str>) -> common::Reply {
+    let authorization = bearer.map(|token| format!("Bearer {token}"));
+    let mut headers = vec![("content-type", "application/json")];
+    if let Some(authorization) = &authorization {
+        headers.push(("authorization", authorization));
+    }
+    request(router, "POST", "/demo/device", &headers, &body.to_string()).await
+}
+
+fn heard(member: &str, utterances: Value) -> Value {
+    json!({"member_id": member, "turn_id": "t-1", "utterances": utterances, "answering": null})
+}
+
+#[tokio::test]
+async fn the_page_and_its_assets_are_served_with_a_strict_policy() {
+    let h = harness(&[]);
+    let page = request(&h.router, "GET", "/demo", &[], "").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert_eq!(page.header("content-type"), "text/html; charset=utf-8");
+    let policy = page.header("content-security-policy");
+    assert!(
+        policy.contains("script-src 'self'") && !policy.contains("unsafe-inline"),
+        "{policy}"
+    );
+    assert!(page.raw.contains("not Amazon's product"));
+    assert!(!page.raw.contains("<script>"), "no inline script");
+    for (asset, kind) in [
+        ("app.js", "text/javascript"),
+        ("canonical.js", "text/javascript"),
+        ("style.css", "text/css"),
+    ] {
+        let reply = request(&h.router, "GET", &format!("/demo/{asset}"), &[], "").await;
+        assert_eq!(reply.status, StatusCode::OK, "{asset}");
+        assert!(reply.header("content-type").starts_with(kind), "{asset}");
+    }
+    let missing = request(&h.router, "GET", "/demo/secrets.json", &[], "").await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn the_device_endpoint_exists_only_when_asked_for() {
+    let h = harness(&[("COUNTERSIGN_HOST_KEY", HOST_KEY)]);
+    // Without it, /demo/device is only a name the asset route does not know: no POST route
+    // (405, GET only) and no such asset (404).
+    let reply = sign(&h.router, &heard("dana", json!(["hi"])), Some(TOKEN)).await;
+    assert_eq!(reply.status, StatusCode::METHOD_NOT_ALLOWED);
+    let get = request(&h.router, "GET", "/demo/device", &[], "").await;
+    assert_eq!(get.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn the_device_signs_what_mcp_accepts_and_only_for_a_token_holder() {
+    let h = harness(&[
+        ("COUNTERSIGN_HOST_KEY", HOST_KEY),
+        ("HEARTH_DEMO_DEVICE", "1"),
+    ]);
+    let words = json!(["order two packs of double A batteries"]);
+    let anonymous = sign(&h.router, &heard("dana", words.clone()), None).await;
+    assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
+
+    let signed = sign(&h.router, &heard("dana", words), Some(TOKEN)).await;
+    assert_eq!(signed.status, StatusCode::OK, "{}", signed.raw);
+    assert_eq!(signed.header("cache-control"), "no-store");
+    let attestation = signed.body["attestation"].as_str().unwrap();
+    let signature = signed.body["signature"].as_str().unwrap();
+    let device = common::device::Device::new(h.router.clone(), h.clock.clone());
+    let result = device
+        .call_with(
+            &[
+                ("x-countersign-attestation", attestation),
+                ("x-countersign-signature", signature),
+            ],
+            "propose_purchase",
+            json!({"product_id": "aa-batteries", "variant_id": "12-pack", "quantity": 2}),
+        )
+        .await;
+    assert_eq!(common::device::ok(&result)["outcome"], "placed");
+}
+
+#[tokio::test]
+async fn the_device_keeps_the_attestation_bounds() {
+    let h = harness(&[
+        ("COUNTERSIGN_HOST_KEY", HOST_KEY),
+        ("HEARTH_DEMO_DEVICE", "1"),
+    ]);
+    let three = json!(["a".repeat(500), "b", "c"]);
+    assert_eq!(
+        sign(&h.router, &heard("mia", three), Some(TOKEN))
+            .await
+            .status,
+        StatusCode::OK
+    );
+    for (body, problem) in [
+        (
+            heard("mia", json!(["a", "b", "c", "d"])),
+            "at most 3 utterances",
+        ),
+        (heard("mia", json!(["a".repeat(501)])), "longer than 500"),
+        (heard("mallory", json!(["hi"])), "not a household member"),
+        (
+            json!({"member_id": "mia", "turn_id": "t".repeat(65), "utterances": [], "answering": null}),
+            "1 to 64 characters",
+        ),
+        (
+            json!({"member_id": "mia", "utterances": []}),
+            "the body must be",
+        ),
+    ] {
+        let reply = sign(&h.router, &body, Some(TOKEN)).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{problem}");
+        assert!(
+            reply.body["error"].as_str().unwrap().contains(problem),
+            "{}",
+            reply.raw
+        );
+    }
+    let turn_at_limit = json!({"member_id": "mia", "turn_id": "t".repeat(64), "utterances": [], "answering": "r".repeat(64)});
+    assert_eq!(
+        sign(&h.router, &turn_at_limit, Some(TOKEN)).await.status,
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn without_a_host_key_the_device_cannot_sign() {
+    let h = harness(&[("HEARTH_DEMO_DEVICE", "1")]);
+    let reply = sign(&h.router, &heard("dana", json!(["hi"])), Some(TOKEN)).await;
+    assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
+}
