@@ -161,7 +161,9 @@ def main():
         "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
         "AWS_LAMBDA_LOG_STREAM_NAME": "coldstart",
         "AWS_LAMBDA_LOG_GROUP_NAME": "/hearth/coldstart",
+        # As infra/template.yaml sets them for the deployed functions.
         "AWS_LC_SYS_NO_JITTER_ENTROPY": "1",
+        "MIMALLOC_ARENA_EAGER_COMMIT": "0",
         "HEARTH_SECRET_ARN": secret_arn,
         "HEARTH_TABLE": table,
         "MCP_RESOURCE_URL": "https://abc123xyz.execute-api.us-east-1.amazonaws.com/mcp",
