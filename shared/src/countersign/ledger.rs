@@ -21,7 +21,9 @@ use super::judge::Verdict;
 use super::policy::Outcome;
 use crate::chain::{self, IntegrityError, Linked, Problem, Sealed};
 use crate::clock::{Clock, timestamp, unix_ms};
-use crate::store::{Append, ChainKey, ChainStore, Head, Snapshot, StoreError};
+use crate::store::{
+    Append, ChainKey, ChainStore, Head, Retention, Snapshot, StoreError, conflict_backoff,
+};
 use crate::toolset::Caller;
 
 pub const FORMAT: &str = "hearth.ledger/1";
@@ -33,6 +35,12 @@ pub const WINDOW_MS: i64 = 400 * 24 * 60 * 60 * 1000;
 pub const CAPACITY: usize = 1000;
 /// Live household ledgers per credential.
 pub const MAX_HOUSEHOLDS: usize = 8;
+/// The three above, as the store applies them.
+const RETENTION: Retention = Retention {
+    window_ms: WINDOW_MS,
+    capacity: CAPACITY,
+    max_live_chains: MAX_HOUSEHOLDS,
+};
 /// Retries after a conflicting concurrent append before reporting the ledger busy.
 pub const APPEND_RETRIES: usize = 8;
 /// A waiting request can be answered for this long after it was proposed.
@@ -347,13 +355,23 @@ impl Ledger {
                 Step::Leave(outcome) => return Ok((outcome, None)),
                 Step::Append(entry, outcome) => (entry, outcome),
             };
-            let (append, receipt) = next_append(&view, entry, now, now_ms);
+            let append = Append::next(
+                view.head.as_ref(),
+                &view.records,
+                RETENTION,
+                now_ms,
+                |seq, prev| seal(entry, seq, prev, now),
+            );
+            let receipt = Receipt {
+                household_id: view.household_id.clone(),
+                window: window_label(&append.head),
+                seq: append.record.seq,
+                entry_hash: append.record.hash.clone(),
+            };
             match self.store.append(&key, append, now_ms).await {
                 Ok(()) => return Ok((outcome, Some(Appended { receipt }))),
                 Err(StoreError::Conflict) if attempt < APPEND_RETRIES => {
-                    // Jittered backoff so competing writers stop colliding in lockstep.
-                    let pause = rand::rng().random_range(0..=2_000u64 * (attempt as u64 + 1));
-                    tokio::time::sleep(std::time::Duration::from_micros(pause)).await;
+                    conflict_backoff(attempt).await;
                 }
                 Err(error) => return Err(error.into()),
             }
@@ -563,62 +581,22 @@ impl LedgerView {
     }
 }
 
-/// The append for `entry` after the view's head, with the receipt it will have.
-fn next_append(
-    view: &LedgerView,
-    entry: NewEntry,
-    now: OffsetDateTime,
-    now_ms: i64,
-) -> (Append, Receipt) {
-    let (seq, prev, window_started_ms, expires_at_ms) = match &view.head {
-        Some(head) => (
-            head.last_seq + 1,
-            Some(head.last_hash.clone()),
-            head.window_started_ms,
-            head.expires_at_ms,
-        ),
-        None => (1, None, now_ms, now_ms + WINDOW_MS),
-    };
+/// `entry` linked in at `seq` after `prev`, and sealed.
+fn seal(entry: NewEntry, seq: u64, prev: Option<&str>, now: OffsetDateTime) -> Sealed {
     let entry = Entry {
         format: FORMAT.to_owned(),
         seq,
-        prev,
+        prev: prev.map(str::to_owned),
         at: timestamp(now),
         request_id: entry.request_id,
         member_id: entry.member_id,
         turn_id: entry.turn_id,
         event: entry.event,
     };
-    let body = serde_json::to_value(&entry).expect("ledger entries serialise");
-    let sealed = Sealed::new(seq, &body);
-    // Keep the newest CAPACITY entries, the new one included.
-    let evicted = (view.records.len() + 1).saturating_sub(CAPACITY);
-    let anchor = match evicted {
-        0 => view.head.as_ref().and_then(|head| head.anchor.clone()),
-        n => Some(view.records[n - 1].hash.clone()),
-    };
-    let evict_below_seq = view.records.get(evicted).map_or(seq, |r| r.seq);
-    let head = Head {
-        window_started_ms,
-        expires_at_ms,
-        last_seq: seq,
-        last_hash: sealed.hash.clone(),
-        anchor,
-    };
-    let receipt = Receipt {
-        household_id: view.household_id.clone(),
-        window: window_label(&head),
+    Sealed::new(
         seq,
-        entry_hash: sealed.hash.clone(),
-    };
-    let append = Append {
-        expected: view.head.clone(),
-        head,
-        record: sealed,
-        evict_below_seq,
-        max_live_chains: MAX_HOUSEHOLDS,
-    };
-    (append, receipt)
+        &serde_json::to_value(&entry).expect("ledger entries serialise"),
+    )
 }
 
 /// A fresh identifier: `prefix` and ten upper-case hex digits.

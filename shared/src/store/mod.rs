@@ -68,6 +68,69 @@ pub struct Append {
     pub max_live_chains: usize,
 }
 
+/// How a chain keeps its records: a window lasts `window_ms` from its first record, holds the
+/// newest `capacity` records (older ones are evicted into the anchor), and a scope may hold at
+/// most `max_live_chains` live windows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    pub window_ms: i64,
+    pub capacity: usize,
+    pub max_live_chains: usize,
+}
+
+impl Append {
+    /// The append of one more record after the live window read (`head` and its `retained`
+    /// records, oldest first; `None` when no window is live, which opens one at `now_ms`).
+    /// `seal` builds the record from its `seq` and `prev`; toolsets own the record's shape,
+    /// this owns linking, windows and eviction.
+    pub fn next(
+        head: Option<&Head>,
+        retained: &[Sealed],
+        retention: Retention,
+        now_ms: i64,
+        seal: impl FnOnce(u64, Option<&str>) -> Sealed,
+    ) -> Self {
+        let (seq, prev, window_started_ms, expires_at_ms) = match head {
+            Some(head) => (
+                head.last_seq + 1,
+                Some(head.last_hash.as_str()),
+                head.window_started_ms,
+                head.expires_at_ms,
+            ),
+            None => (1, None, now_ms, now_ms + retention.window_ms),
+        };
+        let record = seal(seq, prev);
+        // Keep the newest `capacity` records, the new one included.
+        let evicted = (retained.len() + 1).saturating_sub(retention.capacity);
+        let anchor = match evicted {
+            0 => head.and_then(|head| head.anchor.clone()),
+            n => Some(retained[n - 1].hash.clone()),
+        };
+        let evict_below_seq = retained.get(evicted).map_or(seq, |r| r.seq);
+        Self {
+            expected: head.cloned(),
+            head: Head {
+                window_started_ms,
+                expires_at_ms,
+                last_seq: seq,
+                last_hash: record.hash.clone(),
+                anchor,
+            },
+            record,
+            evict_below_seq,
+            max_live_chains: retention.max_live_chains,
+        }
+    }
+}
+
+/// A jittered pause before retrying an append that lost to a concurrent writer, longer on
+/// each attempt, so competing writers stop colliding in lockstep.
+pub async fn conflict_backoff(attempt: usize) {
+    use rand::RngExt;
+    let pause = rand::rng().random_range(0..=2_000u64 * (attempt as u64 + 1));
+    tokio::time::sleep(std::time::Duration::from_micros(pause)).await;
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// Another writer moved the head first; read again and retry.

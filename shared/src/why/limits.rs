@@ -7,6 +7,12 @@ pub const WINDOW_MS: i64 = 72 * 60 * 60 * 1000;
 pub const WINDOW_CAPACITY: usize = 25;
 /// Live households per credential.
 pub const MAX_HOUSEHOLDS: usize = 8;
+/// The three above, as the store applies them.
+pub const RETENTION: crate::store::Retention = crate::store::Retention {
+    window_ms: WINDOW_MS,
+    capacity: WINDOW_CAPACITY,
+    max_live_chains: MAX_HOUSEHOLDS,
+};
 /// Retries after a conflicting concurrent append, before reporting the household busy.
 pub const APPEND_RETRIES: usize = 4;
 

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use rand::RngExt;
 use serde_json::Value;
 use time::format_description::well_known::{Iso8601, Rfc3339};
 use time::{OffsetDateTime, PrimitiveDateTime};
@@ -13,7 +12,7 @@ use super::matching::best_match;
 use super::record::{self, HASH_FIELD, NewDecision, RecordView};
 use crate::chain::{self, IntegrityError, Sealed};
 use crate::clock::{Clock, timestamp, unix_ms};
-use crate::store::{Append, ChainKey, ChainStore, Head, Snapshot, StoreError};
+use crate::store::{Append, ChainKey, ChainStore, Snapshot, StoreError, conflict_backoff};
 use crate::toolset::Caller;
 
 #[derive(Debug, thiserror::Error)]
@@ -116,7 +115,15 @@ impl WhyService {
             if let Some(snapshot) = &current {
                 verified(snapshot)?;
             }
-            let (append, sealed) = next_append(&decision, current.as_ref(), now, now_ms);
+            let recorded_at = timestamp(now);
+            let append = Append::next(
+                current.as_ref().map(|snapshot| &snapshot.head),
+                current.as_ref().map_or(&[], |snapshot| &snapshot.records),
+                RETENTION,
+                now_ms,
+                |seq, prev| Sealed::new(seq, &record::build(&decision, seq, &recorded_at, prev)),
+            );
+            let sealed = append.record.clone();
             match self.store.append(&key, append, now_ms).await {
                 Ok(()) => {
                     return sealed
@@ -124,9 +131,7 @@ impl WhyService {
                         .map_err(|_| WhyError::Unavailable);
                 }
                 Err(StoreError::Conflict) if attempt < APPEND_RETRIES => {
-                    // Jittered backoff so competing writers stop colliding in lockstep.
-                    let pause = rand::rng().random_range(0..=2_000u64 * (attempt as u64 + 1));
-                    tokio::time::sleep(std::time::Duration::from_micros(pause)).await;
+                    conflict_backoff(attempt).await;
                 }
                 Err(error) => return Err(error.into()),
             }
@@ -281,47 +286,6 @@ pub fn check_text(field: &str, value: &str, max: usize) -> Result<(), WhyError> 
         )));
     }
     Ok(())
-}
-
-fn next_append(
-    decision: &NewDecision<'_>,
-    current: Option<&Snapshot>,
-    now: OffsetDateTime,
-    now_ms: i64,
-) -> (Append, Sealed) {
-    let recorded_at = timestamp(now);
-    let (seq, prev, window_started_ms, expires_at_ms) = match current {
-        Some(snapshot) => (
-            snapshot.head.last_seq + 1,
-            Some(snapshot.head.last_hash.as_str()),
-            snapshot.head.window_started_ms,
-            snapshot.head.expires_at_ms,
-        ),
-        None => (1, None, now_ms, now_ms + WINDOW_MS),
-    };
-    let sealed = Sealed::new(seq, &record::build(decision, seq, &recorded_at, prev));
-    let retained = current.map_or(&[][..], |s| s.records.as_slice());
-    // Keep the newest WINDOW_CAPACITY records, the new one included.
-    let evicted = (retained.len() + 1).saturating_sub(WINDOW_CAPACITY);
-    let anchor = match evicted {
-        0 => current.and_then(|s| s.head.anchor.clone()),
-        n => Some(retained[n - 1].hash.clone()),
-    };
-    let evict_below_seq = retained.get(evicted).map_or(seq, |r| r.seq);
-    let append = Append {
-        expected: current.map(|s| s.head.clone()),
-        head: Head {
-            window_started_ms,
-            expires_at_ms,
-            last_seq: seq,
-            last_hash: sealed.hash.clone(),
-            anchor,
-        },
-        record: sealed.clone(),
-        evict_below_seq,
-        max_live_chains: MAX_HOUSEHOLDS,
-    };
-    (append, sealed)
 }
 
 /// Parses `since`: ISO 8601 with a timezone. A timestamp without one is ambiguous (whose
