@@ -419,26 +419,41 @@ async fn the_weekly_budget_is_rebuilt_from_the_ledger_and_restarts_on_monday() {
 }
 
 #[tokio::test]
-async fn a_waiting_request_expires_after_a_day() {
+async fn a_waiting_request_can_be_answered_for_a_day_and_not_a_second_more() {
     let (device, harness) = device();
-    let held = device
-        .call(
-            Turn::new("dana", &["get the dino blocks"]),
-            "propose_purchase",
-            propose("dino-blocks", "standard", 1),
-        )
-        .await;
-    let id = ok(&held)["request_id"].as_str().unwrap().to_owned();
-    harness
-        .clock
-        .advance(time::Duration::hours(24) + time::Duration::seconds(1));
-    let late = device
-        .call(
-            Turn::new("dana", &["yes"]).answering(&id),
-            "confirm_purchase",
-            json!({"request_id": id}),
-        )
-        .await;
+    let mut ids = Vec::new();
+    for (words, product, variant) in [
+        ("get the dino blocks", "dino-blocks", "standard"),
+        ("buy the garden hose", "garden-hose", "15m"),
+    ] {
+        let held = device
+            .call(
+                Turn::new("dana", &[words]),
+                "propose_purchase",
+                propose(product, variant, 1),
+            )
+            .await;
+        assert_eq!(ok(&held)["status"], "waiting_for_confirmation");
+        ids.push(ok(&held)["request_id"].as_str().unwrap().to_owned());
+    }
+    let answer = |id: &str| {
+        let id = id.to_owned();
+        let device = &device;
+        async move {
+            device
+                .call(
+                    Turn::new("dana", &["yes"]).answering(&id),
+                    "confirm_purchase",
+                    json!({"request_id": id}),
+                )
+                .await
+        }
+    };
+    harness.clock.advance(time::Duration::hours(24));
+    let in_time = answer(&ids[0]).await;
+    assert_eq!(ok(&in_time)["result"], "placed");
+    harness.clock.advance(time::Duration::seconds(1));
+    let late = answer(&ids[1]).await;
     let late = ok(&late);
     assert_eq!(late["status"], "expired");
     assert_eq!(late["result"], Value::Null);

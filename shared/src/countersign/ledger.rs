@@ -532,29 +532,27 @@ impl LedgerView {
             }
         }
         for request in &mut requests {
-            if request.status.is_waiting() && now - request.proposed_at > WAITING_FOR {
+            // Entries keep milliseconds; compare in whole milliseconds so that a request is
+            // answerable for exactly WAITING_FOR after the time its entry records.
+            let waited = (now - request.proposed_at).whole_milliseconds();
+            if request.status.is_waiting() && waited > WAITING_FOR.whole_milliseconds() {
                 request.status = Status::Expired;
             }
         }
         requests
     }
 
-    pub fn request(&self, request_id: &str, now: OffsetDateTime) -> Option<Request> {
-        self.requests(now)
-            .into_iter()
-            .find(|request| request.request_id == request_id)
-    }
-
-    /// What placed orders since `since` total, or `None` when evicted entries might have
-    /// fallen after `since` (the ledger then cannot say, and the budget check blocks).
-    pub fn spent_since(&self, since: OffsetDateTime, now: OffsetDateTime) -> Option<u64> {
+    /// What placed orders since `since` total, from this view's `requests`, or `None` when
+    /// evicted entries might have fallen after `since` (the ledger then cannot say, and the
+    /// budget check blocks).
+    pub fn spent_since(&self, requests: &[Request], since: OffsetDateTime) -> Option<u64> {
         let evicted = self.head.as_ref().is_some_and(|head| head.anchor.is_some());
         let oldest_retained = self.entries.first().and_then(|e| parse_time(&e.at));
         if evicted && oldest_retained.is_none_or(|oldest| oldest >= since) {
             return None;
         }
         Some(
-            self.requests(now)
+            requests
                 .iter()
                 .filter_map(|request| {
                     let placed = request.placed.as_ref()?;
@@ -628,6 +626,46 @@ mod tests {
             week_start(datetime!(2026-12-07 00:30 +01:00)),
             datetime!(2026-11-30 00:00 UTC)
         );
+    }
+
+    fn view_from(entry_at: &str, anchor: Option<&str>) -> LedgerView {
+        let entry = Entry {
+            format: FORMAT.into(),
+            seq: 7,
+            prev: Some("ab".into()),
+            at: entry_at.into(),
+            request_id: "REQ-1".into(),
+            member_id: "dana".into(),
+            turn_id: "t-1".into(),
+            event: Event::ReadAloud {
+                question: "?".into(),
+            },
+        };
+        LedgerView {
+            household_id: "home".into(),
+            head: Some(Head {
+                window_started_ms: 0,
+                expires_at_ms: i64::MAX,
+                last_seq: 7,
+                last_hash: "cd".into(),
+                anchor: anchor.map(str::to_owned),
+            }),
+            records: Vec::new(),
+            entries: vec![entry],
+        }
+    }
+
+    #[test]
+    fn spend_is_unknown_when_evicted_entries_may_fall_in_the_week() {
+        let monday = datetime!(2026-11-30 00:00 UTC);
+        // Evicted entries are older than the oldest retained one; if that is inside the week,
+        // some of the week may be gone.
+        let trimmed_this_week = view_from("2026-11-30T00:00:00.000Z", Some("ef"));
+        assert_eq!(trimmed_this_week.spent_since(&[], monday), None);
+        let trimmed_before = view_from("2026-11-29T23:59:59.999Z", Some("ef"));
+        assert_eq!(trimmed_before.spent_since(&[], monday), Some(0));
+        let untrimmed = view_from("2026-11-30T08:00:00.000Z", None);
+        assert_eq!(untrimmed.spent_since(&[], monday), Some(0));
     }
 
     #[test]

@@ -399,7 +399,7 @@ impl CountersignService {
         let (output, appended) = self
             .ledger
             .transition(caller, self.household_id(), |view, now| {
-                let spent = view.spent_since(week_start(now), now);
+                let spent = view.spent_since(&view.requests(now), week_start(now));
                 let order = Order {
                     member: speaker.member,
                     product,
@@ -478,7 +478,7 @@ impl CountersignService {
     ) -> Result<DecisionOutput, CountersignError> {
         let speaker = self.speaker(caller)?;
         check_request_id(request_id)?;
-        self.settle(caller, request_id, |view, request, now| {
+        self.settle(caller, request_id, |view, requests, request, now| {
             match request.status {
                 Status::WaitingForConfirmation => {}
                 Status::WaitingForGuardian => {
@@ -496,7 +496,9 @@ impl CountersignService {
             }
             self.check_answering(speaker.attestation, request)?;
             let answer = read_latest(&speaker.attestation.utterances);
-            Ok(Some(self.resolve(view, request, now, answer, &speaker)))
+            Ok(Some(
+                self.resolve(view, requests, request, now, answer, &speaker),
+            ))
         })
         .await
     }
@@ -517,7 +519,7 @@ impl CountersignService {
                 say::member_name(&self.data, &speaker.member.id)
             )));
         }
-        self.settle(caller, request_id, |view, request, now| {
+        self.settle(caller, request_id, |view, requests, request, now| {
             match request.status {
                 Status::WaitingForGuardian => {}
                 Status::WaitingForConfirmation => {
@@ -549,7 +551,7 @@ impl CountersignService {
                     if approve { "approve" } else { "decline" }
                 )));
             }
-            Ok(Some(self.resolve(view, request, now, answer, &speaker)))
+            Ok(Some(self.resolve(view, requests, request, now, answer, &speaker)))
         })
         .await
     }
@@ -582,6 +584,7 @@ impl CountersignService {
     fn resolve(
         &self,
         view: &LedgerView,
+        requests: &[Request],
         request: &Request,
         now: OffsetDateTime,
         answer: Answer,
@@ -616,7 +619,7 @@ impl CountersignService {
                 },
             ),
             Answer::Yes => {
-                let spent = view.spent_since(week_start(now), now);
+                let spent = view.spent_since(requests, week_start(now));
                 match policy::budget_problem(&self.data, spent, proposal.total_cents) {
                     Some(problem) => (
                         SpokenAnswer::Yes,
@@ -672,6 +675,7 @@ impl CountersignService {
         request_id: &str,
         decide: impl Fn(
             &LedgerView,
+            &[Request],
             &Request,
             OffsetDateTime,
         ) -> Result<Option<Resolved>, CountersignError>,
@@ -679,7 +683,8 @@ impl CountersignService {
         let (output, appended) = self
             .ledger
             .transition(caller, self.household_id(), |view, now| {
-                let Some(request) = view.request(request_id, now) else {
+                let requests = view.requests(now);
+                let Some(request) = requests.iter().find(|r| r.request_id == request_id) else {
                     return Step::Leave(Err(refused(
                         "There is no request with that id in this household's ledger.",
                     )));
@@ -693,7 +698,7 @@ impl CountersignService {
                     placed: None,
                     say,
                 };
-                match decide(view, &request, now) {
+                match decide(view, &requests, request, now) {
                     Err(error) => Step::Leave(Err(error)),
                     Ok(None) => {
                         let mut say = format!(
@@ -836,8 +841,9 @@ impl CountersignService {
             view.entries.len(),
             view.head.as_ref().map(|h| h.last_hash.clone()),
         );
-        output.spent_cents = view.spent_since(since, now);
-        for request in view.requests(now) {
+        let requests = view.requests(now);
+        output.spent_cents = view.spent_since(&requests, since);
+        for request in requests {
             let at = request
                 .placed
                 .as_ref()
@@ -1110,4 +1116,42 @@ fn search_words(text: &str) -> Vec<String> {
                 .to_owned()
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    fn receipt(window: &str) -> Receipt {
+        Receipt {
+            household_id: "home".into(),
+            window: window.into(),
+            seq: 3,
+            entry_hash: "0".repeat(64),
+        }
+    }
+
+    #[test]
+    fn a_vanished_window_that_should_still_be_live_means_deleted_history() {
+        let now = datetime!(2026-11-30 08:00 UTC);
+        let recent = receipt("2026-11-20T08:00:00.000Z");
+        assert_eq!(
+            deleted_or_gone(&recent, now),
+            ReceiptVerdict::HistoryDeleted
+        );
+        // 400 days is the window: a receipt from a window that has run out cannot be checked.
+        let just_live = receipt("2025-10-26T08:00:00.001Z");
+        assert_eq!(
+            deleted_or_gone(&just_live, now),
+            ReceiptVerdict::HistoryDeleted
+        );
+        let expired = receipt("2025-10-26T08:00:00.000Z");
+        assert_eq!(deleted_or_gone(&expired, now), ReceiptVerdict::NotRetained);
+        let unreadable = receipt("last spring");
+        assert_eq!(
+            deleted_or_gone(&unreadable, now),
+            ReceiptVerdict::NotRetained
+        );
+    }
 }

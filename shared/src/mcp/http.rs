@@ -244,6 +244,7 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
     let Some(bytes) = read_body(&parts.headers, body, MAX_BODY_BYTES).await else {
         return too_large();
     };
+    let mut caller = caller;
     match serde_json::from_slice::<Peek<'_>>(&bytes) {
         Ok(peek) => {
             if let Err(needed) = grant.scopes.allow(peek.method.as_deref()) {
@@ -262,6 +263,10 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
             {
                 log.tool(&name);
             }
+            // Only tool calls act on who is speaking; other methods skip the HMAC.
+            if method == "tools/call" {
+                caller.host = endpoint.attestations.check(&parts.headers);
+            }
         }
         Err(_) if serde_json::from_slice::<IgnoredAny>(&bytes).is_ok() => return invalid_request(),
         Err(_) => {
@@ -272,8 +277,6 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
             );
         }
     }
-    let mut caller = caller;
-    caller.host = endpoint.attestations.check(&parts.headers);
     parts.extensions.insert(caller);
     let response = endpoint
         .service
