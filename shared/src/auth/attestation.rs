@@ -150,14 +150,24 @@ impl AttestationVerifier {
             )
         })?;
         check_shape(&attestation)?;
-        if attestation.issued_at > now_secs + MAX_CLOCK_AHEAD_SECS {
-            return Err(AttestationRefusal::Future);
-        }
-        if now_secs - attestation.issued_at > MAX_AGE_SECS {
-            return Err(AttestationRefusal::Expired);
-        }
+        check_age(attestation.issued_at, now_secs)?;
         Ok(attestation)
     }
+}
+
+/// Whether an attestation issued at `issued_at` is still fresh at `now_secs`. Both are
+/// signed or configured integers that may sit anywhere in `i64`, so the age is computed in
+/// `i128`: a subtraction in `i64` would panic in a debug build and wrap in a release one,
+/// making a date near `i64::MIN` look brand new.
+fn check_age(issued_at: i64, now_secs: i64) -> Result<(), AttestationRefusal> {
+    let age = i128::from(now_secs) - i128::from(issued_at);
+    if age < -i128::from(MAX_CLOCK_AHEAD_SECS) {
+        return Err(AttestationRefusal::Future);
+    }
+    if age > i128::from(MAX_AGE_SECS) {
+        return Err(AttestationRefusal::Expired);
+    }
+    Ok(())
 }
 
 fn malformed(reason: &str) -> AttestationRefusal {
@@ -308,6 +318,26 @@ mod tests {
         assert!(matches!(check(&signed(&ahead)), HostClaim::Verified(_)));
         ahead.issued_at += 1;
         assert_eq!(refused(&signed(&ahead)), AttestationRefusal::Future);
+    }
+
+    #[test]
+    fn dates_at_the_ends_of_the_integer_range_are_refused_without_overflow() {
+        let mut ancient = attestation();
+        ancient.issued_at = i64::MIN;
+        assert_eq!(refused(&signed(&ancient)), AttestationRefusal::Expired);
+        let mut distant = attestation();
+        distant.issued_at = i64::MAX;
+        assert_eq!(refused(&signed(&distant)), AttestationRefusal::Future);
+        // The server's own clock at either end must not overflow either.
+        let verifier = AttestationVerifier::new(Some(Secret::new(KEY)), Arc::new(SystemClock));
+        assert!(matches!(
+            verifier.check_at(&signed(&distant), i64::MAX),
+            HostClaim::Verified(_)
+        ));
+        assert_eq!(
+            verifier.check_at(&signed(&attestation()), i64::MIN),
+            HostClaim::Refused(AttestationRefusal::Future)
+        );
     }
 
     #[test]
