@@ -117,6 +117,28 @@ async fn a_yes_counts_only_from_the_same_person_in_a_later_turn_answering_that_q
         "{stray}"
     );
 
+    // The dino blocks' question was asked after this one; hearing this one again makes it
+    // the question Dana's answer can decide.
+    let stale = device
+        .call(
+            Turn::new("dana", &["yes"]).answering(&id),
+            "confirm_purchase",
+            args.clone(),
+        )
+        .await;
+    assert!(
+        refusal(&stale).contains("not the last question read to you"),
+        "{stale}"
+    );
+    let read = device
+        .call(
+            Turn::new("dana", &["what's waiting"]),
+            "list_waiting",
+            json!({}),
+        )
+        .await;
+    assert_eq!(ok(&read)["read_aloud"]["request_id"], id.as_str());
+
     // Hesitation decides nothing.
     for words in ["yes, I think so", "yes?", "maybe"] {
         let unsure = device
@@ -449,7 +471,19 @@ async fn a_waiting_request_can_be_answered_for_a_day_and_not_a_second_more() {
                 .await
         }
     };
-    harness.clock.advance(time::Duration::hours(24));
+    // An answer must follow its question closely, so the question is read again first.
+    harness
+        .clock
+        .advance(time::Duration::hours(24) - time::Duration::seconds(10));
+    let read = device
+        .call(
+            Turn::new("dana", &["what's waiting"]),
+            "list_waiting",
+            json!({}),
+        )
+        .await;
+    assert_eq!(ok(&read)["read_aloud"]["request_id"], ids[0].as_str());
+    harness.clock.advance(time::Duration::seconds(10));
     let in_time = answer(&ids[0]).await;
     assert_eq!(ok(&in_time)["result"], "placed");
     harness.clock.advance(time::Duration::seconds(1));

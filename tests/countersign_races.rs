@@ -12,9 +12,9 @@ use hearth_core::countersign::household::HouseholdData;
 use hearth_core::countersign::judge::rules::RulesJudge;
 use hearth_core::countersign::ledger::{Ledger, Settled, Status};
 use hearth_core::countersign::service::CountersignError;
-use hearth_core::store::ChainStore;
 use hearth_core::store::dynamodb::DynamoStore;
 use hearth_core::store::sqlite::SqliteStore;
+use hearth_core::store::{ChainStore, CounterStore};
 use hearth_core::toolset::Caller;
 use hearth_testkit::moto::{Moto, unique_name};
 
@@ -26,12 +26,13 @@ struct Household {
 }
 
 impl Household {
-    fn over(store: Arc<dyn ChainStore>) -> Self {
+    fn over<S: ChainStore + CounterStore>(store: Arc<S>) -> Self {
         let clock = Arc::new(ManualClock::new(time::OffsetDateTime::now_utc()));
         let service = CountersignService::new(
             Arc::new(HouseholdData::built_in().unwrap()),
-            Ledger::new(store, clock.clone()),
+            Ledger::new(store.clone(), clock.clone()),
             Arc::new(RulesJudge),
+            store,
         );
         Self {
             service: Arc::new(service),
@@ -54,7 +55,7 @@ impl Household {
 }
 
 /// Every racer answers yes; exactly one places the order and the others find it settled.
-async fn racing_yeses_place_one_order(store: Arc<dyn ChainStore>) {
+async fn racing_yeses_place_one_order<S: ChainStore + CounterStore>(store: Arc<S>) {
     let home = Household::over(store);
     let held = home
         .service
@@ -111,7 +112,7 @@ async fn racing_yeses_place_one_order(store: Arc<dyn ChainStore>) {
 }
 
 /// Both guardians approve a child's request at once; one order.
-async fn racing_guardians_place_one_order(store: Arc<dyn ChainStore>) {
+async fn racing_guardians_place_one_order<S: ChainStore + CounterStore>(store: Arc<S>) {
     let home = Household::over(store);
     let held = home
         .service
@@ -154,22 +155,23 @@ async fn racing_guardians_place_one_order(store: Arc<dyn ChainStore>) {
     assert_eq!(orders, 1);
 }
 
-fn sqlite() -> (Arc<dyn ChainStore>, tempfile::TempDir) {
+fn sqlite() -> (Arc<SqliteStore>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(&dir.path().join("races.db")).unwrap();
     (Arc::new(store), dir)
 }
 
-async fn dynamodb() -> Arc<dyn ChainStore> {
+async fn dynamodb() -> Arc<DynamoStore> {
     let client = Moto::shared().dynamodb_client();
     let store = DynamoStore::new(client, unique_name("hearth-races"));
     store.ensure_table().await.expect("create the table");
     Arc::new(store)
 }
 
-/// What each purchase-guard operation costs in DynamoDB calls: a change is one `Query` and
-/// one conditional `TransactWriteItems` (plus the household registry read when the ledger
-/// opens), a report is one `Query`.
+/// What each purchase-guard operation costs in DynamoDB calls: a change is the member's
+/// acting-call counter (one `TransactWriteItems`), one `Query` and one conditional
+/// `TransactWriteItems` (plus the household registry read when the ledger opens); a report
+/// is one `Query`.
 #[tokio::test]
 async fn each_ledger_operation_costs_a_fixed_number_of_dynamodb_calls() {
     let calls = hearth_testkit::CallCounter::default();
@@ -196,8 +198,8 @@ async fn each_ledger_operation_costs_a_fixed_number_of_dynamodb_calls() {
         .unwrap();
     assert_eq!(
         calls.take(),
-        3,
-        "opening the ledger: Query, registry GetItem, TransactWriteItems"
+        4,
+        "opening the ledger: counter, Query, registry GetItem, TransactWriteItems"
     );
     let held = home
         .service
@@ -209,18 +211,18 @@ async fn each_ledger_operation_costs_a_fixed_number_of_dynamodb_calls() {
         )
         .await
         .unwrap();
-    assert_eq!(calls.take(), 2, "Query, TransactWriteItems");
+    assert_eq!(calls.take(), 3, "counter, Query, TransactWriteItems");
     home.service
         .list_waiting(&speak("t3", "what's waiting"))
         .await
         .unwrap();
-    assert_eq!(calls.take(), 2);
+    assert_eq!(calls.take(), 3);
     let answer = home.speaking("dana", "t4", "yes", Some(&held.request_id));
     home.service
         .confirm(&answer, &held.request_id)
         .await
         .unwrap();
-    assert_eq!(calls.take(), 2);
+    assert_eq!(calls.take(), 3);
     home.service
         .activity(&speak("t5", "what did we buy"))
         .await

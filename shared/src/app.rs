@@ -221,6 +221,7 @@ pub fn toolsets(config: &Config, backing: &Backing) -> Vec<Arc<dyn Toolset>> {
             backing.household.clone(),
             Ledger::new(backing.stores.chains.clone(), backing.clock.clone()),
             backing.judge.clone(),
+            backing.stores.counters.clone(),
         );
         toolsets.push(Arc::new(CountersignToolset::new(Arc::new(service))));
     }

@@ -73,6 +73,9 @@ pub enum Problem {
     Unreadable,
     #[error("the newest record is missing")]
     MissingNewest,
+    /// A running total a record carries does not follow from the records before it.
+    #[error("its running total does not add up")]
+    WrongTotal,
 }
 
 /// What verification needs from a parsed record: its position and its link. Toolsets parse

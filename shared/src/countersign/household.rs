@@ -22,6 +22,9 @@ const ID_MAX: usize = 40;
 const LISTING_TEXT_MAX: usize = 1000;
 /// No single price or limit above $100,000: a typo guard, not a policy.
 const CENTS_MAX: u64 = 10_000_000;
+/// Members of one household. It bounds how fast a household can write to its ledger (see
+/// `service::ACTING_CALLS_PER_MEMBER`).
+pub const MAX_MEMBERS: usize = 16;
 
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
@@ -201,6 +204,15 @@ impl HouseholdData {
         self.household.guardians.iter().any(|id| id == member_id)
     }
 
+    /// The guardians other than `member_id`: those who may decide that member's requests.
+    pub fn other_guardians<'a>(&'a self, member_id: &'a str) -> impl Iterator<Item = &'a str> {
+        self.household
+            .guardians
+            .iter()
+            .map(String::as_str)
+            .filter(move |id| *id != member_id)
+    }
+
     pub fn role_rules(&self, role: Role) -> &RoleRules {
         // Loading checked that every member's role has rules.
         &self.household.roles[&role]
@@ -289,6 +301,12 @@ fn check_catalogue(catalogue: &Catalogue) -> Result<(), String> {
 
 fn check_household(household: &Household, catalogue: &Catalogue) -> Result<(), String> {
     check_id("household", &household.household_id)?;
+    if household.members.len() > MAX_MEMBERS {
+        return Err(format!(
+            "a household has at most {MAX_MEMBERS} members; this one lists {}",
+            household.members.len()
+        ));
+    }
     check_unique("member", household.members.iter().map(|m| m.id.as_str()))?;
     for member in &household.members {
         if !household.roles.contains_key(&member.role) {
@@ -352,6 +370,21 @@ mod tests {
             "{error}"
         );
         error
+    }
+
+    #[test]
+    fn a_household_holds_sixteen_members_and_not_seventeen() {
+        let with_members = |count: usize| {
+            edited(HOUSEHOLD_FILE, |h| {
+                let members = h["members"].as_array_mut().unwrap();
+                for n in members.len()..count {
+                    members.push(serde_json::json!({"id": format!("m{n}"), "name": format!("M{n}"), "role": "parent"}));
+                }
+            })
+        };
+        assert!(with_members(MAX_MEMBERS).is_ok());
+        let error = with_members(MAX_MEMBERS + 1).unwrap_err().to_string();
+        assert!(error.contains("at most 16 members"), "{error}");
     }
 
     #[test]

@@ -45,6 +45,13 @@ const RETENTION: Retention = Retention {
 pub const APPEND_RETRIES: usize = 8;
 /// A waiting request can be answered for this long after it was proposed.
 pub const WAITING_FOR: Duration = Duration::hours(24);
+/// Proposals one member may make in one attested turn (each for a different product).
+pub const MAX_PROPOSALS_PER_TURN: usize = 3;
+/// An answer may be dated this much before the question was read: the device dates it in
+/// whole seconds on its own clock, the ledger in milliseconds on the server's.
+pub const ANSWER_CLOCK_SKEW_SECS: i64 = 5;
+/// An answer counts only if the device dated it at most this long after the question.
+pub const ANSWER_WITHIN_SECS: i64 = 120;
 
 /// One ledger entry. `seq` and `prev` link it into the chain; `event` says what happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -61,6 +68,20 @@ pub struct Entry {
     pub turn_id: String,
     #[serde(flatten)]
     pub event: Event,
+    /// What placed orders total this week, this entry included. Every entry carries it, so
+    /// the newest entry, which is never evicted, always knows the week's spending, and the
+    /// chain's hashes cover it. Entries written before it existed have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub week: Option<WeekTally>,
+}
+
+/// The running figure for one budget week.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WeekTally {
+    /// When the week began (RFC 3339 UTC).
+    pub starts: String,
+    pub spent_cents: u64,
 }
 
 impl Linked for Entry {
@@ -176,11 +197,18 @@ impl Status {
     }
 }
 
-/// A reading-aloud of a request's question to one member.
+/// The newest question put to one member, across every request: a guardian's question
+/// read by `list_waiting`, or the confirmation question a proposal asked its proposer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reading {
-    pub member_id: String,
+pub struct Question {
+    pub request_id: String,
     pub turn_id: String,
+    /// Server time of the entry that read it.
+    pub at: OffsetDateTime,
+    /// The question came with the member's own proposal, so it can only be a confirmation.
+    pub by_proposal: bool,
+    /// An answer from this member already settled the request this question asked about.
+    pub answered: bool,
 }
 
 /// One request as the ledger tells it.
@@ -189,23 +217,14 @@ pub struct Request {
     pub request_id: String,
     pub member_id: String,
     pub proposed_at: OffsetDateTime,
+    /// The turn of the proposal.
+    pub turn_id: String,
     pub proposal: ProposalEvent,
     pub status: Status,
     /// The order number and the entry that placed it.
     pub placed: Option<Placement>,
-    /// Every time its question was read aloud, oldest first; the proposal's own answer
-    /// counts as a reading to the proposer.
-    pub readings: Vec<Reading>,
-}
-
-impl Request {
-    /// The newest reading of the question to `member_id`.
-    pub fn last_reading_to(&self, member_id: &str) -> Option<&Reading> {
-        self.readings
-            .iter()
-            .rev()
-            .find(|r| r.member_id == member_id)
-    }
+    /// Members whose guardian question was read to them by `list_waiting`.
+    pub read_to: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -297,11 +316,23 @@ pub struct Appended {
 pub struct Ledger {
     store: Arc<dyn ChainStore>,
     clock: Arc<dyn Clock>,
+    retention: Retention,
 }
 
 impl Ledger {
     pub fn new(store: Arc<dyn ChainStore>, clock: Arc<dyn Clock>) -> Self {
-        Self { store, clock }
+        Self {
+            store,
+            clock,
+            retention: RETENTION,
+        }
+    }
+
+    /// The same ledger keeping only the newest `capacity` entries per window instead of
+    /// [`CAPACITY`]: for showing eviction without a thousand appends.
+    pub fn with_capacity(mut self, capacity: usize) -> Self {
+        self.retention.capacity = capacity.max(1);
+        self
     }
 
     pub fn now(&self) -> OffsetDateTime {
@@ -355,12 +386,13 @@ impl Ledger {
                 Step::Leave(outcome) => return Ok((outcome, None)),
                 Step::Append(entry, outcome) => (entry, outcome),
             };
+            let week = view.tally_after(&entry, now);
             let append = Append::next(
                 view.head.as_ref(),
                 &view.records,
-                RETENTION,
+                self.retention,
                 now_ms,
-                |seq, prev| seal(entry, seq, prev, now),
+                |seq, prev| seal(entry, week, seq, prev, now),
             );
             let receipt = Receipt {
                 household_id: view.household_id.clone(),
@@ -414,7 +446,71 @@ fn verify(snapshot: &Snapshot) -> Result<Vec<Entry>, IntegrityError> {
             });
         }
     }
+    check_tallies(&entries)?;
     Ok(entries)
+}
+
+/// Every week tally must follow from the one before it and what its own entry placed. The
+/// first retained tally (its predecessors may be evicted) and one whose request's proposal is
+/// no longer retained can only be checked for covering their own entry's amount. Once the
+/// ledger keeps tallies, every later entry must carry one.
+fn check_tallies(entries: &[Entry]) -> Result<(), IntegrityError> {
+    let mut totals: HashMap<&str, u64> = HashMap::new();
+    let mut previous: Option<(OffsetDateTime, u64)> = None;
+    for (index, entry) in entries.iter().enumerate() {
+        let fail = |problem| IntegrityError {
+            position: index + 1,
+            problem,
+        };
+        if let Event::Proposal(proposal) = &entry.event {
+            totals.insert(&entry.request_id, proposal.total_cents);
+        }
+        let Some(tally) = &entry.week else {
+            if previous.is_some() {
+                return Err(fail(Problem::WrongTotal));
+            }
+            continue;
+        };
+        let starts = parse_time(&tally.starts).ok_or(fail(Problem::Unreadable))?;
+        let at = parse_time(&entry.at).ok_or(fail(Problem::Unreadable))?;
+        if starts > at {
+            return Err(fail(Problem::WrongTotal));
+        }
+        let placed = placed_cents(entry, |id| totals.get(id).copied());
+        let consistent = match (previous, placed) {
+            (Some((previous_starts, _)), _) if starts < previous_starts => false,
+            (Some((previous_starts, spent)), Some(placed)) => {
+                let base = if starts == previous_starts { spent } else { 0 };
+                base.checked_add(placed) == Some(tally.spent_cents)
+            }
+            (_, placed) => tally.spent_cents >= placed.unwrap_or(0),
+        };
+        if !consistent {
+            return Err(fail(Problem::WrongTotal));
+        }
+        previous = Some((starts, tally.spent_cents));
+    }
+    Ok(())
+}
+
+/// What an entry placed, in cents: `Some(0)` for an entry that placed nothing, `None` when
+/// it placed an order whose proposal `total_of` no longer knows.
+fn placed_cents(entry: &Entry, total_of: impl Fn(&str) -> Option<u64>) -> Option<u64> {
+    match &entry.event {
+        Event::Proposal(proposal) => Some(if proposal.order_id.is_some() {
+            proposal.total_cents
+        } else {
+            0
+        }),
+        Event::ReadAloud { .. } => Some(0),
+        Event::Confirmation(resolution) | Event::GuardianDecision(resolution) => {
+            if resolution.order_id.is_some() {
+                total_of(&entry.request_id)
+            } else {
+                Some(0)
+            }
+        }
+    }
 }
 
 fn broken(snapshot: &Snapshot, error: &IntegrityError) -> Check {
@@ -492,6 +588,7 @@ impl LedgerView {
                         request_id: entry.request_id.clone(),
                         member_id: entry.member_id.clone(),
                         proposed_at: at,
+                        turn_id: entry.turn_id.clone(),
                         proposal: (**proposal).clone(),
                         status,
                         placed: proposal.order_id.clone().map(|order_id| Placement {
@@ -499,18 +596,12 @@ impl LedgerView {
                             at,
                             receipt: self.receipt(record),
                         }),
-                        readings: vec![Reading {
-                            member_id: entry.member_id.clone(),
-                            turn_id: entry.turn_id.clone(),
-                        }],
+                        read_to: Vec::new(),
                     });
                 }
                 Event::ReadAloud { .. } => {
                     if let Some(&i) = index.get(entry.request_id.as_str()) {
-                        requests[i].readings.push(Reading {
-                            member_id: entry.member_id.clone(),
-                            turn_id: entry.turn_id.clone(),
-                        });
+                        requests[i].read_to.push(entry.member_id.clone());
                     }
                 }
                 Event::Confirmation(resolution) | Event::GuardianDecision(resolution) => {
@@ -546,9 +637,7 @@ impl LedgerView {
     /// evicted entries might have fallen after `since` (the ledger then cannot say, and the
     /// budget check blocks).
     pub fn spent_since(&self, requests: &[Request], since: OffsetDateTime) -> Option<u64> {
-        let evicted = self.head.as_ref().is_some_and(|head| head.anchor.is_some());
-        let oldest_retained = self.entries.first().and_then(|e| parse_time(&e.at));
-        if evicted && oldest_retained.is_none_or(|oldest| oldest >= since) {
+        if self.may_have_evicted_since(since) {
             return None;
         }
         Some(
@@ -560,6 +649,103 @@ impl LedgerView {
                 })
                 .sum(),
         )
+    }
+
+    /// What placed orders total in the budget week containing `now`: the newest entry's
+    /// running figure, which eviction never touches. A ledger written before entries kept
+    /// the figure falls back to [`Self::spent_since`], which may not know.
+    pub fn spent_this_week(&self, now: OffsetDateTime) -> Option<u64> {
+        let since = week_start(now);
+        let Some(newest) = self.entries.last() else {
+            return Some(0);
+        };
+        match newest
+            .week
+            .as_ref()
+            .and_then(|tally| parse_time(&tally.starts).map(|starts| (starts, tally.spent_cents)))
+        {
+            Some((starts, spent)) if starts == since => Some(spent),
+            // Nothing was written since the tally's week ended.
+            Some((starts, _)) if starts < since => Some(0),
+            _ => self.spent_since(&self.requests(now), since),
+        }
+    }
+
+    /// The running figure an entry appended now should carry, or `None` while this week's
+    /// spending cannot be known (an older ledger whose week was partly evicted).
+    fn tally_after(&self, entry: &NewEntry, now: OffsetDateTime) -> Option<WeekTally> {
+        let spent = self.spent_this_week(now)?;
+        let placed = match &entry.event {
+            Event::Proposal(proposal) if proposal.order_id.is_some() => proposal.total_cents,
+            Event::Confirmation(resolution) | Event::GuardianDecision(resolution)
+                if resolution.order_id.is_some() =>
+            {
+                self.proposal(&entry.request_id)?.total_cents
+            }
+            _ => 0,
+        };
+        Some(WeekTally {
+            starts: timestamp(week_start(now)),
+            spent_cents: spent.checked_add(placed)?,
+        })
+    }
+
+    /// The proposal of `request_id`, if it is retained.
+    fn proposal(&self, request_id: &str) -> Option<&ProposalEvent> {
+        self.entries.iter().find_map(|entry| match &entry.event {
+            Event::Proposal(proposal) if entry.request_id == request_id => Some(&**proposal),
+            _ => None,
+        })
+    }
+
+    /// The proposals `member_id` made in `turn_id`.
+    pub fn proposals_in_turn(&self, member_id: &str, turn_id: &str) -> Vec<&ProposalEvent> {
+        self.entries
+            .iter()
+            .filter(|entry| entry.member_id == member_id && entry.turn_id == turn_id)
+            .filter_map(|entry| match &entry.event {
+                Event::Proposal(proposal) => Some(&**proposal),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether entries written at or after `since` may have been evicted, so that the
+    /// retained ones no longer tell the whole story from then on.
+    pub fn may_have_evicted_since(&self, since: OffsetDateTime) -> bool {
+        let evicted = self.head.as_ref().is_some_and(|head| head.anchor.is_some());
+        let oldest_retained = self.entries.first().and_then(|e| parse_time(&e.at));
+        evicted && oldest_retained.is_none_or(|oldest| oldest >= since)
+    }
+
+    /// The newest question put to `member_id`: the only one their answer may decide.
+    pub fn newest_question_to(&self, member_id: &str) -> Option<Question> {
+        let mut newest: Option<Question> = None;
+        for entry in self.entries.iter().filter(|e| e.member_id == member_id) {
+            let asked = |by_proposal| Question {
+                request_id: entry.request_id.clone(),
+                turn_id: entry.turn_id.clone(),
+                at: parse_time(&entry.at).expect("verified entries have readable times"),
+                by_proposal,
+                answered: false,
+            };
+            match &entry.event {
+                Event::Proposal(proposal) if proposal.outcome == Outcome::NeedsConfirmation => {
+                    newest = Some(asked(true));
+                }
+                Event::ReadAloud { .. } => newest = Some(asked(false)),
+                Event::Confirmation(_) | Event::GuardianDecision(_) => {
+                    if let Some(question) = newest
+                        .as_mut()
+                        .filter(|question| question.request_id == entry.request_id)
+                    {
+                        question.answered = true;
+                    }
+                }
+                Event::Proposal(_) => {}
+            }
+        }
+        newest
     }
 
     fn receipt(&self, record: &Sealed) -> Receipt {
@@ -579,8 +765,14 @@ impl LedgerView {
     }
 }
 
-/// `entry` linked in at `seq` after `prev`, and sealed.
-fn seal(entry: NewEntry, seq: u64, prev: Option<&str>, now: OffsetDateTime) -> Sealed {
+/// `entry` linked in at `seq` after `prev`, with the week's running total, and sealed.
+fn seal(
+    entry: NewEntry,
+    week: Option<WeekTally>,
+    seq: u64,
+    prev: Option<&str>,
+    now: OffsetDateTime,
+) -> Sealed {
     let entry = Entry {
         format: FORMAT.to_owned(),
         seq,
@@ -590,6 +782,7 @@ fn seal(entry: NewEntry, seq: u64, prev: Option<&str>, now: OffsetDateTime) -> S
         member_id: entry.member_id,
         turn_id: entry.turn_id,
         event: entry.event,
+        week,
     };
     Sealed::new(
         seq,
@@ -640,6 +833,7 @@ mod tests {
             event: Event::ReadAloud {
                 question: "?".into(),
             },
+            week: None,
         };
         LedgerView {
             household_id: "home".into(),
@@ -668,6 +862,81 @@ mod tests {
         assert_eq!(untrimmed.spent_since(&[], monday), Some(0));
     }
 
+    fn placing(seq: u64, at: &str, total_cents: u64, week: Option<(&str, u64)>) -> Entry {
+        let proposal = ProposalEvent {
+            words: vec!["order it".into()],
+            product_id: "p".into(),
+            variant_id: "v".into(),
+            title: "T".into(),
+            variant: "V".into(),
+            merchant_id: "m".into(),
+            merchant: "M".into(),
+            unit_price_cents: total_cents,
+            quantity: 1,
+            total_cents,
+            intent: IntentRecord {
+                judge: "rules".into(),
+                verdict: Verdict::Match,
+                reasons: vec![],
+            },
+            outcome: Outcome::Placed,
+            reasons: vec![],
+            order_id: Some(format!("SIM-{seq}")),
+        };
+        Entry {
+            format: FORMAT.into(),
+            seq,
+            prev: None,
+            at: at.into(),
+            request_id: format!("REQ-{seq}"),
+            member_id: "dana".into(),
+            turn_id: format!("t-{seq}"),
+            event: Event::Proposal(Box::new(proposal)),
+            week: week.map(|(starts, spent_cents)| WeekTally {
+                starts: starts.into(),
+                spent_cents,
+            }),
+        }
+    }
+
+    const MONDAY: &str = "2026-11-30T00:00:00.000Z";
+    const NEXT_MONDAY: &str = "2026-12-07T00:00:00.000Z";
+
+    #[test]
+    fn running_totals_must_follow_from_the_entries() {
+        let good = [
+            placing(1, "2026-11-30T08:00:00.000Z", 500, Some((MONDAY, 700))),
+            placing(2, "2026-11-30T09:00:00.000Z", 300, Some((MONDAY, 1000))),
+            placing(3, "2026-12-07T09:00:00.000Z", 200, Some((NEXT_MONDAY, 200))),
+        ];
+        // The first retained tally may include evicted orders; it only has to cover its own.
+        assert_eq!(check_tallies(&good), Ok(()));
+        let failing_at = |entries: &[Entry]| check_tallies(entries).map_err(|e| e.position);
+        let mut lowered = good.clone();
+        lowered[1].week.as_mut().unwrap().spent_cents = 900;
+        assert_eq!(failing_at(&lowered), Err(2));
+        let mut carried = good.clone();
+        carried[2].week.as_mut().unwrap().spent_cents = 1200;
+        assert_eq!(failing_at(&carried), Err(3), "a new week starts from zero");
+        let mut dropped = good.clone();
+        dropped[2].week = None;
+        assert_eq!(
+            failing_at(&dropped),
+            Err(3),
+            "a tally once kept is always kept"
+        );
+        let mut short_first = good.clone();
+        short_first[0].week.as_mut().unwrap().spent_cents = 499;
+        assert_eq!(failing_at(&short_first), Err(1));
+        let mut backwards = good.clone();
+        backwards[2].week.as_mut().unwrap().starts = "2026-11-23T00:00:00.000Z".into();
+        assert_eq!(failing_at(&backwards), Err(3));
+        // Entries from before tallies existed are fine, followed by tallies.
+        let mut legacy = good.clone();
+        legacy[0].week = None;
+        assert_eq!(check_tallies(&legacy), Ok(()));
+    }
+
     #[test]
     fn entries_serialise_flat_with_their_kind() {
         let entry = Entry {
@@ -681,6 +950,7 @@ mod tests {
             event: Event::ReadAloud {
                 question: "Do you approve?".into(),
             },
+            week: None,
         };
         let json = serde_json::to_value(&entry).unwrap();
         assert_eq!(json["kind"], "read_aloud");

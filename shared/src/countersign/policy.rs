@@ -97,6 +97,17 @@ pub fn assess(
                 .map(|reason| format!("intent check: {reason}")),
         );
     }
+    if !guardian.is_empty() && data.other_guardians(&order.member.id).next().is_none() {
+        // The only guardian asked: nobody could ever decide it, so say so now.
+        guardian.push(format!(
+            "{}, who asked, is the only guardian, and nobody decides their own request",
+            order.member.name
+        ));
+        return Assessment {
+            outcome: Outcome::Blocked,
+            reasons: guardian,
+        };
+    }
     let outcome = if !guardian.is_empty() {
         Outcome::NeedsGuardian
     } else if !confirm.is_empty() {

@@ -14,15 +14,18 @@ use super::answer::{Answer, read_latest};
 use super::household::{HouseholdData, Member, Product, Variant};
 use super::judge::{Judge, Proposal};
 use super::ledger::{
-    Check, Event, IntentRecord, Ledger, LedgerError, LedgerView, NewEntry, ProposalEvent, Receipt,
-    Request, Resolution, Settled, SpokenAnswer, Status, Step, WINDOW_MS, fresh_id, parse_time,
-    week_start, window_label,
+    ANSWER_CLOCK_SKEW_SECS, ANSWER_WITHIN_SECS, Check, Event, IntentRecord, Ledger, LedgerError,
+    LedgerView, MAX_PROPOSALS_PER_TURN, NewEntry, ProposalEvent, Receipt, Request, Resolution,
+    Settled, SpokenAnswer, Status, Step, WINDOW_MS, fresh_id, parse_time, week_start, window_label,
 };
 use super::money::dollars;
 use super::policy::{self, Order, Outcome};
 use super::say;
-use crate::auth::attestation::{Attestation, HostClaim};
-use crate::clock::timestamp;
+use crate::auth::attestation::{Attestation, HostClaim, MAX_CLOCK_AHEAD_SECS};
+use crate::chain::sha256_hex;
+use crate::clock::{timestamp, unix_ms};
+use crate::speech::sanitize::sanitize;
+use crate::store::{Counter, CounterStore, Taken};
 use crate::toolset::Caller;
 
 /// The most units of one product in one order.
@@ -31,6 +34,13 @@ pub const MAX_SEARCH_RESULTS: usize = 10;
 pub const QUERY_MAX_CHARS: usize = 200;
 /// Request ids are `REQ-` and ten hex digits; order ids `SIM-` and ten.
 pub const REQUEST_ID_MAX_CHARS: usize = 64;
+/// Calls that write to the ledger (propose, confirm, decide, list_waiting) one member may
+/// make per window. With at most [`MAX_MEMBERS`](super::household::MAX_MEMBERS) members and
+/// fixed windows (a burst can straddle two), the ledger takes at most 16 × 20 × 2 = 640
+/// entries in any ten minutes, well inside the 1,000 it keeps: a flood can never evict the
+/// entries that say what a live attestation already did or which question was last read.
+pub const ACTING_CALLS_PER_MEMBER: u32 = 20;
+pub const ACTING_WINDOW_MS: i64 = 10 * 60 * 1000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CountersignError {
@@ -234,6 +244,8 @@ pub struct CountersignService {
     data: Arc<HouseholdData>,
     ledger: Ledger,
     judge: Arc<dyn Judge>,
+    /// Per-member counters of acting calls ([`ACTING_CALLS_PER_MEMBER`]).
+    counters: Arc<dyn CounterStore>,
 }
 
 /// The attested speaker of a request.
@@ -243,11 +255,17 @@ struct Speaker<'a> {
 }
 
 impl CountersignService {
-    pub fn new(data: Arc<HouseholdData>, ledger: Ledger, judge: Arc<dyn Judge>) -> Self {
+    pub fn new(
+        data: Arc<HouseholdData>,
+        ledger: Ledger,
+        judge: Arc<dyn Judge>,
+        counters: Arc<dyn CounterStore>,
+    ) -> Self {
         Self {
             data,
             ledger,
             judge,
+            counters,
         }
     }
 
@@ -275,6 +293,43 @@ impl CountersignService {
             attestation,
             member,
         })
+    }
+
+    /// Counts one acting call by the speaker: at most [`ACTING_CALLS_PER_MEMBER`] per
+    /// [`ACTING_WINDOW_MS`]. The counter is kept in the store, so every instance shares it.
+    async fn count_acting(
+        &self,
+        caller: &Caller,
+        speaker: &Speaker<'_>,
+    ) -> Result<(), CountersignError> {
+        let now_ms = unix_ms(self.ledger.now());
+        let window_start = now_ms - now_ms.rem_euclid(ACTING_WINDOW_MS);
+        let window_end = window_start + ACTING_WINDOW_MS;
+        let member = sha256_hex(format!(
+            "{}\n{}\n{}",
+            caller.scope,
+            self.household_id(),
+            speaker.member.id
+        ));
+        let counter = Counter {
+            key: format!("acting/{}/{window_start}", &member[..32]),
+            limit: ACTING_CALLS_PER_MEMBER,
+        };
+        match self.counters.take(&[counter], window_end, now_ms).await {
+            Ok(Taken::Granted) => Ok(()),
+            Ok(Taken::Refused { .. }) => {
+                let minutes = (window_end - now_ms).div_euclid(60_000) + 1;
+                Err(refused(format!(
+                    "{} has made {ACTING_CALLS_PER_MEMBER} requests in ten minutes, the most one person may. Please try again in {}.",
+                    say::member_name(&self.data, &speaker.member.id),
+                    count(minutes as usize, "minute", "minutes"),
+                )))
+            }
+            Err(error) => {
+                tracing::warn!(%error, "acting-call counters unavailable");
+                Err(LedgerError::Unavailable.into())
+            }
+        }
     }
 
     /// Products whose title, variants, category or merchant share words with `query`.
@@ -371,6 +426,7 @@ impl CountersignService {
             )));
         }
         let (product, variant) = self.listing(product_id, variant_id)?;
+        self.count_acting(caller, &speaker).await?;
         let merchant = self
             .data
             .catalogue
@@ -399,7 +455,10 @@ impl CountersignService {
         let (output, appended) = self
             .ledger
             .transition(caller, self.household_id(), |view, now| {
-                let spent = view.spent_since(&view.requests(now), week_start(now));
+                if let Err(refusal) = check_turn(view, speaker.attestation, product) {
+                    return Step::Leave(Err(refusal));
+                }
+                let spent = view.spent_this_week(now);
                 let order = Order {
                     member: speaker.member,
                     product,
@@ -454,10 +513,10 @@ impl CountersignService {
                     turn_id: speaker.attestation.turn_id.clone(),
                     event: Event::Proposal(Box::new(proposal)),
                 };
-                Step::Append(entry, (output, order_id))
+                Step::Append(entry, Ok((output, order_id)))
             })
             .await?;
-        let (mut output, order_id) = output;
+        let (mut output, order_id) = output?;
         if let (Some(order_id), Some(appended)) = (order_id, appended) {
             output.placed = Some(PlacedOrder {
                 order_id,
@@ -478,7 +537,8 @@ impl CountersignService {
     ) -> Result<DecisionOutput, CountersignError> {
         let speaker = self.speaker(caller)?;
         check_request_id(request_id)?;
-        self.settle(caller, request_id, |view, requests, request, now| {
+        self.count_acting(caller, &speaker).await?;
+        self.settle(caller, request_id, |view, request, now| {
             match request.status {
                 Status::WaitingForConfirmation => {}
                 Status::WaitingForGuardian => {
@@ -494,11 +554,9 @@ impl CountersignService {
                     say::member_name(&self.data, &request.member_id)
                 )));
             }
-            self.check_answering(speaker.attestation, request)?;
+            check_answer(view, speaker.attestation, request)?;
             let answer = read_latest(&speaker.attestation.utterances);
-            Ok(Some(
-                self.resolve(view, requests, request, now, answer, &speaker),
-            ))
+            Ok(Some(self.resolve(view, request, now, answer, &speaker)))
         })
         .await
     }
@@ -519,7 +577,8 @@ impl CountersignService {
                 say::member_name(&self.data, &speaker.member.id)
             )));
         }
-        self.settle(caller, request_id, |view, requests, request, now| {
+        self.count_acting(caller, &speaker).await?;
+        self.settle(caller, request_id, |view, request, now| {
             match request.status {
                 Status::WaitingForGuardian => {}
                 Status::WaitingForConfirmation => {
@@ -530,12 +589,15 @@ impl CountersignService {
                 }
                 _ => return Ok(None),
             }
-            if request.last_reading_to(&speaker.member.id).is_none() {
+            if request.member_id == speaker.member.id {
+                return Err(self.own_request(&speaker));
+            }
+            if !request.read_to.contains(&speaker.member.id) {
                 return Err(refused(
                     "That request has not been read to you yet. Ask what is waiting, and answer the question you hear.",
                 ));
             }
-            self.check_answering(speaker.attestation, request)?;
+            check_answer(view, speaker.attestation, request)?;
             let answer = read_latest(&speaker.attestation.utterances);
             let said = match answer {
                 Answer::Yes => Some(true),
@@ -551,32 +613,28 @@ impl CountersignService {
                     if approve { "approve" } else { "decline" }
                 )));
             }
-            Ok(Some(self.resolve(view, requests, request, now, answer, &speaker)))
+            Ok(Some(self.resolve(view, request, now, answer, &speaker)))
         })
         .await
     }
 
-    /// A yes must answer exactly this request's question, in a later turn than the one in
-    /// which the question was last read to this speaker.
-    fn check_answering(
-        &self,
-        attestation: &Attestation,
-        request: &Request,
-    ) -> Result<(), CountersignError> {
-        if attestation.answering.as_deref() != Some(request.request_id.as_str()) {
-            return Err(refused(
-                "That answer was not given to this request's question, so it does not count. Ask what is waiting, and answer the question you hear.",
-            ));
-        }
-        if request
-            .last_reading_to(&attestation.member_id)
-            .is_some_and(|reading| reading.turn_id == attestation.turn_id)
+    /// Why `speaker` cannot decide the request they made themselves.
+    fn own_request(&self, speaker: &Speaker<'_>) -> CountersignError {
+        let name = say::member_name(&self.data, &speaker.member.id);
+        if self
+            .data
+            .other_guardians(&speaker.member.id)
+            .next()
+            .is_some()
         {
-            return Err(refused(
-                "An answer must come in a later turn than the question it answers.",
-            ));
+            refused(format!(
+                "{name} asked for it, and nobody decides their own request: another guardian must."
+            ))
+        } else {
+            refused(format!(
+                "{name} asked for it, and nobody decides their own request. {name} is the household's only guardian, so it cannot be approved."
+            ))
         }
-        Ok(())
     }
 
     /// What a strictly read answer does to a waiting request: the proposer's answer is a
@@ -584,7 +642,6 @@ impl CountersignService {
     fn resolve(
         &self,
         view: &LedgerView,
-        requests: &[Request],
         request: &Request,
         now: OffsetDateTime,
         answer: Answer,
@@ -619,7 +676,7 @@ impl CountersignService {
                 },
             ),
             Answer::Yes => {
-                let spent = view.spent_since(requests, week_start(now));
+                let spent = view.spent_this_week(now);
                 match policy::budget_problem(&self.data, spent, proposal.total_cents) {
                     Some(problem) => (
                         SpokenAnswer::Yes,
@@ -675,7 +732,6 @@ impl CountersignService {
         request_id: &str,
         decide: impl Fn(
             &LedgerView,
-            &[Request],
             &Request,
             OffsetDateTime,
         ) -> Result<Option<Resolved>, CountersignError>,
@@ -698,7 +754,7 @@ impl CountersignService {
                     placed: None,
                     say,
                 };
-                match decide(view, &requests, request, now) {
+                match decide(view, request, now) {
                     Err(error) => Step::Leave(Err(error)),
                     Ok(None) => {
                         let mut say = format!(
@@ -757,6 +813,7 @@ impl CountersignService {
     ) -> Result<ListWaitingOutput, CountersignError> {
         let speaker = self.speaker(caller)?;
         let guardian = self.data.is_guardian(&speaker.member.id);
+        self.count_acting(caller, &speaker).await?;
         let (output, _) = self
             .ledger
             .transition(caller, self.household_id(), |view, now| {
@@ -764,7 +821,10 @@ impl CountersignService {
                     .requests(now)
                     .into_iter()
                     .filter(|request| match request.status {
-                        Status::WaitingForGuardian => guardian,
+                        // Nobody decides their own request, so it is not read to them.
+                        Status::WaitingForGuardian => {
+                            guardian && request.member_id != speaker.member.id
+                        }
                         Status::WaitingForConfirmation => request.member_id == speaker.member.id,
                         _ => false,
                     })
@@ -842,7 +902,7 @@ impl CountersignService {
             view.head.as_ref().map(|h| h.last_hash.clone()),
         );
         let requests = view.requests(now);
-        output.spent_cents = view.spent_since(&requests, since);
+        output.spent_cents = view.spent_this_week(now);
         for request in requests {
             let at = request
                 .placed
@@ -1051,6 +1111,92 @@ fn deleted_or_gone(receipt: &Receipt, now: OffsetDateTime) -> ReceiptVerdict {
         }
         _ => ReceiptVerdict::NotRetained,
     }
+}
+
+/// One attested turn backs at most one proposal per product and
+/// [`MAX_PROPOSALS_PER_TURN`] in all, so a model repeating a call cannot turn one utterance
+/// into many orders. Read from the ledger the proposal is appended to, so the check and the
+/// append are one conditional write and racing repeats cannot both pass.
+fn check_turn(
+    view: &LedgerView,
+    attestation: &Attestation,
+    product: &Product,
+) -> Result<(), CountersignError> {
+    // Entries of this turn are written while its attestation is live, from (device clock)
+    // up to 30 s before `issued_at`. Per-member limits keep them retained; if they may
+    // nevertheless be gone, refuse rather than guess.
+    let turn_began = OffsetDateTime::from_unix_timestamp(
+        attestation.issued_at.saturating_sub(MAX_CLOCK_AHEAD_SECS),
+    )
+    .unwrap_or(OffsetDateTime::UNIX_EPOCH);
+    if view.may_have_evicted_since(turn_began) {
+        return Err(refused(
+            "I can't tell what this turn already ordered, because the ledger no longer holds all of it. Please ask again in a new turn.",
+        ));
+    }
+    let earlier = view.proposals_in_turn(&attestation.member_id, &attestation.turn_id);
+    if earlier.iter().any(|p| p.product_id == product.id) {
+        return Err(refused(format!(
+            "This turn already proposed {}: what was said backs one order of each product. Ask again in a new turn to order more.",
+            sanitize(&product.title, 80)
+        )));
+    }
+    if earlier.len() >= MAX_PROPOSALS_PER_TURN {
+        return Err(refused(format!(
+            "What was said can back at most {MAX_PROPOSALS_PER_TURN} orders in one turn. Ask again in a new turn for the rest."
+        )));
+    }
+    Ok(())
+}
+
+/// An answer counts only for the newest question read to its speaker, once: it must name
+/// that request, come in a later turn, and be dated by the device no earlier than
+/// [`ANSWER_CLOCK_SKEW_SECS`] before the question was read and no later than
+/// [`ANSWER_WITHIN_SECS`] after it.
+fn check_answer(
+    view: &LedgerView,
+    attestation: &Attestation,
+    request: &Request,
+) -> Result<(), CountersignError> {
+    if attestation.answering.as_deref() != Some(request.request_id.as_str()) {
+        return Err(refused(
+            "That answer was not given to this request's question, so it does not count. Ask what is waiting, and answer the question you hear.",
+        ));
+    }
+    let for_guardian = request.status == Status::WaitingForGuardian;
+    let Some(question) = view
+        .newest_question_to(&attestation.member_id)
+        .filter(|q| q.request_id == request.request_id && !(for_guardian && q.by_proposal))
+    else {
+        return Err(refused(
+            "That request is not the last question read to you, so the answer does not count. Ask what is waiting, and answer the question you hear.",
+        ));
+    };
+    if question.answered {
+        return Err(refused(
+            "That question was already answered. Ask what is waiting to hear it again.",
+        ));
+    }
+    if question.turn_id == attestation.turn_id {
+        return Err(refused(
+            "An answer must come in a later turn than the question it answers.",
+        ));
+    }
+    // Whole milliseconds on both sides; i128 because `issued_at` is any signed integer.
+    let issued_ms = i128::from(attestation.issued_at) * 1000;
+    let read_ms = i128::from(unix_ms(question.at));
+    if issued_ms < read_ms - i128::from(ANSWER_CLOCK_SKEW_SECS) * 1000 {
+        return Err(refused(
+            "That answer was given before the question was read, so it does not count. Answer the question you hear.",
+        ));
+    }
+    if issued_ms > read_ms + i128::from(ANSWER_WITHIN_SECS) * 1000 {
+        return Err(refused(format!(
+            "That answer came too long after the question was read (more than {} minutes). Ask what is waiting, and answer again.",
+            ANSWER_WITHIN_SECS / 60
+        )));
+    }
+    Ok(())
 }
 
 fn check_request_id(request_id: &str) -> Result<(), CountersignError> {

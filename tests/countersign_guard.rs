@@ -1,0 +1,648 @@
+//! What one signed attestation authorises, shown on both stores (SQLite, and DynamoDB on
+//! moto):
+//! - one (member, turn) backs at most one proposal per product, and at most
+//!   `MAX_PROPOSALS_PER_TURN` in all;
+//! - the requester never decides their own request, and a proposal is no reading for a
+//!   guardian;
+//! - an answer counts only for the newest question read to that member, dated after it (less
+//!   a small clock skew) and close to it;
+//! - a flood of entries cannot make this week's spending unknown.
+
+mod common;
+
+use std::sync::Arc;
+
+use hearth_core::auth::attestation::{Attestation, HostClaim};
+use hearth_core::clock::{Clock, ManualClock};
+use hearth_core::countersign::CountersignService;
+use hearth_core::countersign::household::HouseholdData;
+use hearth_core::countersign::judge::rules::RulesJudge;
+use hearth_core::countersign::ledger::{
+    ANSWER_CLOCK_SKEW_SECS, ANSWER_WITHIN_SECS, Ledger, MAX_PROPOSALS_PER_TURN, Settled, Status,
+};
+use hearth_core::countersign::service::{
+    ACTING_CALLS_PER_MEMBER, ACTING_WINDOW_MS, CountersignError,
+};
+use hearth_core::store::dynamodb::DynamoStore;
+use hearth_core::store::sqlite::SqliteStore;
+use hearth_core::store::{ChainStore, CounterStore};
+use hearth_core::toolset::Caller;
+use hearth_testkit::moto::{Moto, unique_name};
+use time::{Duration, OffsetDateTime};
+
+const HOUSEHOLD: &str = include_str!("../data/household.json");
+const CATALOGUE: &str = include_str!("../data/catalogue.json");
+
+/// A store for one test, on either backend.
+#[derive(Clone, Copy, Debug)]
+enum Backend {
+    Sqlite,
+    Dynamo,
+}
+
+struct Stores {
+    chains: Arc<dyn ChainStore>,
+    counters: Arc<dyn CounterStore>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+async fn stores(backend: Backend) -> Stores {
+    match backend {
+        Backend::Sqlite => {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Arc::new(SqliteStore::open(&dir.path().join("guard.db")).unwrap());
+            Stores {
+                chains: store.clone(),
+                counters: store,
+                _dir: Some(dir),
+            }
+        }
+        Backend::Dynamo => {
+            let client = Moto::shared().dynamodb_client();
+            let store = DynamoStore::new(client, unique_name("hearth-guard"));
+            store.ensure_table().await.expect("create the table");
+            let store = Arc::new(store);
+            Stores {
+                chains: store.clone(),
+                counters: store,
+                _dir: None,
+            }
+        }
+    }
+}
+
+struct Home {
+    service: CountersignService,
+    clock: Arc<ManualClock>,
+    _stores: Stores,
+}
+
+impl Home {
+    async fn new(backend: Backend) -> Self {
+        Self::with(backend, HouseholdData::built_in().unwrap(), None).await
+    }
+
+    /// The built-in household with its JSON edited.
+    async fn edited(backend: Backend, edit: impl FnOnce(&mut serde_json::Value)) -> Self {
+        let mut household: serde_json::Value = serde_json::from_str(HOUSEHOLD).unwrap();
+        edit(&mut household);
+        let data = HouseholdData::parse(&household.to_string(), CATALOGUE).unwrap();
+        Self::with(backend, data, None).await
+    }
+
+    /// A ledger that keeps only `capacity` entries, to show eviction without a thousand
+    /// appends.
+    async fn keeping(backend: Backend, capacity: usize) -> Self {
+        Self::with(backend, HouseholdData::built_in().unwrap(), Some(capacity)).await
+    }
+
+    async fn with(backend: Backend, data: HouseholdData, capacity: Option<usize>) -> Self {
+        let stores = stores(backend).await;
+        // Monday morning, on a whole second, so that second-resolution attestation times line
+        // up exactly with the ledger's milliseconds at the limits tested below.
+        let clock = Arc::new(ManualClock::new(
+            OffsetDateTime::from_unix_timestamp(1_796_029_200).unwrap(),
+        ));
+        let mut ledger = Ledger::new(stores.chains.clone(), clock.clone());
+        if let Some(capacity) = capacity {
+            ledger = ledger.with_capacity(capacity);
+        }
+        let service = CountersignService::new(
+            Arc::new(data),
+            ledger,
+            Arc::new(RulesJudge),
+            stores.counters.clone(),
+        );
+        Self {
+            service,
+            clock,
+            _stores: stores,
+        }
+    }
+
+    fn now_secs(&self) -> i64 {
+        self.clock.now().unix_timestamp()
+    }
+
+    fn wait(&self, duration: Duration) {
+        self.clock.advance(duration);
+    }
+}
+
+/// An attested speaker: who, in which turn, saying what, answering which request.
+fn speaking(
+    member: &str,
+    turn: &str,
+    words: &str,
+    answering: Option<&str>,
+    issued_at: i64,
+) -> Caller {
+    Caller {
+        scope: "guarded-household".into(),
+        host: HostClaim::Verified(Attestation {
+            member_id: member.into(),
+            turn_id: turn.into(),
+            utterances: vec![words.into()],
+            issued_at,
+            answering: answering.map(str::to_owned),
+        }),
+    }
+}
+
+fn refusal<T: std::fmt::Debug>(result: Result<T, CountersignError>) -> String {
+    match result {
+        Err(CountersignError::Refused(message)) => message,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+// ---- one utterance, one order --------------------------------------------------------------
+
+async fn one_signed_utterance_places_at_most_one_order_per_product(backend: Backend) {
+    let home = Home::new(backend).await;
+    let turn = speaking(
+        "dana",
+        "t-1",
+        "order two packs of double A batteries",
+        None,
+        home.now_secs(),
+    );
+    let first = home
+        .service
+        .propose(&turn, "aa-batteries", "12-pack", 2)
+        .await
+        .unwrap();
+    assert_eq!(first.status, Status::Placed);
+    // A prompt-injected model repeats the call with the same attestation, within its five
+    // minutes, and tries another variant of the same product too.
+    for repeat in 0..14 {
+        home.wait(Duration::seconds(10));
+        let variant = if repeat % 2 == 0 { "12-pack" } else { "4-pack" };
+        let message = refusal(
+            home.service
+                .propose(&turn, "aa-batteries", variant, 2)
+                .await,
+        );
+        assert!(
+            message.contains("already proposed PowerCell AA Alkaline Batteries"),
+            "{message}"
+        );
+    }
+    let activity = home.service.activity(&turn).await.unwrap();
+    assert_eq!(activity.placed.len(), 1, "one order, not fifteen");
+    assert_eq!(activity.spent_cents, Some(2598));
+}
+
+async fn one_turn_may_propose_a_few_different_products_and_no_more(backend: Backend) {
+    let home = Home::new(backend).await;
+    let turn = speaking(
+        "dana",
+        "t-1",
+        "order batteries, milk, paper towels and detergent",
+        None,
+        home.now_secs(),
+    );
+    let products = [
+        ("aa-batteries", "4-pack"),
+        ("whole-milk", "1l"),
+        ("paper-towels", "6-rolls"),
+        ("laundry-detergent", "unscented-2l"),
+    ];
+    for (product, variant) in &products[..MAX_PROPOSALS_PER_TURN] {
+        home.service
+            .propose(&turn, product, variant, 1)
+            .await
+            .unwrap_or_else(|error| panic!("{product}: {error}"));
+    }
+    let (product, variant) = products[MAX_PROPOSALS_PER_TURN];
+    let message = refusal(home.service.propose(&turn, product, variant, 1).await);
+    assert!(
+        message.contains(&format!(
+            "at most {MAX_PROPOSALS_PER_TURN} orders in one turn"
+        )),
+        "{message}"
+    );
+    // The next turn may ask again; another member's turn with the same id is their own.
+    let next = speaking("dana", "t-2", "and detergent", None, home.now_secs());
+    home.service
+        .propose(&next, product, variant, 1)
+        .await
+        .unwrap();
+    let chris = speaking("chris", "t-1", "order AA batteries", None, home.now_secs());
+    home.service
+        .propose(&chris, "aa-batteries", "4-pack", 1)
+        .await
+        .unwrap();
+}
+
+// ---- nobody decides their own request ------------------------------------------------------
+
+async fn a_guardian_never_decides_their_own_request(backend: Backend) {
+    // Grandma Rose is a guardian here, and gift cards she buys need a guardian.
+    let home = Home::edited(backend, |household| {
+        household["guardians"] = serde_json::json!(["dana", "rose"]);
+    })
+    .await;
+    let asked = home
+        .service
+        .propose(
+            &speaking(
+                "rose",
+                "r-1",
+                "buy a fifty dollar gift card",
+                None,
+                home.now_secs(),
+            ),
+            "gift-card",
+            "50",
+            1,
+        )
+        .await
+        .unwrap();
+    assert_eq!(asked.status, Status::WaitingForGuardian);
+    let id = asked.request_id;
+    home.wait(Duration::seconds(5));
+
+    // Her own request is not read to her as a guardian's question...
+    let waiting = home
+        .service
+        .list_waiting(&speaking(
+            "rose",
+            "r-2",
+            "what's waiting",
+            None,
+            home.now_secs(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(waiting.waiting, 0, "{}", waiting.say);
+    // ...and her yes, answering it in a later turn, decides nothing.
+    let message = refusal(
+        home.service
+            .decide(
+                &speaking("rose", "r-3", "yes", Some(&id), home.now_secs()),
+                &id,
+                true,
+            )
+            .await,
+    );
+    assert!(
+        message.contains("Grandma Rose asked for it") && message.contains("another guardian"),
+        "{message}"
+    );
+
+    // Dana, the other guardian, hears it and decides.
+    home.service
+        .list_waiting(&speaking(
+            "dana",
+            "d-1",
+            "what's waiting",
+            None,
+            home.now_secs(),
+        ))
+        .await
+        .unwrap();
+    home.wait(Duration::seconds(5));
+    let decided = home
+        .service
+        .decide(
+            &speaking("dana", "d-2", "yes", Some(&id), home.now_secs()),
+            &id,
+            true,
+        )
+        .await
+        .unwrap();
+    assert_eq!(decided.result, Some(Settled::Placed));
+}
+
+async fn a_request_only_its_requester_could_decide_is_refused_and_says_why(backend: Backend) {
+    let home = Home::edited(backend, |household| {
+        household["guardians"] = serde_json::json!(["rose"]);
+    })
+    .await;
+    let asked = home
+        .service
+        .propose(
+            &speaking(
+                "rose",
+                "r-1",
+                "buy a fifty dollar gift card",
+                None,
+                home.now_secs(),
+            ),
+            "gift-card",
+            "50",
+            1,
+        )
+        .await
+        .unwrap();
+    assert_eq!(asked.status, Status::Blocked, "{}", asked.say);
+    assert!(
+        asked
+            .reasons
+            .iter()
+            .any(|reason| reason.contains("Grandma Rose, who asked, is the only guardian")),
+        "{:?}",
+        asked.reasons
+    );
+    assert!(asked.say.contains("is the only guardian"), "{}", asked.say);
+}
+
+// ---- answers belong to their question ------------------------------------------------------
+
+/// Mia asks; Dana hears the question; returns the request id and when it was read (seconds).
+async fn read_to_dana(home: &Home) -> (String, i64) {
+    let asked = home
+        .service
+        .propose(
+            &speaking(
+                "mia",
+                "m-1",
+                "order a 4 pack of AA batteries",
+                None,
+                home.now_secs(),
+            ),
+            "aa-batteries",
+            "4-pack",
+            1,
+        )
+        .await
+        .unwrap();
+    assert_eq!(asked.status, Status::WaitingForGuardian);
+    home.wait(Duration::seconds(20));
+    let read_at = home.now_secs();
+    let read = home
+        .service
+        .list_waiting(&speaking("dana", "d-read", "what's waiting", None, read_at))
+        .await
+        .unwrap();
+    assert_eq!(
+        read.read_aloud.as_ref().map(|r| r.request_id.as_str()),
+        Some(asked.request_id.as_str())
+    );
+    (asked.request_id, read_at)
+}
+
+async fn a_yes_signed_before_the_question_was_read_does_not_count(backend: Backend) {
+    let home = Home::new(backend).await;
+    let (id, read_at) = read_to_dana(&home).await;
+    home.wait(Duration::seconds(10));
+    // Signed fifteen seconds before the question was read, still inside its five minutes.
+    let early = speaking("dana", "d-early", "yes", Some(&id), read_at - 15);
+    let message = refusal(home.service.decide(&early, &id, true).await);
+    assert!(
+        message.contains("before the question was read"),
+        "{message}"
+    );
+}
+
+async fn a_yes_long_after_the_question_does_not_count(backend: Backend) {
+    let home = Home::new(backend).await;
+    let (id, _) = read_to_dana(&home).await;
+    home.wait(Duration::hours(3));
+    let late = speaking("dana", "d-late", "yes", Some(&id), home.now_secs());
+    let message = refusal(home.service.decide(&late, &id, true).await);
+    assert!(message.contains("too long after"), "{message}");
+}
+
+/// An unclear answer passes every check and changes nothing, so it probes where the limits
+/// are without settling the request.
+async fn answer_times_hold_at_their_limits_and_fail_one_second_past(backend: Backend) {
+    let home = Home::new(backend).await;
+    let (id, read_at) = read_to_dana(&home).await;
+    let probe = |turn: &str, issued_at: i64| speaking("dana", turn, "maybe", Some(&id), issued_at);
+    home.wait(Duration::seconds(1));
+
+    let earliest = read_at - ANSWER_CLOCK_SKEW_SECS;
+    let at_limit = home
+        .service
+        .decide(&probe("a-1", earliest), &id, true)
+        .await;
+    assert_eq!(at_limit.unwrap().status, Status::WaitingForGuardian);
+    let past = home
+        .service
+        .decide(&probe("a-2", earliest - 1), &id, true)
+        .await;
+    assert!(refusal(past).contains("before the question was read"));
+
+    home.wait(Duration::seconds(ANSWER_WITHIN_SECS));
+    let latest = read_at + ANSWER_WITHIN_SECS;
+    let at_limit = home.service.decide(&probe("a-3", latest), &id, true).await;
+    assert_eq!(at_limit.unwrap().status, Status::WaitingForGuardian);
+    let past = home
+        .service
+        .decide(&probe("a-4", latest + 1), &id, true)
+        .await;
+    assert!(refusal(past).contains("too long after"));
+}
+
+async fn only_the_newest_question_read_to_a_member_can_be_answered(backend: Backend) {
+    let home = Home::new(backend).await;
+    let (child_request, _) = read_to_dana(&home).await;
+    home.wait(Duration::seconds(5));
+    // Dana's own proposal asks her a newer question.
+    let own = home
+        .service
+        .propose(
+            &speaking(
+                "dana",
+                "d-own",
+                "get the dino blocks",
+                None,
+                home.now_secs(),
+            ),
+            "dino-blocks",
+            "standard",
+            1,
+        )
+        .await
+        .unwrap();
+    assert_eq!(own.status, Status::WaitingForConfirmation);
+    home.wait(Duration::seconds(5));
+    let stale = speaking(
+        "dana",
+        "d-answer",
+        "yes",
+        Some(&child_request),
+        home.now_secs(),
+    );
+    let message = refusal(home.service.decide(&stale, &child_request, true).await);
+    assert!(message.contains("last question read to you"), "{message}");
+
+    // Her answer to the newest question counts, and uses that reading up.
+    let answer = speaking(
+        "dana",
+        "d-answer-2",
+        "no",
+        Some(&own.request_id),
+        home.now_secs(),
+    );
+    let cancelled = home
+        .service
+        .confirm(&answer, &own.request_id)
+        .await
+        .unwrap();
+    assert_eq!(cancelled.result, Some(Settled::Cancelled));
+    // Hearing the child's request again makes it answerable again.
+    home.service
+        .list_waiting(&speaking(
+            "dana",
+            "d-read-2",
+            "what's waiting",
+            None,
+            home.now_secs(),
+        ))
+        .await
+        .unwrap();
+    home.wait(Duration::seconds(5));
+    let yes = speaking(
+        "dana",
+        "d-answer-3",
+        "yes",
+        Some(&child_request),
+        home.now_secs(),
+    );
+    let placed = home
+        .service
+        .decide(&yes, &child_request, true)
+        .await
+        .unwrap();
+    assert_eq!(placed.result, Some(Settled::Placed));
+}
+
+// ---- floods --------------------------------------------------------------------------------
+
+/// An order early in the week, then more entries than the ledger keeps: the week's spending
+/// is still known, so purchases go on.
+async fn evicted_entries_never_make_the_week_unknown(backend: Backend) {
+    let home = Home::keeping(backend, 6).await;
+    let first = home
+        .service
+        .propose(
+            &speaking(
+                "dana",
+                "d-0",
+                "order two packs of double A batteries",
+                None,
+                home.now_secs(),
+            ),
+            "aa-batteries",
+            "12-pack",
+            2,
+        )
+        .await
+        .unwrap();
+    assert_eq!(first.status, Status::Placed);
+    for turn in 0..8 {
+        home.wait(Duration::minutes(2));
+        home.service
+            .propose(
+                &speaking(
+                    "leo",
+                    &format!("l-{turn}"),
+                    "order a 4 pack of AA batteries",
+                    None,
+                    home.now_secs(),
+                ),
+                "aa-batteries",
+                "4-pack",
+                1,
+            )
+            .await
+            .unwrap();
+    }
+    let activity = home
+        .service
+        .activity(&speaking(
+            "chris",
+            "c-1",
+            "what did we buy",
+            None,
+            home.now_secs(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(activity.ledger.entries, 6, "the ledger keeps six");
+    assert_eq!(activity.spent_cents, Some(2598), "{}", activity.say);
+    let next = home
+        .service
+        .propose(
+            &speaking("chris", "c-2", "order milk", None, home.now_secs()),
+            "whole-milk",
+            "1l",
+            1,
+        )
+        .await
+        .unwrap();
+    assert_eq!(next.status, Status::Placed, "{}", next.say);
+}
+
+/// Acting calls are counted per member in the store, so a flood stops at the limit on every
+/// instance, and the next window opens again.
+async fn each_member_may_act_twenty_times_in_ten_minutes(backend: Backend) {
+    let home = Home::new(backend).await;
+    let read = |turn: usize| {
+        speaking(
+            "leo",
+            &format!("l-{turn}"),
+            "what's waiting",
+            None,
+            home.now_secs(),
+        )
+    };
+    for turn in 0..ACTING_CALLS_PER_MEMBER as usize {
+        home.service.list_waiting(&read(turn)).await.unwrap();
+    }
+    let message = refusal(home.service.list_waiting(&read(99)).await);
+    assert!(
+        message.contains("Leo has made 20 requests in ten minutes"),
+        "{message}"
+    );
+    // Another member is counted apart.
+    home.service
+        .list_waiting(&speaking(
+            "mia",
+            "m-1",
+            "what's waiting",
+            None,
+            home.now_secs(),
+        ))
+        .await
+        .unwrap();
+    home.wait(Duration::milliseconds(ACTING_WINDOW_MS));
+    home.service.list_waiting(&read(100)).await.unwrap();
+}
+
+macro_rules! on_both_stores {
+    ($($story:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $story() {
+                    super::$story(super::Backend::Sqlite).await;
+                }
+            )*
+        }
+        mod dynamodb {
+            $(
+                #[tokio::test]
+                async fn $story() {
+                    super::$story(super::Backend::Dynamo).await;
+                }
+            )*
+        }
+    };
+}
+
+on_both_stores!(
+    one_signed_utterance_places_at_most_one_order_per_product,
+    one_turn_may_propose_a_few_different_products_and_no_more,
+    a_guardian_never_decides_their_own_request,
+    a_request_only_its_requester_could_decide_is_refused_and_says_why,
+    a_yes_signed_before_the_question_was_read_does_not_count,
+    a_yes_long_after_the_question_does_not_count,
+    answer_times_hold_at_their_limits_and_fail_one_second_past,
+    only_the_newest_question_read_to_a_member_can_be_answered,
+    evicted_entries_never_make_the_week_unknown,
+    each_member_may_act_twenty_times_in_ten_minutes,
+);
