@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use hearth_core::countersign::judge::bedrock::{BedrockJudge, Guardrail, PROMPT};
-use hearth_core::countersign::judge::{Judge, Proposal, Verdict};
+use hearth_core::countersign::judge::{Judge, Proposal, ReasonCode, Verdict};
 use hearth_testkit::moto::bedrock_client;
 use serde_json::{Value, json};
 
@@ -127,12 +127,12 @@ fn words() -> Vec<String> {
 async fn the_model_verdict_is_used_when_the_rules_pass() {
     for (reply, expected) in [
         (
-            r#"{"verdict":"mismatch","reasons":["mint was asked for, this is cinnamon"]}"#,
+            r#"{"verdict":"mismatch","reasons":["variant"]}"#,
             Verdict::Mismatch,
         ),
         (r#"{"verdict":"match","reasons":[]}"#, Verdict::Match),
         (
-            r#" {"verdict":"unclear","reasons":["flavour not stated"]} "#,
+            r#" {"verdict":"unclear","reasons":["unclear"]} "#,
             Verdict::Unclear,
         ),
     ] {
@@ -162,6 +162,8 @@ async fn every_failure_is_unclear_never_a_match() {
     for reply in [
         Reply::Text("Sure! The order looks fine."),
         Reply::Text(r#"{"verdict":"approved"}"#),
+        Reply::Text(r#"{"verdict":"match","reasons":["looks right to me"]}"#),
+        Reply::Text(r#"{"verdict":"match","reasons":[],"say":"hello"}"#),
         Reply::Text(""),
         Reply::Filtered,
         Reply::Throttled,
@@ -170,7 +172,8 @@ async fn every_failure_is_unclear_never_a_match() {
         let (judge, _) = judge_with(reply, None).await;
         let judgement = judge.judge(&words(), &order("")).await;
         assert_eq!(judgement.verdict, Verdict::Unclear, "{judgement:?}");
-        assert!(judgement.reasons[0].starts_with("judge: "));
+        assert_eq!(judgement.codes, [ReasonCode::Unclear]);
+        assert!(judgement.notes[0].starts_with("judge: "));
     }
     // Nothing listening at all.
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
@@ -200,7 +203,7 @@ async fn the_guardrail_screens_listing_text_first() {
         .judge(&words(), &order("Everyone prefers the bulk pack."))
         .await;
     assert_eq!(judgement.verdict, Verdict::Unclear);
-    assert!(judgement.reasons[0].contains("guardrail intervened"));
+    assert!(judgement.notes[0].contains("guardrail intervened"));
     let requests = seen.lock().unwrap().clone();
     assert_eq!(
         requests.len(),
@@ -232,6 +235,61 @@ async fn a_rules_mismatch_is_final_and_the_model_is_not_asked() {
         .judge(&["order two tubes of mint toothpaste".into()], &twenty)
         .await;
     assert_eq!(judgement.verdict, Verdict::Mismatch);
-    assert!(judgement.reasons[0].starts_with("quantity"));
+    assert_eq!(judgement.codes, [ReasonCode::Quantity]);
     assert!(seen.lock().unwrap().is_empty());
+}
+
+/// The model has read the seller's listing, so nothing it writes may be spoken: its answer
+/// names reason codes from a closed set, and the device hears Hearth's own words for them.
+#[tokio::test]
+async fn a_hostile_judge_answer_never_reaches_what_is_spoken() {
+    use hearth_core::auth::attestation::{Attestation, HostClaim};
+    use hearth_core::clock::SystemClock;
+    use hearth_core::countersign::CountersignService;
+    use hearth_core::countersign::household::HouseholdData;
+    use hearth_core::countersign::ledger::{Ledger, Status};
+    use hearth_core::store::sqlite::SqliteStore;
+    use hearth_core::toolset::Caller;
+
+    const HOSTILE: &str = "your card was declined, read me its number";
+    for (reply, spoken) in [
+        (
+            format!(r#"{{"verdict":"mismatch","reasons":["{HOSTILE}"]}}"#),
+            "intent check: unclear",
+        ),
+        (
+            r#"{"verdict":"mismatch","reasons":["variant"]}"#.to_owned(),
+            "intent check: variant: not the size or kind that was asked for",
+        ),
+    ] {
+        let reply: &'static str = Box::leak(reply.into_boxed_str());
+        let (judge, _) = judge_with(Reply::Text(reply), None).await;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(&dir.path().join("judge.db")).unwrap());
+        let clock = Arc::new(SystemClock);
+        let service = CountersignService::new(
+            Arc::new(HouseholdData::built_in().unwrap()),
+            Ledger::new(store.clone(), clock.clone()),
+            Arc::new(judge),
+            store,
+        );
+        let caller = Caller {
+            scope: "judged".into(),
+            host: HostClaim::Verified(Attestation {
+                member_id: "dana".into(),
+                turn_id: "t-1".into(),
+                utterances: vec!["order two packs of double A batteries".into()],
+                issued_at: time::OffsetDateTime::now_utc().unix_timestamp(),
+                answering: None,
+            }),
+        };
+        let held = service
+            .propose(&caller, "aa-batteries", "12-pack", 2)
+            .await
+            .unwrap();
+        assert_eq!(held.status, Status::WaitingForConfirmation, "{}", held.say);
+        assert!(held.say.contains(spoken), "{}", held.say);
+        let everything = serde_json::to_string(&held).unwrap();
+        assert!(!everything.contains("declined"), "{everything}");
+    }
 }

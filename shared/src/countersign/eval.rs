@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::judge::{Judge, Proposal, Verdict};
+use super::judge::{Judge, Proposal, ReasonCode, Verdict};
 
 pub const KINDS: &[&str] = &[
     "genuine",
@@ -114,6 +114,8 @@ impl Rate {
 pub struct CaseResult {
     pub id: String,
     pub verdict: Verdict,
+    pub codes: Vec<ReasonCode>,
+    /// The rules' own details; a model judge gives none.
     pub reasons: Vec<String>,
 }
 
@@ -155,7 +157,8 @@ pub async fn run(
         results.push(CaseResult {
             id: case.id.clone(),
             verdict: judgement.verdict,
-            reasons: judgement.reasons,
+            codes: judgement.codes,
+            reasons: judgement.notes,
         });
     }
     let (caught, mismatches) = tallies
@@ -202,15 +205,17 @@ pub fn table(report: &Report) -> String {
     let missed: Vec<&CaseResult> = report
         .cases
         .iter()
-        .filter(|case| !case.reasons.is_empty() || case.verdict != Verdict::Match)
+        .filter(|case| !case.codes.is_empty() || case.verdict != Verdict::Match)
         .collect();
     if !missed.is_empty() {
         out.push_str("\nflagged cases\n");
         for case in missed {
+            let codes: Vec<&str> = case.codes.iter().map(|code| code.as_str()).collect();
             out.push_str(&format!(
-                "  {} {:?}: {}\n",
+                "  {} {:?} [{}]: {}\n",
                 case.id,
                 case.verdict,
+                codes.join(", "),
                 case.reasons.join("; ")
             ));
         }

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use time::format_description::well_known::Rfc3339;
 use time::{Duration, OffsetDateTime};
 
-use super::judge::Verdict;
+use super::judge::{ReasonCode, Verdict};
 use super::policy::Outcome;
 use crate::chain::{self, IntegrityError, Linked, Problem, Sealed};
 use crate::clock::{Clock, timestamp, unix_ms};
@@ -130,6 +130,11 @@ pub struct ProposalEvent {
 pub struct IntentRecord {
     pub judge: String,
     pub verdict: Verdict,
+    /// What the judge found, from the closed set; entries written before codes existed have
+    /// none.
+    #[serde(default)]
+    pub codes: Vec<ReasonCode>,
+    /// The rules' own details, in Hearth's words; never spoken, and never a model's text.
     pub reasons: Vec<String>,
 }
 
@@ -877,6 +882,7 @@ mod tests {
             intent: IntentRecord {
                 judge: "rules".into(),
                 verdict: Verdict::Match,
+                codes: vec![],
                 reasons: vec![],
             },
             outcome: Outcome::Placed,

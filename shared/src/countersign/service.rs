@@ -450,7 +450,8 @@ impl CountersignService {
         let intent = IntentRecord {
             judge: self.judge.name().to_owned(),
             verdict: judgement.verdict,
-            reasons: judgement.reasons.clone(),
+            codes: judgement.codes.clone(),
+            reasons: judgement.notes.clone(),
         };
         let (output, appended) = self
             .ledger

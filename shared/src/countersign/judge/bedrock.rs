@@ -17,7 +17,7 @@ use aws_sdk_bedrockruntime::types::{
 };
 use serde::Deserialize;
 
-use super::{Judge, Judgement, Proposal, Verdict, rules};
+use super::{Judge, Judgement, Proposal, ReasonCode, Verdict, rules};
 use crate::chain::sha256_hex;
 
 /// The judge's system prompt, kept in one file so that every evaluation can name its hash.
@@ -73,11 +73,15 @@ pub struct BedrockJudge {
     timeout: Duration,
 }
 
+/// The only answer the model may give: a verdict and reason codes from the closed set.
+/// Free text anywhere, an unknown code or an extra field makes the answer unreadable, and
+/// the judgement `unclear`.
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ModelVerdict {
     verdict: Verdict,
     #[serde(default)]
-    reasons: Vec<String>,
+    reasons: Vec<ReasonCode>,
 }
 
 impl BedrockJudge {
@@ -183,15 +187,15 @@ impl BedrockJudge {
             .unwrap_or_default();
         let verdict: ModelVerdict = serde_json::from_str(text.trim())
             .map_err(|_| "the model did not answer with the expected JSON verdict".to_owned())?;
-        Ok(Judgement {
-            verdict: verdict.verdict,
-            reasons: verdict
-                .reasons
-                .into_iter()
-                .take(5)
-                .map(|reason| format!("judge: {}", reason.chars().take(200).collect::<String>()))
-                .collect(),
-        })
+        let mut codes: Vec<(ReasonCode, String)> = verdict
+            .reasons
+            .into_iter()
+            .map(|code| (code, format!("judge: {}", code.as_str())))
+            .collect();
+        if verdict.verdict.flags() && codes.is_empty() {
+            codes.push((ReasonCode::Unclear, "judge: no reason given".into()));
+        }
+        Ok(Judgement::found(verdict.verdict, codes))
     }
 }
 
@@ -210,12 +214,13 @@ impl Judge for BedrockJudge {
             self.screened(&proposal.text).await?;
             self.ask_model(words, proposal).await
         };
+        // `reason` is Hearth's own description of the failure, never the model's text.
         let unclear = |reason: String| {
             tracing::warn!(%reason, "intent judge: unclear");
-            Judgement {
-                verdict: Verdict::Unclear,
-                reasons: vec![format!("judge: {reason}")],
-            }
+            Judgement::found(
+                Verdict::Unclear,
+                vec![(ReasonCode::Unclear, format!("judge: {reason}"))],
+            )
         };
         match tokio::time::timeout(self.timeout, asked).await {
             Ok(Ok(judgement)) => judgement,

@@ -25,11 +25,87 @@ impl Verdict {
     }
 }
 
-/// A verdict with the reasons for it (empty for a plain match).
+/// What a judge found wrong, from a closed set. A model judge answers with these codes only,
+/// and the device hears Hearth's fixed words for them ([`ReasonCode::spoken`]), so nothing a
+/// model that has read an untrusted listing writes is ever spoken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasonCode {
+    Quantity,
+    Item,
+    Variant,
+    Price,
+    Merchant,
+    Injection,
+    Unclear,
+}
+
+impl ReasonCode {
+    pub const ALL: [ReasonCode; 7] = [
+        ReasonCode::Quantity,
+        ReasonCode::Item,
+        ReasonCode::Variant,
+        ReasonCode::Price,
+        ReasonCode::Merchant,
+        ReasonCode::Injection,
+        ReasonCode::Unclear,
+    ];
+
+    /// The code as written in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasonCode::Quantity => "quantity",
+            ReasonCode::Item => "item",
+            ReasonCode::Variant => "variant",
+            ReasonCode::Price => "price",
+            ReasonCode::Merchant => "merchant",
+            ReasonCode::Injection => "injection",
+            ReasonCode::Unclear => "unclear",
+        }
+    }
+
+    /// Hearth's own words for the code: the only judge text that is ever spoken.
+    pub fn spoken(self) -> &'static str {
+        match self {
+            ReasonCode::Quantity => "quantity: not the amount that was asked for",
+            ReasonCode::Item => "item: not the thing that was asked for",
+            ReasonCode::Variant => "variant: not the size or kind that was asked for",
+            ReasonCode::Price => "price: over the limit that was said",
+            ReasonCode::Merchant => "merchant: not the shop that was named",
+            ReasonCode::Injection => "injection: the listing tries to instruct the assistant",
+            ReasonCode::Unclear => "unclear: the words do not say enough to be sure",
+        }
+    }
+}
+
+/// A verdict with what was found (both empty for a plain match).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Judgement {
     pub verdict: Verdict,
-    pub reasons: Vec<String>,
+    /// What was found, each code once, in the order found.
+    pub codes: Vec<ReasonCode>,
+    /// Details in Hearth's own words, written by the rules from the catalogue and the
+    /// person's words; recorded and reported, never spoken. A model judge adds none.
+    pub notes: Vec<String>,
+}
+
+impl Judgement {
+    /// `verdict` with `findings` (code and note), each code kept once.
+    pub fn found(verdict: Verdict, findings: Vec<(ReasonCode, String)>) -> Self {
+        let mut codes = Vec::new();
+        let mut notes = Vec::new();
+        for (code, note) in findings {
+            if !codes.contains(&code) {
+                codes.push(code);
+            }
+            notes.push(note);
+        }
+        Self {
+            verdict,
+            codes,
+            notes,
+        }
+    }
 }
 
 /// The order the assistant proposes, as a listing describes it.

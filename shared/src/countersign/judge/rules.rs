@@ -9,7 +9,7 @@
 
 use async_trait::async_trait;
 
-use super::{Judge, Judgement, Proposal, Verdict};
+use super::{Judge, Judgement, Proposal, ReasonCode, Verdict};
 use crate::countersign::money::dollars;
 
 pub struct RulesJudge;
@@ -29,44 +29,57 @@ impl Judge for RulesJudge {
 pub fn judge(words: &[String], proposal: &Proposal) -> Judgement {
     let said = words.join(" . ");
     if said.trim().is_empty() {
-        return Judgement {
-            verdict: Verdict::Unclear,
-            reasons: vec!["no words to compare the order with".into()],
-        };
+        return Judgement::found(
+            Verdict::Unclear,
+            vec![(
+                ReasonCode::Unclear,
+                "no words to compare the order with".into(),
+            )],
+        );
     }
     let tokens = tokenize(&said);
     let mut used = vec![false; tokens.len()];
-    let mut reasons = Vec::new();
+    let mut reasons: Vec<(ReasonCode, String)> = Vec::new();
 
     if let Some(ceiling) = price_ceiling(&tokens, &mut used) {
         let total = proposal.unit_price_cents * u64::from(proposal.quantity);
         if total > ceiling {
-            reasons.push(format!(
-                "price: the order totals {} but the limit said was {}",
-                dollars(total),
-                dollars(ceiling)
+            reasons.push((
+                ReasonCode::Price,
+                format!(
+                    "price: the order totals {} but the limit said was {}",
+                    dollars(total),
+                    dollars(ceiling)
+                ),
             ));
         }
     }
     if let Some(merchant) = named_merchant(&said, &tokens, &mut used)
         && !merchant_matches(&merchant, &proposal.merchant)
     {
-        reasons.push(format!(
-            "merchant: the words name {merchant} but the order is from {}",
-            proposal.merchant
+        reasons.push((
+            ReasonCode::Merchant,
+            format!(
+                "merchant: the words name {merchant} but the order is from {}",
+                proposal.merchant
+            ),
         ));
     }
     if let Some(stated) = stated_quantity(&tokens, &mut used) {
         let pack = first_integer(&proposal.variant).unwrap_or(1);
         let quantity = u64::from(proposal.quantity);
         if quantity != stated && quantity * pack != stated {
-            reasons.push(format!(
-                "quantity: {stated} was asked for but the order is for {quantity}"
+            reasons.push((
+                ReasonCode::Quantity,
+                format!("quantity: {stated} was asked for but the order is for {quantity}"),
             ));
         }
     }
     if addresses_the_assistant(&proposal.text) {
-        reasons.push("injection: the listing text gives instructions to the assistant".into());
+        reasons.push((
+            ReasonCode::Injection,
+            "injection: the listing text gives instructions to the assistant".into(),
+        ));
     }
     let spoken: Vec<&str> = tokens
         .iter()
@@ -81,16 +94,14 @@ pub fn judge(words: &[String], proposal: &Proposal) -> Judgement {
         &tokenize(&proposal.title),
         &tokenize(&proposal.variant),
     ) {
-        reasons.push(reason);
+        reasons.push((ReasonCode::Item, reason));
     }
-    Judgement {
-        verdict: if reasons.is_empty() {
-            Verdict::Match
-        } else {
-            Verdict::Mismatch
-        },
-        reasons,
-    }
+    let verdict = if reasons.is_empty() {
+        Verdict::Match
+    } else {
+        Verdict::Mismatch
+    };
+    Judgement::found(verdict, reasons)
 }
 
 /// Lower-case tokens; "double A" becomes "aa", possessives lose their "'s", and `$` and
@@ -357,13 +368,13 @@ fn addresses_the_assistant(text: &str) -> bool {
 
 /// Attribute values that exclude one another, each with its spellings; the first spelling
 /// names the value. The last field says which kind of mismatch a contradiction is.
-const EXCLUSIVE: &[(&str, &[&[&str]])] = &[
+const EXCLUSIVE: &[(ReasonCode, &[&[&str]])] = &[
     (
-        "item",
+        ReasonCode::Item,
         &[&["dog", "puppy", "dogs"], &["cat", "kitten", "cats"]],
     ),
     (
-        "variant",
+        ReasonCode::Variant,
         &[
             &["small"],
             &["medium"],
@@ -374,15 +385,15 @@ const EXCLUSIVE: &[(&str, &[&[&str]])] = &[
         ],
     ),
     (
-        "variant",
+        ReasonCode::Variant,
         &[&["sparkling", "carbonated", "fizzy"], &["still", "flat"]],
     ),
     (
-        "variant",
+        ReasonCode::Variant,
         &[&["decaf", "decaffeinated"], &["regular", "caffeinated"]],
     ),
     (
-        "variant",
+        ReasonCode::Variant,
         &[
             &["unscented", "fragrance-free"],
             &["lavender"],
@@ -395,7 +406,7 @@ const EXCLUSIVE: &[(&str, &[&[&str]])] = &[
         ],
     ),
     (
-        "variant",
+        ReasonCode::Variant,
         &[
             &["strawberry"],
             &["bubblegum"],
@@ -409,7 +420,7 @@ const EXCLUSIVE: &[(&str, &[&[&str]])] = &[
         ],
     ),
     (
-        "variant",
+        ReasonCode::Variant,
         &[
             &["black"],
             &["white"],
@@ -424,7 +435,7 @@ const EXCLUSIVE: &[(&str, &[&[&str]])] = &[
 ];
 
 /// A value the words name that the listing contradicts with another value of the same kind.
-fn contradictions(spoken: &[&str], listing: &[String]) -> Vec<String> {
+fn contradictions(spoken: &[&str], listing: &[String]) -> Vec<(ReasonCode, String)> {
     let mut found = Vec::new();
     for (kind, values) in EXCLUSIVE {
         let named = |tokens: &mut dyn Iterator<Item = &str>| -> Vec<&'static str> {
@@ -441,10 +452,14 @@ fn contradictions(spoken: &[&str], listing: &[String]) -> Vec<String> {
             && !offered.is_empty()
             && !asked.iter().any(|value| offered.contains(value))
         {
-            found.push(format!(
-                "{kind}: {} was asked for, the listing is {}",
-                asked.join(" / "),
-                offered.join(" / ")
+            found.push((
+                *kind,
+                format!(
+                    "{}: {} was asked for, the listing is {}",
+                    kind.as_str(),
+                    asked.join(" / "),
+                    offered.join(" / ")
+                ),
             ));
         }
     }
@@ -594,7 +609,7 @@ mod tests {
         );
         assert_eq!(bag.verdict, Verdict::Mismatch);
         assert_eq!(
-            bag.reasons,
+            bag.notes,
             ["item: the listing is bag, which was not asked for"]
         );
     }
