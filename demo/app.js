@@ -71,7 +71,13 @@
     try {
       await rpc("initialize", { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: "hearth-demo", version: "1" } });
       await notify("notifications/initialized");
-      const rules = await rpc("resources/read", { uri: "countersign://household/rules" });
+      // The rules name the household's members, so reading them needs a signed speaker: the
+      // device offers the speakers it knows, and signs the first reading as its first member.
+      const enrolled = await fetch("/demo/device", { headers: { "Authorization": "Bearer " + state.token } });
+      const device = await enrolled.json();
+      if (!enrolled.ok) throw new Error("the demo device is not available: " + (device.error || enrolled.status));
+      const reading = { member: device.members[0].id, id: "connect-" + Date.now(), words: "what are the household rules" };
+      const rules = await rpc("resources/read", { uri: "countersign://household/rules" }, await attestation(reading));
       state.household = JSON.parse(rules.json.result.contents[0].text);
     } catch (error) {
       disconnect("Could not start: " + error.message, true);

@@ -692,10 +692,41 @@ async fn the_household_rules_are_a_resource() {
         list.raw
     );
     assert_eq!(resources[0]["mimeType"], "application/json");
+    let read_rules = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "countersign://household/rules"}});
+    // The rules name the members, their roles and limits: like every tool that reveals
+    // household data, reading them needs a signed speaker of this household.
+    let unsigned = device.post(&read_rules, &[]).await;
+    assert_eq!(unsigned.body["error"]["code"], -32600, "{}", unsigned.raw);
+    assert!(
+        unsigned.body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("without knowing who is speaking"),
+        "{}",
+        unsigned.raw
+    );
+    assert!(!unsigned.raw.contains("Grandma Rose"), "{}", unsigned.raw);
+    let stranger = Turn::new("mallory", &["what are the rules"]);
+    let (attestation, signature) = device.headers(&stranger, HOST_KEY);
+    let signed_stranger = device
+        .post(
+            &read_rules,
+            &[
+                ("x-countersign-attestation", &attestation),
+                ("x-countersign-signature", &signature),
+            ],
+        )
+        .await;
+    assert_eq!(signed_stranger.body["error"]["code"], -32600);
+    let (attestation, signature) =
+        device.headers(&Turn::new("mia", &["what are the rules"]), HOST_KEY);
     let read = device
         .post(
-            &json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "countersign://household/rules"}}),
-            &[],
+            &read_rules,
+            &[
+                ("x-countersign-attestation", &attestation),
+                ("x-countersign-signature", &signature),
+            ],
         )
         .await;
     let contents = &read.body["result"]["contents"][0];

@@ -139,3 +139,30 @@ async fn without_a_host_key_the_device_cannot_sign() {
     let reply = sign(&h.router, &heard("dana", json!(["hi"])), Some(TOKEN)).await;
     assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
 }
+
+#[tokio::test]
+async fn the_device_names_the_speakers_it_knows_to_a_token_holder() {
+    let h = harness(&[
+        ("COUNTERSIGN_HOST_KEY", HOST_KEY),
+        ("HEARTH_DEMO_DEVICE", "1"),
+    ]);
+    let anonymous = request(&h.router, "GET", "/demo/device", &[], "").await;
+    assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
+    let bearer = format!("Bearer {TOKEN}");
+    let known = request(
+        &h.router,
+        "GET",
+        "/demo/device",
+        &[("authorization", &bearer)],
+        "",
+    )
+    .await;
+    assert_eq!(known.status, StatusCode::OK, "{}", known.raw);
+    assert_eq!(
+        known.body["members"][0],
+        json!({"id": "dana", "name": "Dana"})
+    );
+    assert_eq!(known.body["members"].as_array().unwrap().len(), 5);
+    // Roles and limits come only from the rules resource, which needs a signed speaker.
+    assert!(!known.raw.contains("role"), "{}", known.raw);
+}

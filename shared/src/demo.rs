@@ -24,8 +24,8 @@ use crate::auth::attestation::{self, Attestation, AttestationRefusal};
 use crate::auth::{Authenticator, Secret};
 use crate::clock::Clock;
 use crate::countersign::household::HouseholdData;
-use crate::gate::Gate;
-use crate::json_endpoint::{admit, error};
+use crate::gate::{Gate, client_ip};
+use crate::json_endpoint::{admit, authorize, error};
 use crate::telemetry::{RequestLog, request_id};
 
 const INDEX: &str = include_str!("../../demo/index.html");
@@ -131,13 +131,46 @@ struct Signed {
     signature: String,
 }
 
+/// A speaker the simulated device recognises. A real device is enrolled with its household's
+/// voices; this one knows the household's members, so the page can offer them before anyone
+/// has spoken (the rules resource itself needs a signed speaker).
+#[derive(Serialize)]
+struct Enrolled<'a> {
+    id: &'a str,
+    name: &'a str,
+}
+
 async fn device(State(endpoint): State<Arc<DeviceEndpoint>>, request: Request) -> Response {
     let started = Instant::now();
     let mut log = RequestLog::new(request_id(&request));
     log.method(Some("demo_device"));
-    let response = sign(&endpoint, request, &mut log).await;
+    let response = if request.method() == http::Method::GET {
+        enrolled(&endpoint, request, &mut log).await
+    } else {
+        sign(&endpoint, request, &mut log).await
+    };
     log.finish(response.status(), started.elapsed());
     response
+}
+
+/// `GET /demo/device`: `{"members": [{"id", "name"}]}`, the speakers the device knows.
+async fn enrolled(endpoint: &DeviceEndpoint, request: Request, log: &mut RequestLog) -> Response {
+    let ip = client_ip(&request);
+    let headers = request.headers();
+    if let Err(refusal) = authorize(&endpoint.auth, &endpoint.gate, headers, ip, log).await {
+        return refusal;
+    }
+    let members: Vec<Enrolled<'_>> = endpoint
+        .household
+        .household
+        .members
+        .iter()
+        .map(|member| Enrolled {
+            id: &member.id,
+            name: &member.name,
+        })
+        .collect();
+    axum::Json(serde_json::json!({ "members": members })).into_response()
 }
 
 async fn sign(endpoint: &DeviceEndpoint, request: Request, log: &mut RequestLog) -> Response {

@@ -7,7 +7,9 @@
 use axum::body::Bytes;
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
-use http::{HeaderValue, Method, StatusCode, header};
+use std::net::IpAddr;
+
+use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use serde_json::json;
 
 use crate::auth::{AuthFailure, Authenticator};
@@ -41,20 +43,8 @@ pub async fn admit(
             .insert(header::ALLOW, HeaderValue::from_static("POST"));
         return Err(response);
     }
-    let refused = |refusal: Refusal| {
-        let mut response = error(refusal.status(), refusal.message());
-        refusal.decorate(&mut response);
-        response
-    };
-    gate.check_origin(request.headers()).map_err(refused)?;
-    let authenticated = auth
-        .authenticate(request.headers())
-        .map(|grant| grant.subject.caller());
-    gate.admit(client_ip(&request), authenticated.as_ref().ok())
-        .await
-        .map_err(refused)?;
-    let caller = authenticated.map_err(unauthorized)?;
-    log.subject(&caller);
+    let ip = client_ip(&request);
+    let caller = authorize(auth, gate, request.headers(), ip, log).await?;
     if !has_media_type(request.headers(), "application/json") {
         return Err(error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -71,6 +61,32 @@ pub async fn admit(
             )
         })?;
     Ok((caller, bytes))
+}
+
+/// The origin, rate-limit and bearer checks alone, for a request without a body: the
+/// authenticated caller, or the answer that refuses the request.
+pub async fn authorize(
+    auth: &Authenticator,
+    gate: &Gate,
+    headers: &HeaderMap,
+    ip: Option<IpAddr>,
+    log: &mut RequestLog,
+) -> Result<Caller, Response> {
+    let refused = |refusal: Refusal| {
+        let mut response = error(refusal.status(), refusal.message());
+        refusal.decorate(&mut response);
+        response
+    };
+    gate.check_origin(headers).map_err(refused)?;
+    let authenticated = auth
+        .authenticate(headers)
+        .map(|grant| grant.subject.caller());
+    gate.admit(ip, authenticated.as_ref().ok())
+        .await
+        .map_err(refused)?;
+    let caller = authenticated.map_err(unauthorized)?;
+    log.subject(&caller);
+    Ok(caller)
 }
 
 fn unauthorized(failure: AuthFailure) -> Response {

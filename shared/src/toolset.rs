@@ -83,8 +83,13 @@ pub trait Toolset: Send + Sync + 'static {
         Vec::new()
     }
 
-    /// Reads resource `uri`, or returns `None` if this toolset has no such resource.
-    async fn read_resource(&self, _caller: &Caller, _uri: &str) -> Option<ResourceContents> {
+    /// Reads resource `uri`, or returns `None` if this toolset has no such resource. A
+    /// refusal (this caller may not read it) is a sentence safe to show the caller.
+    async fn read_resource(
+        &self,
+        _caller: &Caller,
+        _uri: &str,
+    ) -> Option<Result<ResourceContents, String>> {
         None
     }
 }

@@ -9,8 +9,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 
-def _client(token):
-    return create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+def _client(token, headers=None):
+    return create_mcp_http_client(headers={"Authorization": f"Bearer {token}", **(headers or {})})
 
 
 def _origin(url):
@@ -51,9 +51,10 @@ async def judge_exchange(url, judge_token):
         return response.json()
 
 
-async def session_flow(url, token, steps):
-    """Opens an initialized session and runs `steps(session, init_result)`."""
-    async with _client(token) as http:
+async def session_flow(url, token, steps, headers=None):
+    """Opens an initialized session, sending `headers` on every request too, and runs
+    `steps(session, init_result)`."""
+    async with _client(token, headers) as http:
         async with streamable_http_client(url, http_client=http, terminate_on_close=False) as (read, write):
             async with ClientSession(read, write) as session:
                 init = await session.initialize()

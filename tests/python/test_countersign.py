@@ -2,10 +2,17 @@
 kept and checked, and the same receipts catching tampering done directly in the store."""
 
 import asyncio
+import base64
+import hashlib
+import hmac
 import json
 import os
 import subprocess
 import sys
+import time
+
+import pytest
+from mcp.shared.exceptions import MCPError as McpError
 
 from conftest import ROOT
 from mcp_client import session_flow
@@ -118,13 +125,30 @@ def test_search_needs_no_attestation_and_marks_listing_text_as_data(server_url, 
     assert "NOTE TO AI ASSISTANTS" in first["listing_text"]
 
 
-def test_the_household_rules_resource(server_url, judge_token):
+def _signed(member, words):
+    """The attestation headers a device sends for `member` saying `words`."""
+    attestation = {"member_id": member, "turn_id": f"py-{time.time_ns()}", "utterances": [words],
+                   "issued_at": int(time.time()), "answering": None}
+    encoded = base64.urlsafe_b64encode(json.dumps(attestation).encode()).decode().rstrip("=")
+    signature = hmac.new(_host_key().encode(), encoded.encode(), hashlib.sha256).hexdigest()
+    return {"X-Countersign-Attestation": encoded, "X-Countersign-Signature": signature}
+
+
+def test_the_household_rules_resource_needs_a_signed_speaker(server_url, judge_token):
     async def read(session, _init):
         listed = await session.list_resources()
         assert [str(r.uri) for r in listed.resources] == ["countersign://household/rules"]
         return await session.read_resource("countersign://household/rules")
 
-    result = asyncio.run(session_flow(server_url, judge_token, read))
+    async def refused(session, _init):
+        with pytest.raises(McpError) as refusal:
+            await session.read_resource("countersign://household/rules")
+        return refusal.value
+
+    # It names the members, roles and limits, so an unsigned read is refused.
+    refusal = asyncio.run(session_flow(server_url, judge_token, refused))
+    assert "without knowing who is speaking" in str(refusal)
+    result = asyncio.run(session_flow(server_url, judge_token, read, _signed("mia", "what are the rules")))
     rules = json.loads(result.contents[0].text)
     assert rules["household_id"] == "maple-house"
     assert rules["guardians"] == ["dana", "chris"]

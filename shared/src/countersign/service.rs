@@ -11,7 +11,7 @@ use serde::Serialize;
 use time::OffsetDateTime;
 
 use super::answer::{Answer, read_latest};
-use super::household::{HouseholdData, Member, Product, Variant};
+use super::household::{Household, HouseholdData, Member, Product, Variant};
 use super::judge::{Judge, Proposal};
 use super::ledger::{
     ANSWER_CLOCK_SKEW_SECS, ANSWER_WITHIN_SECS, Check, Event, IntentRecord, Ledger, LedgerError,
@@ -293,6 +293,12 @@ impl CountersignService {
             attestation,
             member,
         })
+    }
+
+    /// The household's rules, for a signed speaker of this household only.
+    pub fn rules(&self, caller: &Caller) -> Result<&Household, CountersignError> {
+        self.speaker(caller)?;
+        Ok(&self.data.household)
     }
 
     /// Counts one acting call by the speaker: at most [`ACTING_CALLS_PER_MEMBER`] per

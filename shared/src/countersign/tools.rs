@@ -248,16 +248,28 @@ impl Toolset for CountersignToolset {
         ]
     }
 
-    async fn read_resource(&self, _caller: &Caller, uri: &str) -> Option<ResourceContents> {
+    /// The rules name the members, their roles and limits, so, like every tool that reveals
+    /// household data, reading them needs a signed speaker of this household.
+    async fn read_resource(
+        &self,
+        caller: &Caller,
+        uri: &str,
+    ) -> Option<Result<ResourceContents, String>> {
         if uri != RULES_URI {
             return None;
         }
+        let household = match self.service.rules(caller) {
+            Ok(household) => household,
+            Err(refusal) => return Some(Err(refusal.to_string())),
+        };
         let document = RulesDocument {
-            household: &self.service.data().household,
+            household,
             note: "Amounts are integer cents. Weeks start Monday 00:00 UTC. Merchants are simulated.",
         };
         let text = serde_json::to_string_pretty(&document).ok()?;
-        Some(ResourceContents::text(text, RULES_URI).with_mime_type("application/json"))
+        Some(Ok(
+            ResourceContents::text(text, RULES_URI).with_mime_type("application/json")
+        ))
     }
 }
 

@@ -164,8 +164,10 @@ impl ServerHandler for HearthServer {
     ) -> Result<ReadResourceResponse, McpError> {
         let caller = caller(&context)?;
         for toolset in &self.inner.toolsets {
-            if let Some(contents) = toolset.read_resource(&caller, &request.uri).await {
-                return Ok(ReadResourceResult::new(vec![contents]).into());
+            match toolset.read_resource(&caller, &request.uri).await {
+                Some(Ok(contents)) => return Ok(ReadResourceResult::new(vec![contents]).into()),
+                Some(Err(refusal)) => return Err(McpError::invalid_request(refusal, None)),
+                None => {}
             }
         }
         Err(McpError::resource_not_found(

@@ -263,8 +263,9 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
             {
                 log.tool(&name);
             }
-            // Only tool calls act on who is speaking; other methods skip the HMAC.
-            if method == "tools/call" {
+            // Only tool calls and resource reads act on who is speaking or reveal household
+            // data; other methods skip the HMAC.
+            if method == "tools/call" || method == "resources/read" {
                 caller.host = endpoint.attestations.check(&parts.headers);
             }
         }
