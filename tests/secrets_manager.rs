@@ -40,7 +40,7 @@ async fn create_secret(moto: &Moto, value: &str) -> String {
 async fn the_credentials_secret_is_read_and_parsed() {
     let moto = Moto::shared();
     let arn = create_secret(moto, &secret_json()).await;
-    let (credentials, problems) = read_credentials(&moto.secrets_client(), &arn)
+    let (credentials, problems) = read_credentials(&moto.secrets_client(), &[arn])
         .await
         .unwrap();
     assert!(problems.is_empty());
@@ -49,13 +49,56 @@ async fn the_credentials_secret_is_read_and_parsed() {
     assert!(credentials.missing().is_empty());
 }
 
+/// A deployment splits the credentials so each function reads only what it uses: the token
+/// secret, plus the client secret for the token endpoint or the device keys for MCP.
+#[tokio::test]
+async fn split_secrets_are_read_together_and_a_name_in_two_is_refused() {
+    let moto = Moto::shared();
+    let tokens = json!({"MCP_CLIENT_ID": CLIENT_ID, "MCP_JWT_SECRET": JWT_SECRET,
+        "MCP_JUDGE_TOKEN_HASHES": sha256_hex(TOKEN)})
+    .to_string();
+    let tokens = create_secret(moto, &tokens).await;
+    let client_secret = create_secret(
+        moto,
+        &json!({"MCP_CLIENT_SECRET": CLIENT_SECRET}).to_string(),
+    )
+    .await;
+    let (credentials, problems) = read_credentials(
+        &moto.secrets_client(),
+        &[tokens.clone(), client_secret.clone()],
+    )
+    .await
+    .unwrap();
+    assert!(problems.is_empty());
+    let (expected, _) = Credentials::from_secret_json(&secret_json()).unwrap();
+    assert_eq!(credentials, expected);
+
+    // The token secret alone, as the speech function reads it: no client secret to leak.
+    let (alone, _) = read_credentials(&moto.secrets_client(), std::slice::from_ref(&tokens))
+        .await
+        .unwrap();
+    assert_eq!(alone.client_secret, None);
+    assert_eq!(alone.missing(), ["MCP_CLIENT_SECRET"]);
+
+    let again = create_secret(moto, &json!({"MCP_CLIENT_ID": "other"}).to_string()).await;
+    let error = read_credentials(&moto.secrets_client(), &[tokens, again])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error,
+        SecretError::Overlap {
+            name: "MCP_CLIENT_ID".into()
+        }
+    );
+}
+
 #[tokio::test]
 async fn missing_malformed_and_binary_secrets_are_errors_that_reveal_nothing() {
     let moto = Moto::shared();
     let client = moto.secrets_client();
     let missing = read_credentials(
         &client,
-        "arn:aws:secretsmanager:us-east-1:123456789012:secret:absent",
+        &["arn:aws:secretsmanager:us-east-1:123456789012:secret:absent".to_owned()],
     )
     .await
     .unwrap_err();
@@ -66,7 +109,7 @@ async fn missing_malformed_and_binary_secrets_are_errors_that_reveal_nothing() {
         }
     );
     let not_json = create_secret(moto, "MCP_CLIENT_SECRET=hunter2").await;
-    let error = read_credentials(&client, &not_json).await.unwrap_err();
+    let error = read_credentials(&client, &[not_json]).await.unwrap_err();
     assert_eq!(error, SecretError::Format);
     assert!(!error.to_string().contains("hunter2"));
 
@@ -79,7 +122,7 @@ async fn missing_malformed_and_binary_secrets_are_errors_that_reveal_nothing() {
         .await
         .unwrap();
     assert_eq!(
-        read_credentials(&client, &name).await.unwrap_err(),
+        read_credentials(&client, &[name]).await.unwrap_err(),
         SecretError::NotAString
     );
 }
@@ -89,7 +132,7 @@ async fn a_short_signing_key_in_the_secret_is_left_out() {
     let moto = Moto::shared();
     let weak = json!({"MCP_CLIENT_ID": CLIENT_ID, "MCP_JWT_SECRET": "short"}).to_string();
     let arn = create_secret(moto, &weak).await;
-    let (credentials, problems) = read_credentials(&moto.secrets_client(), &arn)
+    let (credentials, problems) = read_credentials(&moto.secrets_client(), &[arn])
         .await
         .unwrap();
     assert_eq!(credentials.jwt_secret, None);
@@ -109,7 +152,9 @@ async fn an_unreachable_secrets_manager_is_reported_as_such() {
         .credentials_provider(Credentials::new("testing", "testing", None, None, "tests"))
         .build();
     let client = aws_sdk_secretsmanager::Client::from_conf(config);
-    let error = read_credentials(&client, "anything").await.unwrap_err();
+    let error = read_credentials(&client, &["anything".to_owned()])
+        .await
+        .unwrap_err();
     assert!(matches!(error, SecretError::Unreachable(_)), "{error:?}");
 }
 

@@ -147,9 +147,9 @@ pub async fn open_backing(config: &Config) -> anyhow::Result<Backing> {
 /// read leaves the credentials empty, so every request that needs one is denied.
 pub async fn load_credentials(config: &mut Config) {
     match &config.credential_source {
-        CredentialSource::SecretsManager(secret_id) => {
+        CredentialSource::SecretsManager(secret_ids) => {
             let client = secrets::client_from_environment().await;
-            config.credentials = match secrets::read_credentials(&client, secret_id).await {
+            config.credentials = match secrets::read_credentials(&client, secret_ids).await {
                 Ok((credentials, problems)) => {
                     for problem in problems {
                         tracing::error!(%problem, "a credential in the secret was left out");
@@ -159,7 +159,7 @@ pub async fn load_credentials(config: &mut Config) {
                 Err(error) => {
                     tracing::error!(
                         %error,
-                        "the credentials secret (HEARTH_SECRET_ARN) could not be read; every authenticated request will be denied"
+                        "the credentials secrets (HEARTH_SECRET_ARN) could not be read; every authenticated request will be denied"
                     );
                     Credentials::default()
                 }

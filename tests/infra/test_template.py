@@ -78,10 +78,71 @@ def template_environment():
     return names
 
 
-def secret_keys():
-    generated = RESOURCES["Credentials"]["Properties"]["GenerateSecretString"]
-    template = generated["SecretStringTemplate"]["Fn::Sub"][0]
+def keys_of_secret(name):
+    """The credential names a secret of the template holds."""
+    properties = RESOURCES[name]["Properties"]
+    generated = properties["GenerateSecretString"]
+    template = generated.get("SecretStringTemplate", "{}")
+    if isinstance(template, dict):  # !Sub 'text' or !Sub ['text', {variables}]
+        template = template["Fn::Sub"]
+        template = template if isinstance(template, str) else template[0]
     return set(re.findall(r'"([A-Z0-9_]+)":', template)) | {generated["GenerateStringKey"]}
+
+
+def secret_resources():
+    return [name for name, r in RESOURCES.items() if r["Type"] == "AWS::SecretsManager::Secret"]
+
+
+def secret_keys():
+    return set().union(*(keys_of_secret(name) for name in secret_resources()))
+
+
+def readable_secrets(function):
+    """The secrets a function's role may read."""
+    role = RESOURCES[RESOURCES[function]["Properties"]["Role"]["Fn::GetAtt"][0]]
+    readable = set()
+    for policy in role["Properties"]["Policies"]:
+        for statement in policy["PolicyDocument"]["Statement"]:
+            if isinstance(statement, dict) and statement.get("Action") == "secretsmanager:GetSecretValue":
+                resources = statement["Resource"]
+                for resource in resources if isinstance(resources, list) else [resources]:
+                    readable.add(resource["Ref"])
+    return readable
+
+
+def secrets_named_to(function):
+    """The secrets HEARTH_SECRET_ARN names to a function: a comma-separated !Join of !Refs."""
+    variables = RESOURCES[function]["Properties"].get("Environment", {}).get("Variables", {})
+    value = variables.get("HEARTH_SECRET_ARN") or TEMPLATE["Globals"]["Function"]["Environment"]["Variables"].get("HEARTH_SECRET_ARN")
+    if isinstance(value, dict) and "Ref" in value:
+        return {value["Ref"]}
+    separator, parts = value["Fn::Join"]
+    assert separator == ","
+    return {part["Ref"] for part in parts}
+
+
+# What each function's code uses (auth::credentials names): the token checks need the client
+# id, the signing key and the judge hashes everywhere; only the token endpoint needs the client
+# secret; only MCP signs nothing but checks device attestations and calls the guide.
+USES = {
+    "McpFunction": {"MCP_CLIENT_ID", "MCP_JWT_SECRET", "MCP_JUDGE_TOKEN_HASHES", "COUNTERSIGN_HOST_KEY",
+                    "AION_BACKEND_API_KEY"},
+    "OAuthFunction": {"MCP_CLIENT_ID", "MCP_CLIENT_SECRET", "MCP_JWT_SECRET", "MCP_JUDGE_TOKEN_HASHES"},
+    "TtsFunction": {"MCP_CLIENT_ID", "MCP_JWT_SECRET", "MCP_JUDGE_TOKEN_HASHES"},
+}
+
+
+def test_each_function_can_read_only_the_secrets_it_uses():
+    for function, uses in USES.items():
+        readable = readable_secrets(function)
+        keys = set().union(*(keys_of_secret(name) for name in readable))
+        assert keys == uses, f"{function} can read {sorted(keys - uses)} it does not use, or lacks {sorted(uses - keys)}"
+        assert secrets_named_to(function) == readable, function
+
+
+def test_no_credential_is_held_in_two_secrets():
+    names = [key for name in secret_resources() for key in keys_of_secret(name)]
+    assert len(names) == len(set(names)), names
 
 
 def local_only_names():

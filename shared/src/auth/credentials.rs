@@ -115,17 +115,13 @@ impl Credentials {
     pub fn from_secret_json(
         json: &str,
     ) -> Result<(Self, Vec<CredentialProblem>), SecretFormatError> {
-        let object: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(json).map_err(|_| SecretFormatError)?;
-        if object.values().any(|value| !value.is_string()) {
-            return Err(SecretFormatError);
-        }
-        Ok(Self::from_lookup(|name| {
-            object
-                .get(name)
-                .and_then(|value| value.as_str())
-                .map(str::to_owned)
-        }))
+        Ok(Self::from_secret_object(&secret_object(json)?))
+    }
+
+    /// Reads the credentials from secret strings already parsed by [`secret_object`] and
+    /// merged.
+    pub fn from_secret_object(object: &SecretObject) -> (Self, Vec<CredentialProblem>) {
+        Self::from_lookup(|name| object.get(name).cloned())
     }
 
     /// The caller-authenticating credential names that are absent, for a startup warning.
@@ -143,6 +139,14 @@ impl Credentials {
             .map(|(name, _)| *name)
             .collect()
     }
+}
+
+/// A secret string's credentials by name.
+pub type SecretObject = std::collections::BTreeMap<String, String>;
+
+/// Parses a Secrets Manager secret string: one JSON object whose values are strings.
+pub fn secret_object(json: &str) -> Result<SecretObject, SecretFormatError> {
+    serde_json::from_str(json).map_err(|_| SecretFormatError)
 }
 
 /// The secret string is not a JSON object of string values. Says nothing about the content.

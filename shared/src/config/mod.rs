@@ -45,8 +45,8 @@ pub enum StoreChoice {
 pub enum CredentialSource {
     /// At least one credential variable is set in the environment (local only).
     Environment,
-    /// `HEARTH_SECRET_ARN`: one Secrets Manager secret, read once at start.
-    SecretsManager(String),
+    /// `HEARTH_SECRET_ARN`: Secrets Manager secrets (comma-separated), read once at start.
+    SecretsManager(Vec<String>),
     /// Nothing configured: the local server generates development credentials; under Lambda
     /// every request is denied.
     None,
@@ -377,8 +377,14 @@ fn credentials(
         if let Some(name) = in_environment {
             return Err(ConfigError::TwoCredentialSources { name });
         }
+        let secrets: Vec<String> = arn
+            .split(',')
+            .map(str::trim)
+            .filter(|id| !id.is_empty())
+            .map(str::to_owned)
+            .collect();
         return Ok((
-            CredentialSource::SecretsManager(arn.trim().to_owned()),
+            CredentialSource::SecretsManager(secrets),
             Credentials::default(),
         ));
     }
@@ -543,7 +549,13 @@ mod tests {
         let config_with_arn = config(&[lambda, ("HEARTH_SECRET_ARN", arn)]).unwrap();
         assert_eq!(
             config_with_arn.credential_source,
-            CredentialSource::SecretsManager(arn.into())
+            CredentialSource::SecretsManager(vec![arn.into()])
+        );
+        let split =
+            config(&[lambda, ("HEARTH_SECRET_ARN", &format!("{arn}-a, {arn}-b,"))]).unwrap();
+        assert_eq!(
+            split.credential_source,
+            CredentialSource::SecretsManager(vec![format!("{arn}-a"), format!("{arn}-b")])
         );
         assert!(
             config_with_arn.urls.is_none(),

@@ -1,14 +1,16 @@
-//! Reading the credentials secret from AWS Secrets Manager.
+//! Reading the credentials secrets from AWS Secrets Manager.
 //!
-//! Under Lambda the four credentials live in one secret, a JSON object keyed by the credential
-//! names (see `auth::credentials`), named by `HEARTH_SECRET_ARN`. It is read once per cold
-//! start and kept for the life of the process. Errors describe what failed (the service's
-//! error code, or the shape of the secret), never the secret's content.
+//! Under Lambda the credentials live in Secrets Manager secrets named by `HEARTH_SECRET_ARN`
+//! (comma-separated), each a JSON object keyed by credential names (see `auth::credentials`).
+//! A deployment splits them so that each function's role reads only what it uses; a name
+//! held by two secrets is refused. They are read once per cold start and kept for the life
+//! of the process. Errors describe what failed (the service's error code, or the shape of a
+//! secret), never a secret's content.
 
 use aws_sdk_secretsmanager::Client;
 use aws_sdk_secretsmanager::error::{ProvideErrorMetadata, SdkError};
 
-use crate::auth::credentials::{CredentialProblem, Credentials};
+use crate::auth::credentials::{CredentialProblem, Credentials, SecretObject, secret_object};
 
 /// Why the credentials secret could not be used. Safe to log.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -21,6 +23,8 @@ pub enum SecretError {
     NotAString,
     #[error("the secret is not a JSON object whose values are strings")]
     Format,
+    #[error("{name} is held by two of the secrets; keep each credential in one")]
+    Overlap { name: String },
 }
 
 /// A client for the standard AWS environment (`AWS_REGION`, credentials, and
@@ -29,11 +33,24 @@ pub async fn client_from_environment() -> Client {
     Client::new(crate::aws::sdk_config().await)
 }
 
-/// Reads `secret_id` and parses it as credentials.
+/// Reads every secret in `secret_ids`, in order, and parses them together as credentials.
 pub async fn read_credentials(
     client: &Client,
-    secret_id: &str,
+    secret_ids: &[String],
 ) -> Result<(Credentials, Vec<CredentialProblem>), SecretError> {
+    let mut merged = SecretObject::new();
+    for secret_id in secret_ids {
+        for (name, value) in read_object(client, secret_id).await? {
+            if merged.contains_key(&name) {
+                return Err(SecretError::Overlap { name });
+            }
+            merged.insert(name, value);
+        }
+    }
+    Ok(Credentials::from_secret_object(&merged))
+}
+
+async fn read_object(client: &Client, secret_id: &str) -> Result<SecretObject, SecretError> {
     let output = client
         .get_secret_value()
         .secret_id(secret_id)
@@ -48,5 +65,5 @@ pub async fn read_credentials(
             _ => SecretError::Unreachable("unexpected response".into()),
         })?;
     let json = output.secret_string().ok_or(SecretError::NotAString)?;
-    Credentials::from_secret_json(json).map_err(|_| SecretError::Format)
+    secret_object(json).map_err(|_| SecretError::Format)
 }
