@@ -11,7 +11,7 @@ use anyhow::bail;
 use hearth_core::auth::dev_credentials::{self, DevCredentials};
 use hearth_core::config::{Config, CredentialSource, Runtime};
 
-const USAGE: &str = "usage: hearth [serve] | hearth eval --cases FILE --judge rules|bedrock [--json] [--save DIR] | hearth routes";
+const USAGE: &str = "usage: hearth [serve] | hearth eval [--cases FILE] [--split dev|test] [--judge rules|bedrock] [--json] [--save DIR] | hearth routes";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -101,36 +101,47 @@ fn print_dev_banner(config: &Config, dev: &DevCredentials) {
     );
 }
 
-/// `hearth eval`: runs a judge over a cases file and prints the table, or JSON with `--json`;
-/// `--save DIR` also writes the JSON report (with the cases' and prompt's hashes) there.
+/// `hearth eval`: runs a judge over a cases file (`eval/cases.jsonl` by default, from the
+/// project root), or one split of it, and prints the table, or JSON with `--json`; `--save DIR`
+/// also writes the JSON report (the cases' and prompt's hashes and every verdict) there.
 async fn eval(args: &[&str]) -> anyhow::Result<()> {
     use hearth_core::chain::sha256_hex;
-    use hearth_core::countersign::eval::{parse_cases, run, table};
+    use hearth_core::countersign::eval::{Split, parse_cases, run, select, table};
     use hearth_core::countersign::judge::Judge;
     use hearth_core::countersign::judge::bedrock::{BedrockJudge, Guardrail, prompt_sha256};
     use hearth_core::countersign::judge::rules::RulesJudge;
 
-    let mut cases_path = None;
-    let mut judge_name = None;
+    let mut cases_path = "eval/cases.jsonl";
+    let mut judge_name = "rules";
+    let mut split = None;
     let mut save = None;
     let mut json = false;
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
+        let mut value = |flag: &str| {
+            rest.next()
+                .copied()
+                .ok_or_else(|| anyhow::anyhow!("{flag} needs a value; {USAGE}"))
+        };
         match *arg {
-            "--cases" => cases_path = rest.next().copied(),
-            "--judge" => judge_name = rest.next().copied(),
-            "--save" => save = rest.next().copied(),
+            "--cases" => cases_path = value("--cases")?,
+            "--judge" => judge_name = value("--judge")?,
+            "--split" => {
+                let name = value("--split")?;
+                split =
+                    Some(Split::parse(name).ok_or_else(|| {
+                        anyhow::anyhow!("unknown split {name:?}; known: dev, test")
+                    })?);
+            }
+            "--save" => save = Some(value("--save")?),
             "--json" => json = true,
             other => bail!("unknown argument {other:?}; {USAGE}"),
         }
     }
-    let Some(cases_path) = cases_path else {
-        bail!("--cases FILE is required; {USAGE}");
-    };
     let config = Config::from_env()?;
     let (judge, prompt): (Box<dyn Judge>, Option<String>) = match judge_name {
-        Some("rules") => (Box::new(RulesJudge), None),
-        Some("bedrock") => {
+        "rules" => (Box::new(RulesJudge), None),
+        "bedrock" => {
             let guardrail = config
                 .judge
                 .guardrail
@@ -139,20 +150,29 @@ async fn eval(args: &[&str]) -> anyhow::Result<()> {
             let judge = BedrockJudge::from_environment(config.judge.model.clone(), guardrail).await;
             (Box::new(judge), Some(prompt_sha256()))
         }
-        Some(other) => bail!("unknown judge {other:?}; known: rules, bedrock"),
-        None => bail!("--judge is required; {USAGE}"),
+        other => bail!("unknown judge {other:?}; known: rules, bedrock"),
     };
     let text = std::fs::read_to_string(cases_path)
         .map_err(|error| anyhow::anyhow!("reading {cases_path}: {error}"))?;
     let cases = parse_cases(&text).map_err(|error| anyhow::anyhow!("{cases_path}: {error}"))?;
-    let report = run(judge.as_ref(), &cases, sha256_hex(&text), prompt).await;
+    let cases = select(cases, split);
+    if cases.is_empty() {
+        bail!("{cases_path} has no cases in that split");
+    }
+    let report = run(judge.as_ref(), &cases, split, sha256_hex(&text), prompt).await;
     let report_json = serde_json::to_string_pretty(&report)?;
     if let Some(dir) = save {
         std::fs::create_dir_all(dir)?;
         let seconds = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)?
             .as_secs();
-        let path = std::path::Path::new(dir).join(format!("{}-{seconds}.json", report.judge));
+        let part = match split {
+            Some(Split::Dev) => "dev",
+            Some(Split::Test) => "test",
+            None => "all",
+        };
+        let name = format!("{}-{part}-{seconds}.json", report.judge);
+        let path = std::path::Path::new(dir).join(name);
         std::fs::write(&path, &report_json)?;
         eprintln!("saved {}", path.display());
     }

@@ -613,6 +613,85 @@ async fn each_member_may_act_twenty_times_in_ten_minutes(backend: Backend) {
     home.service.list_waiting(&read(100)).await.unwrap();
 }
 
+/// "The household has never ordered from Toy Planet" stays true when it is spoken: once an
+/// order from a merchant is placed, the merchant is known.
+async fn a_merchant_is_known_once_the_household_has_ordered_from_it(backend: Backend) {
+    let home = Home::new(backend).await;
+    let ask = |turn: &str| speaking("dana", turn, "get the dino blocks", None, home.now_secs());
+    let first = home
+        .service
+        .propose(&ask("d-1"), "dino-blocks", "standard", 1)
+        .await
+        .unwrap();
+    assert_eq!(first.status, Status::WaitingForConfirmation);
+    assert!(
+        first.reasons[0].contains("never ordered from Toy Planet"),
+        "{:?}",
+        first.reasons
+    );
+    // Turned down: still never ordered from.
+    let no = speaking(
+        "dana",
+        "d-2",
+        "no",
+        Some(&first.request_id),
+        home.now_secs(),
+    );
+    home.service.confirm(&no, &first.request_id).await.unwrap();
+    let second = home
+        .service
+        .propose(&ask("d-3"), "dino-blocks", "standard", 1)
+        .await
+        .unwrap();
+    assert_eq!(second.status, Status::WaitingForConfirmation);
+    let yes = speaking(
+        "dana",
+        "d-4",
+        "yes",
+        Some(&second.request_id),
+        home.now_secs(),
+    );
+    let placed = home
+        .service
+        .confirm(&yes, &second.request_id)
+        .await
+        .unwrap();
+    assert_eq!(placed.result, Some(Settled::Placed));
+    let third = home
+        .service
+        .propose(&ask("d-5"), "dino-blocks", "standard", 1)
+        .await
+        .unwrap();
+    assert_eq!(third.status, Status::Placed, "{:?}", third.reasons);
+}
+
+/// The week is the household's: in New York, with weeks from Sunday, Monday 09:00 UTC is in
+/// the week that began Sunday 00:00 EST (05:00 UTC), and an order placed on Saturday evening
+/// there counts in it until the Sunday midnight that starts the next.
+async fn budget_weeks_are_counted_in_the_households_time_zone(backend: Backend) {
+    let home = Home::edited(backend, |household| {
+        household["time_zone"] = "America/New_York".into();
+        household["week_starts"] = "sunday".into();
+    })
+    .await;
+    let ask = speaking("dana", "d-1", "order milk", None, home.now_secs());
+    home.service
+        .propose(&ask, "whole-milk", "1l", 1)
+        .await
+        .unwrap();
+    let activity = home.service.activity(&ask).await.unwrap();
+    assert_eq!(activity.week_start, "2026-11-29T05:00:00.000Z");
+    assert_eq!(activity.spent_cents, Some(189));
+    // Saturday 23:59:59 EST is still this week; a second later it is the next.
+    home.wait(Duration::days(6) - Duration::hours(9) + Duration::hours(5) - Duration::seconds(1));
+    let late = home.service.activity(&ask).await.unwrap();
+    assert_eq!(late.spent_cents, Some(189), "{}", late.week_start);
+    home.wait(Duration::seconds(1));
+    let next = home.service.activity(&ask).await.unwrap();
+    assert_eq!(next.week_start, "2026-12-06T05:00:00.000Z");
+    assert_eq!(next.spent_cents, Some(0));
+}
+
 macro_rules! on_both_stores {
     ($($story:ident),* $(,)?) => {
         mod sqlite {
@@ -645,4 +724,6 @@ on_both_stores!(
     only_the_newest_question_read_to_a_member_can_be_answered,
     evicted_entries_never_make_the_week_unknown,
     each_member_may_act_twenty_times_in_ten_minutes,
+    a_merchant_is_known_once_the_household_has_ordered_from_it,
+    budget_weeks_are_counted_in_the_households_time_zone,
 );

@@ -1,7 +1,6 @@
-//! `hearth eval` as a person runs it: the table, `--json`, and clear refusals. On the
-//! development set the rules judge must meet its target: at least 90% of mismatches caught
-//! with every genuine order passed (the rules were written against these cases, so this is a
-//! development figure, not a held-out one).
+//! `hearth eval` as a person runs it: the table, `--json`, splits, and clear refusals. The
+//! project's 24 reference development cases, which the rules were written against, must all
+//! come out right; the held-out test split is frozen, byte for byte.
 
 use std::process::Command;
 
@@ -19,30 +18,68 @@ fn eval(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// SHA-256 of the test split's lines, in file order, each with its newline. The split was
+/// written before the rules were changed for it and is never edited: a change here means the
+/// held-out figures in the README no longer describe it.
+const TEST_SPLIT_SHA256: &str = "c5df155401d0ccb5e141b86b48f6f74afb4d412048b550650c99758db672f82a";
+
 #[test]
-fn the_rules_judge_meets_its_target_on_the_development_set() {
-    let (code, stdout, _) = eval(&["--cases", "eval/dev.jsonl", "--judge", "rules", "--json"]);
+fn the_test_split_is_frozen_and_half_genuine() {
+    let cases =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/eval/cases.jsonl")).unwrap();
+    let test: String = cases
+        .lines()
+        .filter(|line| line.contains(r#""split": "test""#))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    assert_eq!(hearth_core::chain::sha256_hex(&test), TEST_SPLIT_SHA256);
+    let lines: Vec<&str> = test.lines().collect();
+    assert!(lines.len() >= 32, "{}", lines.len());
+    let genuine = lines
+        .iter()
+        .filter(|line| line.contains(r#""kind": "genuine""#))
+        .count();
+    assert_eq!(genuine * 2, lines.len());
+}
+
+#[test]
+fn the_rules_judge_gets_every_reference_development_case_right() {
+    let (code, stdout, _) = eval(&["--split", "dev", "--json"]);
     assert_eq!(code, 0);
     let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    let caught = &report["mismatches_caught"];
-    let passed = &report["genuine_passed"];
-    assert_eq!(
-        (caught["total"].as_u64(), passed["total"].as_u64()),
-        (Some(12), Some(12))
-    );
-    assert!(caught["percent"].as_f64().unwrap() >= 90.0, "{caught}");
-    assert_eq!(passed["percent"], 100.0, "{passed}");
+    assert_eq!(report["judge"], "rules", "rules is the default judge");
+    assert_eq!(report["split"], "dev");
     let cases = report["cases"].as_array().unwrap();
-    assert_eq!(cases.len(), 24);
+    assert_eq!(cases.len(), 64);
     assert!(cases.iter().all(|case| case["id"].is_string()
         && case["verdict"].is_string()
+        && case["codes"].is_array()
         && case["reasons"].is_array()));
+    let labels: std::collections::HashMap<String, String> =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/eval/cases.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+            .map(|case| {
+                (
+                    case["id"].as_str().unwrap().to_owned(),
+                    case["label"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+    for number in 1..=24 {
+        let id = format!("dev-{number:02}");
+        let case = cases.iter().find(|case| case["id"] == id.as_str()).unwrap();
+        let flagged = case["verdict"] != "match";
+        assert_eq!(flagged, labels[&id] == "mismatch", "{id}: {case}");
+    }
 }
 
 #[test]
 fn the_table_names_counts_percentages_and_intervals() {
-    let (code, stdout, _) = eval(&["--cases", "eval/own.jsonl", "--judge", "rules"]);
+    let (code, stdout, _) = eval(&["--split", "test"]);
     assert_eq!(code, 0);
+    assert!(stdout.contains("split: test"), "{stdout}");
     assert!(stdout.contains("mismatches caught"), "{stdout}");
     assert!(stdout.contains("genuine orders passed"));
     assert!(stdout.contains("95% CI"));
@@ -62,12 +99,9 @@ fn the_table_names_counts_percentages_and_intervals() {
 #[test]
 fn bad_invocations_are_one_clear_line() {
     for (args, expected) in [
-        (vec!["--judge", "rules"], "--cases FILE is required"),
-        (vec!["--cases", "eval/dev.jsonl"], "--judge is required"),
-        (
-            vec!["--cases", "eval/dev.jsonl", "--judge", "oracle"],
-            "unknown judge",
-        ),
+        (vec!["--judge"], "--judge needs a value"),
+        (vec!["--split", "train"], "unknown split"),
+        (vec!["--judge", "oracle"], "unknown judge"),
         (
             vec!["--cases", "nowhere.jsonl", "--judge", "rules"],
             "reading nowhere.jsonl",
@@ -89,7 +123,7 @@ async fn the_bedrock_judge_is_evaluated_with_the_prompt_and_cases_hashes_saved()
         "/model/{model}/converse",
         post(|| async {
             serde_json::json!({"output": {"message": {"role": "assistant", "content": [
-                {"text": "{\"verdict\":\"unclear\",\"reasons\":[\"stand-in\"]}"}]}},
+                {"text": "{\"verdict\":\"unclear\",\"reasons\":[\"unclear\"]}"}]}},
                 "stopReason": "end_turn", "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
                 "metrics": {"latencyMs": 1}})
             .to_string()
@@ -109,14 +143,7 @@ async fn the_bedrock_judge_is_evaluated_with_the_prompt_and_cases_hashes_saved()
             .env("AWS_ACCESS_KEY_ID", "testing")
             .env("AWS_SECRET_ACCESS_KEY", "testing")
             .args([
-                "eval",
-                "--cases",
-                "eval/dev.jsonl",
-                "--judge",
-                "bedrock",
-                "--json",
-                "--save",
-                &save_dir,
+                "eval", "--split", "dev", "--judge", "bedrock", "--json", "--save", &save_dir,
             ])
             .output()
             .unwrap()
@@ -130,15 +157,19 @@ async fn the_bedrock_judge_is_evaluated_with_the_prompt_and_cases_hashes_saved()
     );
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["judge"], "bedrock");
-    let dev =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/eval/dev.jsonl")).unwrap();
-    assert_eq!(report["cases_sha256"], hearth_core::chain::sha256_hex(&dev));
+    let cases =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/eval/cases.jsonl")).unwrap();
+    assert_eq!(
+        report["cases_sha256"],
+        hearth_core::chain::sha256_hex(&cases)
+    );
+    assert_eq!(report["split"], "dev");
     assert_eq!(
         report["prompt_sha256"],
         hearth_core::countersign::judge::bedrock::prompt_sha256()
     );
     // Unsure means flagged: every mismatch is caught, and no genuine order passes.
-    assert_eq!(report["mismatches_caught"]["count"], 12);
+    assert_eq!(report["mismatches_caught"]["count"], 32);
     assert_eq!(report["genuine_passed"]["count"], 0);
     let files: Vec<_> = std::fs::read_dir(saved.path()).unwrap().collect();
     assert_eq!(files.len(), 1);

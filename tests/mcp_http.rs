@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Harness, Reply, TOKEN, harness};
+use common::{Harness, Reply, TOKEN, harness, rpc};
 use hearth_core::store::Stores;
 use hearth_core::store::unconfigured::Unconfigured;
 use http::StatusCode;
@@ -549,4 +549,81 @@ async fn whats_changed_lists_later_decisions_oldest_first() {
     )
     .await;
     assert!(text(&naive).contains("no timezone"));
+}
+
+/// Every tool's annotations against what it does, in one table: a host may ask before
+/// running a tool that is not read-only, and warn harder before a destructive one.
+#[tokio::test]
+async fn every_tool_is_annotated_for_what_it_does() {
+    let h = harness(&[]);
+    let listed = rpc(
+        &h.router,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    )
+    .await;
+    // (tool, read-only, destructive, idempotent, open world)
+    let expected = [
+        ("record_decision", false, false, false, false),
+        ("explain_why", true, false, true, false),
+        ("whats_changed", true, false, true, false),
+        ("get_trace", true, false, true, false),
+        ("scholia_catalog", true, false, true, false),
+        ("scholia_lookup", true, false, true, false),
+        ("scholia_lint_snippet", true, false, true, false),
+        ("scholia_lint_trace", true, false, true, false),
+        ("ask_aion", true, false, false, true),
+        ("search_products", true, false, true, false),
+        ("propose_purchase", false, true, false, true),
+        ("confirm_purchase", false, true, false, true),
+        ("decide_request", false, true, false, true),
+        ("list_waiting", false, false, false, false),
+        ("household_activity", true, false, true, false),
+        ("verify_ledger", true, false, true, false),
+        ("check_receipt", true, false, true, false),
+    ];
+    let tools = listed.body["result"]["tools"].as_array().unwrap();
+    let mut seen: Vec<(String, bool, bool, bool, bool)> = tools
+        .iter()
+        .map(|tool| {
+            let hint = |name: &str| {
+                tool["annotations"][name]
+                    .as_bool()
+                    .unwrap_or_else(|| panic!("{} lacks {name}", tool["name"]))
+            };
+            (
+                tool["name"].as_str().unwrap().to_owned(),
+                hint("readOnlyHint"),
+                hint("destructiveHint"),
+                hint("idempotentHint"),
+                hint("openWorldHint"),
+            )
+        })
+        .collect();
+    seen.sort();
+    let mut expected: Vec<(String, bool, bool, bool, bool)> = expected
+        .into_iter()
+        .map(|(name, r, d, i, o)| (name.to_owned(), r, d, i, o))
+        .collect();
+    expected.sort();
+    assert_eq!(seen, expected);
+}
+
+/// The predecessor's clients sent their MCP session id with every decision; it is accepted,
+/// bounded, and not stored.
+#[tokio::test]
+async fn record_decision_accepts_the_predecessors_session_id_and_stores_nothing_of_it() {
+    let h = harness(&[]);
+    let mut args = record_args("session");
+    args["session_id"] = json!("s".repeat(128));
+    let recorded = call(&h, "record_decision", args.clone()).await;
+    assert_eq!(recorded["isError"], false, "{recorded}");
+    assert!(!recorded.to_string().contains(&"s".repeat(128)));
+    args["session_id"] = json!("s".repeat(129));
+    let refused = call(&h, "record_decision", args).await;
+    assert_eq!(refused["isError"], true);
+    assert!(
+        text(&refused).contains("`session_id` is 129 characters; the limit is 128."),
+        "{}",
+        text(&refused)
+    );
 }

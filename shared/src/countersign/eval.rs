@@ -2,10 +2,10 @@
 //! how many mismatches it caught and how many genuine orders it let through, each with a
 //! two-sided 95% Clopper–Pearson interval, overall and per kind.
 //!
-//! A case is one JSON line: `{"id", "words": [...], "proposal": {...}, "label":
-//! "match"|"mismatch", "kind": "genuine"|"quantity"|"item"|"variant"|"price"|"merchant"|
-//! "injection"}`. "Caught" means the judge answered mismatch or unclear: both make
-//! Countersign stop and ask.
+//! A case is one JSON line: `{"id", "split": "dev"|"test", "words": [...], "proposal": {...},
+//! "label": "match"|"mismatch", "kind": "genuine"|"quantity"|"item"|"variant"|"price"|
+//! "merchant"|"injection"}` (`split` may be left out of files that are not split). "Caught"
+//! means the judge answered mismatch or unclear: both make Countersign stop and ask.
 
 use std::collections::BTreeMap;
 
@@ -27,10 +27,42 @@ pub const KINDS: &[&str] = &[
 #[serde(deny_unknown_fields)]
 pub struct Case {
     pub id: String,
+    #[serde(default)]
+    pub split: Option<Split>,
     pub words: Vec<String>,
     pub proposal: Proposal,
     pub label: Label,
     pub kind: String,
+}
+
+/// Which part of the cases a case belongs to: `dev` cases may shape the rules; `test` cases
+/// are written before, held back, and frozen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Split {
+    Dev,
+    Test,
+}
+
+impl Split {
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "dev" => Some(Split::Dev),
+            "test" => Some(Split::Test),
+            _ => None,
+        }
+    }
+}
+
+/// The cases of `split`, or all of them.
+pub fn select(cases: Vec<Case>, split: Option<Split>) -> Vec<Case> {
+    match split {
+        None => cases,
+        Some(split) => cases
+            .into_iter()
+            .filter(|case| case.split == Some(split))
+            .collect(),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -124,6 +156,8 @@ pub struct Report {
     pub judge: String,
     /// SHA-256 of the cases file as read.
     pub cases_sha256: String,
+    /// The split run, or null for every case in the file.
+    pub split: Option<Split>,
     /// SHA-256 of the model judge's prompt, for a judge that has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt_sha256: Option<String>,
@@ -140,6 +174,7 @@ pub struct Report {
 pub async fn run(
     judge: &dyn Judge,
     cases: &[Case],
+    split: Option<Split>,
     cases_sha256: String,
     prompt_sha256: Option<String>,
 ) -> Report {
@@ -169,6 +204,7 @@ pub async fn run(
     Report {
         judge: judge.name().to_owned(),
         cases_sha256,
+        split,
         prompt_sha256,
         mismatches_caught: Rate::of(caught, mismatches),
         genuine_passed: Rate::of(passed, genuine),
@@ -188,8 +224,13 @@ pub fn table(report: &Report) -> String {
             rate.count, rate.total, rate.percent, rate.low, rate.high
         )
     };
+    let split = match report.split {
+        Some(Split::Dev) => "dev",
+        Some(Split::Test) => "test",
+        None => "all cases",
+    };
     let mut out = format!(
-        "judge: {}\ncases sha256: {}\n",
+        "judge: {}\nsplit: {split}\ncases sha256: {}\n",
         report.judge, report.cases_sha256
     );
     if let Some(prompt) = &report.prompt_sha256 {

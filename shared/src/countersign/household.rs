@@ -8,6 +8,7 @@ use std::path::Path;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 
 pub const HOUSEHOLD_FILE: &str = "household.json";
 pub const CATALOGUE_FILE: &str = "catalogue.json";
@@ -72,7 +73,10 @@ pub struct Household {
     pub household_id: String,
     pub name: String,
     pub currency: String,
-    /// Documentation of when the weekly budget restarts; the ledger uses ISO weeks in UTC.
+    /// The IANA time zone the budget weeks are counted in, e.g. "America/New_York".
+    #[serde(default = "utc")]
+    pub time_zone: String,
+    /// The day the weekly budget restarts, at midnight in `time_zone`: "monday" … "sunday".
     pub week_starts: String,
     pub members: Vec<Member>,
     /// Member ids who may approve or decline requests that need a guardian.
@@ -146,11 +150,82 @@ impl Catalogue {
     }
 }
 
+fn utc() -> String {
+    "UTC".into()
+}
+
+/// When a household's budget weeks begin: midnight, local time, of one weekday in one time
+/// zone. Weeks follow the zone's daylight-saving changes, so one may last 167 or 169 hours.
+#[derive(Debug, Clone)]
+pub struct Weeks {
+    zone: jiff::tz::TimeZone,
+    starts: jiff::civil::Weekday,
+}
+
+impl PartialEq for Weeks {
+    fn eq(&self, other: &Self) -> bool {
+        self.zone.iana_name() == other.zone.iana_name() && self.starts == other.starts
+    }
+}
+
+impl Eq for Weeks {}
+
+impl Weeks {
+    /// `zone` is an IANA name from the built-in time-zone database; `starts` a weekday name
+    /// in English, in any case.
+    pub fn new(zone: &str, starts: &str) -> Result<Self, String> {
+        let starts = match starts.to_ascii_lowercase().as_str() {
+            "monday" => jiff::civil::Weekday::Monday,
+            "tuesday" => jiff::civil::Weekday::Tuesday,
+            "wednesday" => jiff::civil::Weekday::Wednesday,
+            "thursday" => jiff::civil::Weekday::Thursday,
+            "friday" => jiff::civil::Weekday::Friday,
+            "saturday" => jiff::civil::Weekday::Saturday,
+            "sunday" => jiff::civil::Weekday::Sunday,
+            _ => {
+                return Err(format!(
+                    "week_starts {starts:?} is not a weekday such as \"monday\""
+                ));
+            }
+        };
+        let zone = jiff::tz::db().get(zone).map_err(|_| {
+            format!("time_zone {zone:?} is not an IANA time zone such as \"Europe/London\"")
+        })?;
+        Ok(Self { zone, starts })
+    }
+
+    /// When the budget week containing `now` began.
+    pub fn start_of(&self, now: OffsetDateTime) -> OffsetDateTime {
+        self.try_start_of(now).unwrap_or_else(|| {
+            // Only instants at the very ends of the representable range get here.
+            now.replace_time(time::Time::MIDNIGHT)
+        })
+    }
+
+    fn try_start_of(&self, now: OffsetDateTime) -> Option<OffsetDateTime> {
+        let instant = jiff::Timestamp::from_nanosecond(now.unix_timestamp_nanos()).ok()?;
+        let today = instant.to_zoned_datetime(self.zone.clone()).date();
+        let back = (today.weekday().to_monday_zero_offset() - self.starts.to_monday_zero_offset())
+            .rem_euclid(7);
+        let first_day = today.checked_sub(jiff::Span::new().days(back)).ok()?;
+        // Midnight may not exist on a day whose clocks spring forward at 00:00; the start of
+        // that day is then the first instant that does.
+        let start = first_day
+            .to_zoned_datetime(self.zone.clone())
+            .ok()?
+            .start_of_day()
+            .ok()?;
+        OffsetDateTime::from_unix_timestamp_nanos(start.timestamp().as_nanosecond()).ok()
+    }
+}
+
 /// The household and catalogue, checked against each other.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HouseholdData {
     pub household: Household,
     pub catalogue: Catalogue,
+    /// The household's budget weeks, from `time_zone` and `week_starts`.
+    pub weeks: Weeks,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -190,9 +265,12 @@ impl HouseholdData {
         check_catalogue(&catalogue).map_err(|reason| invalid(CATALOGUE_FILE, reason))?;
         check_household(&household, &catalogue)
             .map_err(|reason| invalid(HOUSEHOLD_FILE, reason))?;
+        let weeks = Weeks::new(&household.time_zone, &household.week_starts)
+            .map_err(|reason| invalid(HOUSEHOLD_FILE, reason))?;
         Ok(Self {
             household,
             catalogue,
+            weeks,
         })
     }
 
@@ -370,6 +448,62 @@ mod tests {
             "{error}"
         );
         error
+    }
+
+    #[test]
+    fn weeks_follow_the_households_zone_across_daylight_saving() {
+        use time::macros::datetime;
+        let weeks = Weeks::new("America/New_York", "Sunday").unwrap();
+        // Clocks spring forward on Sunday 14 March 2027: that week is 167 hours long.
+        assert_eq!(
+            weeks.start_of(datetime!(2027-03-14 05:00 UTC)),
+            datetime!(2027-03-14 05:00 UTC),
+            "midnight EST"
+        );
+        assert_eq!(
+            weeks.start_of(datetime!(2027-03-21 03:59:59 UTC)),
+            datetime!(2027-03-14 05:00 UTC)
+        );
+        assert_eq!(
+            weeks.start_of(datetime!(2027-03-21 04:00 UTC)),
+            datetime!(2027-03-21 04:00 UTC),
+            "midnight EDT"
+        );
+        // And fall back on Sunday 1 November 2026: that week is 169 hours long.
+        assert_eq!(
+            weeks.start_of(datetime!(2026-11-08 04:59:59 UTC)),
+            datetime!(2026-11-01 04:00 UTC)
+        );
+        assert_eq!(
+            weeks.start_of(datetime!(2026-11-08 05:00 UTC)),
+            datetime!(2026-11-08 05:00 UTC)
+        );
+        // Monday 00:00 UTC is still Sunday afternoon there: the same week.
+        assert_eq!(
+            weeks.start_of(datetime!(2026-11-30 00:00 UTC)),
+            datetime!(2026-11-29 05:00 UTC)
+        );
+    }
+
+    #[test]
+    fn a_time_zone_or_weekday_that_does_not_exist_is_refused() {
+        let zone = problem(HOUSEHOLD_FILE, |h| {
+            h["time_zone"] = "Mars/Olympus_Mons".into()
+        });
+        assert!(zone.contains("not an IANA time zone"), "{zone}");
+        let day = problem(HOUSEHOLD_FILE, |h| {
+            h["week_starts"] = "Monday 00:00 UTC".into()
+        });
+        assert!(day.contains("is not a weekday"), "{day}");
+        let data = edited(HOUSEHOLD_FILE, |h| {
+            h.as_object_mut().unwrap().remove("time_zone");
+        })
+        .unwrap();
+        assert_eq!(
+            data.weeks,
+            Weeks::new("UTC", "monday").unwrap(),
+            "UTC by default"
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use time::format_description::well_known::Rfc3339;
 use time::{Duration, OffsetDateTime};
 
+use super::household::Weeks;
 use super::judge::{ReasonCode, Verdict};
 use super::policy::Outcome;
 use crate::chain::{self, IntegrityError, Linked, Problem, Sealed};
@@ -322,6 +323,7 @@ pub struct Ledger {
     store: Arc<dyn ChainStore>,
     clock: Arc<dyn Clock>,
     retention: Retention,
+    weeks: Weeks,
 }
 
 impl Ledger {
@@ -330,7 +332,19 @@ impl Ledger {
             store,
             clock,
             retention: RETENTION,
+            weeks: Weeks::new("UTC", "monday").expect("UTC is in the built-in database"),
         }
+    }
+
+    /// The same ledger counting budget weeks as `weeks` says (by default Monday 00:00 UTC).
+    pub fn with_weeks(mut self, weeks: Weeks) -> Self {
+        self.weeks = weeks;
+        self
+    }
+
+    /// When the budget week containing `now` began.
+    pub fn week_start(&self, now: OffsetDateTime) -> OffsetDateTime {
+        self.weeks.start_of(now)
     }
 
     /// The same ledger keeping only the newest `capacity` entries per window instead of
@@ -391,7 +405,7 @@ impl Ledger {
                 Step::Leave(outcome) => return Ok((outcome, None)),
                 Step::Append(entry, outcome) => (entry, outcome),
             };
-            let week = view.tally_after(&entry, now);
+            let week = view.tally_after(&entry, self.week_start(now));
             let append = Append::next(
                 view.head.as_ref(),
                 &view.records,
@@ -561,13 +575,6 @@ pub fn parse_time(at: &str) -> Option<OffsetDateTime> {
     OffsetDateTime::parse(at, &Rfc3339).ok()
 }
 
-/// When the ISO week containing `now` began: Monday 00:00 UTC.
-pub fn week_start(now: OffsetDateTime) -> OffsetDateTime {
-    let now = now.to_offset(time::UtcOffset::UTC);
-    let monday = now.date() - Duration::days(i64::from(now.weekday().number_days_from_monday()));
-    monday.midnight().assume_utc()
-}
-
 pub fn window_label(head: &Head) -> String {
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(head.window_started_ms) * 1_000_000)
         .map_or_else(|_| head.window_started_ms.to_string(), timestamp)
@@ -656,11 +663,10 @@ impl LedgerView {
         )
     }
 
-    /// What placed orders total in the budget week containing `now`: the newest entry's
+    /// What placed orders total in the budget week that began at `since`: the newest entry's
     /// running figure, which eviction never touches. A ledger written before entries kept
     /// the figure falls back to [`Self::spent_since`], which may not know.
-    pub fn spent_this_week(&self, now: OffsetDateTime) -> Option<u64> {
-        let since = week_start(now);
+    pub fn spent_this_week(&self, since: OffsetDateTime) -> Option<u64> {
         let Some(newest) = self.entries.last() else {
             return Some(0);
         };
@@ -672,14 +678,14 @@ impl LedgerView {
             Some((starts, spent)) if starts == since => Some(spent),
             // Nothing was written since the tally's week ended.
             Some((starts, _)) if starts < since => Some(0),
-            _ => self.spent_since(&self.requests(now), since),
+            _ => self.spent_since(&self.requests(since), since),
         }
     }
 
     /// The running figure an entry appended now should carry, or `None` while this week's
     /// spending cannot be known (an older ledger whose week was partly evicted).
-    fn tally_after(&self, entry: &NewEntry, now: OffsetDateTime) -> Option<WeekTally> {
-        let spent = self.spent_this_week(now)?;
+    fn tally_after(&self, entry: &NewEntry, week_start: OffsetDateTime) -> Option<WeekTally> {
+        let spent = self.spent_this_week(week_start)?;
         let placed = match &entry.event {
             Event::Proposal(proposal) if proposal.order_id.is_some() => proposal.total_cents,
             Event::Confirmation(resolution) | Event::GuardianDecision(resolution)
@@ -690,7 +696,7 @@ impl LedgerView {
             _ => 0,
         };
         Some(WeekTally {
-            starts: timestamp(week_start(now)),
+            starts: timestamp(week_start),
             spent_cents: spent.checked_add(placed)?,
         })
     }
@@ -700,6 +706,27 @@ impl LedgerView {
         self.entries.iter().find_map(|entry| match &entry.event {
             Event::Proposal(proposal) if entry.request_id == request_id => Some(&**proposal),
             _ => None,
+        })
+    }
+
+    /// Whether a retained entry placed an order from `merchant_id`. Once such entries are
+    /// evicted the merchant is new again, and the next order from it asks first.
+    pub fn has_ordered_from(&self, merchant_id: &str) -> bool {
+        let placed: std::collections::HashSet<&str> = self
+            .entries
+            .iter()
+            .filter(|entry| match &entry.event {
+                Event::Proposal(proposal) => proposal.order_id.is_some(),
+                Event::Confirmation(r) | Event::GuardianDecision(r) => r.order_id.is_some(),
+                Event::ReadAloud { .. } => false,
+            })
+            .map(|entry| entry.request_id.as_str())
+            .collect();
+        self.entries.iter().any(|entry| match &entry.event {
+            Event::Proposal(proposal) => {
+                proposal.merchant_id == merchant_id && placed.contains(entry.request_id.as_str())
+            }
+            _ => false,
         })
     }
 
@@ -807,7 +834,9 @@ mod tests {
     use time::macros::datetime;
 
     #[test]
-    fn weeks_start_on_monday_at_midnight_utc() {
+    fn weeks_start_on_monday_at_midnight_utc_by_default() {
+        let ledger_weeks = Weeks::new("UTC", "monday").unwrap();
+        let week_start = |now| ledger_weeks.start_of(now);
         assert_eq!(
             week_start(datetime!(2026-11-30 07:33 UTC)),
             datetime!(2026-11-30 00:00 UTC)

@@ -1,7 +1,8 @@
 //! The household's rules applied to one proposed order: per-role limits, the weekly budget
 //! (spent so far comes from the ledger), guardian approval for children and for gift cards
 //! bought by the roles the household names, and confirmation for a merchant the household
-//! has never used or an order the intent check flagged.
+//! has never used (neither listed in its file nor in a placed order the ledger keeps) or an
+//! order the intent check flagged.
 //!
 //! The strongest outcome wins: `blocked` over `needs_guardian` over `needs_confirmation` over
 //! `placed`, and every rule that applied is given as a reason.
@@ -34,6 +35,9 @@ pub struct Order<'a> {
     pub member: &'a Member,
     pub product: &'a Product,
     pub total_cents: u64,
+    /// The household has placed an order from this merchant (the ledger says so), beyond
+    /// the merchants its file lists.
+    pub ordered_from_before: bool,
 }
 
 /// Applies the rules. `spent_this_week` is `None` when the ledger cannot say, which blocks.
@@ -80,7 +84,7 @@ pub fn assess(
         ));
     }
     let mut confirm = Vec::new();
-    if !data.is_known_merchant(&order.product.merchant) {
+    if !order.ordered_from_before && !data.is_known_merchant(&order.product.merchant) {
         confirm.push(format!(
             "the household has never ordered from {}",
             data.catalogue.merchant_name(&order.product.merchant)
@@ -183,6 +187,7 @@ mod tests {
             member: data.member(member).unwrap(),
             product: data.catalogue.product(product).unwrap(),
             total_cents,
+            ordered_from_before: false,
         };
         assess(&data, &order, spent, intent)
     }

@@ -16,7 +16,7 @@ use super::judge::{Judge, Proposal};
 use super::ledger::{
     ANSWER_CLOCK_SKEW_SECS, ANSWER_WITHIN_SECS, Check, Event, IntentRecord, Ledger, LedgerError,
     LedgerView, MAX_PROPOSALS_PER_TURN, NewEntry, ProposalEvent, Receipt, Request, Resolution,
-    Settled, SpokenAnswer, Status, Step, WINDOW_MS, fresh_id, parse_time, week_start, window_label,
+    Settled, SpokenAnswer, Status, Step, WINDOW_MS, fresh_id, parse_time, window_label,
 };
 use super::money::dollars;
 use super::policy::{self, Order, Outcome};
@@ -190,7 +190,8 @@ pub struct LedgerCheck {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ActivityOutput {
     pub household_id: String,
-    /// Monday 00:00 UTC of this week.
+    /// When this budget week began (midnight of the household's first weekday, in its time
+    /// zone), in UTC.
     pub week_start: String,
     pub spent_cents: Option<u64>,
     pub budget_cents: u64,
@@ -262,8 +263,8 @@ impl CountersignService {
         counters: Arc<dyn CounterStore>,
     ) -> Self {
         Self {
+            ledger: ledger.with_weeks(data.weeks.clone()),
             data,
-            ledger,
             judge,
             counters,
         }
@@ -465,11 +466,12 @@ impl CountersignService {
                 if let Err(refusal) = check_turn(view, speaker.attestation, product) {
                     return Step::Leave(Err(refusal));
                 }
-                let spent = view.spent_this_week(now);
+                let spent = view.spent_this_week(self.ledger.week_start(now));
                 let order = Order {
                     member: speaker.member,
                     product,
                     total_cents,
+                    ordered_from_before: view.has_ordered_from(&product.merchant),
                 };
                 let assessment = policy::assess(&self.data, &order, spent, &judgement);
                 let request_id = unused_id(view, "REQ-");
@@ -683,7 +685,7 @@ impl CountersignService {
                 },
             ),
             Answer::Yes => {
-                let spent = view.spent_this_week(now);
+                let spent = view.spent_this_week(self.ledger.week_start(now));
                 match policy::budget_problem(&self.data, spent, proposal.total_cents) {
                     Some(problem) => (
                         SpokenAnswer::Yes,
@@ -880,7 +882,7 @@ impl CountersignService {
     pub async fn activity(&self, caller: &Caller) -> Result<ActivityOutput, CountersignError> {
         self.speaker(caller)?;
         let now = self.ledger.now();
-        let since = week_start(now);
+        let since = self.ledger.week_start(now);
         let budget_cents = self.data.household.weekly_budget_cents;
         let mut output = ActivityOutput {
             household_id: self.household_id().to_owned(),
@@ -909,7 +911,7 @@ impl CountersignService {
             view.head.as_ref().map(|h| h.last_hash.clone()),
         );
         let requests = view.requests(now);
-        output.spent_cents = view.spent_this_week(now);
+        output.spent_cents = view.spent_this_week(since);
         for request in requests {
             let at = request
                 .placed

@@ -22,6 +22,8 @@ pub const REASON_MAX: usize = 1000;
 pub const APPROVER_MAX: usize = 100;
 pub const QUESTION_MAX: usize = 500;
 pub const SINCE_MAX: usize = 64;
+/// The predecessor's `session_id`, accepted and ignored by `record_decision`.
+pub const SESSION_ID_MAX: usize = 128;
 /// Canonical JSON bytes of `inputs`, which is what is stored and hashed.
 pub const INPUTS_MAX_BYTES: usize = 2048;
 /// Shortest accepted trace id prefix (what spoken answers quote) and the full length.

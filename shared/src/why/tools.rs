@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::limits::SESSION_ID_MAX;
 use super::record::{DecisionRecord, NewDecision};
 use super::reference;
 use super::service::{Lookup, WhyError, WhyService};
@@ -41,6 +42,12 @@ pub struct RecordDecisionArgs {
     /// Who approved it.
     #[schemars(length(min = 1, max = 100))]
     pub approver: String,
+    /// Accepted so that the predecessor's clients, which sent their MCP session id here, keep
+    /// working; it is not stored or used (Hearth is stateless, and decisions are keyed by
+    /// credential and household).
+    #[serde(default)]
+    #[schemars(length(max = 128))]
+    pub session_id: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -204,6 +211,16 @@ impl WhyToolset {
         arguments: JsonObject,
     ) -> Result<ToolOutput, ToolOutput> {
         let args: RecordDecisionArgs = decode(arguments)?;
+        if let Some(length) = args
+            .session_id
+            .as_ref()
+            .map(|id| id.chars().count())
+            .filter(|length| *length > SESSION_ID_MAX)
+        {
+            return Err(ToolOutput::failure(format!(
+                "`session_id` is {length} characters; the limit is {SESSION_ID_MAX}."
+            )));
+        }
         let decision = NewDecision {
             household_id: &args.household_id,
             action: &args.action,
