@@ -66,7 +66,7 @@ pub fn judge(words: &[String], proposal: &Proposal) -> Judgement {
         ));
     }
     if let Some(stated) = stated_quantity(&tokens, &mut used) {
-        let pack = first_integer(&proposal.variant).unwrap_or(1);
+        let pack = units_per_pack(&proposal.variant);
         let quantity = u64::from(proposal.quantity);
         if quantity != stated && quantity * pack != stated {
             reasons.push((
@@ -96,12 +96,295 @@ pub fn judge(words: &[String], proposal: &Proposal) -> Judgement {
     ) {
         reasons.push((ReasonCode::Item, reason));
     }
-    let verdict = if reasons.is_empty() {
-        Verdict::Match
-    } else {
-        Verdict::Mismatch
-    };
-    Judgement::found(verdict, reasons)
+    let title = tokenize(&proposal.title);
+    let variant = tokenize(&proposal.variant);
+    let (described, negated) = described_words(&spoken);
+    for word in negated {
+        if listing_holds(word, &title, &variant) {
+            reasons.push((
+                ReasonCode::Variant,
+                format!("variant: the words say not {word}, the listing is {word}"),
+            ));
+        }
+    }
+    if !reasons.is_empty() {
+        return Judgement::found(Verdict::Mismatch, reasons);
+    }
+    // A word that describes what is wanted but that neither the title nor the variant holds
+    // may name another item or variant: ask. The listing text does not count: the seller
+    // writes it, and could fill it with every word a buyer might say.
+    if !described
+        .iter()
+        .any(|word| listing_holds(word, &title, &[]))
+    {
+        // Nothing said names the item ("yes", "order it", "the usual"): nothing to compare.
+        return Judgement::found(
+            Verdict::Unclear,
+            vec![(
+                ReasonCode::Unclear,
+                "unclear: the words do not name the item".into(),
+            )],
+        );
+    }
+    let missing: Vec<&str> = described
+        .into_iter()
+        .filter(|word| !listing_holds(word, &title, &variant))
+        .collect();
+    if !missing.is_empty() {
+        return Judgement::found(
+            Verdict::Unclear,
+            vec![(
+                ReasonCode::Unclear,
+                format!("unclear: the listing does not say {}", missing.join(", ")),
+            )],
+        );
+    }
+    Judgement::found(Verdict::Match, reasons)
+}
+
+/// Words that only set the scene: a purpose clause starts with "for" and one of these.
+const PURPOSE_STARTS: &[&str] = &["the", "my", "our", "your", "his", "her", "their", "a", "an"];
+
+/// Containers and packaging: how a product comes, rarely what it is, and a listing often
+/// leaves them out ("a bottle of shampoo" for "Shampoo, 400 ml").
+const PACKAGING: &[&str] = &[
+    "box", "boxes", "bag", "bags", "bottle", "bottles", "jar", "jars", "tin", "tins", "can",
+    "cans", "pack", "packs", "packet", "packets", "carton", "cartons", "tub", "tubs", "tube",
+    "tubes", "pouch", "pouches", "sachet", "sachets", "case", "cases", "crate", "crates", "bunch",
+    "bunches", "loaf", "loaves", "piece", "pieces", "lot", "lots", "couple", "pair", "pairs",
+    "dozen", "half", "refill", "refills", "size", "kind", "sort", "type", "one", "ones", "brand",
+];
+
+/// Shopping talk that describes nothing about the product.
+const TALK: &[&str] = &[
+    "grab",
+    "pick",
+    "up",
+    "fetch",
+    "bring",
+    "buy",
+    "order",
+    "get",
+    "add",
+    "need",
+    "needs",
+    "want",
+    "wants",
+    "reorder",
+    "purchase",
+    "restock",
+    "stock",
+    "put",
+    "please",
+    "thanks",
+    "thank",
+    "could",
+    "would",
+    "can",
+    "will",
+    "should",
+    "you",
+    "we",
+    "us",
+    "our",
+    "my",
+    "me",
+    "i",
+    "it",
+    "its",
+    "them",
+    "they",
+    "this",
+    "that",
+    "these",
+    "those",
+    "there",
+    "here",
+    "low",
+    "out",
+    "running",
+    "run",
+    "ran",
+    "left",
+    "on",
+    "of",
+    "in",
+    "at",
+    "to",
+    "from",
+    "with",
+    "the",
+    "a",
+    "an",
+    "some",
+    "any",
+    "more",
+    "another",
+    "just",
+    "also",
+    "too",
+    "again",
+    "same",
+    "usual",
+    "new",
+    "fresh",
+    "shopping",
+    "list",
+    "basket",
+    "cart",
+    "trolley",
+    "ok",
+    "okay",
+    "today",
+    "tomorrow",
+    "tonight",
+    "now",
+    "soon",
+    "is",
+    "are",
+    "be",
+    "been",
+    "was",
+    "got",
+    "have",
+    "has",
+    "had",
+    "do",
+    "does",
+    "did",
+    "like",
+    "love",
+    "and",
+    "or",
+    "but",
+    "so",
+    "if",
+    "as",
+    "all",
+    "much",
+    "many",
+    "few",
+    "little",
+    "lot",
+    "bit",
+    "quick",
+    "quickly",
+    "please.",
+    "i'd",
+    "i'm",
+    "i'll",
+    "we'd",
+    "we're",
+    "we'll",
+    "we've",
+    "let's",
+    "you're",
+    "yes",
+    "yeah",
+    "hey",
+    "hi",
+    "alexa",
+    "go",
+    "ahead",
+    "make",
+    "sure",
+    "think",
+    "maybe",
+    "one",
+    "ones",
+    "for",
+    "about",
+    "around",
+    "only",
+    "again",
+    "else",
+    "something",
+    "stuff",
+    "thing",
+    "things",
+    "whatever",
+    "any",
+    "anything",
+    "what",
+    "which",
+    "one's",
+    "those",
+    "nice",
+    "good",
+    "great",
+    "usual",
+    "favourite",
+    "favorite",
+    "normal",
+    "regular-sized",
+    "fine",
+    "ok",
+    "right",
+    "proper",
+    "decent",
+    "cheap",
+    "cheapest",
+    "best",
+];
+
+/// The words that describe what is wanted, and the words said after "not" or "no" (which
+/// describe what is not). Scene-setting purpose clauses ("for the washing up"), numbers,
+/// packaging and shopping talk are left out.
+fn described_words<'a>(spoken: &[&'a str]) -> (Vec<&'a str>, Vec<&'a str>) {
+    let mut described = Vec::new();
+    let mut negated = Vec::new();
+    let mut in_purpose = false;
+    let mut after_not = false;
+    for (index, word) in spoken.iter().copied().enumerate() {
+        if matches!(word, "." | "," | ";" | "and" | "but" | "or") {
+            in_purpose = false;
+            after_not = false;
+            continue;
+        }
+        if word == "for"
+            && spoken
+                .get(index + 1)
+                .is_some_and(|next| PURPOSE_STARTS.contains(next))
+        {
+            in_purpose = true;
+            continue;
+        }
+        if matches!(word, "not" | "no" | "without" | "non") {
+            after_not = true;
+            continue;
+        }
+        let plain = word.len() >= 2
+            && word.parse::<f64>().is_err()
+            && word.chars().all(|c| c.is_alphabetic() || c == '-');
+        if in_purpose
+            || !plain
+            || TALK.contains(&word)
+            || PACKAGING.contains(&word)
+            || SPEC_UNITS.contains(&word)
+        {
+            continue;
+        }
+        if after_not {
+            negated.push(word);
+        } else {
+            described.push(word);
+        }
+    }
+    (described, negated)
+}
+
+/// Whether the title or the variant holds `word`: the same word, or two adjacent words
+/// written as one ("cornflakes" / "Corn Flakes").
+fn listing_holds(word: &str, title: &[String], variant: &[String]) -> bool {
+    [title, variant].into_iter().any(|part| {
+        part.iter().any(|token| same_word(word, token))
+            || part
+                .windows(2)
+                .any(|pair| same_word(word, &format!("{}{}", pair[0], pair[1])))
+            || part.iter().any(|token| {
+                token.contains('-') && token.split('-').any(|piece| same_word(word, piece))
+            })
+    })
 }
 
 /// Lower-case tokens; "double A" becomes "aa", possessives lose their "'s", and `$` and
@@ -236,6 +519,19 @@ fn price_ceiling(tokens: &[String], used: &mut [bool]) -> Option<u64> {
         if dollar_sign {
             at += 1;
         }
+        // "under a fiver", "less than a tenner": the amount and its currency in one word.
+        let idiom = match (
+            tokens.get(at).map(String::as_str),
+            tokens.get(at + 1).map(String::as_str),
+        ) {
+            (Some("a"), Some("fiver")) => Some(500),
+            (Some("a"), Some("tenner")) => Some(1000),
+            _ => None,
+        };
+        if let Some(cents) = idiom {
+            used[start..at + 2].iter_mut().for_each(|flag| *flag = true);
+            return Some(cents);
+        }
         let Some((value, span)) = number_at(tokens, at) else {
             continue;
         };
@@ -284,6 +580,16 @@ fn stated_quantity(tokens: &[String], used: &mut [bool]) -> Option<u64> {
         }
     }
     None
+}
+
+/// How many units one of the variant holds: its first number ("12 pack"), doubled for pairs
+/// ("1 pair" is two gloves, so "a pair of gloves" is one of it).
+fn units_per_pack(variant: &str) -> u64 {
+    let count = first_integer(variant).unwrap_or(1);
+    let pairs = tokenize(variant)
+        .iter()
+        .any(|word| word == "pair" || word == "pairs");
+    if pairs { count * 2 } else { count }
 }
 
 fn first_integer(text: &str) -> Option<u64> {
@@ -341,6 +647,11 @@ fn addresses_the_assistant(text: &str) -> bool {
         "ai",
         "assistant",
         "assistants",
+        "agent",
+        "agents",
+        "bot",
+        "bots",
+        "automated",
         "disregard",
         "instruction",
         "instructions",
@@ -584,6 +895,25 @@ mod tests {
     }
 
     #[test]
+    fn a_fiver_and_a_tenner_are_ceilings() {
+        let treats = proposal("Cat Treats", "60 g bag", "PetWorld", 449, 1);
+        assert_eq!(
+            verdict("cat treats, under a fiver", &treats),
+            Verdict::Match
+        );
+        let dear = proposal("Cat Treats", "60 g bag", "PetWorld", 549, 1);
+        assert_eq!(
+            verdict("cat treats, under a fiver", &dear),
+            Verdict::Mismatch
+        );
+        let big = proposal("Cat Treats", "200 g bag", "PetWorld", 1049, 1);
+        assert_eq!(
+            verdict("cat treats for less than a tenner", &big),
+            Verdict::Mismatch
+        );
+    }
+
+    #[test]
     fn nothing_over_is_a_ceiling() {
         let soap = |cents| proposal("Sparkle Dish Soap", "lemon", "Green Grocer", cents, 1);
         assert_eq!(
@@ -615,10 +945,85 @@ mod tests {
     }
 
     #[test]
-    fn the_rules_are_silent_on_what_they_cannot_read() {
+    fn a_described_word_the_listing_does_not_hold_asks_first() {
         let ink = proposal("InkJet Black Cartridge 302", "black", "Office Hub", 1799, 1);
-        assert_eq!(verdict("reorder the printer ink", &ink), Verdict::Match);
+        assert_eq!(
+            verdict("reorder the black ink cartridge", &ink),
+            Verdict::Match
+        );
+        // "printer" may name another item; the rules cannot tell, so they ask.
+        let printer = judge(&["reorder the printer ink".to_owned()], &ink);
+        assert_eq!(printer.verdict, Verdict::Unclear);
+        assert_eq!(printer.codes, [ReasonCode::Unclear]);
+        assert_eq!(printer.notes, ["unclear: the listing does not say printer"]);
+        // Packaging, talk and a purpose clause describe nothing about the product.
+        let chatty = judge(
+            &["could you grab a box of black ink cartridges for the office please".to_owned()],
+            &ink,
+        );
+        assert_eq!(chatty.verdict, Verdict::Match, "{:?}", chatty.notes);
+        // Words only the seller's text holds do not count.
+        let mut stuffed = proposal("InkJet Black Cartridge 302", "black", "Office Hub", 1799, 1);
+        stuffed.text = "printer ink toner colour photo".into();
+        assert_eq!(
+            verdict("reorder the printer ink", &stuffed),
+            Verdict::Unclear
+        );
         let empty = judge(&[], &ink);
         assert_eq!(empty.verdict, Verdict::Unclear);
+        for words in ["yes", "order it please", "get the usual"] {
+            let unnamed = judge(&[words.to_owned()], &ink);
+            assert_eq!(unnamed.verdict, Verdict::Unclear, "{words}");
+            assert_eq!(unnamed.notes, ["unclear: the words do not name the item"]);
+        }
+    }
+
+    #[test]
+    fn a_word_said_after_not_that_the_listing_holds_is_a_mismatch() {
+        let butter = proposal(
+            "NutHouse Peanut Butter",
+            "crunchy, 340 g jar",
+            "Green Grocer",
+            399,
+            1,
+        );
+        assert_eq!(
+            verdict("peanut butter, not crunchy", &butter),
+            Verdict::Mismatch
+        );
+        let smooth = proposal(
+            "NutHouse Peanut Butter",
+            "smooth, 340 g jar",
+            "Green Grocer",
+            399,
+            1,
+        );
+        assert_eq!(
+            verdict("smooth peanut butter, not crunchy", &smooth),
+            Verdict::Match
+        );
+    }
+
+    #[test]
+    fn a_pair_is_one_pack_of_a_pair() {
+        let socks = |variant: &str, quantity| {
+            proposal("Wool Socks", variant, "Green Grocer", 899, quantity)
+        };
+        assert_eq!(
+            verdict("a pair of wool socks", &socks("1 pair", 1)),
+            Verdict::Match
+        );
+        assert_eq!(
+            verdict("a pair of wool socks", &socks("3 pairs", 1)),
+            Verdict::Mismatch
+        );
+        assert_eq!(
+            verdict("two pairs of wool socks", &socks("1 pair", 2)),
+            Verdict::Match
+        );
+        assert_eq!(
+            verdict("two pairs of wool socks", &socks("1 pair", 3)),
+            Verdict::Mismatch
+        );
     }
 }
