@@ -59,6 +59,7 @@ async fn serve() -> anyhow::Result<()> {
         let configured = std::mem::replace(&mut config.credentials, dev.credentials());
         config.credentials.aion_api_key = configured.aion_api_key;
         config.credentials.host_key = configured.host_key;
+        config.credentials.notify_key = configured.notify_key;
         print_dev_banner(&config, &dev);
     }
     if config.demo_device {

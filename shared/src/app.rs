@@ -18,6 +18,7 @@ use crate::countersign::judge::Judge;
 use crate::countersign::judge::bedrock::{BedrockJudge, Guardrail};
 use crate::countersign::judge::rules::RulesJudge;
 use crate::countersign::ledger::Ledger;
+use crate::countersign::notify::{NOTIFY_TIMEOUT, Notifier};
 use crate::countersign::{CountersignService, CountersignToolset};
 use crate::demo::DeviceEndpoint;
 use crate::gate::{Gate, kill_switch};
@@ -217,12 +218,25 @@ pub fn toolsets(config: &Config, backing: &Backing) -> Vec<Arc<dyn Toolset>> {
         toolsets.push(Arc::new(AionToolset::new(guide(config))));
     }
     if config.toolsets.iter().any(|name| name == "countersign") {
-        let service = CountersignService::new(
+        let mut service = CountersignService::new(
             backing.household.clone(),
             Ledger::new(backing.stores.chains.clone(), backing.clock.clone()),
             backing.judge.clone(),
             backing.stores.counters.clone(),
         );
+        match (&config.notify_url, &config.credentials.notify_key) {
+            (Some(url), Some(key)) => {
+                service = service.with_notifier(Arc::new(Notifier::new(
+                    url.clone(),
+                    key.clone(),
+                    NOTIFY_TIMEOUT,
+                )));
+            }
+            (Some(_), None) => tracing::error!(
+                "COUNTERSIGN_NOTIFY_URL is set but COUNTERSIGN_NOTIFY_KEY is missing; guardians are not notified"
+            ),
+            (None, _) => {}
+        }
         toolsets.push(Arc::new(CountersignToolset::new(Arc::new(service))));
     }
     toolsets

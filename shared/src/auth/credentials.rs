@@ -26,8 +26,11 @@ pub const AION_KEY_NAME: &str = "AION_BACKEND_API_KEY";
 /// The key devices sign speaker attestations with; without it Countersign's tools refuse.
 pub const HOST_KEY_NAME: &str = "COUNTERSIGN_HOST_KEY";
 
+/// The key guardian notifications are signed with; without it none are sent.
+pub const NOTIFY_KEY_NAME: &str = "COUNTERSIGN_NOTIFY_KEY";
+
 /// Secrets that are not caller credentials but are kept with them.
-pub const OTHER_SECRET_NAMES: [&str; 2] = [AION_KEY_NAME, HOST_KEY_NAME];
+pub const OTHER_SECRET_NAMES: [&str; 3] = [AION_KEY_NAME, HOST_KEY_NAME, NOTIFY_KEY_NAME];
 
 /// A secret value. Its `Debug` never shows the value, so a credential inside a logged or
 /// printed structure cannot leak by accident.
@@ -66,6 +69,8 @@ pub struct Credentials {
     pub aion_api_key: Option<Secret>,
     /// The HMAC key for device attestations (`COUNTERSIGN_HOST_KEY`).
     pub host_key: Option<Secret>,
+    /// The HMAC key for guardian notifications (`COUNTERSIGN_NOTIFY_KEY`).
+    pub notify_key: Option<Secret>,
 }
 
 /// Why a credential was left out. Carries names, never values.
@@ -106,6 +111,7 @@ impl Credentials {
             judge_token_hashes,
             aion_api_key: get(AION_KEY_NAME).map(Secret),
             host_key: get(HOST_KEY_NAME).map(Secret),
+            notify_key: get(NOTIFY_KEY_NAME).map(Secret),
         };
         (credentials, problems)
     }

@@ -43,6 +43,7 @@ impl DevCredentials {
                 .expect("a SHA-256 hex digest is a valid hash entry"),
             aion_api_key: None,
             host_key: None,
+            notify_key: None,
         }
     }
 }

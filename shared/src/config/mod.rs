@@ -13,7 +13,7 @@ pub use urls::PublicUrls;
 use crate::auth::Secret;
 use crate::auth::attestation::DEVELOPMENT_HOST_KEY;
 use crate::auth::credentials::{
-    AION_KEY_NAME, CREDENTIAL_NAMES, HOST_KEY_NAME, OTHER_SECRET_NAMES,
+    AION_KEY_NAME, CREDENTIAL_NAMES, HOST_KEY_NAME, NOTIFY_KEY_NAME, OTHER_SECRET_NAMES,
 };
 use crate::auth::{Authenticator, Credentials, JwtKeys};
 
@@ -97,6 +97,8 @@ pub struct Config {
     pub rate_limits: RateLimits,
     /// `AION_BACKEND_URL`: the AionRealm guide endpoint; unset means the built-in mock.
     pub aion_backend_url: Option<String>,
+    /// `COUNTERSIGN_NOTIFY_URL`: where requests waiting for a guardian are announced.
+    pub notify_url: Option<String>,
     /// `POLLY_VOICE`, default `Ruth`.
     pub polly_voice: String,
     /// `POLLY_ENGINE`, default `generative` (retried once with `neural` if Polly refuses it).
@@ -222,15 +224,14 @@ impl Config {
             per_subject: rate_limit(&get, "HEARTH_RATE_LIMIT_PER_SUBJECT", 60)?,
             per_ip: rate_limit(&get, "HEARTH_RATE_LIMIT_PER_IP", 120)?,
         };
-        let aion_backend_url = match get("AION_BACKEND_URL") {
-            None => None,
-            Some(url) => Some(
-                backend_url(url.trim()).map_err(|reason| ConfigError::Invalid {
-                    name: "AION_BACKEND_URL",
-                    reason,
-                })?,
-            ),
+        let outside_url = |name: &'static str| match get(name) {
+            None => Ok(None),
+            Some(url) => backend_url(url.trim())
+                .map(Some)
+                .map_err(|reason| ConfigError::Invalid { name, reason }),
         };
+        let aion_backend_url = outside_url("AION_BACKEND_URL")?;
+        let notify_url = outside_url("COUNTERSIGN_NOTIFY_URL")?;
         let polly_engine = get("POLLY_ENGINE").unwrap_or_else(|| "generative".into());
         if !POLLY_ENGINES.contains(&polly_engine.as_str()) {
             return Err(ConfigError::Invalid {
@@ -278,6 +279,7 @@ impl Config {
             polly_voice: get("POLLY_VOICE").unwrap_or_else(|| "Ruth".into()),
             polly_engine,
             aion_backend_url,
+            notify_url,
             runtime,
             addr,
             data_dir,
@@ -392,6 +394,7 @@ fn credentials(
         let credentials = Credentials {
             aion_api_key: get(AION_KEY_NAME).map(Secret::new),
             host_key: get(HOST_KEY_NAME).map(Secret::new),
+            notify_key: get(NOTIFY_KEY_NAME).map(Secret::new),
             ..Credentials::default()
         };
         return Ok((CredentialSource::None, credentials));

@@ -12,6 +12,7 @@ pub mod household;
 pub mod judge;
 pub mod ledger;
 pub mod money;
+pub mod notify;
 pub mod policy;
 pub mod say;
 pub mod service;

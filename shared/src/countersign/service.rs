@@ -19,6 +19,7 @@ use super::ledger::{
     Settled, SpokenAnswer, Status, Step, WINDOW_MS, fresh_id, parse_time, window_label,
 };
 use super::money::dollars;
+use super::notify::{Notifier, WaitingNotice};
 use super::policy::{self, Order, Outcome};
 use super::say;
 use crate::auth::attestation::{Attestation, HostClaim, MAX_CLOCK_AHEAD_SECS};
@@ -247,6 +248,8 @@ pub struct CountersignService {
     judge: Arc<dyn Judge>,
     /// Per-member counters of acting calls ([`ACTING_CALLS_PER_MEMBER`]).
     counters: Arc<dyn CounterStore>,
+    /// Where requests that wait for a guardian are announced, if anywhere.
+    notifier: Option<Arc<Notifier>>,
 }
 
 /// The attested speaker of a request.
@@ -267,7 +270,14 @@ impl CountersignService {
             data,
             judge,
             counters,
+            notifier: None,
         }
+    }
+
+    /// The same service announcing every request that starts waiting for a guardian.
+    pub fn with_notifier(mut self, notifier: Arc<Notifier>) -> Self {
+        self.notifier = Some(notifier);
+        self
     }
 
     pub fn data(&self) -> &HouseholdData {
@@ -526,11 +536,23 @@ impl CountersignService {
             })
             .await?;
         let (mut output, order_id) = output?;
-        if let (Some(order_id), Some(appended)) = (order_id, appended) {
+        if let (Some(order_id), Some(appended)) = (order_id, &appended) {
             output.placed = Some(PlacedOrder {
                 order_id,
                 total_cents,
-                receipt: appended.receipt,
+                receipt: appended.receipt.clone(),
+            });
+        }
+        if let (Some(notifier), Some(_), Status::WaitingForGuardian) =
+            (&self.notifier, &appended, output.status)
+        {
+            notifier.send(WaitingNotice {
+                household_id: self.household_id().to_owned(),
+                request_id: output.request_id.clone(),
+                requester_role: speaker.member.role,
+                title: product.title.clone(),
+                total_cents,
+                sent_at: self.ledger.now().unix_timestamp(),
             });
         }
         Ok(output)
