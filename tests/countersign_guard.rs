@@ -21,7 +21,7 @@ use hearth_core::countersign::ledger::{
     ANSWER_CLOCK_SKEW_SECS, ANSWER_WITHIN_SECS, Ledger, MAX_PROPOSALS_PER_TURN, Settled, Status,
 };
 use hearth_core::countersign::service::{
-    ACTING_CALLS_PER_MEMBER, ACTING_WINDOW_MS, CountersignError,
+    ACTING_CALLS_PER_MEMBER, ACTING_WINDOW_MS, CountersignError, ProposeOutput,
 };
 use hearth_core::store::dynamodb::DynamoStore;
 use hearth_core::store::sqlite::SqliteStore;
@@ -120,6 +120,34 @@ impl Home {
         }
     }
 
+    /// `member` saying `words` in `turn`, attested now.
+    fn says(&self, member: &str, turn: &str, words: &str) -> Caller {
+        speaking(member, turn, words, None, self.now_secs())
+    }
+
+    /// `member` saying `words` in `turn`, attested now, answering `request_id`.
+    fn answers(&self, member: &str, turn: &str, words: &str, request_id: &str) -> Caller {
+        speaking(member, turn, words, Some(request_id), self.now_secs())
+    }
+
+    /// `member` says `words` in `turn`, and the assistant proposes that order; it must not
+    /// be refused.
+    async fn proposes(
+        &self,
+        member: &str,
+        turn: &str,
+        words: &str,
+        product: &str,
+        variant: &str,
+        quantity: u32,
+    ) -> ProposeOutput {
+        let speaker = self.says(member, turn, words);
+        self.service
+            .propose(&speaker, product, variant, quantity)
+            .await
+            .unwrap_or_else(|error| panic!("{member} proposing {product}: {error}"))
+    }
+
     fn now_secs(&self) -> i64 {
         self.clock.now().unix_timestamp()
     }
@@ -160,13 +188,7 @@ fn refusal<T: std::fmt::Debug>(result: Result<T, CountersignError>) -> String {
 
 async fn one_signed_utterance_places_at_most_one_order_per_product(backend: Backend) {
     let home = Home::new(backend).await;
-    let turn = speaking(
-        "dana",
-        "t-1",
-        "order two packs of double A batteries",
-        None,
-        home.now_secs(),
-    );
+    let turn = home.says("dana", "t-1", "order two packs of double A batteries");
     let first = home
         .service
         .propose(&turn, "aa-batteries", "12-pack", 2)
@@ -195,12 +217,10 @@ async fn one_signed_utterance_places_at_most_one_order_per_product(backend: Back
 
 async fn one_turn_may_propose_a_few_different_products_and_no_more(backend: Backend) {
     let home = Home::new(backend).await;
-    let turn = speaking(
+    let turn = home.says(
         "dana",
         "t-1",
         "order batteries, milk, paper towels and detergent",
-        None,
-        home.now_secs(),
     );
     let products = [
         ("aa-batteries", "4-pack"),
@@ -223,12 +243,12 @@ async fn one_turn_may_propose_a_few_different_products_and_no_more(backend: Back
         "{message}"
     );
     // The next turn may ask again; another member's turn with the same id is their own.
-    let next = speaking("dana", "t-2", "and detergent", None, home.now_secs());
+    let next = home.says("dana", "t-2", "and detergent");
     home.service
         .propose(&next, product, variant, 1)
         .await
         .unwrap();
-    let chris = speaking("chris", "t-1", "order AA batteries", None, home.now_secs());
+    let chris = home.says("chris", "t-1", "order AA batteries");
     home.service
         .propose(&chris, "aa-batteries", "4-pack", 1)
         .await
@@ -244,21 +264,15 @@ async fn a_guardian_never_decides_their_own_request(backend: Backend) {
     })
     .await;
     let asked = home
-        .service
-        .propose(
-            &speaking(
-                "rose",
-                "r-1",
-                "buy a fifty dollar gift card",
-                None,
-                home.now_secs(),
-            ),
+        .proposes(
+            "rose",
+            "r-1",
+            "buy a fifty dollar gift card",
             "gift-card",
             "50",
             1,
         )
-        .await
-        .unwrap();
+        .await;
     assert_eq!(asked.status, Status::WaitingForGuardian);
     let id = asked.request_id;
     home.wait(Duration::seconds(5));
@@ -266,24 +280,14 @@ async fn a_guardian_never_decides_their_own_request(backend: Backend) {
     // Her own request is not read to her as a guardian's question...
     let waiting = home
         .service
-        .list_waiting(&speaking(
-            "rose",
-            "r-2",
-            "what's waiting",
-            None,
-            home.now_secs(),
-        ))
+        .list_waiting(&home.says("rose", "r-2", "what's waiting"))
         .await
         .unwrap();
     assert_eq!(waiting.waiting, 0, "{}", waiting.say);
     // ...and her yes, answering it in a later turn, decides nothing.
     let message = refusal(
         home.service
-            .decide(
-                &speaking("rose", "r-3", "yes", Some(&id), home.now_secs()),
-                &id,
-                true,
-            )
+            .decide(&home.answers("rose", "r-3", "yes", &id), &id, true)
             .await,
     );
     assert!(
@@ -293,23 +297,13 @@ async fn a_guardian_never_decides_their_own_request(backend: Backend) {
 
     // Dana, the other guardian, hears it and decides.
     home.service
-        .list_waiting(&speaking(
-            "dana",
-            "d-1",
-            "what's waiting",
-            None,
-            home.now_secs(),
-        ))
+        .list_waiting(&home.says("dana", "d-1", "what's waiting"))
         .await
         .unwrap();
     home.wait(Duration::seconds(5));
     let decided = home
         .service
-        .decide(
-            &speaking("dana", "d-2", "yes", Some(&id), home.now_secs()),
-            &id,
-            true,
-        )
+        .decide(&home.answers("dana", "d-2", "yes", &id), &id, true)
         .await
         .unwrap();
     assert_eq!(decided.result, Some(Settled::Placed));
@@ -321,21 +315,15 @@ async fn a_request_only_its_requester_could_decide_is_refused_and_says_why(backe
     })
     .await;
     let asked = home
-        .service
-        .propose(
-            &speaking(
-                "rose",
-                "r-1",
-                "buy a fifty dollar gift card",
-                None,
-                home.now_secs(),
-            ),
+        .proposes(
+            "rose",
+            "r-1",
+            "buy a fifty dollar gift card",
             "gift-card",
             "50",
             1,
         )
-        .await
-        .unwrap();
+        .await;
     assert_eq!(asked.status, Status::Blocked, "{}", asked.say);
     assert!(
         asked
@@ -353,21 +341,15 @@ async fn a_request_only_its_requester_could_decide_is_refused_and_says_why(backe
 /// Mia asks; Dana hears the question; returns the request id and when it was read (seconds).
 async fn read_to_dana(home: &Home) -> (String, i64) {
     let asked = home
-        .service
-        .propose(
-            &speaking(
-                "mia",
-                "m-1",
-                "order a 4 pack of AA batteries",
-                None,
-                home.now_secs(),
-            ),
+        .proposes(
+            "mia",
+            "m-1",
+            "order a 4 pack of AA batteries",
             "aa-batteries",
             "4-pack",
             1,
         )
-        .await
-        .unwrap();
+        .await;
     assert_eq!(asked.status, Status::WaitingForGuardian);
     home.wait(Duration::seconds(20));
     let read_at = home.now_secs();
@@ -400,7 +382,7 @@ async fn a_yes_long_after_the_question_does_not_count(backend: Backend) {
     let home = Home::new(backend).await;
     let (id, _) = read_to_dana(&home).await;
     home.wait(Duration::hours(3));
-    let late = speaking("dana", "d-late", "yes", Some(&id), home.now_secs());
+    let late = home.answers("dana", "d-late", "yes", &id);
     let message = refusal(home.service.decide(&late, &id, true).await);
     assert!(message.contains("too long after"), "{message}");
 }
@@ -442,41 +424,23 @@ async fn only_the_newest_question_read_to_a_member_can_be_answered(backend: Back
     home.wait(Duration::seconds(5));
     // Dana's own proposal asks her a newer question.
     let own = home
-        .service
-        .propose(
-            &speaking(
-                "dana",
-                "d-own",
-                "get the dino blocks",
-                None,
-                home.now_secs(),
-            ),
+        .proposes(
+            "dana",
+            "d-own",
+            "get the dino blocks",
             "dino-blocks",
             "standard",
             1,
         )
-        .await
-        .unwrap();
+        .await;
     assert_eq!(own.status, Status::WaitingForConfirmation);
     home.wait(Duration::seconds(5));
-    let stale = speaking(
-        "dana",
-        "d-answer",
-        "yes",
-        Some(&child_request),
-        home.now_secs(),
-    );
+    let stale = home.answers("dana", "d-answer", "yes", &child_request);
     let message = refusal(home.service.decide(&stale, &child_request, true).await);
     assert!(message.contains("last question read to you"), "{message}");
 
     // Her answer to the newest question counts, and uses that reading up.
-    let answer = speaking(
-        "dana",
-        "d-answer-2",
-        "no",
-        Some(&own.request_id),
-        home.now_secs(),
-    );
+    let answer = home.answers("dana", "d-answer-2", "no", &own.request_id);
     let cancelled = home
         .service
         .confirm(&answer, &own.request_id)
@@ -485,23 +449,11 @@ async fn only_the_newest_question_read_to_a_member_can_be_answered(backend: Back
     assert_eq!(cancelled.result, Some(Settled::Cancelled));
     // Hearing the child's request again makes it answerable again.
     home.service
-        .list_waiting(&speaking(
-            "dana",
-            "d-read-2",
-            "what's waiting",
-            None,
-            home.now_secs(),
-        ))
+        .list_waiting(&home.says("dana", "d-read-2", "what's waiting"))
         .await
         .unwrap();
     home.wait(Duration::seconds(5));
-    let yes = speaking(
-        "dana",
-        "d-answer-3",
-        "yes",
-        Some(&child_request),
-        home.now_secs(),
-    );
+    let yes = home.answers("dana", "d-answer-3", "yes", &child_request);
     let placed = home
         .service
         .decide(&yes, &child_request, true)
@@ -517,32 +469,24 @@ async fn only_the_newest_question_read_to_a_member_can_be_answered(backend: Back
 async fn evicted_entries_never_make_the_week_unknown(backend: Backend) {
     let home = Home::keeping(backend, 6).await;
     let first = home
-        .service
-        .propose(
-            &speaking(
-                "dana",
-                "d-0",
-                "order two packs of double A batteries",
-                None,
-                home.now_secs(),
-            ),
+        .proposes(
+            "dana",
+            "d-0",
+            "order two packs of double A batteries",
             "aa-batteries",
             "12-pack",
             2,
         )
-        .await
-        .unwrap();
+        .await;
     assert_eq!(first.status, Status::Placed);
     for turn in 0..8 {
         home.wait(Duration::minutes(2));
         home.service
             .propose(
-                &speaking(
+                &home.says(
                     "leo",
                     &format!("l-{turn}"),
                     "order a 4 pack of AA batteries",
-                    None,
-                    home.now_secs(),
                 ),
                 "aa-batteries",
                 "4-pack",
@@ -553,27 +497,14 @@ async fn evicted_entries_never_make_the_week_unknown(backend: Backend) {
     }
     let activity = home
         .service
-        .activity(&speaking(
-            "chris",
-            "c-1",
-            "what did we buy",
-            None,
-            home.now_secs(),
-        ))
+        .activity(&home.says("chris", "c-1", "what did we buy"))
         .await
         .unwrap();
     assert_eq!(activity.ledger.entries, 6, "the ledger keeps six");
     assert_eq!(activity.spent_cents, Some(2598), "{}", activity.say);
     let next = home
-        .service
-        .propose(
-            &speaking("chris", "c-2", "order milk", None, home.now_secs()),
-            "whole-milk",
-            "1l",
-            1,
-        )
-        .await
-        .unwrap();
+        .proposes("chris", "c-2", "order milk", "whole-milk", "1l", 1)
+        .await;
     assert_eq!(next.status, Status::Placed, "{}", next.say);
 }
 
@@ -581,15 +512,7 @@ async fn evicted_entries_never_make_the_week_unknown(backend: Backend) {
 /// instance, and the next window opens again.
 async fn each_member_may_act_twenty_times_in_ten_minutes(backend: Backend) {
     let home = Home::new(backend).await;
-    let read = |turn: usize| {
-        speaking(
-            "leo",
-            &format!("l-{turn}"),
-            "what's waiting",
-            None,
-            home.now_secs(),
-        )
-    };
+    let read = |turn: usize| home.says("leo", &format!("l-{turn}"), "what's waiting");
     for turn in 0..ACTING_CALLS_PER_MEMBER as usize {
         home.service.list_waiting(&read(turn)).await.unwrap();
     }
@@ -600,13 +523,7 @@ async fn each_member_may_act_twenty_times_in_ten_minutes(backend: Backend) {
     );
     // Another member is counted apart.
     home.service
-        .list_waiting(&speaking(
-            "mia",
-            "m-1",
-            "what's waiting",
-            None,
-            home.now_secs(),
-        ))
+        .list_waiting(&home.says("mia", "m-1", "what's waiting"))
         .await
         .unwrap();
     home.wait(Duration::milliseconds(ACTING_WINDOW_MS));
@@ -617,7 +534,7 @@ async fn each_member_may_act_twenty_times_in_ten_minutes(backend: Backend) {
 /// order from a merchant is placed, the merchant is known.
 async fn a_merchant_is_known_once_the_household_has_ordered_from_it(backend: Backend) {
     let home = Home::new(backend).await;
-    let ask = |turn: &str| speaking("dana", turn, "get the dino blocks", None, home.now_secs());
+    let ask = |turn: &str| home.says("dana", turn, "get the dino blocks");
     let first = home
         .service
         .propose(&ask("d-1"), "dino-blocks", "standard", 1)
@@ -630,13 +547,7 @@ async fn a_merchant_is_known_once_the_household_has_ordered_from_it(backend: Bac
         first.reasons
     );
     // Turned down: still never ordered from.
-    let no = speaking(
-        "dana",
-        "d-2",
-        "no",
-        Some(&first.request_id),
-        home.now_secs(),
-    );
+    let no = home.answers("dana", "d-2", "no", &first.request_id);
     home.service.confirm(&no, &first.request_id).await.unwrap();
     let second = home
         .service
@@ -644,13 +555,7 @@ async fn a_merchant_is_known_once_the_household_has_ordered_from_it(backend: Bac
         .await
         .unwrap();
     assert_eq!(second.status, Status::WaitingForConfirmation);
-    let yes = speaking(
-        "dana",
-        "d-4",
-        "yes",
-        Some(&second.request_id),
-        home.now_secs(),
-    );
+    let yes = home.answers("dana", "d-4", "yes", &second.request_id);
     let placed = home
         .service
         .confirm(&yes, &second.request_id)
@@ -674,7 +579,7 @@ async fn budget_weeks_are_counted_in_the_households_time_zone(backend: Backend) 
         household["week_starts"] = "sunday".into();
     })
     .await;
-    let ask = speaking("dana", "d-1", "order milk", None, home.now_secs());
+    let ask = home.says("dana", "d-1", "order milk");
     home.service
         .propose(&ask, "whole-milk", "1l", 1)
         .await
