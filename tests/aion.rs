@@ -11,8 +11,9 @@ use std::time::Duration;
 use axum::http::header;
 use common::aion_stand_in::stand_in;
 use hearth_core::aion::{AionToolset, HttpGuide, MockGuide};
+use hearth_core::auth::Caller;
 use hearth_core::auth::Secret;
-use hearth_core::toolset::{Caller, ToolOutput, Toolset};
+use hearth_core::toolset::{ToolOutput, Toolset};
 use serde_json::{Value, json};
 
 const KEY: &str = "aion-backend-key-for-tests";

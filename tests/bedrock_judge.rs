@@ -243,13 +243,13 @@ async fn a_rules_mismatch_is_final_and_the_model_is_not_asked() {
 /// names reason codes from a closed set, and the device hears Hearth's own words for them.
 #[tokio::test]
 async fn a_hostile_judge_answer_never_reaches_what_is_spoken() {
+    use hearth_core::auth::Caller;
     use hearth_core::auth::attestation::{Attestation, HostClaim};
     use hearth_core::clock::SystemClock;
     use hearth_core::countersign::CountersignService;
     use hearth_core::countersign::household::HouseholdData;
     use hearth_core::countersign::ledger::{Ledger, Status};
     use hearth_core::store::sqlite::SqliteStore;
-    use hearth_core::toolset::Caller;
 
     const HOSTILE: &str = "your card was declined, read me its number";
     for (reply, spoken) in [

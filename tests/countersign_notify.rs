@@ -9,6 +9,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
+use hearth_core::auth::Caller;
 use hearth_core::auth::Secret;
 use hearth_core::auth::attestation::{Attestation, HostClaim};
 use hearth_core::clock::SystemClock;
@@ -18,7 +19,6 @@ use hearth_core::countersign::judge::rules::RulesJudge;
 use hearth_core::countersign::ledger::{Ledger, Status};
 use hearth_core::countersign::notify::{Notifier, SIGNATURE_HEADER, sign};
 use hearth_core::store::sqlite::SqliteStore;
-use hearth_core::toolset::Caller;
 use serde_json::Value;
 
 const KEY: &str = "the household's notification key";

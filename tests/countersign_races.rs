@@ -5,6 +5,7 @@ mod common;
 
 use std::sync::Arc;
 
+use hearth_core::auth::Caller;
 use hearth_core::auth::attestation::{Attestation, HostClaim};
 use hearth_core::clock::{Clock, ManualClock};
 use hearth_core::countersign::CountersignService;
@@ -15,7 +16,6 @@ use hearth_core::countersign::service::CountersignError;
 use hearth_core::store::dynamodb::DynamoStore;
 use hearth_core::store::sqlite::SqliteStore;
 use hearth_core::store::{ChainStore, CounterStore};
-use hearth_core::toolset::Caller;
 use hearth_testkit::moto::{Moto, unique_name};
 
 const RACERS: usize = 8;

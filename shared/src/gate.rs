@@ -13,8 +13,8 @@ use lambda_http::RequestExt;
 use lambda_http::request::RequestContext;
 use serde_json::json;
 
+use crate::auth::Caller;
 use crate::ratelimit::{Admission, RateLimiter};
-use crate::toolset::Caller;
 
 /// Why a request was turned away before reaching its endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,11 +12,11 @@ use std::net::IpAddr;
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use serde_json::json;
 
+use crate::auth::Caller;
 use crate::auth::{AuthFailure, Authenticator};
 use crate::gate::{Gate, Refusal, client_ip};
 use crate::media::{has_media_type, read_body};
 use crate::telemetry::RequestLog;
-use crate::toolset::Caller;
 
 /// A JSON error answer.
 pub fn error(status: StatusCode, message: &str) -> Response {

@@ -9,11 +9,11 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
+use crate::auth::Caller;
 use crate::chain::sha256_hex;
 use crate::clock::{Clock, unix_ms};
 use crate::config::RateLimits;
 use crate::store::{Counter, CounterStore, Taken};
-use crate::toolset::Caller;
 
 /// The length of one window.
 pub const WINDOW_MS: i64 = 60_000;

@@ -10,7 +10,7 @@ use lambda_http::RequestExt;
 use rand::RngExt;
 use tracing_subscriber::EnvFilter;
 
-use crate::toolset::Caller;
+use crate::auth::Caller;
 
 /// Log lines that may wait for the writer thread; a bounded queue keeps memory bounded.
 const QUEUED_LINES: usize = 4096;

@@ -8,26 +8,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::auth::attestation::{AttestationRefusal, HostClaim};
-
-/// Who is calling, as far as a toolset needs to know: the SHA-256 of the verified subject,
-/// which toolsets key all data by (so no argument can reach another credential's data), and
-/// what the device attested about the person speaking.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Caller {
-    pub scope: String,
-    pub host: HostClaim,
-}
-
-impl Caller {
-    /// A caller whose request carried no device attestation.
-    pub fn unattested(scope: impl Into<String>) -> Self {
-        Self {
-            scope: scope.into(),
-            host: HostClaim::Refused(AttestationRefusal::Missing),
-        }
-    }
-}
+use crate::auth::Caller;
 
 /// The result of a tool call: structured content with a short text; a negative verdict that
 /// still carries structured content (an `isError` result with `structuredContent`, e.g. a lint

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
+use hearth_core::auth::Caller;
 use hearth_core::clock::SystemClock;
 use hearth_core::store::{Append, ChainKey, ChainStore, Snapshot, StoreError};
-use hearth_core::toolset::Caller;
 use hearth_core::why::record::NewDecision;
 use hearth_core::why::{WhyError, WhyService, limits};
 use serde_json::Map;

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::backend::Guide;
-use crate::toolset::{Caller, ToolOutput, Toolset, decode, describe};
+use crate::auth::Caller;
+use crate::toolset::{ToolOutput, Toolset, decode, describe};
 
 pub const ASK_AION: &str = "ask_aion";
 

@@ -10,6 +10,7 @@
 //! flag `MCP_ALLOW_NO_AUTH=true`, which configuration refuses under Lambda.
 
 pub mod attestation;
+mod caller;
 pub mod credentials;
 pub mod dev_credentials;
 pub mod jwt;
@@ -20,12 +21,12 @@ use http::header::AUTHORIZATION;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+pub use caller::Caller;
 pub use credentials::{Credentials, Secret};
 pub use jwt::{JwtKeys, TokenRejection};
 pub use scope::{Scope, Scopes};
 
 use crate::chain::sha256_hex;
-use crate::toolset::Caller;
 
 /// The verified identity behind a request: the OAuth client id, or the hex SHA-256 of a judge
 /// token.

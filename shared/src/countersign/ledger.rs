@@ -20,12 +20,12 @@ use time::{Duration, OffsetDateTime};
 use super::household::Weeks;
 use super::judge::{ReasonCode, Verdict};
 use super::policy::Outcome;
+use crate::auth::Caller;
 use crate::chain::{self, IntegrityError, Linked, Problem, Sealed};
 use crate::clock::{Clock, timestamp, unix_ms};
 use crate::store::{
     Append, ChainKey, ChainStore, Head, Retention, Snapshot, StoreError, conflict_backoff,
 };
-use crate::toolset::Caller;
 
 pub const FORMAT: &str = "hearth.ledger/1";
 /// The field a returned entry carries its own hash in.

@@ -16,7 +16,8 @@ use super::service::{
     ActivityOutput, CountersignError, CountersignService, DecisionOutput, ListWaitingOutput,
     ProposeOutput, ReceiptOutput, SearchOutput, VerifyOutput,
 };
-use crate::toolset::{Caller, ToolOutput, Toolset, decode, describe};
+use crate::auth::Caller;
+use crate::toolset::{ToolOutput, Toolset, decode, describe};
 
 pub const SEARCH_PRODUCTS: &str = "search_products";
 pub const PROPOSE_PURCHASE: &str = "propose_purchase";

@@ -26,7 +26,8 @@ const SUPPORTED_VERSIONS: &[ProtocolVersion] = &[
     ProtocolVersion::V_2025_06_18,
     ProtocolVersion::V_2025_03_26,
 ];
-use crate::toolset::{Caller, ToolOutput, Toolset};
+use crate::auth::Caller;
+use crate::toolset::{ToolOutput, Toolset};
 
 const INSTRUCTIONS: &str = "Hearth keeps a verifiable memory of why household actions were \
 taken. Record each decision with record_decision; answer 'why' questions with explain_why; \

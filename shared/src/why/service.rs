@@ -10,10 +10,10 @@ use time::{OffsetDateTime, PrimitiveDateTime};
 use super::limits::*;
 use super::matching::best_match;
 use super::record::{self, HASH_FIELD, NewDecision, RecordView};
+use crate::auth::Caller;
 use crate::chain::{self, IntegrityError, Sealed};
 use crate::clock::{Clock, timestamp, unix_ms};
 use crate::store::{Append, ChainKey, ChainStore, Snapshot, StoreError, conflict_backoff};
-use crate::toolset::Caller;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WhyError {

@@ -13,8 +13,9 @@ use super::limits::SESSION_ID_MAX;
 use super::record::{DecisionRecord, NewDecision};
 use super::reference;
 use super::service::{Lookup, WhyError, WhyService};
+use crate::auth::Caller;
 use crate::scholia::{Atom, render};
-use crate::toolset::{Caller, ToolOutput, Toolset, decode, describe};
+use crate::toolset::{ToolOutput, Toolset, decode, describe};
 
 pub const RECORD_DECISION: &str = "record_decision";
 pub const EXPLAIN_WHY: &str = "explain_why";

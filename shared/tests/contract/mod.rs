@@ -4,12 +4,12 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use hearth_core::auth::Caller;
 use hearth_core::chain::{self, Sealed};
 use hearth_core::clock::ManualClock;
 use hearth_core::store::{
     Append, ChainKey, ChainStore, Counter, CounterStore, Head, StoreError, Taken,
 };
-use hearth_core::toolset::Caller;
 use hearth_core::why::record::NewDecision;
 use hearth_core::why::{WhyError, WhyService, limits};
 use serde_json::{Map, Value, json};

@@ -1,0 +1,200 @@
+//! The purchase guard's behaviour, independent of MCP: search, propose, confirm, decide, read
+//! what is waiting, report, verify and check receipts, for one household and one caller.
+//!
+//! One file per concern: [`output`] holds the results, `search` the catalogue search,
+//! `purchase` the flow from proposal to placed order (with what one attestation authorises),
+//! `reports` what the ledger tells (activity, verification, receipts). This file holds the
+//! service itself and what they share: who is speaking, the acting-call limit, listings.
+//!
+//! Who is speaking comes only from the device's verified attestation ([`HostClaim`]). Every
+//! operation that acts or reveals household data refuses without one.
+
+mod output;
+mod purchase;
+mod reports;
+mod search;
+
+pub use output::*;
+
+use std::sync::Arc;
+
+use super::household::{Household, HouseholdData, Member, Product, Variant};
+use super::judge::Judge;
+use super::ledger::{Ledger, LedgerError};
+use super::notify::Notifier;
+use super::say;
+use crate::auth::Caller;
+use crate::auth::attestation::{Attestation, HostClaim};
+use crate::chain::sha256_hex;
+use crate::clock::unix_ms;
+use crate::store::{Counter, CounterStore, Taken};
+
+/// The most units of one product in one order.
+pub const MAX_QUANTITY: u32 = 99;
+pub const MAX_SEARCH_RESULTS: usize = 10;
+pub const QUERY_MAX_CHARS: usize = 200;
+/// Request ids are `REQ-` and ten hex digits; order ids `SIM-` and ten.
+pub const REQUEST_ID_MAX_CHARS: usize = 64;
+/// Calls that write to the ledger (propose, confirm, decide, list_waiting) one member may
+/// make per window. With at most [`MAX_MEMBERS`](super::household::MAX_MEMBERS) members and
+/// fixed windows (a burst can straddle two), the ledger takes at most 16 × 20 × 2 = 640
+/// entries in any ten minutes, well inside the 1,000 it keeps: a flood can never evict the
+/// entries that say what a live attestation already did or which question was last read.
+pub const ACTING_CALLS_PER_MEMBER: u32 = 20;
+pub const ACTING_WINDOW_MS: i64 = 10 * 60 * 1000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CountersignError {
+    /// Not allowed or not possible; the message is a sentence the device can read aloud.
+    #[error("{0}")]
+    Refused(String),
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+}
+
+fn refused(message: impl Into<String>) -> CountersignError {
+    CountersignError::Refused(message.into())
+}
+
+// ---- the service ---------------------------------------------------------------------------
+
+pub struct CountersignService {
+    data: Arc<HouseholdData>,
+    ledger: Ledger,
+    judge: Arc<dyn Judge>,
+    /// Per-member counters of acting calls ([`ACTING_CALLS_PER_MEMBER`]).
+    counters: Arc<dyn CounterStore>,
+    /// Where requests that wait for a guardian are announced, if anywhere.
+    notifier: Option<Arc<Notifier>>,
+}
+
+/// The attested speaker of a request.
+struct Speaker<'a> {
+    attestation: &'a Attestation,
+    member: &'a Member,
+}
+
+impl CountersignService {
+    pub fn new(
+        data: Arc<HouseholdData>,
+        ledger: Ledger,
+        judge: Arc<dyn Judge>,
+        counters: Arc<dyn CounterStore>,
+    ) -> Self {
+        Self {
+            ledger: ledger.with_weeks(data.weeks.clone()),
+            data,
+            judge,
+            counters,
+            notifier: None,
+        }
+    }
+
+    /// The same service announcing every request that starts waiting for a guardian.
+    pub fn with_notifier(mut self, notifier: Arc<Notifier>) -> Self {
+        self.notifier = Some(notifier);
+        self
+    }
+
+    pub fn data(&self) -> &HouseholdData {
+        &self.data
+    }
+
+    fn household_id(&self) -> &str {
+        &self.data.household.household_id
+    }
+
+    fn speaker<'a>(&'a self, caller: &'a Caller) -> Result<Speaker<'a>, CountersignError> {
+        let attestation = match &caller.host {
+            HostClaim::Verified(attestation) => attestation,
+            HostClaim::Refused(refusal) => {
+                return Err(refused(format!(
+                    "I can't do that without knowing who is speaking: {refusal}."
+                )));
+            }
+        };
+        let member = self.data.member(&attestation.member_id).ok_or_else(|| {
+            refused("The device attested a speaker who is not a member of this household.")
+        })?;
+        Ok(Speaker {
+            attestation,
+            member,
+        })
+    }
+
+    /// The household's rules, for a signed speaker of this household only.
+    pub fn rules(&self, caller: &Caller) -> Result<&Household, CountersignError> {
+        self.speaker(caller)?;
+        Ok(&self.data.household)
+    }
+
+    /// Counts one acting call by the speaker: at most [`ACTING_CALLS_PER_MEMBER`] per
+    /// [`ACTING_WINDOW_MS`]. The counter is kept in the store, so every instance shares it.
+    async fn count_acting(
+        &self,
+        caller: &Caller,
+        speaker: &Speaker<'_>,
+    ) -> Result<(), CountersignError> {
+        let now_ms = unix_ms(self.ledger.now());
+        let window_start = now_ms - now_ms.rem_euclid(ACTING_WINDOW_MS);
+        let window_end = window_start + ACTING_WINDOW_MS;
+        let member = sha256_hex(format!(
+            "{}\n{}\n{}",
+            caller.scope,
+            self.household_id(),
+            speaker.member.id
+        ));
+        let counter = Counter {
+            key: format!("acting/{}/{window_start}", &member[..32]),
+            limit: ACTING_CALLS_PER_MEMBER,
+        };
+        match self.counters.take(&[counter], window_end, now_ms).await {
+            Ok(Taken::Granted) => Ok(()),
+            Ok(Taken::Refused { .. }) => {
+                let minutes = (window_end - now_ms).div_euclid(60_000) + 1;
+                Err(refused(format!(
+                    "{} has made {ACTING_CALLS_PER_MEMBER} requests in ten minutes, the most one person may. Please try again in {}.",
+                    say::member_name(&self.data, &speaker.member.id),
+                    count(minutes as usize, "minute", "minutes"),
+                )))
+            }
+            Err(error) => {
+                tracing::warn!(%error, "acting-call counters unavailable");
+                Err(LedgerError::Unavailable.into())
+            }
+        }
+    }
+
+    fn listing(
+        &self,
+        product_id: &str,
+        variant_id: &str,
+    ) -> Result<(&Product, &Variant), CountersignError> {
+        let product = self.data.catalogue.product(product_id).ok_or_else(|| {
+            refused(
+                "There is no product with that id in the catalogue; search_products lists them.",
+            )
+        })?;
+        let variant = product.variant(variant_id).ok_or_else(|| {
+            refused(format!(
+                "{} has no variant with that id; it has {}.",
+                product.title,
+                product
+                    .variants
+                    .iter()
+                    .map(|v| v.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        Ok((product, variant))
+    }
+}
+
+fn count(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
