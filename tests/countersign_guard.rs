@@ -120,6 +120,20 @@ impl Home {
         }
     }
 
+    /// Another service over the same store and clock, for the household with its JSON
+    /// edited: what a restart after changing the household file gives.
+    fn reconfigured(&self, edit: impl FnOnce(&mut serde_json::Value)) -> CountersignService {
+        let mut household: serde_json::Value = serde_json::from_str(HOUSEHOLD).unwrap();
+        edit(&mut household);
+        let data = HouseholdData::parse(&household.to_string(), CATALOGUE).unwrap();
+        CountersignService::new(
+            Arc::new(data),
+            Ledger::new(self._stores.chains.clone(), self.clock.clone()),
+            Arc::new(RulesJudge),
+            self._stores.counters.clone(),
+        )
+    }
+
     /// `member` saying `words` in `turn`, attested now.
     fn says(&self, member: &str, turn: &str, words: &str) -> Caller {
         speaking(member, turn, words, None, self.now_secs())
@@ -597,6 +611,74 @@ async fn budget_weeks_are_counted_in_the_households_time_zone(backend: Backend) 
     assert_eq!(next.spent_cents, Some(0));
 }
 
+/// Moving the week's boundary (another time zone, another first day) neither stops the
+/// ledger nor forgets what this week already spent.
+async fn changing_the_households_week_keeps_the_ledger_and_the_weeks_spending(backend: Backend) {
+    let home = Home::new(backend).await;
+    let batteries = home
+        .proposes(
+            "dana",
+            "d-1",
+            "order two packs of double A batteries",
+            "aa-batteries",
+            "12-pack",
+            2,
+        )
+        .await;
+    assert_eq!(batteries.status, Status::Placed);
+
+    // Berlin's week began an hour before UTC's: the same orders fall in it.
+    let berlin = home.reconfigured(|h| h["time_zone"] = "Europe/Berlin".into());
+    let milk = berlin
+        .propose(
+            &home.says("dana", "d-2", "order milk"),
+            "whole-milk",
+            "1l",
+            1,
+        )
+        .await
+        .unwrap();
+    assert_eq!(milk.status, Status::Placed, "{}", milk.say);
+    let report = berlin
+        .activity(&home.says("chris", "c-1", "what did we buy"))
+        .await
+        .unwrap();
+    assert_eq!(report.spent_cents, Some(2598 + 189), "{}", report.say);
+    assert!(
+        berlin
+            .verify(&home.says("chris", "c-2", "check"))
+            .await
+            .unwrap()
+            .check
+            .intact
+    );
+
+    // New York's began four hours after UTC's (five, in winter): still every order so far.
+    let new_york = home.reconfigured(|h| h["time_zone"] = "America/New_York".into());
+    let report = new_york
+        .activity(&home.says("chris", "c-3", "what did we buy"))
+        .await
+        .unwrap();
+    assert_eq!(report.week_start, "2026-11-30T05:00:00.000Z");
+    assert_eq!(report.spent_cents, Some(2598 + 189), "{}", report.say);
+    let more = new_york
+        .propose(
+            &home.says("dana", "d-3", "order milk"),
+            "whole-milk",
+            "1l",
+            1,
+        )
+        .await
+        .unwrap();
+    assert_eq!(more.status, Status::Placed, "{}", more.say);
+    let report = new_york
+        .activity(&home.says("chris", "c-4", "and now"))
+        .await
+        .unwrap();
+    assert_eq!(report.spent_cents, Some(2598 + 189 + 189), "{}", report.say);
+    assert!(report.ledger.intact);
+}
+
 macro_rules! on_both_stores {
     ($($story:ident),* $(,)?) => {
         mod sqlite {
@@ -631,4 +713,5 @@ on_both_stores!(
     each_member_may_act_twenty_times_in_ten_minutes,
     a_merchant_is_known_once_the_household_has_ordered_from_it,
     budget_weeks_are_counted_in_the_households_time_zone,
+    changing_the_households_week_keeps_the_ledger_and_the_weeks_spending,
 );

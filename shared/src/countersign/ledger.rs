@@ -469,13 +469,24 @@ fn verify(snapshot: &Snapshot) -> Result<Vec<Entry>, IntegrityError> {
     Ok(entries)
 }
 
-/// Every week tally must follow from the one before it and what its own entry placed. The
-/// first retained tally (its predecessors may be evicted) and one whose request's proposal is
-/// no longer retained can only be checked for covering their own entry's amount. Once the
-/// ledger keeps tallies, every later entry must carry one.
+/// A budget week lasts seven days, one more hour or one less across a daylight-saving
+/// change; a tally whose week began longer ago than this before its entry is not a week's.
+const LONGEST_WEEK: Duration = Duration::hours(7 * 24 + 1);
+
+/// Every week tally must follow from the entry before it and what its own entry placed:
+/// - in the same week as the entry before, the figure before plus this entry's amount;
+/// - in a week that began after the entry before, this entry's amount alone;
+/// - in a week whose start was moved back over the entry before (the household changed its
+///   time zone or first day), at least this entry's amount: it was summed from the retained
+///   orders, which this check cannot tell apart from evicted ones.
+///
+/// The first retained tally (what came before it may be evicted), one whose request's proposal
+/// is no longer retained, and one after an entry without a tally (an older ledger, or a week
+/// that could not be summed) can only be checked for covering their own entry's amount.
 fn check_tallies(entries: &[Entry]) -> Result<(), IntegrityError> {
     let mut totals: HashMap<&str, u64> = HashMap::new();
-    let mut previous: Option<(OffsetDateTime, u64)> = None;
+    // The entry before: when it was written, and its tally's week and figure.
+    let mut previous: Option<(OffsetDateTime, Option<(OffsetDateTime, u64)>)> = None;
     for (index, entry) in entries.iter().enumerate() {
         let fail = |problem| IntegrityError {
             position: index + 1,
@@ -484,30 +495,33 @@ fn check_tallies(entries: &[Entry]) -> Result<(), IntegrityError> {
         if let Event::Proposal(proposal) = &entry.event {
             totals.insert(&entry.request_id, proposal.total_cents);
         }
-        let Some(tally) = &entry.week else {
-            if previous.is_some() {
-                return Err(fail(Problem::WrongTotal));
-            }
-            continue;
-        };
-        let starts = parse_time(&tally.starts).ok_or(fail(Problem::Unreadable))?;
         let at = parse_time(&entry.at).ok_or(fail(Problem::Unreadable))?;
-        if starts > at {
-            return Err(fail(Problem::WrongTotal));
-        }
-        let placed = placed_cents(entry, |id| totals.get(id).copied());
-        let consistent = match (previous, placed) {
-            (Some((previous_starts, _)), _) if starts < previous_starts => false,
-            (Some((previous_starts, spent)), Some(placed)) => {
-                let base = if starts == previous_starts { spent } else { 0 };
-                base.checked_add(placed) == Some(tally.spent_cents)
+        let tally = match &entry.week {
+            None => None,
+            Some(tally) => {
+                let starts = parse_time(&tally.starts).ok_or(fail(Problem::Unreadable))?;
+                if starts > at || at - starts > LONGEST_WEEK {
+                    return Err(fail(Problem::WrongTotal));
+                }
+                let placed = placed_cents(entry, |id| totals.get(id).copied());
+                let expected = match (previous, placed) {
+                    (Some((_, Some((before, spent)))), Some(placed)) if before == starts => {
+                        spent.checked_add(placed)
+                    }
+                    (Some((written, _)), Some(placed)) if written < starts => Some(placed),
+                    _ => None,
+                };
+                let consistent = match expected {
+                    Some(expected) => tally.spent_cents == expected,
+                    None => tally.spent_cents >= placed.unwrap_or(0),
+                };
+                if !consistent {
+                    return Err(fail(Problem::WrongTotal));
+                }
+                Some((starts, tally.spent_cents))
             }
-            (_, placed) => tally.spent_cents >= placed.unwrap_or(0),
         };
-        if !consistent {
-            return Err(fail(Problem::WrongTotal));
-        }
-        previous = Some((starts, tally.spent_cents));
+        previous = Some((at, tally));
     }
     Ok(())
 }
@@ -670,14 +684,18 @@ impl LedgerView {
         let Some(newest) = self.entries.last() else {
             return Some(0);
         };
-        match newest
+        if parse_time(&newest.at).is_some_and(|at| at < since) {
+            // Nothing was written since the week began, so nothing was placed in it.
+            return Some(0);
+        }
+        let tally = newest
             .week
             .as_ref()
-            .and_then(|tally| parse_time(&tally.starts).map(|starts| (starts, tally.spent_cents)))
-        {
+            .and_then(|tally| parse_time(&tally.starts).map(|starts| (starts, tally.spent_cents)));
+        match tally {
             Some((starts, spent)) if starts == since => Some(spent),
-            // Nothing was written since the tally's week ended.
-            Some((starts, _)) if starts < since => Some(0),
+            // The week's start moved (the household changed its time zone or first day), or
+            // the ledger predates tallies: sum the retained orders, if they tell it all.
             _ => self.spent_since(&self.requests(since), since),
         }
     }
@@ -953,19 +971,33 @@ mod tests {
         let mut carried = good.clone();
         carried[2].week.as_mut().unwrap().spent_cents = 1200;
         assert_eq!(failing_at(&carried), Err(3), "a new week starts from zero");
-        let mut dropped = good.clone();
-        dropped[2].week = None;
-        assert_eq!(
-            failing_at(&dropped),
-            Err(3),
-            "a tally once kept is always kept"
-        );
         let mut short_first = good.clone();
         short_first[0].week.as_mut().unwrap().spent_cents = 499;
         assert_eq!(failing_at(&short_first), Err(1));
-        let mut backwards = good.clone();
-        backwards[2].week.as_mut().unwrap().starts = "2026-11-23T00:00:00.000Z".into();
-        assert_eq!(failing_at(&backwards), Err(3));
+        let mut too_long = good.clone();
+        too_long[2].week.as_mut().unwrap().starts = "2026-11-23T00:00:00.000Z".into();
+        assert_eq!(failing_at(&too_long), Err(3), "no week lasts a fortnight");
+        let mut ahead = good.clone();
+        ahead[1].week.as_mut().unwrap().starts = "2026-11-30T10:00:00.000Z".into();
+        assert_eq!(
+            failing_at(&ahead),
+            Err(2),
+            "a week cannot start after its entry"
+        );
+        // The household moved its week back over the entry before (here to Sunday 23:00 UTC):
+        // the figure was summed from the retained orders, so it only has to cover its own.
+        let mut moved = good.clone();
+        moved[1].week = Some(WeekTally {
+            starts: "2026-11-29T23:00:00.000Z".into(),
+            spent_cents: 800,
+        });
+        assert_eq!(check_tallies(&moved), Ok(()));
+        moved[1].week.as_mut().unwrap().spent_cents = 299;
+        assert_eq!(failing_at(&moved), Err(2));
+        // A week that could not be summed has no tally; the next only covers its own.
+        let mut unknown = good.clone();
+        unknown[1].week = None;
+        assert_eq!(check_tallies(&unknown), Ok(()));
         // Entries from before tallies existed are fine, followed by tallies.
         let mut legacy = good.clone();
         legacy[0].week = None;

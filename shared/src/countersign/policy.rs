@@ -140,13 +140,19 @@ pub fn budget_problem(
             "this week's spending cannot be rebuilt from the ledger, so the budget cannot be checked"
                 .into(),
         ),
-        Some(spent) if spent + total_cents > budget => Some(format!(
-            "{} would bring this week's spending to {}, over the weekly budget of {}",
-            dollars(total_cents),
-            dollars(spent + total_cents),
-            dollars(budget)
-        )),
-        Some(_) => None,
+        Some(spent) => match spent.checked_add(total_cents) {
+            Some(after) if after <= budget => None,
+            Some(after) => Some(format!(
+                "{} would bring this week's spending to {}, over the weekly budget of {}",
+                dollars(total_cents),
+                dollars(after),
+                dollars(budget)
+            )),
+            None => Some(
+                "this week's spending is too large to add to, so the budget cannot be checked"
+                    .into(),
+            ),
+        },
     }
 }
 
@@ -238,6 +244,16 @@ mod tests {
         );
         let unknown = assess_order("dana", "aa-batteries", 1000, None, &matched());
         assert_eq!(unknown.outcome, Outcome::Blocked);
+        // A running figure near the top of u64 (a forged tally) blocks instead of wrapping.
+        let huge = assess_order(
+            "dana",
+            "aa-batteries",
+            1000,
+            Some(u64::MAX - 10),
+            &matched(),
+        );
+        assert_eq!(huge.outcome, Outcome::Blocked);
+        assert!(huge.reasons[0].contains("too large"), "{:?}", huge.reasons);
     }
 
     #[test]
