@@ -630,12 +630,19 @@ mod tests {
     }
 
     #[test]
-    fn the_aion_backend_must_be_https_or_loopback() {
+    fn outside_urls_must_be_https_or_loopback() {
         for ok in ["https://aion.example/api/ask", "http://127.0.0.1:9000/ask"] {
             assert_eq!(
                 config(&[("AION_BACKEND_URL", ok)])
                     .unwrap()
                     .aion_backend_url
+                    .as_deref(),
+                Some(ok)
+            );
+            assert_eq!(
+                config(&[("COUNTERSIGN_NOTIFY_URL", ok)])
+                    .unwrap()
+                    .notify_url
                     .as_deref(),
                 Some(ok)
             );
@@ -646,6 +653,7 @@ mod tests {
             "aion",
         ] {
             assert!(config(&[("AION_BACKEND_URL", bad)]).is_err(), "{bad}");
+            assert!(config(&[("COUNTERSIGN_NOTIFY_URL", bad)]).is_err(), "{bad}");
         }
     }
 

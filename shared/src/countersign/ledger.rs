@@ -974,6 +974,12 @@ mod tests {
         let mut short_first = good.clone();
         short_first[0].week.as_mut().unwrap().spent_cents = 499;
         assert_eq!(failing_at(&short_first), Err(1));
+        // The longest week (169 hours, across a clock change) at its limit and past it.
+        let mut longest = good.clone();
+        longest[2].at = "2026-12-14T01:00:00.000Z".into();
+        assert_eq!(check_tallies(&longest), Ok(()));
+        longest[2].at = "2026-12-14T01:00:00.001Z".into();
+        assert_eq!(failing_at(&longest), Err(3));
         let mut too_long = good.clone();
         too_long[2].week.as_mut().unwrap().starts = "2026-11-23T00:00:00.000Z".into();
         assert_eq!(failing_at(&too_long), Err(3), "no week lasts a fortnight");
