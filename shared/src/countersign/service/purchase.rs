@@ -521,9 +521,10 @@ fn check_turn(
     attestation: &Attestation,
     product: &Product,
 ) -> Result<(), CountersignError> {
-    // Entries of this turn are written while its attestation is live, from (device clock)
-    // up to 30 s before `issued_at`. Per-member limits keep them retained; if they may
-    // nevertheless be gone, refuse rather than guess.
+    // Entries of this turn are written while its attestation is live: at the earliest 30 s
+    // before `issued_at` by the server's clock (a device clock may run that far ahead).
+    // Per-member limits keep them retained; if they may nevertheless be gone, refuse rather
+    // than guess.
     let turn_began = OffsetDateTime::from_unix_timestamp(
         attestation.issued_at.saturating_sub(MAX_CLOCK_AHEAD_SECS),
     )
