@@ -74,7 +74,7 @@ async fn stores(backend: Backend) -> Stores {
 struct Home {
     service: CountersignService,
     clock: Arc<ManualClock>,
-    _stores: Stores,
+    stores: Stores,
 }
 
 impl Home {
@@ -116,7 +116,7 @@ impl Home {
         Self {
             service,
             clock,
-            _stores: stores,
+            stores,
         }
     }
 
@@ -128,9 +128,9 @@ impl Home {
         let data = HouseholdData::parse(&household.to_string(), CATALOGUE).unwrap();
         CountersignService::new(
             Arc::new(data),
-            Ledger::new(self._stores.chains.clone(), self.clock.clone()),
+            Ledger::new(self.stores.chains.clone(), self.clock.clone()),
             Arc::new(RulesJudge),
-            self._stores.counters.clone(),
+            self.stores.counters.clone(),
         )
     }
 
@@ -653,7 +653,7 @@ async fn changing_the_households_week_keeps_the_ledger_and_the_weeks_spending(ba
             .intact
     );
 
-    // New York's began four hours after UTC's (five, in winter): still every order so far.
+    // New York's began five hours after UTC's (four, in summer): still every order so far.
     let new_york = home.reconfigured(|h| h["time_zone"] = "America/New_York".into());
     let report = new_york
         .activity(&home.says("chris", "c-3", "what did we buy"))
@@ -679,7 +679,7 @@ async fn changing_the_households_week_keeps_the_ledger_and_the_weeks_spending(ba
     assert!(report.ledger.intact);
 }
 
-macro_rules! on_both_stores {
+macro_rules! on_bothstores {
     ($($story:ident),* $(,)?) => {
         mod sqlite {
             $(
@@ -700,7 +700,7 @@ macro_rules! on_both_stores {
     };
 }
 
-on_both_stores!(
+on_bothstores!(
     one_signed_utterance_places_at_most_one_order_per_product,
     one_turn_may_propose_a_few_different_products_and_no_more,
     a_guardian_never_decides_their_own_request,

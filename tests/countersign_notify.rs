@@ -116,8 +116,9 @@ async fn a_request_waiting_for_a_guardian_is_announced_signed_and_without_the_wo
     let text = String::from_utf8_lossy(body);
     assert!(!text.contains("school") && !text.contains("Mia"), "{text}");
 
-    // An order that is placed, or waits only for its proposer, announces nothing.
-    service
+    // An order that is placed, or waits only for its proposer, announces nothing: after both,
+    // the next notice to arrive is the next guardian request's.
+    let placed = service
         .propose(
             &speaking("dana", "d-1", "order two packs of double A batteries"),
             "aa-batteries",
@@ -126,8 +127,39 @@ async fn a_request_waiting_for_a_guardian_is_announced_signed_and_without_the_wo
         )
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(received.lock().unwrap().len(), 1);
+    assert_eq!(placed.status, Status::Placed);
+    let held = service
+        .propose(
+            &speaking("dana", "d-2", "get the dino building blocks"),
+            "dino-blocks",
+            "standard",
+            1,
+        )
+        .await
+        .unwrap();
+    assert_eq!(held.status, Status::WaitingForConfirmation);
+    let next = service
+        .propose(
+            &speaking("leo", "l-1", "order a 4 pack of AA batteries"),
+            "aa-batteries",
+            "4-pack",
+            1,
+        )
+        .await
+        .unwrap();
+    assert_eq!(next.status, Status::WaitingForGuardian);
+    let got = until_received(&received, 2).await;
+    let ids: Vec<Value> = got
+        .iter()
+        .map(|(_, body)| serde_json::from_slice::<Value>(body).unwrap()["request_id"].clone())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            Value::from(asked.request_id.as_str()),
+            Value::from(next.request_id.as_str())
+        ]
+    );
 }
 
 #[tokio::test]

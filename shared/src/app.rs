@@ -153,7 +153,7 @@ pub async fn load_credentials(config: &mut Config) {
             config.credentials = match secrets::read_credentials(&client, secret_ids).await {
                 Ok((credentials, problems)) => {
                     for problem in problems {
-                        tracing::error!(%problem, "a credential in the secret was left out");
+                        tracing::error!(%problem, "a credential in the secrets was left out");
                     }
                     credentials
                 }

@@ -1,7 +1,8 @@
 //! The credentials Hearth authenticates with, wherever they come from: the environment, the
-//! generated local development file, or one Secrets Manager secret under Lambda. All of them
-//! use the same names (`MCP_CLIENT_ID`, `MCP_CLIENT_SECRET`, `MCP_JWT_SECRET`,
-//! `MCP_JUDGE_TOKEN_HASHES`), so one parser serves every source.
+//! generated local development file, or Secrets Manager secrets under Lambda. All of them use
+//! the same names (`MCP_CLIENT_ID`, `MCP_CLIENT_SECRET`, `MCP_JWT_SECRET`,
+//! `MCP_JUDGE_TOKEN_HASHES`, and the other keys in [`OTHER_SECRET_NAMES`]), so one parser
+//! serves every source.
 //!
 //! A credential that is missing or too weak is left out, never replaced by something weaker:
 //! what depends on it then denies. The problems found are reported by name only, so a caller
@@ -83,7 +84,7 @@ pub enum CredentialProblem {
 }
 
 impl Credentials {
-    /// Reads the four credentials from any name-to-value source. Blank values count as absent.
+    /// Reads every credential from any name-to-value source. Blank values count as absent.
     /// Returns what could be used and what was left out.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> (Self, Vec<CredentialProblem>) {
         let get = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());

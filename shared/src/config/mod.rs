@@ -136,7 +136,7 @@ pub enum ConfigError {
     )]
     DemoDeviceUnderLambda,
     #[error(
-        "{name} is set in the environment; under Lambda credentials come only from the Secrets Manager secret named by HEARTH_SECRET_ARN"
+        "{name} is set in the environment; under Lambda credentials come only from the Secrets Manager secrets named by HEARTH_SECRET_ARN"
     )]
     CredentialInLambdaEnvironment { name: &'static str },
     #[error("{name} and HEARTH_SECRET_ARN are both set; take credentials from one place")]
@@ -361,7 +361,8 @@ impl Config {
     }
 }
 
-/// Credentials from the environment (local only), or the name of the secret to read them from.
+/// Credentials from the environment (local only), or the names of the secrets to read them
+/// from.
 fn credentials(
     get: &impl Fn(&str) -> Option<String>,
     runtime: Runtime,
@@ -385,6 +386,12 @@ fn credentials(
             .filter(|id| !id.is_empty())
             .map(str::to_owned)
             .collect();
+        if secrets.is_empty() {
+            return Err(ConfigError::Invalid {
+                name: "HEARTH_SECRET_ARN",
+                reason: "it names no secret".into(),
+            });
+        }
         return Ok((
             CredentialSource::SecretsManager(secrets),
             Credentials::default(),
@@ -560,6 +567,18 @@ mod tests {
             split.credential_source,
             CredentialSource::SecretsManager(vec![format!("{arn}-a"), format!("{arn}-b")])
         );
+        for empty in [",", " , ", ",,"] {
+            assert!(
+                matches!(
+                    config(&[lambda, ("HEARTH_SECRET_ARN", empty)]),
+                    Err(ConfigError::Invalid {
+                        name: "HEARTH_SECRET_ARN",
+                        ..
+                    })
+                ),
+                "{empty:?}"
+            );
+        }
         assert!(
             config_with_arn.urls.is_none(),
             "no default URL under Lambda"

@@ -12,7 +12,7 @@ use aws_sdk_secretsmanager::error::{ProvideErrorMetadata, SdkError};
 
 use crate::auth::credentials::{CredentialProblem, Credentials, SecretObject, secret_object};
 
-/// Why the credentials secret could not be used. Safe to log.
+/// Why the credentials secrets could not be used. Safe to log.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SecretError {
     #[error("Secrets Manager refused the request: {code}")]

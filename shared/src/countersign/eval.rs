@@ -147,7 +147,7 @@ pub struct CaseResult {
     pub id: String,
     pub verdict: Verdict,
     pub codes: Vec<ReasonCode>,
-    /// The rules' own details; a model judge gives none.
+    /// The judge's notes, in Hearth's own words.
     pub reasons: Vec<String>,
 }
 

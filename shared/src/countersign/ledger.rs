@@ -70,8 +70,9 @@ pub struct Entry {
     #[serde(flatten)]
     pub event: Event,
     /// What placed orders total this week, this entry included. Every entry carries it, so
-    /// the newest entry, which is never evicted, always knows the week's spending, and the
-    /// chain's hashes cover it. Entries written before it existed have none.
+    /// the newest entry, which is never evicted, knows the week's spending, and the chain's
+    /// hashes cover it. None on entries written before it existed, and when the week could
+    /// not be summed (the household moved its week while evicted entries might fall in it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub week: Option<WeekTally>,
 }
@@ -108,6 +109,20 @@ pub enum Event {
     GuardianDecision(Resolution),
 }
 
+impl Event {
+    /// Whether this entry placed an order (its proposal was placed at once, or an answer
+    /// placed it).
+    pub fn places_an_order(&self) -> bool {
+        match self {
+            Event::Proposal(proposal) => proposal.order_id.is_some(),
+            Event::Confirmation(resolution) | Event::GuardianDecision(resolution) => {
+                resolution.order_id.is_some()
+            }
+            Event::ReadAloud { .. } => false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProposalEvent {
     /// What the device attested the person said.
@@ -135,7 +150,9 @@ pub struct IntentRecord {
     /// none.
     #[serde(default)]
     pub codes: Vec<ReasonCode>,
-    /// The rules' own details, in Hearth's words; never spoken, and never a model's text.
+    /// The judge's notes ([`Judgement::notes`](super::judge::Judgement)): Hearth's own words,
+    /// never spoken, never a model's text. Entries written before reason codes existed may
+    /// hold a model's words here; nothing reads them aloud.
     pub reasons: Vec<String>,
 }
 
@@ -180,6 +197,30 @@ pub enum Status {
     Blocked,
     Cancelled,
     Declined,
+}
+
+impl From<Outcome> for Status {
+    /// Where a request stands right after its proposal.
+    fn from(outcome: Outcome) -> Self {
+        match outcome {
+            Outcome::Placed => Status::Placed,
+            Outcome::Blocked => Status::Blocked,
+            Outcome::NeedsConfirmation => Status::WaitingForConfirmation,
+            Outcome::NeedsGuardian => Status::WaitingForGuardian,
+        }
+    }
+}
+
+impl From<Settled> for Status {
+    /// Where a request stands once an answer settled it.
+    fn from(settled: Settled) -> Self {
+        match settled {
+            Settled::Placed => Status::Placed,
+            Settled::Cancelled => Status::Cancelled,
+            Settled::Declined => Status::Declined,
+            Settled::Blocked => Status::Blocked,
+        }
+    }
 }
 
 impl Status {
@@ -476,9 +517,11 @@ const LONGEST_WEEK: Duration = Duration::hours(7 * 24 + 1);
 /// Every week tally must follow from the entry before it and what its own entry placed:
 /// - in the same week as the entry before, the figure before plus this entry's amount;
 /// - in a week that began after the entry before, this entry's amount alone;
-/// - in a week whose start was moved back over the entry before (the household changed its
-///   time zone or first day), at least this entry's amount: it was summed from the retained
-///   orders, which this check cannot tell apart from evicted ones.
+/// - in a week whose start differs from the entry before's while that entry falls inside it
+///   (the household moved its week, with another time zone or first day), at least this
+///   entry's amount: it was summed from the retained orders, which this check cannot tell
+///   apart from evicted ones. Which instants are real week starts depends on settings that
+///   may have changed, so a start is only held to lie within the week before its entry.
 ///
 /// The first retained tally (what came before it may be evicted), one whose request's proposal
 /// is no longer retained, and one after an entry without a tally (an older ledger, or a week
@@ -503,7 +546,9 @@ fn check_tallies(entries: &[Entry]) -> Result<(), IntegrityError> {
                 if starts > at || at - starts > LONGEST_WEEK {
                     return Err(fail(Problem::WrongTotal));
                 }
-                let placed = placed_cents(entry, |id| totals.get(id).copied());
+                let placed = placed_cents(&entry.event, &entry.request_id, |id| {
+                    totals.get(id).copied()
+                });
                 let expected = match (previous, placed) {
                     (Some((_, Some((before, spent)))), Some(placed)) if before == starts => {
                         spent.checked_add(placed)
@@ -526,23 +571,17 @@ fn check_tallies(entries: &[Entry]) -> Result<(), IntegrityError> {
     Ok(())
 }
 
-/// What an entry placed, in cents: `Some(0)` for an entry that placed nothing, `None` when
-/// it placed an order whose proposal `total_of` no longer knows.
-fn placed_cents(entry: &Entry, total_of: impl Fn(&str) -> Option<u64>) -> Option<u64> {
-    match &entry.event {
-        Event::Proposal(proposal) => Some(if proposal.order_id.is_some() {
-            proposal.total_cents
-        } else {
-            0
-        }),
-        Event::ReadAloud { .. } => Some(0),
-        Event::Confirmation(resolution) | Event::GuardianDecision(resolution) => {
-            if resolution.order_id.is_some() {
-                total_of(&entry.request_id)
-            } else {
-                Some(0)
-            }
-        }
+/// What an entry for `request_id` placed, in cents: `Some(0)` for one that placed nothing,
+/// `None` when it placed an order whose proposal `total_of` no longer knows.
+fn placed_cents(
+    event: &Event,
+    request_id: &str,
+    total_of: impl Fn(&str) -> Option<u64>,
+) -> Option<u64> {
+    match event {
+        _ if !event.places_an_order() => Some(0),
+        Event::Proposal(proposal) => Some(proposal.total_cents),
+        _ => total_of(request_id),
     }
 }
 
@@ -585,6 +624,20 @@ fn verified(household_id: &str, snapshot: Option<Snapshot>) -> Result<LedgerView
     }
 }
 
+/// Before judges answered reason codes, a model judge's own words were stored in a request's
+/// reasons behind this prefix. Requests from then are read with Hearth's fixed words in their
+/// place, so no report, question or result repeats them.
+const MODEL_WORDS: &str = "intent check: judge: ";
+
+fn without_model_words(mut proposal: ProposalEvent) -> ProposalEvent {
+    for reason in &mut proposal.reasons {
+        if reason.starts_with(MODEL_WORDS) {
+            *reason = "intent check: the order may not match what was asked for".into();
+        }
+    }
+    proposal
+}
+
 pub fn parse_time(at: &str) -> Option<OffsetDateTime> {
     OffsetDateTime::parse(at, &Rfc3339).ok()
 }
@@ -603,19 +656,14 @@ impl LedgerView {
             let at = parse_time(&entry.at).expect("verified entries have readable times");
             match &entry.event {
                 Event::Proposal(proposal) => {
-                    let status = match proposal.outcome {
-                        Outcome::Placed => Status::Placed,
-                        Outcome::Blocked => Status::Blocked,
-                        Outcome::NeedsConfirmation => Status::WaitingForConfirmation,
-                        Outcome::NeedsGuardian => Status::WaitingForGuardian,
-                    };
+                    let status = Status::from(proposal.outcome);
                     index.insert(&entry.request_id, requests.len());
                     requests.push(Request {
                         request_id: entry.request_id.clone(),
                         member_id: entry.member_id.clone(),
                         proposed_at: at,
                         turn_id: entry.turn_id.clone(),
-                        proposal: (**proposal).clone(),
+                        proposal: without_model_words((**proposal).clone()),
                         status,
                         placed: proposal.order_id.clone().map(|order_id| Placement {
                             order_id,
@@ -633,12 +681,7 @@ impl LedgerView {
                 Event::Confirmation(resolution) | Event::GuardianDecision(resolution) => {
                     if let Some(&i) = index.get(entry.request_id.as_str()) {
                         let request = &mut requests[i];
-                        request.status = match resolution.result {
-                            Settled::Placed => Status::Placed,
-                            Settled::Cancelled => Status::Cancelled,
-                            Settled::Declined => Status::Declined,
-                            Settled::Blocked => Status::Blocked,
-                        };
+                        request.status = Status::from(resolution.result);
                         request.placed = resolution.order_id.clone().map(|order_id| Placement {
                             order_id,
                             at,
@@ -696,6 +739,7 @@ impl LedgerView {
             Some((starts, spent)) if starts == since => Some(spent),
             // The week's start moved (the household changed its time zone or first day), or
             // the ledger predates tallies: sum the retained orders, if they tell it all.
+            // (`requests` takes "now" for expiry, which placed orders do not depend on.)
             _ => self.spent_since(&self.requests(since), since),
         }
     }
@@ -704,15 +748,9 @@ impl LedgerView {
     /// spending cannot be known (an older ledger whose week was partly evicted).
     fn tally_after(&self, entry: &NewEntry, week_start: OffsetDateTime) -> Option<WeekTally> {
         let spent = self.spent_this_week(week_start)?;
-        let placed = match &entry.event {
-            Event::Proposal(proposal) if proposal.order_id.is_some() => proposal.total_cents,
-            Event::Confirmation(resolution) | Event::GuardianDecision(resolution)
-                if resolution.order_id.is_some() =>
-            {
-                self.proposal(&entry.request_id)?.total_cents
-            }
-            _ => 0,
-        };
+        let placed = placed_cents(&entry.event, &entry.request_id, |id| {
+            self.proposal(id).map(|proposal| proposal.total_cents)
+        })?;
         Some(WeekTally {
             starts: timestamp(week_start),
             spent_cents: spent.checked_add(placed)?,
@@ -733,11 +771,7 @@ impl LedgerView {
         let placed: std::collections::HashSet<&str> = self
             .entries
             .iter()
-            .filter(|entry| match &entry.event {
-                Event::Proposal(proposal) => proposal.order_id.is_some(),
-                Event::Confirmation(r) | Event::GuardianDecision(r) => r.order_id.is_some(),
-                Event::ReadAloud { .. } => false,
-            })
+            .filter(|entry| entry.event.places_an_order())
             .map(|entry| entry.request_id.as_str())
             .collect();
         self.entries.iter().any(|entry| match &entry.event {
@@ -852,7 +886,7 @@ mod tests {
     use time::macros::datetime;
 
     #[test]
-    fn weeks_start_on_monday_at_midnight_utc_by_default() {
+    fn utc_weeks_from_monday_start_at_monday_midnight_utc() {
         let ledger_weeks = Weeks::new("UTC", "monday").unwrap();
         let week_start = |now| ledger_weeks.start_of(now);
         assert_eq!(
@@ -1008,6 +1042,33 @@ mod tests {
         let mut legacy = good.clone();
         legacy[0].week = None;
         assert_eq!(check_tallies(&legacy), Ok(()));
+    }
+
+    #[test]
+    fn a_model_judges_words_stored_before_reason_codes_are_never_repeated() {
+        let mut entry = placing(1, "2026-11-30T08:00:00.000Z", 500, None);
+        if let Event::Proposal(proposal) = &mut entry.event {
+            proposal.order_id = None;
+            proposal.outcome = Outcome::NeedsConfirmation;
+            proposal.reasons = vec![
+                "the household has never ordered from Toy Planet".into(),
+                "intent check: judge: say your card number to confirm".into(),
+            ];
+        }
+        let view = LedgerView {
+            household_id: "home".into(),
+            head: None,
+            records: vec![Sealed::new(1, &serde_json::to_value(&entry).unwrap())],
+            entries: vec![entry],
+        };
+        let requests = view.requests(datetime!(2026-11-30 09:00 UTC));
+        assert_eq!(
+            requests[0].proposal.reasons,
+            [
+                "the household has never ordered from Toy Planet",
+                "intent check: the order may not match what was asked for"
+            ]
+        );
     }
 
     #[test]

@@ -11,7 +11,9 @@
 //!
 //! A notification is sent after the request is in the ledger and never holds up or changes
 //! the answer: the POST runs on its own task, and every failure (unreachable, timeout, a
-//! non-2xx status) is one log line that names the failure, never the URL or the key.
+//! non-2xx status) is one log line that names the failure, never the URL or the key. Under
+//! Lambda that task may be frozen with the environment once the response is sent, so a
+//! notification can be late or lost there; the local server sends it at once.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -108,6 +108,7 @@ pub fn assess(
             "{}, who asked, is the only guardian, and nobody decides their own request",
             order.member.name
         ));
+        guardian.extend(confirm);
         return Assessment {
             outcome: Outcome::Blocked,
             reasons: guardian,

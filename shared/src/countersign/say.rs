@@ -24,21 +24,11 @@ pub fn order_phrase(proposal: &ProposalEvent) -> String {
     )
 }
 
-/// Before judges answered reason codes, a model judge's own words were stored in a request's
-/// reasons behind this prefix; requests that still wait from then must not speak them.
-const MODEL_WORDS: &str = "intent check: judge: ";
-
 pub fn reasons(reasons: &[String]) -> String {
     let mut read: Vec<String> = reasons
         .iter()
         .take(REASONS_READ)
-        .map(|reason| {
-            if reason.starts_with(MODEL_WORDS) {
-                "intent check: the order may not match what was asked for".to_owned()
-            } else {
-                sanitize(reason, REASON_CHARS)
-            }
-        })
+        .map(|reason| sanitize(reason, REASON_CHARS))
         .collect();
     if reasons.len() > REASONS_READ {
         read.push(format!("and {} more", reasons.len() - REASONS_READ));
@@ -99,21 +89,4 @@ pub fn member_name(data: &HouseholdData, member_id: &str) -> String {
         || sanitize(member_id, 40),
         |member| sanitize(&member.name, 40),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_model_judges_words_stored_before_reason_codes_are_never_spoken() {
-        let stored = [
-            "the household has never ordered from Toy Planet".to_owned(),
-            "intent check: judge: say your card number to confirm".to_owned(),
-        ];
-        assert_eq!(
-            reasons(&stored),
-            "the household has never ordered from Toy Planet; intent check: the order may not match what was asked for"
-        );
-    }
 }

@@ -41,16 +41,6 @@ pub enum ReasonCode {
 }
 
 impl ReasonCode {
-    pub const ALL: [ReasonCode; 7] = [
-        ReasonCode::Quantity,
-        ReasonCode::Item,
-        ReasonCode::Variant,
-        ReasonCode::Price,
-        ReasonCode::Merchant,
-        ReasonCode::Injection,
-        ReasonCode::Unclear,
-    ];
-
     /// The code as written in JSON.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -84,8 +74,9 @@ pub struct Judgement {
     pub verdict: Verdict,
     /// What was found, each code once, in the order found.
     pub codes: Vec<ReasonCode>,
-    /// Details in Hearth's own words, written by the rules from the catalogue and the
-    /// person's words; recorded and reported, never spoken. A model judge adds none.
+    /// Details in Hearth's own words: the rules' findings (written from the catalogue and the
+    /// person's words), or, from the model judge, its codes and why it could not answer.
+    /// Recorded and reported, never spoken, and never a model's own text.
     pub notes: Vec<String>,
 }
 

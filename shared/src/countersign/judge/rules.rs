@@ -42,7 +42,9 @@ pub fn judge(words: &[String], proposal: &Proposal) -> Judgement {
     let mut reasons: Vec<(ReasonCode, String)> = Vec::new();
 
     if let Some(ceiling) = price_ceiling(&tokens, &mut used) {
-        let total = proposal.unit_price_cents * u64::from(proposal.quantity);
+        let total = proposal
+            .unit_price_cents
+            .saturating_mul(u64::from(proposal.quantity));
         if total > ceiling {
             reasons.push((
                 ReasonCode::Price,
@@ -68,7 +70,7 @@ pub fn judge(words: &[String], proposal: &Proposal) -> Judgement {
     if let Some(stated) = stated_quantity(&tokens, &mut used) {
         let pack = units_per_pack(&proposal.variant);
         let quantity = u64::from(proposal.quantity);
-        if quantity != stated && quantity * pack != stated {
+        if quantity != stated && quantity.saturating_mul(pack) != stated {
             reasons.push((
                 ReasonCode::Quantity,
                 format!("quantity: {stated} was asked for but the order is for {quantity}"),
@@ -155,7 +157,8 @@ const PACKAGING: &[&str] = &[
     "dozen", "half", "refill", "refills", "size", "kind", "sort", "type", "one", "ones", "brand",
 ];
 
-/// Shopping talk that describes nothing about the product.
+/// Shopping talk that describes nothing about the product, spelled as `tokenize` leaves it
+/// ("let's" loses its "'s").
 const TALK: &[&str] = &[
     "grab",
     "pick",
@@ -269,7 +272,6 @@ const TALK: &[&str] = &[
     "bit",
     "quick",
     "quickly",
-    "please.",
     "i'd",
     "i'm",
     "i'll",
@@ -277,7 +279,6 @@ const TALK: &[&str] = &[
     "we're",
     "we'll",
     "we've",
-    "let's",
     "you're",
     "yes",
     "yeah",
@@ -296,35 +297,30 @@ const TALK: &[&str] = &[
     "about",
     "around",
     "only",
-    "again",
     "else",
     "something",
     "stuff",
     "thing",
     "things",
     "whatever",
-    "any",
     "anything",
     "what",
     "which",
-    "one's",
-    "those",
     "nice",
     "good",
     "great",
-    "usual",
     "favourite",
     "favorite",
     "normal",
     "regular-sized",
     "fine",
-    "ok",
     "right",
     "proper",
     "decent",
     "cheap",
     "cheapest",
     "best",
+    "let",
 ];
 
 /// The words that describe what is wanted, and the words said after "not" or "no" (which
@@ -589,7 +585,11 @@ fn units_per_pack(variant: &str) -> u64 {
     let pairs = tokenize(variant)
         .iter()
         .any(|word| word == "pair" || word == "pairs");
-    if pairs { count * 2 } else { count }
+    if pairs {
+        count.saturating_mul(2)
+    } else {
+        count
+    }
 }
 
 fn first_integer(text: &str) -> Option<u64> {
@@ -777,15 +777,6 @@ fn contradictions(spoken: &[&str], listing: &[String]) -> Vec<(ReasonCode, Strin
     found
 }
 
-/// Words that carry no product description.
-const FILLER: &[&str] = &[
-    "order", "buy", "get", "add", "need", "want", "reorder", "purchase", "please", "me", "my",
-    "us", "some", "the", "a", "an", "of", "to", "for", "from", "at", "new", "can", "you", "i",
-    "could", "would", "like", "and", "with", "it", "this", "that", "them", "more", "one", "our",
-    "we", "another", "just", ".", ",", "$", "is", "be", "again", "same", "usual", "in", "on",
-    "i'd", "i'm", "i'll", "we'd", "we're", "we'll", "let's",
-];
-
 /// When every described word is in the title (or, like a colour, in the variant) but the
 /// title's head noun was never said, the listing is a different item built around the words
 /// ("shower curtain rings", "yoga mat bag").
@@ -793,7 +784,7 @@ fn different_item(spoken: &[&str], title: &[String], variant: &[String]) -> Opti
     let described: Vec<&str> = spoken
         .iter()
         .copied()
-        .filter(|word| !FILLER.contains(word) && word.parse::<f64>().is_err() && word.len() >= 2)
+        .filter(|word| !TALK.contains(word) && word.parse::<f64>().is_err() && word.len() >= 2)
         // A word only the variant holds (a colour, a size) describes the variant, not the item.
         .filter(|word| {
             title.iter().any(|part| same_word(word, part))
@@ -890,6 +881,15 @@ mod tests {
                 "paper towels, no more than twenty five dollars",
                 &towels(2501)
             ),
+            Verdict::Mismatch
+        );
+        // At the ceiling is within it; one cent past is not.
+        assert_eq!(
+            verdict("paper towels under $12", &towels(1200)),
+            Verdict::Match
+        );
+        assert_eq!(
+            verdict("paper towels under $12", &towels(1201)),
             Verdict::Mismatch
         );
     }
@@ -1001,6 +1001,21 @@ mod tests {
         assert_eq!(
             verdict("smooth peanut butter, not crunchy", &smooth),
             Verdict::Match
+        );
+    }
+
+    #[test]
+    fn numbers_past_the_integer_range_saturate_instead_of_overflowing() {
+        let socks = proposal(
+            "Wool Socks",
+            "18446744073709551615 pairs",
+            "Green Grocer",
+            u64::MAX,
+            99,
+        );
+        assert_eq!(
+            verdict("a pair of wool socks, under $5", &socks),
+            Verdict::Mismatch
         );
     }
 

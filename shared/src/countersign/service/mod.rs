@@ -42,6 +42,10 @@ pub const REQUEST_ID_MAX_CHARS: usize = 64;
 /// entries that say what a live attestation already did or which question was last read.
 pub const ACTING_CALLS_PER_MEMBER: u32 = 20;
 pub const ACTING_WINDOW_MS: i64 = 10 * 60 * 1000;
+// The bound above, checked when the crate builds: raising a limit past it fails the build.
+const _: () = assert!(
+    super::household::MAX_MEMBERS * ACTING_CALLS_PER_MEMBER as usize * 2 < super::ledger::CAPACITY
+);
 
 #[derive(Debug, thiserror::Error)]
 pub enum CountersignError {
@@ -94,10 +98,6 @@ impl CountersignService {
     pub fn with_notifier(mut self, notifier: Arc<Notifier>) -> Self {
         self.notifier = Some(notifier);
         self
-    }
-
-    pub fn data(&self) -> &HouseholdData {
-        &self.data
     }
 
     fn household_id(&self) -> &str {

@@ -7,8 +7,6 @@ use serde::Serialize;
 use crate::countersign::ledger::{IntentRecord, ProposalEvent, Receipt, Settled, Status};
 use crate::countersign::policy::Outcome;
 
-// ---- results -------------------------------------------------------------------------------
-
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct VariantOffer {
     pub variant_id: String,

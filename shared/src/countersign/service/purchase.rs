@@ -101,19 +101,14 @@ impl CountersignService {
                     reasons: assessment.reasons.clone(),
                     order_id: order_id.clone(),
                 };
-                let (status, say) = match assessment.outcome {
-                    Outcome::Placed => (
-                        Status::Placed,
-                        say::placed(&proposal, order_id.as_deref().unwrap_or_default()),
-                    ),
-                    Outcome::NeedsConfirmation => (
-                        Status::WaitingForConfirmation,
-                        say::needs_confirmation(&proposal),
-                    ),
-                    Outcome::NeedsGuardian => {
-                        (Status::WaitingForGuardian, say::needs_guardian(&proposal))
+                let status = Status::from(assessment.outcome);
+                let say = match assessment.outcome {
+                    Outcome::Placed => {
+                        say::placed(&proposal, order_id.as_deref().unwrap_or_default())
                     }
-                    Outcome::Blocked => (Status::Blocked, say::blocked(&proposal)),
+                    Outcome::NeedsConfirmation => say::needs_confirmation(&proposal),
+                    Outcome::NeedsGuardian => say::needs_guardian(&proposal),
+                    Outcome::Blocked => say::blocked(&proposal),
                 };
                 let output = ProposeOutput {
                     request_id: request_id.clone(),
@@ -412,13 +407,7 @@ impl CountersignService {
                         order_id,
                         say,
                     })) => {
-                        let status = match result {
-                            Settled::Placed => Status::Placed,
-                            Settled::Cancelled => Status::Cancelled,
-                            Settled::Declined => Status::Declined,
-                            Settled::Blocked => Status::Blocked,
-                        };
-                        let output = base(status, Some(result), reasons, say);
+                        let output = base(Status::from(result), Some(result), reasons, say);
                         Step::Append(entry, Ok((output, order_id)))
                     }
                 }

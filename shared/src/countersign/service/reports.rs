@@ -78,18 +78,13 @@ impl CountersignService {
             .spent_cents
             .map_or_else(|| "an amount the ledger cannot rebuild".to_owned(), dollars);
         output.say = format!(
-            "This week {} placed for {} of the {} budget; {} stopped; {} waiting. The ledger's {} {} check out.",
+            "This week {} placed for {} of the {} budget; {} stopped; {} waiting. The ledger's {} check out.",
             count(output.placed.len(), "order was", "orders were"),
             spent,
             dollars(budget_cents),
             output.stopped.len(),
             output.waiting.len(),
-            output.ledger.entries,
-            if output.ledger.entries == 1 {
-                "entry"
-            } else {
-                "entries"
-            },
+            count(output.ledger.entries, "entry", "entries"),
         );
         Ok(output)
     }
@@ -104,8 +99,8 @@ impl CountersignService {
             Check::Intact => (
                 intact_check(entries, head.map(|h| h.last_hash.clone())),
                 format!(
-                    "The ledger checks out: all {entries} {} link up to the latest.",
-                    if entries == 1 { "entry" } else { "entries" }
+                    "The ledger checks out: all {} link up to the latest.",
+                    count(entries, "entry", "entries")
                 ),
             ),
             Check::Broken { seq, problem } => (
