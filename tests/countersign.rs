@@ -259,7 +259,7 @@ async fn a_child_saying_its_mum_is_still_the_child_and_a_guardian_decides_only_w
         )
         .await;
     assert!(
-        refusal(&unread).contains("not been read to you"),
+        refusal(&unread).contains("not the last question read to you"),
         "{unread}"
     );
 

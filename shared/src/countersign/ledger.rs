@@ -245,17 +245,15 @@ impl Status {
 }
 
 /// The newest question put to one member, across every request: a guardian's question
-/// read by `list_waiting`, or the confirmation question a proposal asked its proposer.
+/// read by `list_waiting`, or the confirmation question a proposal asked its proposer. An
+/// answer settles its request, so a question already answered needs no mark: its request is
+/// no longer waiting.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Question {
     pub request_id: String,
     pub turn_id: String,
     /// Server time of the entry that read it.
     pub at: OffsetDateTime,
-    /// The question came with the member's own proposal, so it can only be a confirmation.
-    pub by_proposal: bool,
-    /// An answer from this member already settled the request this question asked about.
-    pub answered: bool,
 }
 
 /// One request as the ledger tells it.
@@ -264,14 +262,10 @@ pub struct Request {
     pub request_id: String,
     pub member_id: String,
     pub proposed_at: OffsetDateTime,
-    /// The turn of the proposal.
-    pub turn_id: String,
     pub proposal: ProposalEvent,
     pub status: Status,
     /// The order number and the entry that placed it.
     pub placed: Option<Placement>,
-    /// Members whose guardian question was read to them by `list_waiting`.
-    pub read_to: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -662,7 +656,6 @@ impl LedgerView {
                         request_id: entry.request_id.clone(),
                         member_id: entry.member_id.clone(),
                         proposed_at: at,
-                        turn_id: entry.turn_id.clone(),
                         proposal: without_model_words((**proposal).clone()),
                         status,
                         placed: proposal.order_id.clone().map(|order_id| Placement {
@@ -670,14 +663,9 @@ impl LedgerView {
                             at,
                             receipt: self.receipt(record),
                         }),
-                        read_to: Vec::new(),
                     });
                 }
-                Event::ReadAloud { .. } => {
-                    if let Some(&i) = index.get(entry.request_id.as_str()) {
-                        requests[i].read_to.push(entry.member_id.clone());
-                    }
-                }
+                Event::ReadAloud { .. } => {}
                 Event::Confirmation(resolution) | Event::GuardianDecision(resolution) => {
                     if let Some(&i) = index.get(entry.request_id.as_str()) {
                         let request = &mut requests[i];
@@ -702,27 +690,29 @@ impl LedgerView {
         requests
     }
 
-    /// What placed orders since `since` total, from this view's `requests`, or `None` when
-    /// evicted entries might have fallen after `since` (the ledger then cannot say, and the
-    /// budget check blocks).
-    pub fn spent_since(&self, requests: &[Request], since: OffsetDateTime) -> Option<u64> {
+    /// What orders placed since `since` total, summed from the retained entries, or `None`
+    /// when entries from then on might have been evicted (the ledger then cannot say, and the
+    /// budget check blocks), or an answer since then placed a request whose proposal is gone.
+    pub fn spent_since(&self, since: OffsetDateTime) -> Option<u64> {
         if self.may_have_evicted_since(since) {
             return None;
         }
-        Some(
-            requests
-                .iter()
-                .filter_map(|request| {
-                    let placed = request.placed.as_ref()?;
-                    (placed.at >= since).then_some(request.proposal.total_cents)
-                })
-                .sum(),
-        )
+        let mut spent: u64 = 0;
+        for entry in &self.entries {
+            if parse_time(&entry.at).is_some_and(|at| at >= since) {
+                let placed = placed_cents(&entry.event, &entry.request_id, |id| {
+                    self.proposal(id).map(|proposal| proposal.total_cents)
+                })?;
+                spent = spent.checked_add(placed)?;
+            }
+        }
+        Some(spent)
     }
 
     /// What placed orders total in the budget week that began at `since`: the newest entry's
-    /// running figure, which eviction never touches. A ledger written before entries kept
-    /// the figure falls back to [`Self::spent_since`], which may not know.
+    /// running figure, which eviction never touches. After the household moved its week, or
+    /// on a ledger written before entries kept the figure, [`Self::spent_since`] sums the
+    /// retained orders instead, and may not know.
     pub fn spent_this_week(&self, since: OffsetDateTime) -> Option<u64> {
         let Some(newest) = self.entries.last() else {
             return Some(0);
@@ -739,8 +729,7 @@ impl LedgerView {
             Some((starts, spent)) if starts == since => Some(spent),
             // The week's start moved (the household changed its time zone or first day), or
             // the ledger predates tallies: sum the retained orders, if they tell it all.
-            // (`requests` takes "now" for expiry, which placed orders do not depend on.)
-            _ => self.spent_since(&self.requests(since), since),
+            _ => self.spent_since(since),
         }
     }
 
@@ -804,32 +793,20 @@ impl LedgerView {
 
     /// The newest question put to `member_id`: the only one their answer may decide.
     pub fn newest_question_to(&self, member_id: &str) -> Option<Question> {
-        let mut newest: Option<Question> = None;
-        for entry in self.entries.iter().filter(|e| e.member_id == member_id) {
-            let asked = |by_proposal| Question {
+        self.entries
+            .iter()
+            .rev()
+            .filter(|entry| entry.member_id == member_id)
+            .find(|entry| match &entry.event {
+                Event::Proposal(proposal) => proposal.outcome == Outcome::NeedsConfirmation,
+                Event::ReadAloud { .. } => true,
+                Event::Confirmation(_) | Event::GuardianDecision(_) => false,
+            })
+            .map(|entry| Question {
                 request_id: entry.request_id.clone(),
                 turn_id: entry.turn_id.clone(),
                 at: parse_time(&entry.at).expect("verified entries have readable times"),
-                by_proposal,
-                answered: false,
-            };
-            match &entry.event {
-                Event::Proposal(proposal) if proposal.outcome == Outcome::NeedsConfirmation => {
-                    newest = Some(asked(true));
-                }
-                Event::ReadAloud { .. } => newest = Some(asked(false)),
-                Event::Confirmation(_) | Event::GuardianDecision(_) => {
-                    if let Some(question) = newest
-                        .as_mut()
-                        .filter(|question| question.request_id == entry.request_id)
-                    {
-                        question.answered = true;
-                    }
-                }
-                Event::Proposal(_) => {}
-            }
-        }
-        newest
+            })
     }
 
     fn receipt(&self, record: &Sealed) -> Receipt {
@@ -941,11 +918,11 @@ mod tests {
         // Evicted entries are older than the oldest retained one; if that is inside the week,
         // some of the week may be gone.
         let trimmed_this_week = view_from("2026-11-30T00:00:00.000Z", Some("ef"));
-        assert_eq!(trimmed_this_week.spent_since(&[], monday), None);
+        assert_eq!(trimmed_this_week.spent_since(monday), None);
         let trimmed_before = view_from("2026-11-29T23:59:59.999Z", Some("ef"));
-        assert_eq!(trimmed_before.spent_since(&[], monday), Some(0));
+        assert_eq!(trimmed_before.spent_since(monday), Some(0));
         let untrimmed = view_from("2026-11-30T08:00:00.000Z", None);
-        assert_eq!(untrimmed.spent_since(&[], monday), Some(0));
+        assert_eq!(untrimmed.spent_since(monday), Some(0));
     }
 
     fn placing(seq: u64, at: &str, total_cents: u64, week: Option<(&str, u64)>) -> Entry {

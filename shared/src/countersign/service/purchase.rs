@@ -217,11 +217,6 @@ impl CountersignService {
             if request.member_id == speaker.member.id {
                 return Err(self.own_request(&speaker));
             }
-            if !request.read_to.contains(&speaker.member.id) {
-                return Err(refused(
-                    "That request has not been read to you yet. Ask what is waiting, and answer the question you hear.",
-                ));
-            }
             check_answer(view, speaker.attestation, request)?;
             let answer = read_latest(&speaker.attestation.utterances);
             let said = match answer {
@@ -538,8 +533,8 @@ fn check_turn(
     Ok(())
 }
 
-/// An answer counts only for the newest question read to its speaker, once: it must name
-/// that request, come in a later turn, and be dated by the device no earlier than
+/// An answer counts only for the newest question read to its speaker: it must name that
+/// request, come in another turn, and be dated by the device no earlier than
 /// [`ANSWER_CLOCK_SKEW_SECS`] before the question was read and no later than
 /// [`ANSWER_WITHIN_SECS`] after it.
 fn check_answer(
@@ -552,20 +547,16 @@ fn check_answer(
             "That answer was not given to this request's question, so it does not count. Ask what is waiting, and answer the question you hear.",
         ));
     }
-    let for_guardian = request.status == Status::WaitingForGuardian;
+    // A guardian's question is only ever read by `list_waiting`, and a proposal asks only its
+    // own proposer, so the newest question names which kind of answer this is.
     let Some(question) = view
         .newest_question_to(&attestation.member_id)
-        .filter(|q| q.request_id == request.request_id && !(for_guardian && q.by_proposal))
+        .filter(|question| question.request_id == request.request_id)
     else {
         return Err(refused(
             "That request is not the last question read to you, so the answer does not count. Ask what is waiting, and answer the question you hear.",
         ));
     };
-    if question.answered {
-        return Err(refused(
-            "That question was already answered. Ask what is waiting to hear it again.",
-        ));
-    }
     if question.turn_id == attestation.turn_id {
         return Err(refused(
             "An answer must come in a later turn than the question it answers.",
