@@ -10,10 +10,10 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use crate::auth::Caller;
-use crate::chain::sha256_hex;
+use crate::chain::short_hash;
 use crate::clock::{Clock, unix_ms};
 use crate::config::RateLimits;
-use crate::store::{Counter, CounterStore, Taken};
+use crate::store::{CounterStore, Taken, Window};
 
 /// The length of one window.
 pub const WINDOW_MS: i64 = 60_000;
@@ -49,26 +49,22 @@ impl RateLimiter {
     /// authenticated, from `caller`, in a single store call.
     pub async fn admit(&self, ip: Option<IpAddr>, caller: Option<&Caller>) -> Admission {
         let now_ms = unix_ms(self.clock.now());
-        let window_start = now_ms - now_ms.rem_euclid(WINDOW_MS);
-        let window_end = window_start + WINDOW_MS;
+        let window = Window::containing(now_ms, WINDOW_MS);
         let ip_key = match ip {
-            Some(ip) => short_hash(&ip.to_string()),
+            Some(ip) => short_hash(ip.to_string()),
             None => "unknown".to_owned(),
         };
-        let mut counters = vec![Counter {
-            key: format!("rate/ip/{ip_key}/{window_start}"),
-            limit: self.limits.per_ip,
-        }];
+        let mut counters = vec![window.counter(&format!("rate/ip/{ip_key}"), self.limits.per_ip)];
         if let Some(caller) = caller {
-            counters.push(Counter {
-                key: format!("rate/subject/{}/{window_start}", &caller.scope[..32]),
-                limit: self.limits.per_subject,
-            });
+            counters.push(window.counter(
+                &format!("rate/subject/{}", &caller.scope[..32]),
+                self.limits.per_subject,
+            ));
         }
-        match self.counters.take(&counters, window_end, now_ms).await {
+        match self.counters.take(&counters, window.end_ms, now_ms).await {
             Ok(Taken::Granted) => Admission::Admitted,
             Ok(Taken::Refused { .. }) => Admission::Limited {
-                retry_after_secs: ((window_end - now_ms) as u64).div_ceil(1000).max(1),
+                retry_after_secs: ((window.end_ms - now_ms) as u64).div_ceil(1000).max(1),
             },
             Err(error) => {
                 tracing::warn!(%error, "rate limiter unavailable; refusing the request");
@@ -76,9 +72,4 @@ impl RateLimiter {
             }
         }
     }
-}
-
-/// 128 bits of SHA-256: enough to keep counters apart, and no raw address in storage.
-fn short_hash(value: &str) -> String {
-    sha256_hex(value)[..32].to_owned()
 }

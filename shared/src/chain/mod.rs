@@ -24,6 +24,14 @@ pub fn sha256_hex(bytes: impl AsRef<[u8]>) -> String {
     hex::encode(Sha256::digest(bytes.as_ref()))
 }
 
+/// 128 bits of SHA-256 as hex: enough to keep stored keys apart, and no raw identity (an
+/// address, a member) in storage.
+pub fn short_hash(value: impl AsRef<[u8]>) -> String {
+    let mut hex = sha256_hex(value);
+    hex.truncate(32);
+    hex
+}
+
 /// A record as the store keeps it: the canonical body (without the hash field) and its hash.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sealed {

@@ -163,6 +163,35 @@ pub struct Counter {
     pub limit: u32,
 }
 
+/// The fixed counting window of some length that contains an instant. Each window names its
+/// counters with its own start, so a counter from an earlier window is never counted again
+/// (and its store item expires at [`Window::end_ms`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub start_ms: i64,
+    pub end_ms: i64,
+}
+
+impl Window {
+    /// The window of `length_ms` that contains `now_ms`; windows start at multiples of it.
+    pub fn containing(now_ms: i64, length_ms: i64) -> Self {
+        let start_ms = now_ms - now_ms.rem_euclid(length_ms);
+        Self {
+            start_ms,
+            end_ms: start_ms + length_ms,
+        }
+    }
+
+    /// The counter `name` in this window, allowing `limit`. `name` must not hold raw
+    /// identities (hash them): it is stored.
+    pub fn counter(&self, name: &str, limit: u32) -> Counter {
+        Counter {
+            key: format!("{name}/{}", self.start_ms),
+            limit,
+        }
+    }
+}
+
 /// What [`CounterStore::take`] decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Taken {
@@ -200,5 +229,32 @@ impl Stores {
             chains: store.clone(),
             counters: store,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_holds_its_start_and_not_its_end() {
+        let minute = 60_000;
+        assert_eq!(
+            Window::containing(120_000, minute),
+            Window {
+                start_ms: 120_000,
+                end_ms: 180_000
+            }
+        );
+        assert_eq!(Window::containing(179_999, minute).start_ms, 120_000);
+        assert_eq!(Window::containing(180_000, minute).start_ms, 180_000);
+        let counter = Window::containing(179_999, minute).counter("rate/ip/ab", 7);
+        assert_eq!(
+            counter,
+            Counter {
+                key: "rate/ip/ab/120000".into(),
+                limit: 7
+            }
+        );
     }
 }

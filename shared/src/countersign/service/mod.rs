@@ -25,9 +25,9 @@ use super::notify::Notifier;
 use super::say;
 use crate::auth::Caller;
 use crate::auth::attestation::{Attestation, HostClaim};
-use crate::chain::sha256_hex;
+use crate::chain::short_hash;
 use crate::clock::unix_ms;
-use crate::store::{Counter, CounterStore, Taken};
+use crate::store::{CounterStore, Taken, Window};
 
 /// The most units of one product in one order.
 pub const MAX_QUANTITY: u32 = 99;
@@ -136,22 +136,18 @@ impl CountersignService {
         speaker: &Speaker<'_>,
     ) -> Result<(), CountersignError> {
         let now_ms = unix_ms(self.ledger.now());
-        let window_start = now_ms - now_ms.rem_euclid(ACTING_WINDOW_MS);
-        let window_end = window_start + ACTING_WINDOW_MS;
-        let member = sha256_hex(format!(
+        let window = Window::containing(now_ms, ACTING_WINDOW_MS);
+        let member = short_hash(format!(
             "{}\n{}\n{}",
             caller.scope,
             self.household_id(),
             speaker.member.id
         ));
-        let counter = Counter {
-            key: format!("acting/{}/{window_start}", &member[..32]),
-            limit: ACTING_CALLS_PER_MEMBER,
-        };
-        match self.counters.take(&[counter], window_end, now_ms).await {
+        let counter = window.counter(&format!("acting/{member}"), ACTING_CALLS_PER_MEMBER);
+        match self.counters.take(&[counter], window.end_ms, now_ms).await {
             Ok(Taken::Granted) => Ok(()),
             Ok(Taken::Refused { .. }) => {
-                let minutes = (window_end - now_ms).div_euclid(60_000) + 1;
+                let minutes = (window.end_ms - now_ms).div_euclid(60_000) + 1;
                 Err(refused(format!(
                     "{} has made {ACTING_CALLS_PER_MEMBER} requests in ten minutes, the most one person may. Please try again in {}.",
                     say::member_name(&self.data, &speaker.member.id),
