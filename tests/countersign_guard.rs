@@ -679,7 +679,37 @@ async fn changing_the_households_week_keeps_the_ledger_and_the_weeks_spending(ba
     assert!(report.ledger.intact);
 }
 
-macro_rules! on_bothstores {
+/// If the entries of a live turn may have been evicted, what the turn already ordered cannot
+/// be told, and a proposal in it is refused rather than guessed (per-member limits keep this
+/// from happening with the real capacity; a ledger that keeps two shows the path).
+async fn a_turn_whose_entries_may_be_evicted_is_refused(backend: Backend) {
+    let home = Home::keeping(backend, 2).await;
+    let turn = home.says("dana", "d-1", "order batteries and milk");
+    home.service
+        .propose(&turn, "aa-batteries", "4-pack", 1)
+        .await
+        .unwrap();
+    for member in ["chris", "mia"] {
+        home.service
+            .list_waiting(&home.says(member, "x-1", "what's waiting"))
+            .await
+            .unwrap();
+        home.proposes(member, "x-2", "order milk", "whole-milk", "1l", 1)
+            .await;
+    }
+    let message = refusal(home.service.propose(&turn, "whole-milk", "1l", 1).await);
+    assert!(
+        message.contains("can't tell what this turn already ordered"),
+        "{message}"
+    );
+    // A later turn, whose entries can only be newer than everything evicted, is judged on
+    // its own.
+    home.wait(Duration::minutes(1));
+    home.proposes("dana", "d-2", "order milk", "whole-milk", "1l", 1)
+        .await;
+}
+
+macro_rules! on_both_stores {
     ($($story:ident),* $(,)?) => {
         mod sqlite {
             $(
@@ -700,7 +730,7 @@ macro_rules! on_bothstores {
     };
 }
 
-on_bothstores!(
+on_both_stores!(
     one_signed_utterance_places_at_most_one_order_per_product,
     one_turn_may_propose_a_few_different_products_and_no_more,
     a_guardian_never_decides_their_own_request,
@@ -714,4 +744,5 @@ on_bothstores!(
     a_merchant_is_known_once_the_household_has_ordered_from_it,
     budget_weeks_are_counted_in_the_households_time_zone,
     changing_the_households_week_keeps_the_ledger_and_the_weeks_spending,
+    a_turn_whose_entries_may_be_evicted_is_refused,
 );

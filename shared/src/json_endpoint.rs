@@ -4,16 +4,15 @@
 //! challenge), `application/json` (415), and a bounded body (413). Errors are JSON
 //! `{"error": "…"}` with `Cache-Control: no-store`.
 
+use std::net::IpAddr;
+
 use axum::body::Bytes;
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
-use std::net::IpAddr;
-
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use serde_json::json;
 
-use crate::auth::Caller;
-use crate::auth::{AuthFailure, Authenticator};
+use crate::auth::{AuthFailure, Authenticator, Caller};
 use crate::gate::{Gate, Refusal, client_ip};
 use crate::media::{has_media_type, read_body};
 use crate::telemetry::RequestLog;

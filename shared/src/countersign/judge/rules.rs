@@ -89,17 +89,13 @@ pub fn judge(words: &[String], proposal: &Proposal) -> Judgement {
         .filter(|(_, used)| !**used)
         .map(|(token, _)| token.as_str())
         .collect();
-    let listing = tokenize(&format!("{} {}", proposal.title, proposal.variant));
-    reasons.extend(contradictions(&spoken, &listing));
-    if let Some(reason) = different_item(
-        &spoken,
-        &tokenize(&proposal.title),
-        &tokenize(&proposal.variant),
-    ) {
-        reasons.push((ReasonCode::Item, reason));
-    }
     let title = tokenize(&proposal.title);
     let variant = tokenize(&proposal.variant);
+    let listing: Vec<String> = title.iter().chain(&variant).cloned().collect();
+    reasons.extend(contradictions(&spoken, &listing));
+    if let Some(reason) = different_item(&spoken, &title, &variant) {
+        reasons.push((ReasonCode::Item, reason));
+    }
     let (described, negated) = described_words(&spoken);
     for word in negated {
         if listing_holds(word, &title, &variant) {
