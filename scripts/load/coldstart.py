@@ -7,9 +7,10 @@ pointing at it, hands it one API Gateway (v2) event from events/, and records th
 process start to the function's response (init plus first invocation, as Lambda's "Init
 Duration" plus "Duration" of a cold request), then the process's peak RSS (VmHWM).
 
-The credentials come from a Secrets Manager secret and the rate counters from a DynamoDB
-table on moto_server (loopback), so a start does what it does on AWS: read the secret, check
-the limiter, answer. Usage (scripts/test runs it after `cargo lambda build --release`):
+The credentials come from Secrets Manager secrets split as infra/template.yaml splits them
+(each function reads its own: mcp and oauth two, tts one) and the rate counters from a
+DynamoDB table on moto_server (loopback), so a start does what it does on AWS: read the
+secrets, check the limiter, answer. Usage (scripts/test runs it after `cargo lambda build --release`):
 
   scripts/load/coldstart.py --moto http://127.0.0.1:PORT [--runs 20] [--bin-dir target/lambda]
 
@@ -117,11 +118,21 @@ def one_start(binary, event, environment):
     return elapsed_ms, rss, status
 
 
-def make_secret_and_table(moto):
-    """The credentials secret and the table, created on moto with boto3 (moto brings it)."""
+# The credentials split as infra/template.yaml splits them, and which secrets each function
+# reads (its HEARTH_SECRET_ARN there).
+SECRETS = {
+    "token": ["MCP_CLIENT_ID", "MCP_JWT_SECRET", "MCP_JUDGE_TOKEN_HASHES"],
+    "client": ["MCP_CLIENT_SECRET"],
+    "device": ["COUNTERSIGN_HOST_KEY", "AION_BACKEND_API_KEY"],
+}
+READS = {"hearth-mcp": ["token", "device"], "hearth-oauth": ["token", "client"], "hearth-tts": ["token"]}
+
+
+def make_secrets_and_table(moto):
+    """The credentials secrets and the table, created on moto with boto3 (moto brings it)."""
     import boto3
 
-    credentials = (ROOT / "events" / "credentials.json").read_text()
+    credentials = json.loads((ROOT / "events" / "credentials.json").read_text())
     kwargs = {
         "endpoint_url": moto,
         "region_name": "us-east-1",
@@ -129,8 +140,11 @@ def make_secret_and_table(moto):
         "aws_secret_access_key": "testing",
     }
     secrets = boto3.client("secretsmanager", **kwargs)
-    name = f"hearth-coldstart-{uuid.uuid4().hex[:8]}"
-    arn = secrets.create_secret(Name=name, SecretString=credentials)["ARN"]
+    arns = {}
+    for part, names in SECRETS.items():
+        value = json.dumps({name: credentials[name] for name in names})
+        name = f"hearth-coldstart-{part}-{uuid.uuid4().hex[:8]}"
+        arns[part] = secrets.create_secret(Name=name, SecretString=value)["ARN"]
     table = f"hearth-coldstart-{uuid.uuid4().hex[:8]}"
     dynamodb = boto3.client("dynamodb", **kwargs)
     dynamodb.create_table(
@@ -139,7 +153,7 @@ def make_secret_and_table(moto):
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
-    return arn, table
+    return arns, table
 
 
 def main():
@@ -149,7 +163,7 @@ def main():
     parser.add_argument("--bin-dir", default=str(ROOT / "target" / "lambda"))
     args = parser.parse_args()
 
-    secret_arn, table = make_secret_and_table(args.moto)
+    secret_arns, table = make_secrets_and_table(args.moto)
     environment = {
         "PATH": os.environ.get("PATH", ""),
         "AWS_REGION": "us-east-1",
@@ -164,7 +178,6 @@ def main():
         # As infra/template.yaml sets them for the deployed functions.
         "AWS_LC_SYS_NO_JITTER_ENTROPY": "1",
         "MIMALLOC_ARENA_EAGER_COMMIT": "0",
-        "HEARTH_SECRET_ARN": secret_arn,
         "HEARTH_TABLE": table,
         "MCP_RESOURCE_URL": "https://abc123xyz.execute-api.us-east-1.amazonaws.com/mcp",
         "COUNTERSIGN_JUDGE": "bedrock",
@@ -174,8 +187,9 @@ def main():
         binary = Path(args.bin_dir) / name / "bootstrap"
         event = json.loads((ROOT / event_file).read_text())
         times, peaks, statuses = [], [], set()
+        reads = ",".join(secret_arns[part] for part in READS[name])
         for _ in range(args.runs):
-            elapsed, rss, status = one_start(binary, event, environment)
+            elapsed, rss, status = one_start(binary, event, dict(environment, HEARTH_SECRET_ARN=reads))
             times.append(elapsed)
             peaks.append(rss)
             statuses.add(status)

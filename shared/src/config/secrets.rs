@@ -33,14 +33,21 @@ pub async fn client_from_environment() -> Client {
     Client::new(crate::aws::sdk_config().await)
 }
 
-/// Reads every secret in `secret_ids`, in order, and parses them together as credentials.
+/// Reads every secret in `secret_ids` and parses them together as credentials. The reads run
+/// at once (each is a round trip on the cold start); they are merged in the order given.
 pub async fn read_credentials(
     client: &Client,
     secret_ids: &[String],
 ) -> Result<(Credentials, Vec<CredentialProblem>), SecretError> {
+    let objects = futures_util::future::try_join_all(
+        secret_ids
+            .iter()
+            .map(|secret_id| read_object(client, secret_id)),
+    )
+    .await?;
     let mut merged = SecretObject::new();
-    for secret_id in secret_ids {
-        for (name, value) in read_object(client, secret_id).await? {
+    for object in objects {
+        for (name, value) in object {
             if merged.contains_key(&name) {
                 return Err(SecretError::Overlap { name });
             }

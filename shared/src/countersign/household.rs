@@ -170,6 +170,16 @@ impl PartialEq for Weeks {
 
 impl Eq for Weeks {}
 
+impl Default for Weeks {
+    /// Midnight on Monday, UTC: the ISO week.
+    fn default() -> Self {
+        Self {
+            zone: jiff::tz::TimeZone::UTC,
+            starts: jiff::civil::Weekday::Monday,
+        }
+    }
+}
+
 impl Weeks {
     /// `zone` is an IANA name from the built-in time-zone database; `starts` a weekday name
     /// in English, in any case.
@@ -503,6 +513,11 @@ mod tests {
             data.weeks,
             Weeks::new("UTC", "monday").unwrap(),
             "UTC by default"
+        );
+        assert_eq!(
+            Weeks::default(),
+            data.weeks,
+            "the ledger's default is the same week"
         );
     }
 

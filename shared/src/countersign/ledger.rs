@@ -367,7 +367,7 @@ impl Ledger {
             store,
             clock,
             retention: RETENTION,
-            weeks: Weeks::new("UTC", "monday").expect("UTC is in the built-in database"),
+            weeks: Weeks::default(),
         }
     }
 
