@@ -1,9 +1,13 @@
 //! `hearth`: the whole product on one local address with an embedded SQLite store.
 //!
+//! `hearth admin` manages household accounts (see `admin.rs`).
+//!
 //! `hearth` (or `hearth serve`) serves every router with the same paths as API Gateway. With no
 //! credentials configured it creates private development credentials in the data directory
 //! (a judge token, an OAuth client and a signing key) and prints how to use them, so
 //! authentication stays on.
+
+mod admin;
 
 use std::process::ExitCode;
 
@@ -11,7 +15,7 @@ use anyhow::bail;
 use hearth_core::auth::dev_credentials::{self, DevCredentials};
 use hearth_core::config::{Config, CredentialSource, Runtime};
 
-const USAGE: &str = "usage: hearth [serve] | hearth eval [--cases FILE] [--split dev|test] [--judge rules|bedrock] [--json] [--save DIR] | hearth routes";
+const USAGE: &str = "usage: hearth [serve] | hearth admin COMMAND [--json] (hearth admin --help) | hearth eval [--cases FILE] [--split dev|test] [--judge rules|bedrock] [--json] [--save DIR] | hearth routes";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -19,6 +23,11 @@ async fn main() -> ExitCode {
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
     let outcome = match words.as_slice() {
         [] | ["serve"] => serve().await,
+        ["admin", "-h" | "--help" | "help"] => {
+            println!("{}", admin::USAGE);
+            Ok(())
+        }
+        ["admin", rest @ ..] => return admin::run(rest).await,
         ["eval", rest @ ..] => eval(rest).await,
         ["routes"] => {
             // Every route and the function serving it, as JSON: what the template must route.

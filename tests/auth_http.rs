@@ -69,6 +69,7 @@ fn claims(subject: &str) -> Claims {
         iat: now(),
         exp: now() + 3600,
         jti: "0123456789abcdef0123456789abcdef".into(),
+        generation: None,
     }
 }
 
@@ -735,6 +736,7 @@ async fn an_unreachable_limiter_fails_closed_with_503() {
     let vars = common::settings(&[]);
     let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
     let h = common::harness_over(&common::config(&vars), |sqlite| Stores {
+        accounts: sqlite.clone(),
         chains: sqlite,
         counters: Arc::new(Unreachable),
     });

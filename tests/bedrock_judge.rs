@@ -275,6 +275,7 @@ async fn a_hostile_judge_answer_never_reaches_what_is_spoken() {
         );
         let caller = Caller {
             scope: "judged".into(),
+            household: None,
             host: HostClaim::Verified(Attestation {
                 member_id: "dana".into(),
                 turn_id: "t-1".into(),

@@ -181,6 +181,7 @@ fn speaking(
 ) -> Caller {
     Caller {
         scope: "guarded-household".into(),
+        household: None,
         host: HostClaim::Verified(Attestation {
             member_id: member.into(),
             turn_id: turn.into(),

@@ -63,6 +63,7 @@ fn service(url: &str, dir: &tempfile::TempDir) -> CountersignService {
 fn speaking(member: &str, turn: &str, words: &str) -> Caller {
     Caller {
         scope: "notified".into(),
+        household: None,
         host: HostClaim::Verified(Attestation {
             member_id: member.into(),
             turn_id: turn.into(),

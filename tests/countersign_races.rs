@@ -43,6 +43,7 @@ impl Household {
     fn speaking(&self, member: &str, turn: &str, words: &str, answering: Option<&str>) -> Caller {
         Caller {
             scope: "racing-household".into(),
+            household: None,
             host: HostClaim::Verified(Attestation {
                 member_id: member.into(),
                 turn_id: turn.into(),

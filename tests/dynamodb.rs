@@ -300,6 +300,7 @@ async fn a_stopped_emulator_is_storage_unavailable_and_service_recovers() {
     let chains: Arc<dyn ChainStore> = store.clone();
     let h = harness_over(&common::config(&vars), |sqlite| Stores {
         chains,
+        accounts: sqlite.clone(),
         counters: sqlite,
     });
     let call = |body: Value| {

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use axum::Router;
 
+use crate::accounts::Accounts;
+use crate::admin::Admin;
 use crate::aion::backend::BACKEND_TIMEOUT;
 use crate::aion::{AionToolset, Guide, HttpGuide, MockGuide};
 use crate::auth::Credentials;
@@ -40,6 +42,8 @@ use crate::why::{WhyService, WhyToolset};
 #[derive(Clone)]
 pub struct Backing {
     pub stores: Stores,
+    /// Household accounts, over `stores.accounts`.
+    pub accounts: Arc<Accounts>,
     pub clock: Arc<dyn Clock>,
     pub voice: Option<Arc<Voice>>,
     pub household: Arc<HouseholdData>,
@@ -131,16 +135,44 @@ pub async fn open_backing(config: &Config) -> anyhow::Result<Backing> {
             Stores::shared(Arc::new(Unconfigured))
         }
     };
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     Ok(Backing {
+        accounts: Arc::new(Accounts::new(stores.accounts.clone(), clock.clone())),
         stores,
         household: household_data(config)?,
         judge: judge(config),
-        clock: Arc::new(SystemClock),
+        clock,
         voice: Some(Arc::new(Voice::from_environment(
             &config.polly_voice,
             &config.polly_engine,
         ))),
     })
+}
+
+/// What `hearth admin` works over: the configured store, which must already exist (a missing
+/// DynamoDB table or SQLite file is an error that names it; nothing is created), the
+/// configured household and catalogue, and the token keys.
+pub async fn admin(config: &Config) -> anyhow::Result<Admin> {
+    let stores = match &config.store {
+        StoreChoice::DynamoDb(table) => {
+            let client = DynamoStore::client_from_environment().await;
+            let store = DynamoStore::new(client, table.clone());
+            store.require_table().await?;
+            Stores::shared(Arc::new(store))
+        }
+        StoreChoice::Sqlite(path) => Stores::shared(Arc::new(SqliteStore::open_existing(path)?)),
+        StoreChoice::Unconfigured => anyhow::bail!(
+            "no store is configured: set HEARTH_TABLE (DynamoDB) or HEARTH_DB (SQLite)"
+        ),
+    };
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    Ok(Admin::new(
+        Accounts::new(stores.accounts.clone(), clock.clone()),
+        stores.chains,
+        household_data(config)?,
+        config.jwt_keys(),
+        clock,
+    ))
 }
 
 /// Fills in `config.credentials` from Secrets Manager when that is their source, and warns
@@ -204,6 +236,13 @@ pub async fn load_credentials(config: &mut Config) {
     }
 }
 
+/// The bearer verifier, checking household tokens against the backing's accounts.
+fn authenticator(config: &Config, backing: &Backing) -> crate::auth::Authenticator {
+    config
+        .authenticator()
+        .with_accounts(backing.accounts.clone())
+}
+
 /// The enabled toolsets over one store and clock.
 pub fn toolsets(config: &Config, backing: &Backing) -> Vec<Arc<dyn Toolset>> {
     let mut toolsets: Vec<Arc<dyn Toolset>> = Vec::new();
@@ -223,7 +262,8 @@ pub fn toolsets(config: &Config, backing: &Backing) -> Vec<Arc<dyn Toolset>> {
             Ledger::new(backing.stores.chains.clone(), backing.clock.clone()),
             backing.judge.clone(),
             backing.stores.counters.clone(),
-        );
+        )
+        .with_accounts(backing.accounts.clone());
         match (&config.notify_url, &config.credentials.notify_key) {
             (Some(url), Some(key)) => {
                 service = service.with_notifier(Arc::new(Notifier::new(
@@ -267,7 +307,7 @@ fn mcp_routes(config: &Config, backing: &Backing) -> Router {
     let server = HearthServer::new(toolsets(config, backing));
     let endpoint = McpEndpoint::new(
         server,
-        config.authenticator(),
+        authenticator(config, backing),
         AttestationVerifier::new(config.host_key(), backing.clock.clone()),
         gate(config, backing),
         config.allowed_hosts(),
@@ -288,7 +328,7 @@ fn oauth_routes(config: &Config, backing: &Backing) -> Router {
 
 fn tts_routes(config: &Config, backing: &Backing) -> Router {
     let endpoint = TtsEndpoint::new(
-        config.authenticator(),
+        authenticator(config, backing),
         gate(config, backing),
         backing.voice.clone(),
     );
@@ -321,7 +361,7 @@ pub fn local_router_with(config: &Config, backing: &Backing) -> Router {
         .merge(tts_routes(config, backing));
     if config.demo_device {
         let device = DeviceEndpoint::new(
-            config.authenticator(),
+            authenticator(config, backing),
             gate(config, backing),
             config.host_key(),
             backing.clock.clone(),

@@ -77,13 +77,16 @@ pub async fn authorize(
         response
     };
     gate.check_origin(headers).map_err(refused)?;
-    let authenticated = auth
-        .authenticate(headers)
-        .map(|grant| grant.subject.caller());
-    gate.admit(ip, authenticated.as_ref().ok())
+    let authenticated = auth.authenticate(headers);
+    let known_caller = authenticated
+        .as_ref()
+        .ok()
+        .map(|grant| grant.provisional_caller());
+    gate.admit(ip, known_caller.as_ref())
         .await
         .map_err(refused)?;
-    let caller = authenticated.map_err(unauthorized)?;
+    let grant = authenticated.map_err(unauthorized)?;
+    let caller = auth.confirm(&grant).await.map_err(unauthorized)?;
     log.subject(&caller);
     Ok(caller)
 }

@@ -7,6 +7,8 @@
 //! bottom, [`auth`], [`chain`], [`store`], [`scholia`], [`speech`], [`clock`] and [`config`]
 //! know nothing of the layers above.
 
+pub mod accounts;
+pub mod admin;
 pub mod aion;
 pub mod app;
 pub mod auth;

@@ -28,6 +28,14 @@ impl ChainStore for Contested {
         self.appends.fetch_add(1, Ordering::SeqCst);
         Err((self.error)())
     }
+
+    async fn remove(&self, _: &ChainKey) -> Result<usize, StoreError> {
+        Err((self.error)())
+    }
+
+    async fn relocate(&self, _: &ChainKey, _: &ChainKey, _: i64) -> Result<usize, StoreError> {
+        Err((self.error)())
+    }
 }
 
 async fn record_against(error: fn() -> StoreError) -> (WhyError, usize) {

@@ -123,6 +123,10 @@ pub fn backing_with(
     ));
     let clock = Arc::new(ManualClock::new(time::OffsetDateTime::now_utc()));
     let backing = Backing {
+        accounts: Arc::new(hearth_core::accounts::Accounts::new(
+            stores.accounts.clone(),
+            clock.clone(),
+        )),
         stores,
         clock: clock.clone(),
         voice,

@@ -8,6 +8,11 @@
 //! - `X-Countersign-Signature`: lowercase hex HMAC-SHA256 of the attestation header value
 //!   exactly as sent, keyed with `COUNTERSIGN_HOST_KEY`.
 //!
+//! With a household token the signature is keyed instead with one of that household's device
+//! keys, which a third header names: `X-Countersign-Key-Id` (from `hearth admin device-key
+//! add`). A key of another household, or a revoked one, verifies nothing. Tokens of a
+//! credential (judge, client) keep the one `COUNTERSIGN_HOST_KEY` and ignore the key id.
+//!
 //! The signature is checked (in constant time) before the JSON is even decoded, and an
 //! attestation older than five minutes is refused. Tools that act or reveal household data
 //! run only for a [`HostClaim::Verified`] caller; identity is never a tool argument.
@@ -22,10 +27,15 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 use super::Secret;
+use crate::accounts::Accounts;
 use crate::clock::Clock;
 
 pub const ATTESTATION_HEADER: &str = "x-countersign-attestation";
 pub const SIGNATURE_HEADER: &str = "x-countersign-signature";
+/// Names the household device key that signed, for household tokens.
+pub const KEY_ID_HEADER: &str = "x-countersign-key-id";
+/// The longest accepted key id header.
+pub const MAX_KEY_ID_BYTES: usize = 64;
 
 /// An attestation is refused once it is older than this.
 pub const MAX_AGE_SECS: i64 = 5 * 60;
@@ -92,6 +102,12 @@ pub enum AttestationRefusal {
     Expired,
     #[error("the device attestation is dated in the future")]
     Future,
+    #[error("the device attestation names no device key (X-Countersign-Key-Id)")]
+    NoKeyId,
+    #[error("the device key is not one of this household's, or it was revoked")]
+    UnknownKey,
+    #[error("the household's device keys could not be read (storage unavailable)")]
+    KeysUnavailable,
 }
 
 /// Checks attestation headers with the host key.
@@ -114,45 +130,81 @@ impl AttestationVerifier {
 
     /// The claim `headers` make at `now_secs` (Unix seconds).
     pub fn check_at(&self, headers: &HeaderMap, now_secs: i64) -> HostClaim {
-        match self.verify(headers, now_secs) {
-            Ok(attestation) => HostClaim::Verified(attestation),
-            Err(refusal) => HostClaim::Refused(refusal),
-        }
+        claim(
+            self.key
+                .as_ref()
+                .ok_or(AttestationRefusal::NoHostKey)
+                .and_then(|key| verify(key, headers, now_secs)),
+        )
     }
 
-    fn verify(
+    /// The claim `headers` make for a household token of `household_id`: signed with the
+    /// device key `X-Countersign-Key-Id` names, read fresh from the household's account.
+    pub async fn check_household(
         &self,
         headers: &HeaderMap,
-        now_secs: i64,
-    ) -> Result<Attestation, AttestationRefusal> {
-        let key = self.key.as_ref().ok_or(AttestationRefusal::NoHostKey)?;
-        let (encoded, signature) = match (
-            headers.get(ATTESTATION_HEADER),
-            headers.get(SIGNATURE_HEADER),
-        ) {
-            (None, None) => return Err(AttestationRefusal::Missing),
-            (Some(encoded), Some(signature)) => (encoded.as_bytes(), signature.as_bytes()),
-            _ => return Err(AttestationRefusal::Incomplete),
-        };
-        if encoded.len() > MAX_ATTESTATION_BYTES {
-            return Err(AttestationRefusal::TooLong);
+        accounts: &Accounts,
+        household_id: &str,
+    ) -> HostClaim {
+        let now_secs = self.clock.now().unix_timestamp();
+        if headers.get(ATTESTATION_HEADER).is_none() && headers.get(SIGNATURE_HEADER).is_none() {
+            return HostClaim::Refused(AttestationRefusal::Missing);
         }
-        let signature = hex::decode(signature).map_err(|_| AttestationRefusal::BadSignature)?;
-        mac(key.expose().as_bytes(), encoded)
-            .verify_slice(&signature)
-            .map_err(|_| AttestationRefusal::BadSignature)?;
-        let json = URL_SAFE_NO_PAD
-            .decode(encoded)
-            .map_err(|_| malformed("it is not base64url without padding"))?;
-        let attestation: Attestation = serde_json::from_slice(&json).map_err(|_| {
-            malformed(
-                "expected JSON {member_id, turn_id, utterances, issued_at, answering} and nothing else",
-            )
-        })?;
-        check_shape(&attestation)?;
-        check_age(attestation.issued_at, now_secs)?;
-        Ok(attestation)
+        let key_id = match headers.get(KEY_ID_HEADER).map(|value| value.to_str()) {
+            None => return HostClaim::Refused(AttestationRefusal::NoKeyId),
+            Some(Ok(id)) if !id.is_empty() && id.len() <= MAX_KEY_ID_BYTES => id,
+            Some(_) => return HostClaim::Refused(AttestationRefusal::UnknownKey),
+        };
+        match accounts.device_key(household_id, key_id).await {
+            Ok(Some(key)) => claim(verify(&key, headers, now_secs)),
+            Ok(None) => HostClaim::Refused(AttestationRefusal::UnknownKey),
+            Err(error) => {
+                tracing::warn!(%error, "device keys unavailable");
+                HostClaim::Refused(AttestationRefusal::KeysUnavailable)
+            }
+        }
     }
+}
+
+fn claim(result: Result<Attestation, AttestationRefusal>) -> HostClaim {
+    match result {
+        Ok(attestation) => HostClaim::Verified(attestation),
+        Err(refusal) => HostClaim::Refused(refusal),
+    }
+}
+
+/// Checks the attestation headers against `key` at `now_secs`.
+fn verify(
+    key: &Secret,
+    headers: &HeaderMap,
+    now_secs: i64,
+) -> Result<Attestation, AttestationRefusal> {
+    let (encoded, signature) = match (
+        headers.get(ATTESTATION_HEADER),
+        headers.get(SIGNATURE_HEADER),
+    ) {
+        (None, None) => return Err(AttestationRefusal::Missing),
+        (Some(encoded), Some(signature)) => (encoded.as_bytes(), signature.as_bytes()),
+        _ => return Err(AttestationRefusal::Incomplete),
+    };
+    if encoded.len() > MAX_ATTESTATION_BYTES {
+        return Err(AttestationRefusal::TooLong);
+    }
+    let signature = hex::decode(signature).map_err(|_| AttestationRefusal::BadSignature)?;
+    mac(key.expose().as_bytes(), encoded)
+        .verify_slice(&signature)
+        .map_err(|_| AttestationRefusal::BadSignature)?;
+    let json = URL_SAFE_NO_PAD
+        .decode(encoded)
+        .map_err(|_| malformed("it is not base64url without padding"))?;
+    let attestation: Attestation = serde_json::from_slice(&json).map_err(|_| {
+        malformed(
+            "expected JSON {member_id, turn_id, utterances, issued_at, answering} and nothing else",
+        )
+    })?;
+    check_shape(&attestation)?;
+    check_age(attestation.issued_at, now_secs)?;
+    Ok(attestation)
 }
 
 /// Whether an attestation issued at `issued_at` is still fresh at `now_secs`. Both are

@@ -35,6 +35,19 @@ pub struct Claims {
     pub iat: u64,
     pub exp: u64,
     pub jti: String,
+    /// A household token's revocation generation; absent from the tokens of a credential.
+    /// Present, it makes `sub` a household id.
+    #[serde(rename = "gen", default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<u64>,
+}
+
+/// What a verified token says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedToken {
+    pub subject: String,
+    pub scopes: Scopes,
+    /// `Some` for a household token: the generation it was issued under.
+    pub generation: Option<u64>,
 }
 
 /// A freshly issued token and what the token response says about it.
@@ -93,6 +106,36 @@ impl JwtKeys {
     /// Issues a token for `subject` with `scopes`, valid for [`TOKEN_LIFETIME_SECS`] from
     /// `now_secs`.
     pub fn issue(&self, subject: &str, scopes: Scopes, now_secs: u64) -> IssuedToken {
+        self.sign(subject, None, scopes, TOKEN_LIFETIME_SECS, now_secs)
+    }
+
+    /// Issues a household token: `sub` is the household id and `gen` its current revocation
+    /// generation. It lives `lifetime_secs`.
+    pub fn issue_household(
+        &self,
+        household_id: &str,
+        generation: u64,
+        scopes: Scopes,
+        lifetime_secs: u64,
+        now_secs: u64,
+    ) -> IssuedToken {
+        self.sign(
+            household_id,
+            Some(generation),
+            scopes,
+            lifetime_secs,
+            now_secs,
+        )
+    }
+
+    fn sign(
+        &self,
+        subject: &str,
+        generation: Option<u64>,
+        scopes: Scopes,
+        lifetime_secs: u64,
+        now_secs: u64,
+    ) -> IssuedToken {
         let jti: [u8; 16] = rand::rng().random();
         let claims = Claims {
             iss: self.issuer.clone(),
@@ -100,8 +143,9 @@ impl JwtKeys {
             sub: subject.to_owned(),
             scope: scopes.to_string(),
             iat: now_secs,
-            exp: now_secs + TOKEN_LIFETIME_SECS,
+            exp: now_secs + lifetime_secs,
             jti: hex::encode(jti),
+            generation,
         };
         let access_token =
             jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
@@ -109,20 +153,24 @@ impl JwtKeys {
                 .expect("HS256 signing of plain claims");
         IssuedToken {
             access_token,
-            expires_in: TOKEN_LIFETIME_SECS,
+            expires_in: lifetime_secs,
             scope: scopes,
         }
     }
 
-    /// Checks a token and returns its subject and scopes.
-    pub fn verify(&self, token: &str) -> Result<(String, Scopes), TokenRejection> {
+    /// Checks a token and returns what it says.
+    pub fn verify(&self, token: &str) -> Result<VerifiedToken, TokenRejection> {
         let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
             .map_err(|error| match error.kind() {
                 ErrorKind::ExpiredSignature => TokenRejection::Expired,
                 _ => TokenRejection::Invalid,
             })?;
         let scopes = Scopes::parse(&data.claims.scope).map_err(|_| TokenRejection::Invalid)?;
-        Ok((data.claims.sub, scopes))
+        Ok(VerifiedToken {
+            subject: data.claims.sub,
+            scopes,
+            generation: data.claims.generation,
+        })
     }
 }
 
@@ -151,7 +199,11 @@ mod tests {
         assert_eq!(issued.expires_in, 3600);
         assert_eq!(
             keys().verify(&issued.access_token),
-            Ok(("alexa".into(), scopes))
+            Ok(VerifiedToken {
+                subject: "alexa".into(),
+                scopes,
+                generation: None
+            })
         );
         let payload = issued.access_token.split('.').nth(1).unwrap();
         let claims: Claims =
@@ -162,6 +214,19 @@ mod tests {
         );
         assert_eq!(claims.exp - claims.iat, 3600);
         assert_eq!(claims.jti.len(), 32);
+        assert_eq!(
+            claims.generation, None,
+            "a credential's token has no generation"
+        );
+    }
+
+    #[test]
+    fn a_household_token_carries_its_generation_and_lifetime() {
+        let issued = keys().issue_household("hh-1", 7, Scopes::DEFAULT, 90 * 86_400, now());
+        assert_eq!(issued.expires_in, 90 * 86_400);
+        let verified = keys().verify(&issued.access_token).unwrap();
+        assert_eq!(verified.subject, "hh-1");
+        assert_eq!(verified.generation, Some(7));
     }
 
     #[test]

@@ -6,6 +6,10 @@
 //! its subject is still configured: the OAuth client id, or a listed judge-token hash. Removing
 //! a hash therefore revokes the static token and every access token issued for it.
 //!
+//! A household token (an access token with a `gen` claim, minted by `hearth admin token`) names
+//! a household account instead: it counts while its generation is the household's current one,
+//! which [`Authenticator::confirm`] checks against the store (see `accounts` for the cache).
+//!
 //! Missing credentials deny (fail closed). The only opt-out is the explicit local-development
 //! flag `MCP_ALLOW_NO_AUTH=true`, which configuration refuses under Lambda.
 
@@ -21,11 +25,14 @@ use http::header::AUTHORIZATION;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-pub use caller::Caller;
+pub use caller::{Caller, HouseholdCaller, HouseholdRefusal, household_scope};
 pub use credentials::{Credentials, Secret};
 pub use jwt::{JwtKeys, TokenRejection};
 pub use scope::{Scope, Scopes};
 
+use std::sync::Arc;
+
+use crate::accounts::{Accounts, Standing, is_household_id};
 use crate::chain::sha256_hex;
 
 /// The verified identity behind a request: the OAuth client id, or the hex SHA-256 of a judge
@@ -59,6 +66,20 @@ impl Subject {
 pub struct Grant {
     pub subject: Subject,
     pub scopes: Scopes,
+    /// For a household token, the generation it was issued under; the subject is then the
+    /// household id.
+    pub household_generation: Option<u64>,
+}
+
+impl Grant {
+    /// The caller as far as the token alone tells, before [`Authenticator::confirm`] has
+    /// checked a household's standing: enough to count rate limits against.
+    pub fn provisional_caller(&self) -> Caller {
+        match self.household_generation {
+            Some(_) => Caller::of_household(self.subject.as_str(), Standing::Unknown),
+            None => self.subject.caller(),
+        }
+    }
 }
 
 /// Why a request was not authenticated. The messages are safe to return to the client.
@@ -80,6 +101,8 @@ pub struct Authenticator {
     client_id: Option<String>,
     jwt: Option<JwtKeys>,
     allow_anonymous: bool,
+    /// Where household tokens' generations are checked; without it their standing is unknown.
+    accounts: Option<Arc<Accounts>>,
 }
 
 /// The subject every request gets when authentication is switched off for local development.
@@ -94,7 +117,19 @@ impl Authenticator {
             client_id: credentials.client_id.clone(),
             jwt,
             allow_anonymous: false,
+            accounts: None,
         }
+    }
+
+    /// The same authenticator checking household tokens against `accounts`.
+    pub fn with_accounts(mut self, accounts: Arc<Accounts>) -> Self {
+        self.accounts = Some(accounts);
+        self
+    }
+
+    /// The household accounts household tokens are checked against, if any.
+    pub fn accounts(&self) -> Option<&Accounts> {
+        self.accounts.as_deref()
     }
 
     /// Accepts every request as one fixed local subject with every scope. Only for
@@ -105,6 +140,7 @@ impl Authenticator {
             client_id: None,
             jwt: None,
             allow_anonymous: true,
+            accounts: None,
         }
     }
 
@@ -113,6 +149,7 @@ impl Authenticator {
             return Ok(Grant {
                 subject: Subject(ANONYMOUS.to_owned()),
                 scopes: Scopes::DEFAULT,
+                household_generation: None,
             });
         }
         let token = bearer_token(headers)?;
@@ -120,20 +157,45 @@ impl Authenticator {
             return Ok(Grant {
                 subject,
                 scopes: Scopes::DEFAULT,
+                household_generation: None,
             });
         }
         let jwt = self.jwt.as_ref().ok_or(AuthFailure::Invalid)?;
-        let (subject, scopes) = jwt.verify(token).map_err(|rejection| match rejection {
+        let verified = jwt.verify(token).map_err(|rejection| match rejection {
             TokenRejection::Expired => AuthFailure::Expired,
             TokenRejection::Invalid => AuthFailure::Invalid,
         })?;
-        if !self.is_current_subject(&subject) {
+        let current = match verified.generation {
+            Some(_) => is_household_id(&verified.subject),
+            None => self.is_current_subject(&verified.subject),
+        };
+        if !current {
             return Err(AuthFailure::Invalid);
         }
         Ok(Grant {
-            subject: Subject(subject),
-            scopes,
+            subject: Subject(verified.subject),
+            scopes: verified.scopes,
+            household_generation: verified.generation,
         })
+    }
+
+    /// The caller behind an authenticated grant. A household token is refused once its
+    /// household was unlinked or deleted; while the store cannot tell, the caller is kept but
+    /// its household data is out of reach (the token still opens `initialize`, `tools/list`
+    /// and the tools that need no household).
+    pub async fn confirm(&self, grant: &Grant) -> Result<Caller, AuthFailure> {
+        let Some(generation) = grant.household_generation else {
+            return Ok(grant.subject.caller());
+        };
+        let household_id = grant.subject.as_str();
+        let standing = match &self.accounts {
+            Some(accounts) => accounts.standing(household_id, generation).await,
+            None => Standing::Unknown,
+        };
+        match standing {
+            Standing::Revoked => Err(AuthFailure::Invalid),
+            standing => Ok(Caller::of_household(household_id, standing)),
+        }
     }
 
     /// The subject of `token` if it is a listed judge token. Every configured hash is compared

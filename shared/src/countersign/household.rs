@@ -267,6 +267,24 @@ impl HouseholdData {
         Self::parse(&read(HOUSEHOLD_FILE)?, &read(CATALOGUE_FILE)?)
     }
 
+    /// The data of household account `household_id`: its stored `policy` (checked when it was
+    /// set, and checked again here) over the deployment's `catalogue`.
+    pub fn for_account(
+        policy: &serde_json::Value,
+        household_id: &str,
+        catalogue: &Catalogue,
+    ) -> Result<Self, DataError> {
+        let household = account_policy(policy, household_id, household_id, catalogue)
+            .map_err(|reason| invalid("the household policy", reason))?;
+        let weeks = Weeks::new(&household.time_zone, &household.week_starts)
+            .map_err(|reason| invalid("the household policy", reason))?;
+        Ok(Self {
+            household,
+            catalogue: catalogue.clone(),
+            weeks,
+        })
+    }
+
     pub fn parse(household: &str, catalogue: &str) -> Result<Self, DataError> {
         let household: Household = serde_json::from_str(household)
             .map_err(|error| invalid(HOUSEHOLD_FILE, error.to_string()))?;
@@ -282,6 +300,11 @@ impl HouseholdData {
             catalogue,
             weeks,
         })
+    }
+
+    /// The household's id: the account id for a household account.
+    pub fn id(&self) -> &str {
+        &self.household.household_id
     }
 
     pub fn member(&self, id: &str) -> Option<&Member> {
@@ -312,6 +335,45 @@ impl HouseholdData {
             .iter()
             .any(|id| id == merchant_id)
     }
+}
+
+/// Checks a policy for household account `household_id`: today's `household.json` shape,
+/// checked the same way against `catalogue`. Its `household_id` may be left out and, if
+/// present, must be `household_id`; its `name` may be left out, and is then `name_if_absent`.
+/// Returns the policy with both filled in.
+pub fn account_policy(
+    policy: &serde_json::Value,
+    household_id: &str,
+    name_if_absent: &str,
+    catalogue: &Catalogue,
+) -> Result<Household, String> {
+    let mut policy = policy.clone();
+    let fields = policy
+        .as_object_mut()
+        .ok_or("a household policy is a JSON object, as household.json is")?;
+    match fields.get("household_id") {
+        None => {
+            fields.insert("household_id".into(), household_id.into());
+        }
+        Some(serde_json::Value::String(id)) if id == household_id => {}
+        Some(other) => {
+            return Err(format!(
+                "the policy's household_id {other} does not match household {household_id}; leave it out or make it match"
+            ));
+        }
+    }
+    fields
+        .entry("name")
+        .or_insert_with(|| name_if_absent.into());
+    let household: Household = serde_json::from_value(policy).map_err(|error| error.to_string())?;
+    check_household(&household, catalogue)?;
+    Weeks::new(&household.time_zone, &household.week_starts)?;
+    Ok(household)
+}
+
+/// The built-in demo household's policy, as a starting point for an account's.
+pub fn built_in_policy() -> serde_json::Value {
+    serde_json::from_str(BUILT_IN_HOUSEHOLD).expect("the built-in household is JSON")
 }
 
 fn invalid(file: &str, reason: String) -> DataError {

@@ -358,7 +358,6 @@ pub struct Ledger {
     store: Arc<dyn ChainStore>,
     clock: Arc<dyn Clock>,
     retention: Retention,
-    weeks: Weeks,
 }
 
 impl Ledger {
@@ -367,19 +366,7 @@ impl Ledger {
             store,
             clock,
             retention: RETENTION,
-            weeks: Weeks::default(),
         }
-    }
-
-    /// The same ledger counting budget weeks as `weeks` says (by default Monday 00:00 UTC).
-    pub fn with_weeks(mut self, weeks: Weeks) -> Self {
-        self.weeks = weeks;
-        self
-    }
-
-    /// When the budget week containing `now` began.
-    pub fn week_start(&self, now: OffsetDateTime) -> OffsetDateTime {
-        self.weeks.start_of(now)
     }
 
     /// The same ledger keeping only the newest `capacity` entries per window instead of
@@ -422,12 +409,14 @@ impl Ledger {
     }
 
     /// Reads the verified ledger, lets `decide` choose a step from it, and appends the
-    /// step's entry conditionally on the head it read. On a conflict the ledger is read again
-    /// and `decide` runs again, so it always decides from the latest state.
+    /// step's entry conditionally on the head it read, with the week's tally counted in the
+    /// household's `weeks`. On a conflict the ledger is read again and `decide` runs again,
+    /// so it always decides from the latest state.
     pub async fn transition<T>(
         &self,
         caller: &Caller,
         household_id: &str,
+        weeks: &Weeks,
         mut decide: impl FnMut(&LedgerView, OffsetDateTime) -> Step<T>,
     ) -> Result<(T, Option<Appended>), LedgerError> {
         let key = chain_key(caller, household_id);
@@ -440,7 +429,7 @@ impl Ledger {
                 Step::Leave(outcome) => return Ok((outcome, None)),
                 Step::Append(entry, outcome) => (entry, outcome),
             };
-            let week = view.tally_after(&entry, self.week_start(now));
+            let week = view.tally_after(&entry, weeks.start_of(now));
             let append = Append::next(
                 view.head.as_ref(),
                 &view.records,
@@ -478,8 +467,13 @@ impl Ledger {
 /// One ledger per household per credential; the suffix keeps the household cap apart from
 /// the decision memory's chains in the same credential scope.
 fn chain_key(caller: &Caller, household_id: &str) -> ChainKey {
+    chain_key_in(&caller.scope, household_id)
+}
+
+/// The ledger of `household_id` in data scope `scope`: what `hearth admin` moves and removes.
+pub fn chain_key_in(scope: &str, household_id: &str) -> ChainKey {
     ChainKey {
-        scope: format!("{}/countersign", caller.scope),
+        scope: format!("{scope}/countersign"),
         name: household_id.to_owned(),
     }
 }

@@ -276,12 +276,12 @@ impl Toolset for CountersignToolset {
         if uri != RULES_URI {
             return None;
         }
-        let household = match self.service.rules(caller) {
+        let household = match self.service.rules(caller).await {
             Ok(household) => household,
             Err(refusal) => return Some(Err(refusal.to_string())),
         };
         let document = RulesDocument {
-            household,
+            household: &household,
             note: "Amounts are integer cents. Budget weeks start at midnight on week_starts, in time_zone. Merchants are simulated.",
         };
         let text = serde_json::to_string_pretty(&document).ok()?;

@@ -26,7 +26,7 @@ use serde_json::json;
 
 use super::handler::HearthServer;
 use super::{MAX_BODY_BYTES, PROTOCOL_VERSIONS};
-use crate::auth::attestation::AttestationVerifier;
+use crate::auth::attestation::{AttestationRefusal, AttestationVerifier, HostClaim};
 use crate::auth::{AuthFailure, Authenticator, Scope};
 use crate::config::PublicUrls;
 use crate::gate::{Gate, Refusal, client_ip};
@@ -204,15 +204,19 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
     // Authenticate first (in memory) so that one limiter call counts both the client address
     // and, when known, the subject; a failed attempt still counts against the address.
     let authenticated = endpoint.auth.authenticate(request.headers()).map(|grant| {
-        let caller = grant.subject.caller();
+        let caller = grant.provisional_caller();
         (grant, caller)
     });
     let known_caller = authenticated.as_ref().ok().map(|(_, caller)| caller);
     if let Err(refusal) = endpoint.gate.admit(client_ip(&request), known_caller).await {
         return refused(refusal);
     }
-    let (grant, caller) = match authenticated {
-        Ok(authenticated) => authenticated,
+    let grant = match authenticated {
+        Ok((grant, _)) => grant,
+        Err(failure) => return unauthorized(&endpoint.challenge, failure),
+    };
+    let caller = match endpoint.auth.confirm(&grant).await {
+        Ok(caller) => caller,
         Err(failure) => return unauthorized(&endpoint.challenge, failure),
     };
     log.subject(&caller);
@@ -266,7 +270,16 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
             // Only tool calls and resource reads act on who is speaking or reveal household
             // data; other methods skip the HMAC.
             if method == "tools/call" || method == "resources/read" {
-                caller.host = endpoint.attestations.check(&parts.headers);
+                caller.host = match (&caller.household, endpoint.auth.accounts()) {
+                    (Some(household), Some(accounts)) => {
+                        endpoint
+                            .attestations
+                            .check_household(&parts.headers, accounts, &household.id)
+                            .await
+                    }
+                    (Some(_), None) => HostClaim::Refused(AttestationRefusal::KeysUnavailable),
+                    (None, _) => endpoint.attestations.check(&parts.headers),
+                };
             }
         }
         Err(_) if serde_json::from_slice::<IgnoredAny>(&bytes).is_ok() => return invalid_request(),

@@ -12,6 +12,8 @@
 //! | chain record   | `chain#<scope>#<name>`   | `rec#<seq, 10 digits>` | `seq`, `hash`, `body`, `window_started_ms`, `expires_at` |
 //! | scope registry | `scope#<scope>`          | `registry`        | `live` (map: chain name → `expires_at_ms`), `version`, `expires_at` |
 //! | rate counter   | `rate#<counter key>`     | `counter`         | `hits`, `expires_at_ms`, `expires_at` |
+//! | account        | `account#<household id>` | `account`         | `revision`, `body` (the account as JSON); no TTL |
+//! | account index  | `accounts`               | `<household id>`  | `name`, `linked`; written in the same transaction as the account, so a listing is one `Query` |
 //!
 //! Cost per call: a read is one strongly consistent `Query` of the chain's partition (head and
 //! records sort together, head first). An append is that read plus one `TransactWriteItems`
@@ -35,7 +37,8 @@ use aws_sdk_dynamodb::types::{
 };
 
 use super::{
-    Append, ChainKey, ChainStore, Counter, CounterStore, Head, Snapshot, StoreError, Taken,
+    AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, Counter, CounterStore,
+    Head, Snapshot, StoreError, Taken,
 };
 use crate::chain::Sealed;
 
@@ -128,6 +131,27 @@ impl DynamoStore {
             .await
             .map_err(sdk_unavailable)?;
         Ok(())
+    }
+
+    /// Checks that the table exists, without ever creating it: for `hearth admin`. A missing
+    /// table is an error that names it.
+    pub async fn require_table(&self) -> Result<(), StoreError> {
+        match self
+            .client
+            .describe_table()
+            .table_name(&self.table)
+            .send()
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(error) if error.code() == Some("ResourceNotFoundException") => {
+                Err(StoreError::Unavailable(format!(
+                    "the DynamoDB table {} does not exist (deploy the template, or run the server once against an emulator)",
+                    self.table
+                )))
+            }
+            Err(error) => Err(sdk_unavailable(error)),
+        }
     }
 
     async fn query_partition(&self, pk: &str) -> Result<Vec<Item>, StoreError> {
@@ -301,16 +325,7 @@ impl ChainStore for DynamoStore {
         }
         match self.transact(items).await {
             Ok(()) => Ok(()),
-            Err(Cancelled::Codes(codes))
-                if codes.iter().flatten().any(|code| {
-                    matches!(
-                        code.as_str(),
-                        "ConditionalCheckFailed" | "TransactionConflict"
-                    )
-                }) =>
-            {
-                Err(StoreError::Conflict)
-            }
+            Err(Cancelled::Codes(codes)) if is_conflict(&codes) => Err(StoreError::Conflict),
             Err(Cancelled::Codes(codes)) => Err(StoreError::Unavailable(format!(
                 "DynamoDB cancelled the append: {}",
                 codes.into_iter().flatten().collect::<Vec<_>>().join(", ")
@@ -318,9 +333,160 @@ impl ChainStore for DynamoStore {
             Err(Cancelled::Failed(error)) => Err(error),
         }
     }
+
+    async fn remove(&self, key: &ChainKey) -> Result<usize, StoreError> {
+        let items = self.query_partition(&chain_pk(key)).await?;
+        let records = items
+            .iter()
+            .filter(|item| sort_key(item).is_some_and(|sk| sk.starts_with("rec#")))
+            .count();
+        // The head goes first, so a removal cut short leaves records no read can see (they
+        // belong to no head) rather than a head whose records are gone.
+        let mut keys: Vec<Item> = items
+            .iter()
+            .filter_map(|item| Some(key_of(&chain_pk(key), sort_key(item)?)))
+            .collect();
+        keys.sort_by_key(|key| sort_key(key) != Some("head"));
+        if let Some(head) = keys.first().filter(|key| sort_key(key) == Some("head")) {
+            self.delete_items(vec![head.clone()]).await?;
+            keys.remove(0);
+        }
+        self.delete_items(keys).await?;
+        self.unregister(key).await?;
+        Ok(records)
+    }
+
+    async fn relocate(
+        &self,
+        from: &ChainKey,
+        to: &ChainKey,
+        now_ms: i64,
+    ) -> Result<usize, StoreError> {
+        let Some(snapshot) = self.load(from, now_ms).await? else {
+            return Ok(0);
+        };
+        if self.load(to, now_ms).await?.is_some() {
+            return Err(StoreError::Conflict);
+        }
+        let pk = chain_pk(to);
+        let head = &snapshot.head;
+        let ttl = ttl_seconds(head.expires_at_ms);
+        // Records first, invisible until the head that names them lands; the head is written
+        // on condition that no live window appeared meanwhile.
+        for chunk in snapshot.records.chunks(TRANSACTION_ITEMS) {
+            let mut items = Vec::with_capacity(chunk.len());
+            for record in chunk {
+                let mut item = key_of(&pk, &record_sk(record.seq));
+                item.insert("seq".into(), n(record.seq as i64));
+                item.insert("hash".into(), s(&record.hash));
+                item.insert("body".into(), s(&record.body));
+                item.insert("window_started_ms".into(), n(head.window_started_ms));
+                item.insert(TTL_ATTRIBUTE.into(), n(ttl));
+                let put = Put::builder()
+                    .table_name(&self.table)
+                    .set_item(Some(item))
+                    .build()
+                    .map_err(unavailable)?;
+                items.push(TransactWriteItem::builder().put(put).build());
+            }
+            self.transact(items)
+                .await
+                .map_err(|cancelled| match cancelled {
+                    Cancelled::Codes(_) => {
+                        StoreError::Unavailable("DynamoDB cancelled a record copy".into())
+                    }
+                    Cancelled::Failed(error) => error,
+                })?;
+        }
+        let first_seq = snapshot
+            .records
+            .first()
+            .map_or(head.last_seq, |record| record.seq);
+        let mut head_item = key_of(&pk, "head");
+        head_item.insert("window_started_ms".into(), n(head.window_started_ms));
+        head_item.insert("expires_at_ms".into(), n(head.expires_at_ms));
+        head_item.insert("last_seq".into(), n(head.last_seq as i64));
+        head_item.insert("last_hash".into(), s(&head.last_hash));
+        head_item.insert("first_seq".into(), n(first_seq as i64));
+        if let Some(anchor) = &head.anchor {
+            head_item.insert("anchor".into(), s(anchor));
+        }
+        head_item.insert(TTL_ATTRIBUTE.into(), n(ttl));
+        let put_head = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(head_item))
+            .condition_expression("attribute_not_exists(pk) OR expires_at_ms <= :now")
+            .expression_attribute_values(":now", n(now_ms))
+            .build()
+            .map_err(unavailable)?;
+        match self
+            .transact(vec![TransactWriteItem::builder().put(put_head).build()])
+            .await
+        {
+            Ok(()) => {}
+            Err(Cancelled::Codes(codes)) if is_conflict(&codes) => {
+                return Err(StoreError::Conflict);
+            }
+            Err(Cancelled::Codes(_)) => {
+                return Err(StoreError::Unavailable(
+                    "DynamoDB cancelled the head copy".into(),
+                ));
+            }
+            Err(Cancelled::Failed(error)) => return Err(error),
+        }
+        // The moved chain is not entered in the new scope's registry: a household scope holds
+        // one chain per toolset, so its cap never binds, and its next window registers itself.
+        self.remove(from).await?;
+        Ok(snapshot.records.len())
+    }
 }
 
 impl DynamoStore {
+    /// Deletes items by key, in transactions of at most [`TRANSACTION_ITEMS`].
+    async fn delete_items(&self, keys: Vec<Item>) -> Result<(), StoreError> {
+        for chunk in keys.chunks(TRANSACTION_ITEMS) {
+            let mut items = Vec::with_capacity(chunk.len());
+            for key in chunk {
+                let delete = Delete::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(key.clone()))
+                    .build()
+                    .map_err(unavailable)?;
+                items.push(TransactWriteItem::builder().delete(delete).build());
+            }
+            self.transact(items)
+                .await
+                .map_err(|cancelled| match cancelled {
+                    Cancelled::Codes(_) => {
+                        StoreError::Unavailable("DynamoDB cancelled a delete".into())
+                    }
+                    Cancelled::Failed(error) => error,
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Takes a removed chain out of its scope's registry, so it no longer counts against the
+    /// cap on live chains. A scope without a registry has nothing to take out.
+    async fn unregister(&self, key: &ChainKey) -> Result<(), StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key_of(&registry_pk(&key.scope), "registry")))
+            .update_expression("REMOVE live.#name SET version = version + :one")
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_names("#name", &key.name)
+            .expression_attribute_values(":one", n(1))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(error) if error.code() == Some("ConditionalCheckFailedException") => Ok(()),
+            Err(error) => Err(sdk_unavailable(error)),
+        }
+    }
+
     /// The registry write of a window-opening append: the live chains of the scope (expired
     /// entries dropped) plus this one, guarded by the version read, or [`StoreError::ScopeFull`].
     async fn register(
@@ -358,6 +524,138 @@ impl DynamoStore {
             .map_err(unavailable)?;
         Ok(TransactWriteItem::builder().put(put).build())
     }
+}
+
+#[async_trait]
+impl AccountStore for DynamoStore {
+    async fn account(&self, household_id: &str) -> Result<Option<AccountItem>, StoreError> {
+        let item = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key_of(&account_pk(household_id), "account")))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(sdk_unavailable)?
+            .item;
+        item.map(|item| parse_account(&string(item.get("body"), "body")?))
+            .transpose()
+    }
+
+    async fn accounts(&self) -> Result<Vec<AccountSummary>, StoreError> {
+        let items = self.query_partition(ACCOUNT_INDEX_PK).await?;
+        let mut summaries = items
+            .iter()
+            .map(|item| {
+                Ok(AccountSummary {
+                    household_id: sort_key(item)
+                        .ok_or_else(|| StoreError::Unavailable("an index item has no sk".into()))?
+                        .to_owned(),
+                    name: string(item.get("name"), "name")?,
+                    linked: matches!(item.get("linked"), Some(AttributeValue::Bool(true))),
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        summaries.sort_by(|a, b| a.household_id.cmp(&b.household_id));
+        Ok(summaries)
+    }
+
+    async fn put_account(
+        &self,
+        item: &AccountItem,
+        expected: Option<u64>,
+    ) -> Result<(), StoreError> {
+        let body = serde_json::to_string(item).map_err(unavailable)?;
+        let mut account = key_of(&account_pk(&item.household_id), "account");
+        account.insert("revision".into(), n(item.revision as i64));
+        account.insert("body".into(), s(&body));
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(account));
+        let put = match expected {
+            None => put.condition_expression("attribute_not_exists(pk)"),
+            Some(revision) => put
+                .condition_expression("revision = :revision")
+                .expression_attribute_values(":revision", n(revision as i64)),
+        }
+        .build()
+        .map_err(unavailable)?;
+        let mut index = key_of(ACCOUNT_INDEX_PK, &item.household_id);
+        index.insert("name".into(), s(&item.name));
+        index.insert("linked".into(), AttributeValue::Bool(item.is_linked()));
+        let put_index = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(index))
+            .build()
+            .map_err(unavailable)?;
+        let items = vec![
+            TransactWriteItem::builder().put(put).build(),
+            TransactWriteItem::builder().put(put_index).build(),
+        ];
+        match self.transact(items).await {
+            Ok(()) => Ok(()),
+            Err(Cancelled::Codes(codes)) if is_conflict(&codes) => Err(StoreError::Conflict),
+            Err(Cancelled::Codes(_)) => Err(StoreError::Unavailable(
+                "DynamoDB cancelled the account write".into(),
+            )),
+            Err(Cancelled::Failed(error)) => Err(error),
+        }
+    }
+
+    async fn delete_account(&self, household_id: &str, expected: u64) -> Result<bool, StoreError> {
+        if self.account(household_id).await?.is_none() {
+            return Ok(false);
+        }
+        let delete = Delete::builder()
+            .table_name(&self.table)
+            .set_key(Some(key_of(&account_pk(household_id), "account")))
+            .condition_expression("revision = :revision")
+            .expression_attribute_values(":revision", n(expected as i64))
+            .build()
+            .map_err(unavailable)?;
+        let delete_index = Delete::builder()
+            .table_name(&self.table)
+            .set_key(Some(key_of(ACCOUNT_INDEX_PK, household_id)))
+            .build()
+            .map_err(unavailable)?;
+        let items = vec![
+            TransactWriteItem::builder().delete(delete).build(),
+            TransactWriteItem::builder().delete(delete_index).build(),
+        ];
+        match self.transact(items).await {
+            Ok(()) => Ok(true),
+            Err(Cancelled::Codes(codes)) if is_conflict(&codes) => Err(StoreError::Conflict),
+            Err(Cancelled::Codes(_)) => Err(StoreError::Unavailable(
+                "DynamoDB cancelled the account delete".into(),
+            )),
+            Err(Cancelled::Failed(error)) => Err(error),
+        }
+    }
+}
+
+/// The partition of the account index.
+const ACCOUNT_INDEX_PK: &str = "accounts";
+
+/// The most items one `TransactWriteItems` call takes.
+const TRANSACTION_ITEMS: usize = 100;
+
+fn account_pk(household_id: &str) -> String {
+    format!("account#{household_id}")
+}
+
+fn parse_account(body: &str) -> Result<AccountItem, StoreError> {
+    serde_json::from_str(body)
+        .map_err(|_| StoreError::Unavailable("a stored household account is unreadable".into()))
+}
+
+fn is_conflict(codes: &[Option<String>]) -> bool {
+    codes.iter().flatten().any(|code| {
+        matches!(
+            code.as_str(),
+            "ConditionalCheckFailed" | "TransactionConflict"
+        )
+    })
 }
 
 #[async_trait]

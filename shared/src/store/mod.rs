@@ -7,6 +7,7 @@
 //! [`sqlite::SqliteStore`], the embedded default, and the DynamoDB store for production.
 //! Which one runs is configuration; no code path falls back to volatile memory.
 
+pub mod account;
 pub mod dynamodb;
 pub mod sqlite;
 pub mod unconfigured;
@@ -14,6 +15,8 @@ pub mod unconfigured;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+
+pub use account::{AccountItem, AccountStore, AccountSummary, DeviceKeyItem};
 
 use crate::chain::Sealed;
 
@@ -153,6 +156,21 @@ pub trait ChainStore: Send + Sync + 'static {
     /// Applies `append` atomically: either the record, the new head and every eviction are
     /// stored together, or nothing changes.
     async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError>;
+
+    /// Removes the chain whole: its head and every record, live or expired. Returns how many
+    /// records it held (0 for a chain that never existed).
+    async fn remove(&self, key: &ChainKey) -> Result<usize, StoreError>;
+
+    /// Moves the live window of `from` to `to` exactly as stored (head, anchor, records and
+    /// their hashes), then removes `from`. `to` must hold no live window, or this is a
+    /// [`StoreError::Conflict`] and nothing moves. Returns how many records moved (0 when
+    /// `from` has no live window, which leaves it alone).
+    async fn relocate(
+        &self,
+        from: &ChainKey,
+        to: &ChainKey,
+        now_ms: i64,
+    ) -> Result<usize, StoreError>;
 }
 
 /// One counter to count a request against: `key` names the counter and its window, and
@@ -215,19 +233,22 @@ pub trait CounterStore: Send + Sync + 'static {
     ) -> Result<Taken, StoreError>;
 }
 
-/// The store behind every toolset and the rate limiter. Usually one backend serves both.
+/// The store behind every toolset, the household accounts and the rate limiter. Usually one
+/// backend serves all three.
 #[derive(Clone)]
 pub struct Stores {
     pub chains: Arc<dyn ChainStore>,
     pub counters: Arc<dyn CounterStore>,
+    pub accounts: Arc<dyn AccountStore>,
 }
 
 impl Stores {
-    /// Both roles served by one backend.
-    pub fn shared<S: ChainStore + CounterStore>(store: Arc<S>) -> Self {
+    /// Every role served by one backend.
+    pub fn shared<S: ChainStore + CounterStore + AccountStore>(store: Arc<S>) -> Self {
         Self {
             chains: store.clone(),
-            counters: store,
+            counters: store.clone(),
+            accounts: store,
         }
     }
 }

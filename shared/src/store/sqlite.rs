@@ -13,7 +13,8 @@ use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::{
-    Append, ChainKey, ChainStore, Counter, CounterStore, Head, Snapshot, StoreError, Taken,
+    AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, Counter, CounterStore,
+    Head, Snapshot, StoreError, Taken,
 };
 use crate::chain::Sealed;
 
@@ -35,6 +36,11 @@ CREATE TABLE IF NOT EXISTS chain_records (
     hash TEXT NOT NULL,
     body TEXT NOT NULL,
     PRIMARY KEY (scope, name, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS accounts (
+    household_id TEXT NOT NULL PRIMARY KEY,
+    revision INTEGER NOT NULL,
+    body TEXT NOT NULL
 ) WITHOUT ROWID;
 ";
 
@@ -64,7 +70,25 @@ impl SqliteStore {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(unavailable)?;
         }
-        let connection = Connection::open(path).map_err(unavailable)?;
+        Self::open_with(Connection::open(path).map_err(unavailable)?)
+    }
+
+    /// Opens the database file at `path` only if it already exists (for `hearth admin`, which
+    /// never creates a store); its schema is brought up to date as the server would.
+    pub fn open_existing(path: &Path) -> Result<Self, StoreError> {
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE
+            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | rusqlite::OpenFlags::SQLITE_OPEN_URI;
+        let connection = Connection::open_with_flags(path, flags).map_err(|_| {
+            StoreError::Unavailable(format!(
+                "there is no SQLite store at {} (start the server once to create it, or set HEARTH_DB)",
+                path.display()
+            ))
+        })?;
+        Self::open_with(connection)
+    }
+
+    fn open_with(connection: Connection) -> Result<Self, StoreError> {
         // WAL keeps readers and the single writer out of each other's way and makes a commit
         // one sequential write; NORMAL sync is durable across process crashes.
         connection
@@ -258,6 +282,165 @@ impl ChainStore for SqliteStore {
             transaction.commit().map_err(unavailable)
         })
     }
+
+    async fn remove(&self, key: &ChainKey) -> Result<usize, StoreError> {
+        self.with_connection(|connection| {
+            let transaction = connection.transaction().map_err(unavailable)?;
+            let removed = delete_chain(&transaction, key)?;
+            transaction.commit().map_err(unavailable)?;
+            Ok(removed)
+        })
+    }
+
+    async fn relocate(
+        &self,
+        from: &ChainKey,
+        to: &ChainKey,
+        now_ms: i64,
+    ) -> Result<usize, StoreError> {
+        self.with_connection(|connection| {
+            let transaction = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(unavailable)?;
+            if read_head(&transaction, from)?.is_none_or(|head| !head.is_live(now_ms)) {
+                return Ok(0);
+            }
+            if read_head(&transaction, to)?.is_some_and(|head| head.is_live(now_ms)) {
+                return Err(StoreError::Conflict);
+            }
+            delete_chain(&transaction, to)?;
+            transaction
+                .execute(
+                    "INSERT INTO chain_heads
+                       (scope, name, window_started_ms, expires_at_ms, last_seq, last_hash, anchor)
+                     SELECT ?3, ?4, window_started_ms, expires_at_ms, last_seq, last_hash, anchor
+                     FROM chain_heads WHERE scope = ?1 AND name = ?2",
+                    params![from.scope, from.name, to.scope, to.name],
+                )
+                .map_err(unavailable)?;
+            let moved = transaction
+                .execute(
+                    "INSERT INTO chain_records (scope, name, seq, hash, body)
+                     SELECT ?3, ?4, seq, hash, body
+                     FROM chain_records WHERE scope = ?1 AND name = ?2",
+                    params![from.scope, from.name, to.scope, to.name],
+                )
+                .map_err(unavailable)?;
+            delete_chain(&transaction, from)?;
+            transaction.commit().map_err(unavailable)?;
+            Ok(moved)
+        })
+    }
+}
+
+/// Deletes a chain's head and records; returns how many records there were.
+fn delete_chain(connection: &Connection, key: &ChainKey) -> Result<usize, StoreError> {
+    connection
+        .execute(
+            "DELETE FROM chain_heads WHERE scope = ?1 AND name = ?2",
+            params![key.scope, key.name],
+        )
+        .map_err(unavailable)?;
+    connection
+        .execute(
+            "DELETE FROM chain_records WHERE scope = ?1 AND name = ?2",
+            params![key.scope, key.name],
+        )
+        .map_err(unavailable)
+}
+
+#[async_trait]
+impl AccountStore for SqliteStore {
+    async fn account(&self, household_id: &str) -> Result<Option<AccountItem>, StoreError> {
+        self.with_connection(|connection| {
+            let body: Option<String> = connection
+                .prepare_cached("SELECT body FROM accounts WHERE household_id = ?1")
+                .and_then(|mut statement| {
+                    statement
+                        .query_row(params![household_id], |row| row.get(0))
+                        .optional()
+                })
+                .map_err(unavailable)?;
+            body.map(|body| parse_account(&body)).transpose()
+        })
+    }
+
+    async fn accounts(&self) -> Result<Vec<AccountSummary>, StoreError> {
+        self.with_connection(|connection| {
+            let mut statement = connection
+                .prepare_cached("SELECT body FROM accounts ORDER BY household_id")
+                .map_err(unavailable)?;
+            let bodies = statement
+                .query_map([], |row| row.get::<_, String>(0))
+                .map_err(unavailable)?;
+            bodies
+                .map(|body| Ok(parse_account(&body.map_err(unavailable)?)?.summary()))
+                .collect()
+        })
+    }
+
+    async fn put_account(
+        &self,
+        item: &AccountItem,
+        expected: Option<u64>,
+    ) -> Result<(), StoreError> {
+        let body = serde_json::to_string(item).map_err(unavailable)?;
+        self.with_connection(|connection| {
+            let transaction = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(unavailable)?;
+            if stored_revision(&transaction, &item.household_id)? != expected {
+                return Err(StoreError::Conflict);
+            }
+            transaction
+                .execute(
+                    "INSERT INTO accounts (household_id, revision, body) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (household_id) DO UPDATE SET
+                       revision = excluded.revision, body = excluded.body",
+                    params![item.household_id, item.revision as i64, body],
+                )
+                .map_err(unavailable)?;
+            transaction.commit().map_err(unavailable)
+        })
+    }
+
+    async fn delete_account(&self, household_id: &str, expected: u64) -> Result<bool, StoreError> {
+        self.with_connection(|connection| {
+            let transaction = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(unavailable)?;
+            match stored_revision(&transaction, household_id)? {
+                None => return Ok(false),
+                Some(revision) if revision != expected => return Err(StoreError::Conflict),
+                Some(_) => {}
+            }
+            transaction
+                .execute(
+                    "DELETE FROM accounts WHERE household_id = ?1",
+                    params![household_id],
+                )
+                .map_err(unavailable)?;
+            transaction.commit().map_err(unavailable)?;
+            Ok(true)
+        })
+    }
+}
+
+fn stored_revision(connection: &Connection, household_id: &str) -> Result<Option<u64>, StoreError> {
+    connection
+        .query_row(
+            "SELECT revision FROM accounts WHERE household_id = ?1",
+            params![household_id],
+            |row| row.get::<_, i64>(0),
+        )
+        .optional()
+        .map(|revision| revision.map(|revision| revision as u64))
+        .map_err(unavailable)
+}
+
+fn parse_account(body: &str) -> Result<AccountItem, StoreError> {
+    serde_json::from_str(body)
+        .map_err(|_| StoreError::Unavailable("a stored household account is unreadable".into()))
 }
 
 #[async_trait]

@@ -4,7 +4,10 @@
 
 use async_trait::async_trait;
 
-use super::{Append, ChainKey, ChainStore, Counter, CounterStore, Snapshot, StoreError, Taken};
+use super::{
+    AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, Counter, CounterStore,
+    Snapshot, StoreError, Taken,
+};
 
 pub struct Unconfigured;
 
@@ -22,6 +25,46 @@ impl ChainStore for Unconfigured {
         _append: Append,
         _now_ms: i64,
     ) -> Result<(), StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+
+    async fn remove(&self, _key: &ChainKey) -> Result<usize, StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+
+    async fn relocate(
+        &self,
+        _from: &ChainKey,
+        _to: &ChainKey,
+        _now_ms: i64,
+    ) -> Result<usize, StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+}
+
+#[async_trait]
+impl AccountStore for Unconfigured {
+    async fn account(&self, _household_id: &str) -> Result<Option<AccountItem>, StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+
+    async fn accounts(&self) -> Result<Vec<AccountSummary>, StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+
+    async fn put_account(
+        &self,
+        _item: &AccountItem,
+        _expected: Option<u64>,
+    ) -> Result<(), StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+
+    async fn delete_account(
+        &self,
+        _household_id: &str,
+        _expected: u64,
+    ) -> Result<bool, StoreError> {
         Err(StoreError::Unavailable(REASON.into()))
     }
 }

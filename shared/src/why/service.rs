@@ -250,14 +250,25 @@ fn no_decisions() -> WhyError {
     WhyError::NotFound("This household has no decisions in its current window.".into())
 }
 
-/// The chain for one household of one caller. The toolset suffix keeps the household cap
+/// The chain for one household of one caller (see [`chain_key_in`]).
+/// The toolset suffix keeps the household cap
 /// apart from other toolsets' chains in the same credential scope.
 fn chain_key(caller: &Caller, household_id: &str) -> Result<ChainKey, WhyError> {
+    // A household token's caller acts on its own household only, whatever it asks for.
+    let household_id = caller
+        .household_for(Some(household_id))
+        .map_err(|refusal| WhyError::Invalid(refusal.to_string()))?;
     check_household(household_id)?;
-    Ok(ChainKey {
-        scope: format!("{}/why", caller.scope),
+    Ok(chain_key_in(&caller.scope, household_id))
+}
+
+/// The decision chain of `household_id` in data scope `scope`: what `hearth admin` moves and
+/// removes.
+pub fn chain_key_in(scope: &str, household_id: &str) -> ChainKey {
+    ChainKey {
+        scope: format!("{scope}/why"),
         name: household_id.to_owned(),
-    })
+    }
 }
 
 fn check_household(household_id: &str) -> Result<(), WhyError> {

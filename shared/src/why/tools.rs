@@ -28,9 +28,11 @@ const TRACE_ID_PATTERN: &str = "^[0-9a-fA-F]+$";
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecordDecisionArgs {
-    /// The household this decision belongs to (your own label; scoped to your credential).
+    /// The household this decision belongs to. With a household token it may be left out
+    /// (the token names the household) and may only repeat it; with a credential's token it
+    /// is required, and is your own label, scoped to your credential.
     #[schemars(length(min = 1, max = 64), pattern(HOUSEHOLD_PATTERN))]
-    pub household_id: String,
+    pub household_id: Option<String>,
     /// What was done, e.g. "dim lights".
     #[schemars(length(min = 1, max = 200))]
     pub action: String,
@@ -54,8 +56,9 @@ pub struct RecordDecisionArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExplainWhyArgs {
+    /// The household; optional with a household token, which names it (see record_decision).
     #[schemars(length(min = 1, max = 64), pattern(HOUSEHOLD_PATTERN))]
-    pub household_id: String,
+    pub household_id: Option<String>,
     /// A full trace id, or its first 8 or more characters. Give exactly one of trace_id,
     /// action and question.
     #[schemars(length(min = 8, max = 64), pattern(TRACE_ID_PATTERN))]
@@ -71,8 +74,9 @@ pub struct ExplainWhyArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WhatsChangedArgs {
+    /// The household; optional with a household token, which names it (see record_decision).
     #[schemars(length(min = 1, max = 64), pattern(HOUSEHOLD_PATTERN))]
-    pub household_id: String,
+    pub household_id: Option<String>,
     /// ISO 8601 timestamp with a timezone, e.g. 2026-11-30T08:00:00Z.
     #[schemars(length(min = 1, max = 64))]
     pub since: String,
@@ -81,8 +85,9 @@ pub struct WhatsChangedArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetTraceArgs {
+    /// The household; optional with a household token, which names it (see record_decision).
     #[schemars(length(min = 1, max = 64), pattern(HOUSEHOLD_PATTERN))]
-    pub household_id: String,
+    pub household_id: Option<String>,
     /// A full trace id, or its first 8 or more characters.
     #[schemars(length(min = 8, max = 64), pattern(TRACE_ID_PATTERN))]
     pub trace_id: String,
@@ -137,6 +142,13 @@ impl WhyToolset {
     pub fn new(service: Arc<WhyService>) -> Self {
         Self { service }
     }
+}
+
+/// The household a call acts on: the token's, or the argument of a credential's caller.
+fn household<'a>(caller: &'a Caller, argument: &'a Option<String>) -> Result<&'a str, ToolOutput> {
+    caller
+        .household_for(argument.as_deref())
+        .map_err(|refusal| ToolOutput::failure(refusal.to_string()))
 }
 
 fn failure(error: WhyError) -> ToolOutput {
@@ -222,8 +234,9 @@ impl WhyToolset {
                 "`session_id` is {length} characters; the limit is {SESSION_ID_MAX}."
             )));
         }
+        let household_id = household(caller, &args.household_id)?;
         let decision = NewDecision {
-            household_id: &args.household_id,
+            household_id,
             action: &args.action,
             reason: &args.reason,
             inputs: &args.inputs,
@@ -238,7 +251,7 @@ impl WhyToolset {
         let text = format!(
             "Recorded decision {} for household {} (trace {}).",
             record["seq"],
-            args.household_id,
+            household_id,
             &trace_id[..8.min(trace_id.len())]
         );
         Ok(ToolOutput::Success {
@@ -263,14 +276,15 @@ impl WhyToolset {
                 ));
             }
         };
+        let household_id = household(caller, &args.household_id)?;
         let found = self
             .service
-            .explain(caller, &args.household_id, &lookup)
+            .explain(caller, household_id, &lookup)
             .await
             .map_err(failure)?;
         let output = ExplainWhyOutput {
             answer: found.answer,
-            household_id: args.household_id,
+            household_id: household_id.to_owned(),
             trace_id: found.trace_id,
             matched_by: lookup.label(),
             record: found.record,
@@ -284,9 +298,10 @@ impl WhyToolset {
         arguments: JsonObject,
     ) -> Result<ToolOutput, ToolOutput> {
         let args: WhatsChangedArgs = decode(arguments)?;
+        let household_id = household(caller, &args.household_id)?;
         let decisions = self
             .service
-            .changes_since(caller, &args.household_id, &args.since)
+            .changes_since(caller, household_id, &args.since)
             .await
             .map_err(failure)?;
         let text = match decisions.len() {
@@ -295,7 +310,7 @@ impl WhyToolset {
             n => format!("{n} decisions were recorded after that time."),
         };
         let output = WhatsChangedOutput {
-            household_id: args.household_id,
+            household_id: household_id.to_owned(),
             since: args.since,
             decisions,
         };
@@ -308,9 +323,10 @@ impl WhyToolset {
         arguments: JsonObject,
     ) -> Result<ToolOutput, ToolOutput> {
         let args: GetTraceArgs = decode(arguments)?;
+        let household_id = household(caller, &args.household_id)?;
         let trace = self
             .service
-            .trace(caller, &args.household_id, &args.trace_id)
+            .trace(caller, household_id, &args.trace_id)
             .await
             .map_err(failure)?;
         let text = format!(
@@ -325,7 +341,7 @@ impl WhyToolset {
         };
         let output = GetTraceOutput {
             trace_id: trace.trace_id,
-            household_id: args.household_id,
+            household_id: household_id.to_owned(),
             anchor: trace.anchor,
             records: trace.records,
             scholia_step,

@@ -23,6 +23,7 @@ use super::judge::Judge;
 use super::ledger::{Ledger, LedgerError};
 use super::notify::Notifier;
 use super::say;
+use crate::accounts::{AccountError, Accounts};
 use crate::auth::Caller;
 use crate::auth::attestation::{Attestation, HostClaim};
 use crate::chain::short_hash;
@@ -63,7 +64,11 @@ fn refused(message: impl Into<String>) -> CountersignError {
 // ---- the service ---------------------------------------------------------------------------
 
 pub struct CountersignService {
+    /// The configured household (the demo household by default), for credentials' tokens,
+    /// and the catalogue every household shops from.
     data: Arc<HouseholdData>,
+    /// Where a household token's policy is read; without it such tokens buy nothing.
+    accounts: Option<Arc<Accounts>>,
     ledger: Ledger,
     judge: Arc<dyn Judge>,
     /// Per-member counters of acting calls ([`ACTING_CALLS_PER_MEMBER`]).
@@ -72,10 +77,11 @@ pub struct CountersignService {
     notifier: Option<Arc<Notifier>>,
 }
 
-/// The attested speaker of a request.
+/// The attested speaker of a request, and the household in force for it.
 struct Speaker<'a> {
     attestation: &'a Attestation,
     member: &'a Member,
+    home: &'a HouseholdData,
 }
 
 impl CountersignService {
@@ -86,12 +92,19 @@ impl CountersignService {
         counters: Arc<dyn CounterStore>,
     ) -> Self {
         Self {
-            ledger: ledger.with_weeks(data.weeks.clone()),
+            ledger,
             data,
+            accounts: None,
             judge,
             counters,
             notifier: None,
         }
+    }
+
+    /// The same service serving household tokens from their accounts' policies.
+    pub fn with_accounts(mut self, accounts: Arc<Accounts>) -> Self {
+        self.accounts = Some(accounts);
+        self
     }
 
     /// The same service announcing every request that starts waiting for a guardian.
@@ -100,11 +113,46 @@ impl CountersignService {
         self
     }
 
-    fn household_id(&self) -> &str {
-        &self.data.household.household_id
+    /// The household a call acts on: a household token's account, with its own policy, or
+    /// the configured household for a credential's token.
+    async fn home(&self, caller: &Caller) -> Result<Arc<HouseholdData>, CountersignError> {
+        if caller.household.is_none() {
+            return Ok(self.data.clone());
+        }
+        let household_id = caller
+            .household_for(None)
+            .map_err(|refusal| refused(refusal.to_string()))?;
+        let accounts = self.accounts.as_ref().ok_or(LedgerError::Unavailable)?;
+        let account = accounts
+            .get(household_id)
+            .await
+            .map_err(|error| match error {
+                AccountError::NotFound(_) => refused("This household's account no longer exists."),
+                error => {
+                    tracing::warn!(%error, "household account unavailable");
+                    LedgerError::Unavailable.into()
+                }
+            })?;
+        let policy = account.policy.ok_or_else(|| {
+            refused(
+                "This household has no purchase rules yet, so nothing can be bought; an operator sets them with hearth admin household set-policy.",
+            )
+        })?;
+        let data = HouseholdData::for_account(&policy, household_id, &self.data.catalogue)
+            .map_err(|error| {
+                tracing::error!(%error, "a stored household policy does not load");
+                refused(
+                    "This household's purchase rules could not be read, so nothing can be bought.",
+                )
+            })?;
+        Ok(Arc::new(data))
     }
 
-    fn speaker<'a>(&'a self, caller: &'a Caller) -> Result<Speaker<'a>, CountersignError> {
+    fn speaker<'a>(
+        &self,
+        caller: &'a Caller,
+        home: &'a HouseholdData,
+    ) -> Result<Speaker<'a>, CountersignError> {
         let attestation = match &caller.host {
             HostClaim::Verified(attestation) => attestation,
             HostClaim::Refused(refusal) => {
@@ -113,19 +161,21 @@ impl CountersignService {
                 )));
             }
         };
-        let member = self.data.member(&attestation.member_id).ok_or_else(|| {
+        let member = home.member(&attestation.member_id).ok_or_else(|| {
             refused("The device attested a speaker who is not a member of this household.")
         })?;
         Ok(Speaker {
             attestation,
             member,
+            home,
         })
     }
 
     /// The household's rules, for a signed speaker of this household only.
-    pub fn rules(&self, caller: &Caller) -> Result<&Household, CountersignError> {
-        self.speaker(caller)?;
-        Ok(&self.data.household)
+    pub async fn rules(&self, caller: &Caller) -> Result<Household, CountersignError> {
+        let home = self.home(caller).await?;
+        self.speaker(caller, &home)?;
+        Ok(home.household.clone())
     }
 
     /// Counts one acting call by the speaker: at most [`ACTING_CALLS_PER_MEMBER`] per
@@ -140,7 +190,7 @@ impl CountersignService {
         let member = short_hash(format!(
             "{}\n{}\n{}",
             caller.scope,
-            self.household_id(),
+            speaker.home.id(),
             speaker.member.id
         ));
         let counter = window.counter(&format!("acting/{member}"), ACTING_CALLS_PER_MEMBER);
@@ -150,7 +200,7 @@ impl CountersignService {
                 let minutes = (window.end_ms - now_ms).div_euclid(60_000) + 1;
                 Err(refused(format!(
                     "{} has made {ACTING_CALLS_PER_MEMBER} requests in ten minutes, the most one person may. Please try again in {}.",
-                    say::member_name(&self.data, &speaker.member.id),
+                    say::member_name(speaker.home, &speaker.member.id),
                     count(minutes as usize, "minute", "minutes"),
                 )))
             }

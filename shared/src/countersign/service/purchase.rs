@@ -13,7 +13,7 @@ use crate::auth::Caller;
 use crate::auth::attestation::{Attestation, MAX_CLOCK_AHEAD_SECS};
 use crate::clock::unix_ms;
 use crate::countersign::answer::{Answer, read_latest};
-use crate::countersign::household::Product;
+use crate::countersign::household::{HouseholdData, Product};
 use crate::countersign::judge::Proposal;
 use crate::countersign::ledger::{
     ANSWER_CLOCK_SKEW_SECS, ANSWER_WITHIN_SECS, Event, IntentRecord, LedgerView,
@@ -35,7 +35,8 @@ impl CountersignService {
         variant_id: &str,
         quantity: u32,
     ) -> Result<ProposeOutput, CountersignError> {
-        let speaker = self.speaker(caller)?;
+        let home = self.home(caller).await?;
+        let speaker = self.speaker(caller, &home)?;
         if !(1..=MAX_QUANTITY).contains(&quantity) {
             return Err(refused(format!(
                 "The quantity must be between 1 and {MAX_QUANTITY}."
@@ -71,18 +72,18 @@ impl CountersignService {
         };
         let (output, appended) = self
             .ledger
-            .transition(caller, self.household_id(), |view, now| {
+            .transition(caller, home.id(), &home.weeks, |view, now| {
                 if let Err(refusal) = check_turn(view, speaker.attestation, product) {
                     return Step::Leave(Err(refusal));
                 }
-                let spent = view.spent_this_week(self.ledger.week_start(now));
+                let spent = view.spent_this_week(home.weeks.start_of(now));
                 let order = Order {
                     member: speaker.member,
                     product,
                     total_cents,
                     ordered_from_before: view.has_ordered_from(&product.merchant),
                 };
-                let assessment = policy::assess(&self.data, &order, spent, &judgement);
+                let assessment = policy::assess(&home, &order, spent, &judgement);
                 let request_id = unused_id(view, "REQ-");
                 let order_id = (assessment.outcome == Outcome::Placed).then(|| fresh_id("SIM-"));
                 let proposal = ProposalEvent {
@@ -141,7 +142,7 @@ impl CountersignService {
             (&self.notifier, &appended, output.status)
         {
             notifier.send(WaitingNotice {
-                household_id: self.household_id().to_owned(),
+                household_id: home.id().to_owned(),
                 request_id: output.request_id.clone(),
                 requester_role: speaker.member.role,
                 title: product.title.clone(),
@@ -160,10 +161,11 @@ impl CountersignService {
         caller: &Caller,
         request_id: &str,
     ) -> Result<DecisionOutput, CountersignError> {
-        let speaker = self.speaker(caller)?;
+        let home = self.home(caller).await?;
+        let speaker = self.speaker(caller, &home)?;
         check_request_id(request_id)?;
         self.count_acting(caller, &speaker).await?;
-        self.settle(caller, request_id, |view, request, now| {
+        self.settle(caller, &home, request_id, |view, request, now| {
             match request.status {
                 Status::WaitingForConfirmation => {}
                 Status::WaitingForGuardian => {
@@ -176,7 +178,7 @@ impl CountersignService {
             if request.member_id != speaker.member.id {
                 return Err(refused(format!(
                     "Only {}, who asked for it, can confirm this order.",
-                    say::member_name(&self.data, &request.member_id)
+                    say::member_name(&home, &request.member_id)
                 )));
             }
             check_answer(view, speaker.attestation, request)?;
@@ -194,22 +196,23 @@ impl CountersignService {
         request_id: &str,
         approve: bool,
     ) -> Result<DecisionOutput, CountersignError> {
-        let speaker = self.speaker(caller)?;
+        let home = self.home(caller).await?;
+        let speaker = self.speaker(caller, &home)?;
         check_request_id(request_id)?;
-        if !self.data.is_guardian(&speaker.member.id) {
+        if !home.is_guardian(&speaker.member.id) {
             return Err(refused(format!(
                 "Only a guardian can decide requests, and {} is not a guardian.",
-                say::member_name(&self.data, &speaker.member.id)
+                say::member_name(&home, &speaker.member.id)
             )));
         }
         self.count_acting(caller, &speaker).await?;
-        self.settle(caller, request_id, |view, request, now| {
+        self.settle(caller, &home, request_id, |view, request, now| {
             match request.status {
                 Status::WaitingForGuardian => {}
                 Status::WaitingForConfirmation => {
                     return Err(refused(format!(
                         "That request waits for {}'s own confirmation, not a guardian's.",
-                        say::member_name(&self.data, &request.member_id)
+                        say::member_name(&home, &request.member_id)
                     )));
                 }
                 _ => return Ok(None),
@@ -240,9 +243,9 @@ impl CountersignService {
 
     /// Why `speaker` cannot decide the request they made themselves.
     fn own_request(&self, speaker: &Speaker<'_>) -> CountersignError {
-        let name = say::member_name(&self.data, &speaker.member.id);
-        if self
-            .data
+        let name = say::member_name(speaker.home, &speaker.member.id);
+        if speaker
+            .home
             .other_guardians(&speaker.member.id)
             .next()
             .is_some()
@@ -279,7 +282,7 @@ impl CountersignService {
                 return Resolved::Unchanged(format!(
                     "I didn't hear a clear yes or no, so nothing was decided and the request is still waiting. {}",
                     if by_guardian {
-                        say::guardian_question(&self.data, request)
+                        say::guardian_question(speaker.home, request)
                     } else {
                         say::confirmation_question(proposal)
                     }
@@ -296,8 +299,8 @@ impl CountersignService {
                 },
             ),
             Answer::Yes => {
-                let spent = view.spent_this_week(self.ledger.week_start(now));
-                match policy::budget_problem(&self.data, spent, proposal.total_cents) {
+                let spent = view.spent_this_week(speaker.home.weeks.start_of(now));
+                match policy::budget_problem(speaker.home, spent, proposal.total_cents) {
                     Some(problem) => (
                         SpokenAnswer::Yes,
                         Settled::Blocked,
@@ -349,6 +352,7 @@ impl CountersignService {
     async fn settle(
         &self,
         caller: &Caller,
+        home: &HouseholdData,
         request_id: &str,
         decide: impl Fn(
             &LedgerView,
@@ -358,7 +362,7 @@ impl CountersignService {
     ) -> Result<DecisionOutput, CountersignError> {
         let (output, appended) = self
             .ledger
-            .transition(caller, self.household_id(), |view, now| {
+            .transition(caller, home.id(), &home.weeks, |view, now| {
                 let requests = view.requests(now);
                 let Some(request) = requests.iter().find(|r| r.request_id == request_id) else {
                     return Step::Leave(Err(refused(
@@ -425,12 +429,13 @@ impl CountersignService {
         &self,
         caller: &Caller,
     ) -> Result<ListWaitingOutput, CountersignError> {
-        let speaker = self.speaker(caller)?;
-        let guardian = self.data.is_guardian(&speaker.member.id);
+        let home = self.home(caller).await?;
+        let speaker = self.speaker(caller, &home)?;
+        let guardian = home.is_guardian(&speaker.member.id);
         self.count_acting(caller, &speaker).await?;
         let (output, _) = self
             .ledger
-            .transition(caller, self.household_id(), |view, now| {
+            .transition(caller, home.id(), &home.weeks, |view, now| {
                 let waiting: Vec<Request> = view
                     .requests(now)
                     .into_iter()
@@ -451,7 +456,7 @@ impl CountersignService {
                     });
                 };
                 let question = if first.status == Status::WaitingForGuardian {
-                    say::guardian_question(&self.data, first)
+                    say::guardian_question(&home, first)
                 } else {
                     say::confirmation_question(&first.proposal)
                 };

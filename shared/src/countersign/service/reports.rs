@@ -19,12 +19,13 @@ impl CountersignService {
     /// This week's orders, stops and waiting requests, rebuilt from the ledger, with the
     /// ledger's own check.
     pub async fn activity(&self, caller: &Caller) -> Result<ActivityOutput, CountersignError> {
-        self.speaker(caller)?;
+        let home = self.home(caller).await?;
+        self.speaker(caller, &home)?;
         let now = self.ledger.now();
-        let since = self.ledger.week_start(now);
-        let budget_cents = self.data.household.weekly_budget_cents;
+        let since = home.weeks.start_of(now);
+        let budget_cents = home.household.weekly_budget_cents;
         let mut output = ActivityOutput {
-            household_id: self.household_id().to_owned(),
+            household_id: home.id().to_owned(),
             week_start: timestamp(since),
             spent_cents: None,
             budget_cents,
@@ -34,7 +35,7 @@ impl CountersignService {
             ledger: intact_check(0, None),
             say: String::new(),
         };
-        let view = match self.ledger.read(caller, self.household_id()).await {
+        let view = match self.ledger.read(caller, home.id()).await {
             Ok(view) => view,
             Err(LedgerError::Tampered { seq, problem }) => {
                 output.ledger = broken_check(seq, &problem.to_string());
@@ -91,8 +92,9 @@ impl CountersignService {
 
     /// Recomputes the whole hash chain and names the first altered entry.
     pub async fn verify(&self, caller: &Caller) -> Result<VerifyOutput, CountersignError> {
-        self.speaker(caller)?;
-        let (snapshot, check) = self.ledger.inspect(caller, self.household_id()).await?;
+        let home = self.home(caller).await?;
+        self.speaker(caller, &home)?;
+        let (snapshot, check) = self.ledger.inspect(caller, home.id()).await?;
         let head = snapshot.as_ref().map(|s| &s.head);
         let entries = snapshot.as_ref().map_or(0, |s| s.records.len());
         let (check, say) = match check {
@@ -109,7 +111,7 @@ impl CountersignService {
             ),
         };
         Ok(VerifyOutput {
-            household_id: self.household_id().to_owned(),
+            household_id: home.id().to_owned(),
             check,
             first_seq: snapshot
                 .as_ref()
@@ -128,7 +130,8 @@ impl CountersignService {
         caller: &Caller,
         receipt: &Receipt,
     ) -> Result<ReceiptOutput, CountersignError> {
-        self.speaker(caller)?;
+        let home = self.home(caller).await?;
+        self.speaker(caller, &home)?;
         if receipt.entry_hash.len() != 64
             || !receipt.entry_hash.bytes().all(|b| b.is_ascii_hexdigit())
         {
@@ -139,10 +142,10 @@ impl CountersignService {
         if receipt.seq == 0 {
             return Err(refused("The receipt's seq must be 1 or more."));
         }
-        let verdict = if receipt.household_id != self.household_id() {
+        let verdict = if receipt.household_id != home.id() {
             ReceiptVerdict::OtherHousehold
         } else {
-            let (snapshot, check) = self.ledger.inspect(caller, self.household_id()).await?;
+            let (snapshot, check) = self.ledger.inspect(caller, home.id()).await?;
             let now = self.ledger.now();
             match (snapshot, check) {
                 (_, Check::Broken { .. }) => ReceiptVerdict::LedgerBroken,

@@ -1,0 +1,398 @@
+//! Households as accounts: a server-generated opaque id, a display name, a Countersign policy,
+//! the device keys its devices sign attestations with, and a revocation generation that every
+//! household access token carries.
+//!
+//! This module keeps the account's own rules (ids, names, the number of device keys, the
+//! generation) over the store's [`AccountStore`]; what a policy may say is the purchase
+//! guard's business, checked before a policy reaches [`Accounts::set_policy`]. It has no HTTP.
+//!
+//! Checking a token's generation on every request would cost a read each time, so
+//! [`Accounts::standing`] keeps what it read for [`GENERATION_CACHE_MS`] per instance: an
+//! unlink takes effect within that bound. Device keys are never cached: a revoked key stops
+//! verifying at once.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use rand::TryRng;
+use serde_json::Value;
+
+use crate::auth::Secret;
+use crate::clock::{Clock, unix_ms};
+use crate::store::{AccountItem, AccountStore, AccountSummary, DeviceKeyItem, StoreError};
+
+/// Household ids are this prefix and 32 lowercase hex digits (128 random bits).
+pub const HOUSEHOLD_ID_PREFIX: &str = "hh-";
+/// Device key ids are this prefix and 16 lowercase hex digits.
+pub const KEY_ID_PREFIX: &str = "dk-";
+/// The longest display name.
+pub const NAME_MAX_CHARS: usize = 100;
+/// The most device keys one household holds at once.
+pub const MAX_DEVICE_KEYS: usize = 10;
+/// How long a read generation is trusted before it is read again.
+pub const GENERATION_CACHE_MS: i64 = 60_000;
+/// How many households' generations one instance remembers; beyond that it starts afresh.
+const GENERATION_CACHE_ENTRIES: usize = 10_000;
+/// Compare-and-swap attempts before an account write reports the account busy.
+const WRITE_ATTEMPTS: usize = 5;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AccountError {
+    #[error("there is no household {0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("the household account is busy with other changes; try again")]
+    Busy,
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl From<StoreError> for AccountError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Conflict => AccountError::Busy,
+            StoreError::ScopeFull { limit } => {
+                AccountError::Invalid(format!("at most {limit} chains may be live"))
+            }
+            StoreError::Unavailable(cause) => AccountError::Unavailable(cause),
+        }
+    }
+}
+
+/// Whether a token's household and generation still hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// The household exists and the token's generation is current.
+    Current,
+    /// The household was unlinked since the token was issued, or no longer exists.
+    Revoked,
+    /// The store could not be read and nothing was remembered: household data is out of reach.
+    Unknown,
+}
+
+/// A cached generation: `None` when the household was not found.
+#[derive(Clone, Copy)]
+struct Remembered {
+    generation: Option<u64>,
+    read_at_ms: i64,
+}
+
+pub struct Accounts {
+    store: Arc<dyn AccountStore>,
+    clock: Arc<dyn Clock>,
+    generations: Mutex<HashMap<String, Remembered>>,
+}
+
+impl Accounts {
+    pub fn new(store: Arc<dyn AccountStore>, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            store,
+            clock,
+            generations: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn now_ms(&self) -> i64 {
+        unix_ms(self.clock.now())
+    }
+
+    /// Creates household `household_id` (from [`new_household_id`]) named `name` with
+    /// `policy` (already checked by its owner).
+    pub async fn create(
+        &self,
+        household_id: &str,
+        name: &str,
+        policy: Option<Value>,
+    ) -> Result<AccountItem, AccountError> {
+        check_name(name)?;
+        if !is_household_id(household_id) {
+            return Err(AccountError::Invalid(format!(
+                "{household_id:?} is not a household id"
+            )));
+        }
+        let item = AccountItem {
+            household_id: household_id.to_owned(),
+            name: name.trim().to_owned(),
+            policy,
+            generation: 0,
+            tokens_issued: 0,
+            device_keys: Vec::new(),
+            created_at_ms: self.now_ms(),
+            revision: 1,
+        };
+        self.store.put_account(&item, None).await?;
+        Ok(item)
+    }
+
+    /// The household, read fresh.
+    pub async fn get(&self, household_id: &str) -> Result<AccountItem, AccountError> {
+        if !is_household_id(household_id) {
+            return Err(AccountError::NotFound(household_id.to_owned()));
+        }
+        self.store
+            .account(household_id)
+            .await?
+            .ok_or_else(|| AccountError::NotFound(household_id.to_owned()))
+    }
+
+    pub async fn list(&self) -> Result<Vec<AccountSummary>, AccountError> {
+        Ok(self.store.accounts().await?)
+    }
+
+    /// Reads the household, lets `change` edit it and writes it back on condition that
+    /// nothing else wrote in between; on a conflict it reads and changes again.
+    async fn update<T>(
+        &self,
+        household_id: &str,
+        mut change: impl FnMut(&mut AccountItem) -> Result<T, AccountError>,
+    ) -> Result<(T, AccountItem), AccountError> {
+        for _ in 0..WRITE_ATTEMPTS {
+            let mut item = self.get(household_id).await?;
+            let read = item.revision;
+            let outcome = change(&mut item)?;
+            item.revision = read + 1;
+            match self.store.put_account(&item, Some(read)).await {
+                Ok(()) => return Ok((outcome, item)),
+                Err(StoreError::Conflict) => continue,
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Err(AccountError::Busy)
+    }
+
+    /// Replaces the policy and the display name (the policy's `name`).
+    pub async fn set_policy(
+        &self,
+        household_id: &str,
+        name: &str,
+        policy: Value,
+    ) -> Result<AccountItem, AccountError> {
+        check_name(name)?;
+        let (_, item) = self
+            .update(household_id, |item| {
+                item.name = name.trim().to_owned();
+                item.policy = Some(policy.clone());
+                Ok(())
+            })
+            .await?;
+        Ok(item)
+    }
+
+    /// Deletes the household account (its chains are the caller's to remove).
+    pub async fn delete(&self, household_id: &str) -> Result<AccountItem, AccountError> {
+        for _ in 0..WRITE_ATTEMPTS {
+            let item = self.get(household_id).await?;
+            match self.store.delete_account(household_id, item.revision).await {
+                Ok(true) => return Ok(item),
+                Ok(false) => return Err(AccountError::NotFound(household_id.to_owned())),
+                Err(StoreError::Conflict) => continue,
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Err(AccountError::Busy)
+    }
+
+    /// Adds a device key and returns its id and the key itself, which is never shown again.
+    pub async fn add_device_key(
+        &self,
+        household_id: &str,
+    ) -> Result<(String, Secret), AccountError> {
+        let key_id = format!("{KEY_ID_PREFIX}{}", hex::encode(os_random::<8>()?));
+        let key = hex::encode(os_random::<32>()?);
+        let created_at_ms = self.now_ms();
+        self.update(household_id, |item| {
+            if item.device_keys.len() >= MAX_DEVICE_KEYS {
+                return Err(AccountError::Invalid(format!(
+                    "household {household_id} already has {MAX_DEVICE_KEYS} device keys, the most it may; revoke one first"
+                )));
+            }
+            item.device_keys.push(DeviceKeyItem {
+                key_id: key_id.clone(),
+                key: key.clone(),
+                created_at_ms,
+            });
+            Ok(())
+        })
+        .await?;
+        Ok((key_id, Secret::new(key)))
+    }
+
+    /// Revokes a device key: from now on it verifies nothing.
+    pub async fn revoke_device_key(
+        &self,
+        household_id: &str,
+        key_id: &str,
+    ) -> Result<(), AccountError> {
+        self.update(household_id, |item| {
+            let before = item.device_keys.len();
+            item.device_keys.retain(|key| key.key_id != key_id);
+            if item.device_keys.len() == before {
+                return Err(AccountError::Invalid(format!(
+                    "household {household_id} has no device key {key_id}"
+                )));
+            }
+            Ok(())
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// The household's device key `key_id`, read fresh (never cached, so a revocation holds at
+    /// once). `Ok(None)`: no such household or key.
+    pub async fn device_key(
+        &self,
+        household_id: &str,
+        key_id: &str,
+    ) -> Result<Option<Secret>, StoreError> {
+        if !is_household_id(household_id) {
+            return Ok(None);
+        }
+        Ok(self.store.account(household_id).await?.and_then(|item| {
+            item.device_keys
+                .into_iter()
+                .find(|key| key.key_id == key_id)
+                .map(|key| Secret::new(key.key))
+        }))
+    }
+
+    /// Counts one more access token for the household and returns the generation to put in it.
+    pub async fn note_token_issued(&self, household_id: &str) -> Result<u64, AccountError> {
+        let (generation, _) = self
+            .update(household_id, |item| {
+                item.tokens_issued += 1;
+                Ok(item.generation)
+            })
+            .await?;
+        Ok(generation)
+    }
+
+    /// Revokes every token of the household by raising its generation; returns how many tokens
+    /// had been issued since the last unlink.
+    pub async fn unlink(&self, household_id: &str) -> Result<u64, AccountError> {
+        let (revoked, _) = self
+            .update(household_id, |item| {
+                let revoked = item.tokens_issued;
+                item.generation += 1;
+                item.tokens_issued = 0;
+                Ok(revoked)
+            })
+            .await?;
+        Ok(revoked)
+    }
+
+    /// Whether a token of `household_id` issued under `generation` still stands. Uses what
+    /// this instance read in the last [`GENERATION_CACHE_MS`]; while the store cannot be
+    /// read, whatever it read last, however old.
+    pub async fn standing(&self, household_id: &str, generation: u64) -> Standing {
+        let now_ms = self.now_ms();
+        let remembered = self
+            .generations
+            .lock()
+            .ok()
+            .and_then(|cache| cache.get(household_id).copied());
+        let fresh = remembered.filter(|r| now_ms - r.read_at_ms < GENERATION_CACHE_MS);
+        let known = match fresh {
+            Some(remembered) => Some(remembered.generation),
+            None => match self.store.account(household_id).await {
+                Ok(item) => {
+                    let current = item.map(|item| item.generation);
+                    self.remember(household_id, current, now_ms);
+                    Some(current)
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "household generation could not be read");
+                    remembered.map(|r| r.generation)
+                }
+            },
+        };
+        match known {
+            None => Standing::Unknown,
+            Some(Some(current)) if current == generation => Standing::Current,
+            Some(_) => Standing::Revoked,
+        }
+    }
+
+    fn remember(&self, household_id: &str, generation: Option<u64>, now_ms: i64) {
+        if let Ok(mut cache) = self.generations.lock() {
+            if cache.len() >= GENERATION_CACHE_ENTRIES && !cache.contains_key(household_id) {
+                cache.clear();
+            }
+            cache.insert(
+                household_id.to_owned(),
+                Remembered {
+                    generation,
+                    read_at_ms: now_ms,
+                },
+            );
+        }
+    }
+}
+
+/// A fresh household id from the operating system's random source.
+pub fn new_household_id() -> String {
+    // 16 bytes from the OS cannot fail on any supported platform; if it ever did, a panic is
+    // better than an id from a weaker source.
+    let bytes = os_random::<16>().expect("the OS random source");
+    format!("{HOUSEHOLD_ID_PREFIX}{}", hex::encode(bytes))
+}
+
+/// Whether `id` has the form of a household id (it may still name no household).
+pub fn is_household_id(id: &str) -> bool {
+    id.strip_prefix(HOUSEHOLD_ID_PREFIX).is_some_and(|hex| {
+        hex.len() == 32
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// Bytes from the operating system's random source, for ids and keys.
+fn os_random<const N: usize>() -> Result<[u8; N], AccountError> {
+    let mut bytes = [0u8; N];
+    rand::rngs::SysRng
+        .try_fill_bytes(&mut bytes)
+        .map_err(|_| AccountError::Unavailable("the OS random source failed".into()))?;
+    Ok(bytes)
+}
+
+fn check_name(name: &str) -> Result<(), AccountError> {
+    let length = name.trim().chars().count();
+    if length == 0 || length > NAME_MAX_CHARS || name.chars().any(char::is_control) {
+        return Err(AccountError::Invalid(format!(
+            "a household name is 1 to {NAME_MAX_CHARS} characters without control characters"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn household_ids_are_the_prefix_and_32_hex_digits() {
+        let id = new_household_id();
+        assert!(is_household_id(&id), "{id}");
+        assert_ne!(id, new_household_id());
+        for bad in [
+            "demo",
+            "hh-",
+            "hh-0123456789abcdef0123456789abcde",
+            "hh-0123456789abcdef0123456789abcdef0",
+            "hh-0123456789ABCDEF0123456789abcdef",
+            "xx-0123456789abcdef0123456789abcdef",
+        ] {
+            assert!(!is_household_id(bad), "{bad}");
+        }
+        assert!(is_household_id("hh-0123456789abcdef0123456789abcdef"));
+    }
+
+    #[test]
+    fn names_hold_100_characters_and_not_101() {
+        assert!(check_name(&"n".repeat(NAME_MAX_CHARS)).is_ok());
+        assert!(check_name(&"n".repeat(NAME_MAX_CHARS + 1)).is_err());
+        assert!(check_name("  ").is_err());
+        assert!(check_name("a\nb").is_err());
+    }
+}

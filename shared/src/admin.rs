@@ -1,0 +1,403 @@
+//! What `hearth admin` does, over the configured store: household accounts, their policies,
+//! device keys, household tokens and unlinking, and adopting a credential's household data
+//! into an account. The CLI in the local binary parses arguments and prints these results;
+//! this module owns the operations, so a test can drive them without a process.
+//!
+//! It sits at the top beside `app`: it composes `accounts` with the toolsets' chain keys, so
+//! deleting or adopting a household reaches every chain it owns.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::accounts::{AccountError, Accounts, new_household_id};
+use crate::auth::{JwtKeys, Scopes, household_scope};
+use crate::chain::sha256_hex;
+use crate::clock::{Clock, timestamp, unix_ms};
+use crate::countersign::household::{HouseholdData, account_policy};
+use crate::countersign::ledger;
+use crate::store::{AccountItem, AccountSummary, ChainKey, ChainStore, StoreError};
+use crate::why;
+
+/// The longest a household token minted by `hearth admin token` may live, in days.
+pub const TOKEN_DAYS_MAX: u32 = 90;
+/// How long it lives when `--days` is not given.
+pub const TOKEN_DAYS_DEFAULT: u32 = 30;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error(transparent)]
+    Account(#[from] AccountError),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    NotConfigured(String),
+}
+
+impl From<StoreError> for AdminError {
+    fn from(error: StoreError) -> Self {
+        AdminError::Account(error.into())
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Created {
+    pub household_id: String,
+    pub name: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Listing {
+    pub households: Vec<AccountSummary>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct KeyInfo {
+    pub key_id: String,
+    /// RFC 3339.
+    pub created_at: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Shown {
+    pub household_id: String,
+    pub name: String,
+    pub policy: Option<Value>,
+    pub linked: bool,
+    pub device_keys: Vec<KeyInfo>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PolicySet {
+    pub household_id: String,
+    pub policy: Value,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Removed {
+    pub household_id: String,
+    /// How many of each kind of item went: `accounts`, `device_keys`, `decision_records`,
+    /// `ledger_entries`.
+    pub removed: BTreeMap<&'static str, u64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Adopted {
+    pub household_id: String,
+    /// How many records moved: `decision_records`, `ledger_entries`.
+    pub moved: BTreeMap<&'static str, u64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct KeyAdded {
+    pub key_id: String,
+    /// The key itself: shown this once, never again.
+    pub key: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct KeyList {
+    pub device_keys: Vec<KeyInfo>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct KeyRevoked {
+    pub revoked: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Minted {
+    pub access_token: String,
+    pub expires_in: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Unlinked {
+    pub household_id: String,
+    /// What stopped working: `access_tokens`, those issued since the last unlink.
+    pub revoked: BTreeMap<&'static str, u64>,
+}
+
+pub struct Admin {
+    accounts: Accounts,
+    chains: Arc<dyn ChainStore>,
+    /// The configured household (for adoption) and the catalogue policies are checked against.
+    data: Arc<HouseholdData>,
+    /// The access-token keys, when the signing key and the public URL are configured.
+    jwt: Option<JwtKeys>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Admin {
+    pub fn new(
+        accounts: Accounts,
+        chains: Arc<dyn ChainStore>,
+        data: Arc<HouseholdData>,
+        jwt: Option<JwtKeys>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            accounts,
+            chains,
+            data,
+            jwt,
+            clock,
+        }
+    }
+
+    /// `household create NAME [--policy FILE]`: a new household; a given policy must not name
+    /// another household or another name.
+    pub async fn create(&self, name: &str, policy: Option<Value>) -> Result<Created, AdminError> {
+        let household_id = new_household_id();
+        let policy = match policy {
+            None => None,
+            Some(policy) => {
+                if let Some(named) = policy.get("name").and_then(Value::as_str)
+                    && named != name.trim()
+                {
+                    return Err(AdminError::Invalid(format!(
+                        "the policy names the household {named:?}, not {:?}; leave its name out or make it match",
+                        name.trim()
+                    )));
+                }
+                Some(self.checked_policy(&policy, &household_id, name.trim())?)
+            }
+        };
+        let item = self.accounts.create(&household_id, name, policy).await?;
+        Ok(Created {
+            household_id: item.household_id,
+            name: item.name,
+        })
+    }
+
+    pub async fn list(&self) -> Result<Listing, AdminError> {
+        Ok(Listing {
+            households: self.accounts.list().await?,
+        })
+    }
+
+    pub async fn show(&self, household_id: &str) -> Result<Shown, AdminError> {
+        let item = self.accounts.get(household_id).await?;
+        Ok(Shown {
+            linked: item.is_linked(),
+            device_keys: key_infos(&item),
+            household_id: item.household_id,
+            name: item.name,
+            policy: item.policy,
+        })
+    }
+
+    /// `household set-policy HOUSEHOLD FILE`: the policy's `name`, if any, becomes the display
+    /// name.
+    pub async fn set_policy(
+        &self,
+        household_id: &str,
+        policy: &Value,
+    ) -> Result<PolicySet, AdminError> {
+        let current = self.accounts.get(household_id).await?;
+        let policy = self.checked_policy(policy, household_id, &current.name)?;
+        let name = policy["name"].as_str().unwrap_or(&current.name).to_owned();
+        let item = self
+            .accounts
+            .set_policy(household_id, &name, policy)
+            .await?;
+        Ok(PolicySet {
+            household_id: item.household_id,
+            policy: item.policy.unwrap_or(Value::Null),
+        })
+    }
+
+    /// `household delete HOUSEHOLD`: the account, its device keys, its decisions and its ledger.
+    /// The chains go first, so a deletion cut short can be run again.
+    pub async fn delete(&self, household_id: &str) -> Result<Removed, AdminError> {
+        let item = self.accounts.get(household_id).await?;
+        let scope = household_scope(household_id);
+        let decisions = self
+            .chains
+            .remove(&why::service::chain_key_in(&scope, household_id))
+            .await?;
+        let entries = self
+            .chains
+            .remove(&ledger::chain_key_in(&scope, household_id))
+            .await?;
+        self.accounts.delete(household_id).await?;
+        Ok(Removed {
+            household_id: household_id.to_owned(),
+            removed: BTreeMap::from([
+                ("accounts", 1),
+                ("device_keys", item.device_keys.len() as u64),
+                ("decision_records", decisions as u64),
+                ("ledger_entries", entries as u64),
+            ]),
+        })
+    }
+
+    /// `household adopt --subject-scope HASH --household-id OLD [--name NAME]`: moves what a
+    /// credential's token kept under household label `OLD` (its decisions and its ledger,
+    /// records and hashes unchanged) into a new account. `HASH` is the credential's data scope,
+    /// the SHA-256 of its subject, as the server's logs name it. Adopting the configured
+    /// household also carries its policy over.
+    pub async fn adopt(
+        &self,
+        subject_scope: &str,
+        old_id: &str,
+        name: Option<&str>,
+    ) -> Result<Adopted, AdminError> {
+        let is_scope = subject_scope.len() == 64
+            && subject_scope
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        if !is_scope {
+            return Err(AdminError::Invalid(
+                "--subject-scope is 64 lowercase hex digits: the SHA-256 of the credential's subject"
+                    .into(),
+            ));
+        }
+        let now_ms = unix_ms(self.clock.now());
+        let from_decisions = why::service::chain_key_in(subject_scope, old_id);
+        let from_ledger = ledger::chain_key_in(subject_scope, old_id);
+        let mut found = false;
+        for key in [&from_decisions, &from_ledger] {
+            found |= self.chains.load(key, now_ms).await?.is_some();
+        }
+        if !found {
+            return Err(AdminError::Invalid(format!(
+                "that subject scope keeps no live decisions or ledger for household {old_id:?}"
+            )));
+        }
+        let household_id = new_household_id();
+        let name = name.unwrap_or(old_id);
+        let policy = if old_id == self.data.id() {
+            let mut household = self.data.household.clone();
+            household.household_id = household_id.clone();
+            household.name = name.trim().to_owned();
+            Some(serde_json::to_value(household).map_err(|e| AdminError::Invalid(e.to_string()))?)
+        } else {
+            None
+        };
+        self.accounts.create(&household_id, name, policy).await?;
+        let scope = household_scope(&household_id);
+        let moves: [(&'static str, &ChainKey, ChainKey); 2] = [
+            (
+                "decision_records",
+                &from_decisions,
+                why::service::chain_key_in(&scope, &household_id),
+            ),
+            (
+                "ledger_entries",
+                &from_ledger,
+                ledger::chain_key_in(&scope, &household_id),
+            ),
+        ];
+        let mut moved = BTreeMap::new();
+        for (kind, from, to) in moves {
+            let count = self.chains.relocate(from, &to, now_ms).await?;
+            moved.insert(kind, count as u64);
+        }
+        Ok(Adopted {
+            household_id,
+            moved,
+        })
+    }
+
+    pub async fn add_device_key(&self, household_id: &str) -> Result<KeyAdded, AdminError> {
+        let (key_id, key) = self.accounts.add_device_key(household_id).await?;
+        Ok(KeyAdded {
+            key_id,
+            key: key.expose().to_owned(),
+        })
+    }
+
+    pub async fn device_keys(&self, household_id: &str) -> Result<KeyList, AdminError> {
+        let item = self.accounts.get(household_id).await?;
+        Ok(KeyList {
+            device_keys: key_infos(&item),
+        })
+    }
+
+    pub async fn revoke_device_key(
+        &self,
+        household_id: &str,
+        key_id: &str,
+    ) -> Result<KeyRevoked, AdminError> {
+        self.accounts
+            .revoke_device_key(household_id, key_id)
+            .await?;
+        Ok(KeyRevoked {
+            revoked: key_id.to_owned(),
+        })
+    }
+
+    /// `token HOUSEHOLD [--days N]`: a household access token for a self-hosted host, living
+    /// `days` (1 to [`TOKEN_DAYS_MAX`]) unless the household is unlinked first.
+    pub async fn token(&self, household_id: &str, days: u32) -> Result<Minted, AdminError> {
+        if !(1..=TOKEN_DAYS_MAX).contains(&days) {
+            return Err(AdminError::Invalid(format!(
+                "--days is 1 to {TOKEN_DAYS_MAX}"
+            )));
+        }
+        let jwt = self.jwt.as_ref().ok_or_else(|| {
+            AdminError::NotConfigured(
+                "minting a token needs the server's signing key (MCP_JWT_SECRET) and public URL (MCP_RESOURCE_URL)"
+                    .into(),
+            )
+        })?;
+        let generation = self.accounts.note_token_issued(household_id).await?;
+        let issued = jwt.issue_household(
+            household_id,
+            generation,
+            Scopes::DEFAULT,
+            u64::from(days) * 86_400,
+            self.clock.now().unix_timestamp().max(0) as u64,
+        );
+        Ok(Minted {
+            access_token: issued.access_token,
+            expires_in: issued.expires_in,
+        })
+    }
+
+    /// `unlink HOUSEHOLD`: every token of the household stops working (within the servers'
+    /// 60-second generation cache).
+    pub async fn unlink(&self, household_id: &str) -> Result<Unlinked, AdminError> {
+        let revoked = self.accounts.unlink(household_id).await?;
+        Ok(Unlinked {
+            household_id: household_id.to_owned(),
+            revoked: BTreeMap::from([("access_tokens", revoked)]),
+        })
+    }
+
+    /// A policy for `household_id`, checked against the catalogue, as it will be stored.
+    fn checked_policy(
+        &self,
+        policy: &Value,
+        household_id: &str,
+        name_if_absent: &str,
+    ) -> Result<Value, AdminError> {
+        let household = account_policy(policy, household_id, name_if_absent, &self.data.catalogue)
+            .map_err(|reason| AdminError::Invalid(format!("the policy is not valid: {reason}")))?;
+        serde_json::to_value(household).map_err(|error| AdminError::Invalid(error.to_string()))
+    }
+}
+
+fn key_infos(item: &AccountItem) -> Vec<KeyInfo> {
+    item.device_keys
+        .iter()
+        .map(|key| KeyInfo {
+            key_id: key.key_id.clone(),
+            created_at: timestamp(
+                time::OffsetDateTime::from_unix_timestamp_nanos(
+                    i128::from(key.created_at_ms) * 1_000_000,
+                )
+                .unwrap_or(time::OffsetDateTime::UNIX_EPOCH),
+            ),
+        })
+        .collect()
+}
+
+/// The data scope of a credential's subject, as `--subject-scope` takes it: for a judge token
+/// the SHA-256 of its hash, for an OAuth client the SHA-256 of its id.
+pub fn subject_scope(subject: &str) -> String {
+    sha256_hex(subject)
+}

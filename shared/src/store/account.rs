@@ -1,0 +1,108 @@
+//! Household accounts as the store keeps them. The store holds each account whole, with a
+//! revision for compare-and-swap writes, and knows nothing of what its policy says; `accounts`
+//! owns the rules.
+
+use std::fmt;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::StoreError;
+
+/// One household account.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccountItem {
+    /// Server-generated and opaque; never chosen by a caller.
+    pub household_id: String,
+    /// The display name, shown to operators and read aloud.
+    pub name: String,
+    /// The Countersign policy (today's `household.json` shape), `None` until one is set.
+    pub policy: Option<Value>,
+    /// Raised by every unlink: access tokens issued under an older generation are refused.
+    pub generation: u64,
+    /// Access tokens issued since the last unlink.
+    pub tokens_issued: u64,
+    /// The keys the household's devices sign attestations with.
+    pub device_keys: Vec<DeviceKeyItem>,
+    pub created_at_ms: i64,
+    /// Raised by every write; a write names the revision it read.
+    pub revision: u64,
+}
+
+impl AccountItem {
+    /// Whether a token has been issued to this household since its last unlink.
+    pub fn is_linked(&self) -> bool {
+        self.tokens_issued > 0
+    }
+
+    pub fn summary(&self) -> AccountSummary {
+        AccountSummary {
+            household_id: self.household_id.clone(),
+            name: self.name.clone(),
+            linked: self.is_linked(),
+        }
+    }
+}
+
+/// Device keys are secrets: the debug form shows the key ids only.
+impl fmt::Debug for AccountItem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AccountItem")
+            .field("household_id", &self.household_id)
+            .field("name", &self.name)
+            .field("generation", &self.generation)
+            .field("tokens_issued", &self.tokens_issued)
+            .field("device_keys", &self.device_keys)
+            .field("revision", &self.revision)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One device key: an HMAC-SHA256 key, as lowercase hex, and when it was added.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceKeyItem {
+    pub key_id: String,
+    pub key: String,
+    pub created_at_ms: i64,
+}
+
+impl fmt::Debug for DeviceKeyItem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceKeyItem")
+            .field("key_id", &self.key_id)
+            .field("created_at_ms", &self.created_at_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a listing of every household shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountSummary {
+    pub household_id: String,
+    pub name: String,
+    pub linked: bool,
+}
+
+#[async_trait]
+pub trait AccountStore: Send + Sync + 'static {
+    /// The account, read strongly consistently, or `None` if there is none.
+    async fn account(&self, household_id: &str) -> Result<Option<AccountItem>, StoreError>;
+
+    /// Every account, ordered by household id.
+    async fn accounts(&self) -> Result<Vec<AccountSummary>, StoreError>;
+
+    /// Stores `item` if the stored revision is `expected` (`None`: no such account may exist).
+    /// Anything else is a [`StoreError::Conflict`] and changes nothing.
+    async fn put_account(
+        &self,
+        item: &AccountItem,
+        expected: Option<u64>,
+    ) -> Result<(), StoreError>;
+
+    /// Deletes the account if its stored revision is `expected`; `false` if there was none.
+    /// A different revision is a [`StoreError::Conflict`].
+    async fn delete_account(&self, household_id: &str, expected: u64) -> Result<bool, StoreError>;
+}

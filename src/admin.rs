@@ -1,0 +1,296 @@
+//! `hearth admin`: the operator's command line over the configured store (the SQLite file
+//! locally, or the DynamoDB table `HEARTH_TABLE` names with ordinary AWS credentials).
+//!
+//! Every command takes `--json` and then prints exactly one JSON object on stdout: the result,
+//! or `{"error": …}` (with `"usage"` for a usage error). The exit status is 0 on success, 1 on
+//! failure and 2 on a usage error. Nothing secret is printed except what a command exists to
+//! show (a device key, a token), once.
+
+use std::process::ExitCode;
+
+use hearth_core::admin::{AdminError, TOKEN_DAYS_DEFAULT, TOKEN_DAYS_MAX};
+use hearth_core::auth::dev_credentials;
+use hearth_core::config::{Config, CredentialSource};
+use serde_json::{Value, json};
+
+pub const USAGE: &str = "\
+usage: hearth admin COMMAND [--json]
+  household create NAME [--policy FILE]
+  household list
+  household show HOUSEHOLD
+  household set-policy HOUSEHOLD FILE
+  household delete HOUSEHOLD
+  household adopt --subject-scope HASH --household-id OLD [--name NAME]
+  device-key add HOUSEHOLD
+  device-key list HOUSEHOLD
+  device-key revoke HOUSEHOLD KEY_ID
+  token HOUSEHOLD [--days N]        (N from 1 to 90, default 30)
+  unlink HOUSEHOLD
+HOUSEHOLD is the household id that `household create` printed.";
+
+/// One parsed command.
+#[derive(Debug)]
+enum Command {
+    Create {
+        name: String,
+        policy: Option<String>,
+    },
+    List,
+    Show(String),
+    SetPolicy {
+        household: String,
+        file: String,
+    },
+    Delete(String),
+    Adopt {
+        scope: String,
+        old: String,
+        name: Option<String>,
+    },
+    KeyAdd(String),
+    KeyList(String),
+    KeyRevoke {
+        household: String,
+        key_id: String,
+    },
+    Token {
+        household: String,
+        days: u32,
+    },
+    Unlink(String),
+}
+
+/// Why the command line was not understood.
+struct Usage(String);
+
+pub async fn run(args: &[&str]) -> ExitCode {
+    let json = args.contains(&"--json");
+    let words: Vec<&str> = args.iter().copied().filter(|a| *a != "--json").collect();
+    let command = match parse(&words) {
+        Ok(command) => command,
+        Err(Usage(problem)) => {
+            if json {
+                println!("{}", json!({"error": problem, "usage": USAGE}));
+            } else {
+                eprintln!("hearth admin: {problem}\n{USAGE}");
+            }
+            return ExitCode::from(2);
+        }
+    };
+    match execute(command).await {
+        Ok(result) => {
+            if json {
+                println!("{result}");
+            } else {
+                print_human(&result, 0);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            let message = format!("{error:#}");
+            if json {
+                println!("{}", json!({"error": message}));
+            } else {
+                eprintln!("hearth admin: {message}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn parse(words: &[&str]) -> Result<Command, Usage> {
+    let usage = |problem: &str| Err(Usage(problem.to_owned()));
+    Ok(match words {
+        ["household", "create", rest @ ..] => {
+            let (positional, flags) = split_flags(rest, &["--policy"])?;
+            let [name] = positional.as_slice() else {
+                return usage("household create takes one NAME (quote a name with spaces)");
+            };
+            Command::Create {
+                name: name.to_string(),
+                policy: flags.get("--policy").cloned(),
+            }
+        }
+        ["household", "list"] => Command::List,
+        ["household", "show", household] => Command::Show(household.to_string()),
+        ["household", "set-policy", household, file] => Command::SetPolicy {
+            household: household.to_string(),
+            file: file.to_string(),
+        },
+        ["household", "delete", household] => Command::Delete(household.to_string()),
+        ["household", "adopt", rest @ ..] => {
+            let (positional, flags) =
+                split_flags(rest, &["--subject-scope", "--household-id", "--name"])?;
+            if !positional.is_empty() {
+                return usage("household adopt takes only its flags");
+            }
+            let (Some(scope), Some(old)) =
+                (flags.get("--subject-scope"), flags.get("--household-id"))
+            else {
+                return usage("household adopt needs --subject-scope HASH and --household-id OLD");
+            };
+            Command::Adopt {
+                scope: scope.clone(),
+                old: old.clone(),
+                name: flags.get("--name").cloned(),
+            }
+        }
+        ["device-key", "add", household] => Command::KeyAdd(household.to_string()),
+        ["device-key", "list", household] => Command::KeyList(household.to_string()),
+        ["device-key", "revoke", household, key_id] => Command::KeyRevoke {
+            household: household.to_string(),
+            key_id: key_id.to_string(),
+        },
+        ["token", rest @ ..] => {
+            let (positional, flags) = split_flags(rest, &["--days"])?;
+            let [household] = positional.as_slice() else {
+                return usage("token takes one HOUSEHOLD");
+            };
+            let days = match flags.get("--days") {
+                None => TOKEN_DAYS_DEFAULT,
+                Some(days) => match days.parse::<u32>() {
+                    Ok(days) if (1..=TOKEN_DAYS_MAX).contains(&days) => days,
+                    _ => {
+                        return usage(&format!(
+                            "--days is a whole number from 1 to {TOKEN_DAYS_MAX}"
+                        ));
+                    }
+                },
+            };
+            Command::Token {
+                household: household.to_string(),
+                days,
+            }
+        }
+        ["unlink", household] => Command::Unlink(household.to_string()),
+        [] => return usage("no command given"),
+        _ => {
+            return usage(&format!(
+                "unknown or incomplete command {:?}",
+                words.join(" ")
+            ));
+        }
+    })
+}
+
+/// Splits `words` into positional arguments and the values of the `known` flags (each given at
+/// most once, each with a value).
+fn split_flags<'a>(
+    words: &[&'a str],
+    known: &[&str],
+) -> Result<(Vec<&'a str>, std::collections::HashMap<String, String>), Usage> {
+    let mut positional = Vec::new();
+    let mut flags = std::collections::HashMap::new();
+    let mut rest = words.iter();
+    while let Some(word) = rest.next() {
+        if word.starts_with("--") {
+            if !known.contains(word) {
+                return Err(Usage(format!("unknown flag {word}")));
+            }
+            let value = rest
+                .next()
+                .ok_or_else(|| Usage(format!("{word} needs a value")))?;
+            if flags.insert(word.to_string(), value.to_string()).is_some() {
+                return Err(Usage(format!("{word} is given twice")));
+            }
+        } else {
+            positional.push(*word);
+        }
+    }
+    Ok((positional, flags))
+}
+
+async fn execute(command: Command) -> anyhow::Result<Value> {
+    let mut config = Config::from_env()?;
+    if matches!(command, Command::Token { .. }) {
+        credentials_for_tokens(&mut config).await?;
+    }
+    let admin = hearth_core::app::admin(&config).await?;
+    let value = match command {
+        Command::Create { name, policy } => {
+            let policy = policy.map(|file| read_policy(&file)).transpose()?;
+            serde_json::to_value(admin.create(&name, policy).await?)
+        }
+        Command::List => serde_json::to_value(admin.list().await?),
+        Command::Show(household) => serde_json::to_value(admin.show(&household).await?),
+        Command::SetPolicy { household, file } => {
+            let policy = read_policy(&file)?;
+            serde_json::to_value(admin.set_policy(&household, &policy).await?)
+        }
+        Command::Delete(household) => serde_json::to_value(admin.delete(&household).await?),
+        Command::Adopt { scope, old, name } => {
+            serde_json::to_value(admin.adopt(&scope, &old, name.as_deref()).await?)
+        }
+        Command::KeyAdd(household) => serde_json::to_value(admin.add_device_key(&household).await?),
+        Command::KeyList(household) => serde_json::to_value(admin.device_keys(&household).await?),
+        Command::KeyRevoke { household, key_id } => {
+            serde_json::to_value(admin.revoke_device_key(&household, &key_id).await?)
+        }
+        Command::Token { household, days } => {
+            serde_json::to_value(admin.token(&household, days).await?)
+        }
+        Command::Unlink(household) => serde_json::to_value(admin.unlink(&household).await?),
+    };
+    Ok(value?)
+}
+
+/// The signing key a token needs, from where the server takes it: the environment, the
+/// Secrets Manager secrets, or (locally, with nothing configured) the development credentials
+/// the local server uses.
+async fn credentials_for_tokens(config: &mut Config) -> anyhow::Result<()> {
+    if config.credential_source == CredentialSource::None {
+        let dev = dev_credentials::ensure(&config.data_dir)?;
+        config.credentials.jwt_secret = dev.credentials().jwt_secret;
+    }
+    hearth_core::app::load_credentials(config).await;
+    Ok(())
+}
+
+fn read_policy(file: &str) -> Result<Value, AdminError> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|error| AdminError::Invalid(format!("{file} could not be read: {error}")))?;
+    serde_json::from_str(&text)
+        .map_err(|error| AdminError::Invalid(format!("{file} is not JSON: {error}")))
+}
+
+/// A result for a person: one `key: value` line per field, nested values indented.
+fn print_human(value: &Value, indent: usize) {
+    let pad = "  ".repeat(indent);
+    match value {
+        Value::Object(fields) => {
+            for (key, field) in fields {
+                match field {
+                    Value::Object(_) | Value::Array(_) => {
+                        println!("{pad}{key}:");
+                        print_human(field, indent + 1);
+                    }
+                    other => println!("{pad}{key}: {}", scalar(other)),
+                }
+            }
+        }
+        Value::Array(items) if items.is_empty() => println!("{pad}(none)"),
+        Value::Array(items) => {
+            for item in items {
+                match item {
+                    Value::Object(fields) => println!(
+                        "{pad}- {}",
+                        fields
+                            .iter()
+                            .map(|(key, field)| format!("{key}: {}", scalar(field)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    other => println!("{pad}- {}", scalar(other)),
+                }
+            }
+        }
+        other => println!("{pad}{}", scalar(other)),
+    }
+}
+
+fn scalar(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
