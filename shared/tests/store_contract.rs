@@ -16,7 +16,8 @@ async fn sqlite() -> Backend {
     let store = Arc::new(store);
     Backend {
         store: store.clone(),
-        counters: store,
+        counters: store.clone(),
+        accounts: store,
         _guard: Box::new(dir),
     }
 }
@@ -33,7 +34,8 @@ async fn dynamodb() -> Backend {
     let store = Arc::new(store);
     Backend {
         store: store.clone(),
-        counters: store,
+        counters: store.clone(),
+        accounts: store,
         _guard: Box::new(()),
     }
 }

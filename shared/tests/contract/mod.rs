@@ -1,4 +1,4 @@
-//! The `ChainStore` and `CounterStore` contract: behaviour every backend must show, written
+//! The `ChainStore`, `CounterStore` and `AccountStore` contract: behaviour every backend must show, written
 //! once and run against each backend by `contract_tests!` (see `store_contract.rs`).
 
 use std::collections::HashSet;
@@ -8,7 +8,8 @@ use hearth_core::auth::Caller;
 use hearth_core::chain::{self, Sealed};
 use hearth_core::clock::ManualClock;
 use hearth_core::store::{
-    Append, ChainKey, ChainStore, Counter, CounterStore, Head, StoreError, Taken,
+    AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, Counter,
+    CounterStore, DeviceKeyItem, Head, StoreError, Taken,
 };
 use hearth_core::why::record::NewDecision;
 use hearth_core::why::{WhyError, WhyService, limits};
@@ -19,6 +20,7 @@ use time::OffsetDateTime;
 pub struct Backend {
     pub store: Arc<dyn ChainStore>,
     pub counters: Arc<dyn CounterStore>,
+    pub accounts: Arc<dyn AccountStore>,
     pub _guard: Box<dyn std::any::Any + Send>,
 }
 
@@ -467,6 +469,156 @@ pub async fn concurrent_takes_never_pass_the_limit(backend: Backend) {
     );
 }
 
+fn account(household_id: &str, name: &str, revision: u64) -> AccountItem {
+    AccountItem {
+        household_id: household_id.into(),
+        name: name.into(),
+        policy: Some(json!({"weekly_budget_cents": 5000})),
+        generation: 0,
+        tokens_issued: 0,
+        device_keys: vec![DeviceKeyItem {
+            key_id: "dk-1".into(),
+            key: "00ff".into(),
+            created_at_ms: NOW,
+        }],
+        created_at_ms: NOW,
+        revision,
+    }
+}
+
+pub async fn accounts_are_created_once_read_back_and_listed(backend: Backend) {
+    let accounts = backend.accounts.as_ref();
+    assert_eq!(accounts.account("hh-b").await.unwrap(), None);
+    assert_eq!(accounts.accounts().await.unwrap(), vec![]);
+    let b = account("hh-b", "Bakers", 1);
+    accounts.put_account(&b, None).await.unwrap();
+    accounts
+        .put_account(&account("hh-a", "Adams", 1), None)
+        .await
+        .unwrap();
+    assert_eq!(accounts.account("hh-b").await.unwrap(), Some(b.clone()));
+    // Creating it again is a conflict and changes nothing.
+    let impostor = account("hh-b", "Impostors", 1);
+    assert!(matches!(
+        accounts.put_account(&impostor, None).await,
+        Err(StoreError::Conflict)
+    ));
+    assert_eq!(accounts.account("hh-b").await.unwrap(), Some(b));
+    assert_eq!(
+        accounts.accounts().await.unwrap(),
+        vec![
+            AccountSummary {
+                household_id: "hh-a".into(),
+                name: "Adams".into(),
+                linked: false
+            },
+            AccountSummary {
+                household_id: "hh-b".into(),
+                name: "Bakers".into(),
+                linked: false
+            },
+        ],
+        "ordered by household id"
+    );
+}
+
+pub async fn account_writes_and_deletes_compare_revisions(backend: Backend) {
+    let accounts = backend.accounts.as_ref();
+    accounts
+        .put_account(&account("hh-c", "Carters", 1), None)
+        .await
+        .unwrap();
+    let mut renamed = account("hh-c", "The Carters", 2);
+    renamed.tokens_issued = 1;
+    accounts.put_account(&renamed, Some(1)).await.unwrap();
+    // A writer that read revision 1 lost the race: refused, nothing changes.
+    let stale = account("hh-c", "Stale", 2);
+    assert!(matches!(
+        accounts.put_account(&stale, Some(1)).await,
+        Err(StoreError::Conflict)
+    ));
+    assert_eq!(accounts.account("hh-c").await.unwrap(), Some(renamed));
+    assert!(accounts.accounts().await.unwrap()[0].linked);
+    assert!(matches!(
+        accounts.delete_account("hh-c", 1).await,
+        Err(StoreError::Conflict)
+    ));
+    assert!(accounts.account("hh-c").await.unwrap().is_some());
+    assert!(accounts.delete_account("hh-c", 2).await.unwrap());
+    assert!(!accounts.delete_account("hh-c", 2).await.unwrap());
+    assert_eq!(accounts.account("hh-c").await.unwrap(), None);
+    assert_eq!(accounts.accounts().await.unwrap(), vec![]);
+}
+
+pub async fn removing_a_chain_takes_every_record_and_frees_its_place(backend: Backend) {
+    let store = backend.store.as_ref();
+    for index in 0..8 {
+        fill(store, &key(&format!("h{index}")), 3, 25, NOW).await;
+    }
+    assert_eq!(store.remove(&key("h0")).await.unwrap(), 3);
+    assert!(store.load(&key("h0"), NOW).await.unwrap().is_none());
+    assert_eq!(store.remove(&key("h0")).await.unwrap(), 0, "already gone");
+    assert_eq!(store.remove(&key("never")).await.unwrap(), 0);
+    // The removed chain no longer counts against the scope's cap of 8.
+    fill(store, &key("h8"), 1, 25, NOW).await;
+    assert_eq!(store.load(&key("h1"), NOW).await.unwrap().unwrap().records.len(), 3);
+}
+
+pub async fn relocating_moves_a_window_exactly_as_stored(backend: Backend) {
+    let store = backend.store.as_ref();
+    // 30 records keeping 25: the window has an anchor and starts at seq 6.
+    fill(store, &key("old"), 30, 25, NOW).await;
+    let before = store.load(&key("old"), NOW).await.unwrap().unwrap();
+    let to = ChainKey {
+        scope: "scope-new".into(),
+        name: "new".into(),
+    };
+    let occupied = ChainKey {
+        scope: "scope-new".into(),
+        name: "occupied".into(),
+    };
+    fill(store, &occupied, 2, 25, NOW).await;
+    assert!(matches!(
+        store.relocate(&key("old"), &occupied, NOW).await,
+        Err(StoreError::Conflict)
+    ));
+    assert_eq!(
+        store.load(&key("old"), NOW).await.unwrap().as_ref(),
+        Some(&before),
+        "a refused move moves nothing"
+    );
+    assert_eq!(store.load(&occupied, NOW).await.unwrap().unwrap().records.len(), 2);
+    assert_eq!(store.relocate(&key("old"), &to, NOW).await.unwrap(), 25);
+    let after = store.load(&to, NOW).await.unwrap().unwrap();
+    assert_eq!(after, before, "head, anchor, records and hashes unchanged");
+    chain::verify(&after.records, after.head.anchor.as_deref(), &after.head.last_hash).unwrap();
+    assert!(store.load(&key("old"), NOW).await.unwrap().is_none());
+    assert_eq!(store.relocate(&key("old"), &to, NOW).await.unwrap(), 0, "nothing left to move");
+    // The moved chain goes on from where it was.
+    let record = sealed(31, Some(&after.head.last_hash));
+    let head = Head {
+        last_seq: 31,
+        last_hash: record.hash.clone(),
+        anchor: Some(after.records[0].hash.clone()),
+        ..after.head.clone()
+    };
+    store
+        .append(
+            &to,
+            Append {
+                expected: Some(after.head.clone()),
+                head,
+                record,
+                evict_below_seq: 7,
+                max_live_chains: 8,
+            },
+            NOW,
+        )
+        .await
+        .unwrap();
+    assert_eq!(store.load(&to, NOW).await.unwrap().unwrap().records[0].seq, 7);
+}
+
 /// Defines one `#[tokio::test]` per contract case for a backend built by `$make`.
 #[macro_export]
 macro_rules! contract_tests {
@@ -487,6 +639,10 @@ macro_rules! contract_tests {
                 a_refused_take_changes_no_counter,
                 each_window_counts_alone,
                 concurrent_takes_never_pass_the_limit,
+                accounts_are_created_once_read_back_and_listed,
+                account_writes_and_deletes_compare_revisions,
+                removing_a_chain_takes_every_record_and_frees_its_place,
+                relocating_moves_a_window_exactly_as_stored,
             );
         }
     };
