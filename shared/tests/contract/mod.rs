@@ -8,8 +8,8 @@ use hearth_core::auth::Caller;
 use hearth_core::chain::{self, Sealed};
 use hearth_core::clock::ManualClock;
 use hearth_core::store::{
-    AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, Counter,
-    CounterStore, DeviceKeyItem, Head, StoreError, Taken,
+    AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, Counter, CounterStore,
+    DeviceKeyItem, Head, StoreError, Taken,
 };
 use hearth_core::why::record::NewDecision;
 use hearth_core::why::{WhyError, WhyService, limits};
@@ -561,7 +561,16 @@ pub async fn removing_a_chain_takes_every_record_and_frees_its_place(backend: Ba
     assert_eq!(store.remove(&key("never")).await.unwrap(), 0);
     // The removed chain no longer counts against the scope's cap of 8.
     fill(store, &key("h8"), 1, 25, NOW).await;
-    assert_eq!(store.load(&key("h1"), NOW).await.unwrap().unwrap().records.len(), 3);
+    assert_eq!(
+        store
+            .load(&key("h1"), NOW)
+            .await
+            .unwrap()
+            .unwrap()
+            .records
+            .len(),
+        3
+    );
 }
 
 pub async fn relocating_moves_a_window_exactly_as_stored(backend: Backend) {
@@ -587,13 +596,31 @@ pub async fn relocating_moves_a_window_exactly_as_stored(backend: Backend) {
         Some(&before),
         "a refused move moves nothing"
     );
-    assert_eq!(store.load(&occupied, NOW).await.unwrap().unwrap().records.len(), 2);
+    assert_eq!(
+        store
+            .load(&occupied, NOW)
+            .await
+            .unwrap()
+            .unwrap()
+            .records
+            .len(),
+        2
+    );
     assert_eq!(store.relocate(&key("old"), &to, NOW).await.unwrap(), 25);
     let after = store.load(&to, NOW).await.unwrap().unwrap();
     assert_eq!(after, before, "head, anchor, records and hashes unchanged");
-    chain::verify(&after.records, after.head.anchor.as_deref(), &after.head.last_hash).unwrap();
+    chain::verify(
+        &after.records,
+        after.head.anchor.as_deref(),
+        &after.head.last_hash,
+    )
+    .unwrap();
     assert!(store.load(&key("old"), NOW).await.unwrap().is_none());
-    assert_eq!(store.relocate(&key("old"), &to, NOW).await.unwrap(), 0, "nothing left to move");
+    assert_eq!(
+        store.relocate(&key("old"), &to, NOW).await.unwrap(),
+        0,
+        "nothing left to move"
+    );
     // The moved chain goes on from where it was.
     let record = sealed(31, Some(&after.head.last_hash));
     let head = Head {
@@ -616,7 +643,10 @@ pub async fn relocating_moves_a_window_exactly_as_stored(backend: Backend) {
         )
         .await
         .unwrap();
-    assert_eq!(store.load(&to, NOW).await.unwrap().unwrap().records[0].seq, 7);
+    assert_eq!(
+        store.load(&to, NOW).await.unwrap().unwrap().records[0].seq,
+        7
+    );
 }
 
 /// Defines one `#[tokio::test]` per contract case for a backend built by `$make`.
