@@ -1,0 +1,462 @@
+//! `hearth admin` as an operator runs it: every command, its `--json` object, its exit status
+//! (0 success, 1 failure, 2 usage), a store that does not exist, and policies that name another
+//! household. Each `--json` answer must be exactly one JSON object.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+
+use hearth_core::auth::{Caller, JwtKeys, Secret};
+use hearth_core::clock::SystemClock;
+use hearth_core::countersign::household::built_in_policy;
+use hearth_core::store::sqlite::SqliteStore;
+use hearth_core::why::WhyService;
+use hearth_core::why::record::NewDecision;
+use hearth_testkit::moto::{Moto, unique_name};
+use serde_json::{Value, json};
+
+const JWT_SECRET: &str = "admin-cli-test-signing-key-of-32-bytes";
+const RESOURCE: &str = "http://127.0.0.1:8787/mcp";
+
+/// What one run printed.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    /// The one JSON object printed (panics unless stdout is exactly one object).
+    fn json(&self) -> Value {
+        let value: Value = serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|error| panic!("not one JSON value ({error}): {:?}", self.stdout));
+        assert!(value.is_object(), "{value}");
+        value
+    }
+}
+
+/// The settings of a local operator: the SQLite file under `dir`, and the server's key and URL.
+fn local(dir: &Path) -> Vec<(&'static str, String)> {
+    vec![
+        ("HEARTH_DATA_DIR", dir.display().to_string()),
+        ("MCP_JWT_SECRET", JWT_SECRET.into()),
+        ("MCP_RESOURCE_URL", RESOURCE.into()),
+    ]
+}
+
+fn admin(env: &[(&str, String)], args: &[&str]) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hearth"));
+    command
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("admin")
+        .args(args);
+    for name in [
+        "HEARTH_TABLE",
+        "HEARTH_DB",
+        "HEARTH_SECRET_ARN",
+        "MCP_CLIENT_ID",
+        "MCP_JUDGE_TOKEN_HASHES",
+    ] {
+        command.env_remove(name);
+    }
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command.output().expect("run hearth admin");
+    Run {
+        code: output.status.code().expect("an exit code"),
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: String::from_utf8(output.stderr).unwrap(),
+    }
+}
+
+fn keys(value: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = value
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+fn write_json(dir: &Path, name: &str, value: &Value) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, value.to_string()).unwrap();
+    path.display().to_string()
+}
+
+/// A store the server has already created, as an operator finds it.
+fn existing_store(dir: &Path) -> Arc<SqliteStore> {
+    Arc::new(SqliteStore::open(&dir.join("hearth.db")).unwrap())
+}
+
+#[test]
+fn every_command_answers_one_json_object_with_its_exit_status() {
+    let dir = tempfile::tempdir().unwrap();
+    existing_store(dir.path());
+    let env = local(dir.path());
+    let run = |args: &[&str]| admin(&env, args);
+
+    let created = run(&["household", "create", "The Adams", "--json"]);
+    assert_eq!(created.code, 0, "{}", created.stderr);
+    let created = created.json();
+    assert_eq!(keys(&created), ["household_id", "name"]);
+    assert_eq!(created["name"], "The Adams");
+    let id = created["household_id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("hh-") && id.len() == 35, "{id}");
+
+    let listed = run(&["household", "list", "--json"]).json();
+    assert_eq!(
+        listed,
+        json!({"households": [{"household_id": id, "name": "The Adams", "linked": false}]})
+    );
+    let shown = run(&["household", "show", &id, "--json"]).json();
+    assert_eq!(
+        keys(&shown),
+        ["device_keys", "household_id", "linked", "name", "policy"]
+    );
+    assert_eq!(shown["policy"], Value::Null, "no rules until they are set");
+
+    // A policy may leave its id out, or name this household; another household's is refused.
+    let mut policy = built_in_policy();
+    policy["household_id"] = id.clone().into();
+    policy["name"] = "Adams Family".into();
+    let file = write_json(dir.path(), "policy.json", &policy);
+    let set = run(&["household", "set-policy", &id, &file, "--json"]);
+    assert_eq!(set.code, 0, "{}", set.stdout);
+    let set = set.json();
+    assert_eq!(keys(&set), ["household_id", "policy"]);
+    assert_eq!(set["policy"]["household_id"], id.as_str());
+    assert_eq!(
+        run(&["household", "show", &id, "--json"]).json()["name"],
+        "Adams Family",
+        "the policy's name is the display name"
+    );
+    let mismatched = write_json(dir.path(), "other.json", &built_in_policy());
+    let refused = run(&["household", "set-policy", &id, &mismatched, "--json"]);
+    assert_eq!(refused.code, 1);
+    let error = refused.json()["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("does not match household"), "{error}");
+    assert_eq!(
+        run(&["household", "show", &id, "--json"]).json()["policy"]["name"],
+        "Adams Family",
+        "a refused policy changes nothing"
+    );
+    let mut unnamed = built_in_policy();
+    unnamed.as_object_mut().unwrap().remove("name");
+    let unnamed = write_json(dir.path(), "unnamed.json", &unnamed);
+    let refused = run(&[
+        "household",
+        "create",
+        "Bakers",
+        "--policy",
+        &unnamed,
+        "--json",
+    ]);
+    assert_eq!(refused.code, 1);
+    assert!(
+        refused.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("does not match household")
+    );
+    let renamed = run(&[
+        "household",
+        "create",
+        "Bakers",
+        "--policy",
+        &mismatched,
+        "--json",
+    ]);
+    assert_eq!(renamed.code, 1);
+    let error = renamed.json()["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("names the household"), "{error}");
+    assert_eq!(
+        run(&["household", "list", "--json"]).json()["households"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1,
+        "refused creations create nothing"
+    );
+    let mut invalid = policy.clone();
+    invalid.as_object_mut().unwrap().remove("household_id");
+    invalid["guardians"] = json!(["mia"]);
+    let invalid = write_json(dir.path(), "invalid.json", &invalid);
+    let refused = run(&["household", "set-policy", &id, &invalid, "--json"]);
+    assert_eq!(refused.code, 1);
+    assert!(
+        refused.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("is a child")
+    );
+
+    // Device keys: the key is printed once, at creation, and never listed.
+    let added = run(&["device-key", "add", &id, "--json"]).json();
+    assert_eq!(keys(&added), ["key", "key_id"]);
+    let key = added["key"].as_str().unwrap();
+    assert_eq!(key.len(), 64);
+    let key_id = added["key_id"].as_str().unwrap().to_owned();
+    let listed = run(&["device-key", "list", &id, "--json"]);
+    assert!(
+        !listed.stdout.contains(key),
+        "a listing never shows the key"
+    );
+    let listed = listed.json();
+    assert_eq!(keys(&listed["device_keys"][0]), ["created_at", "key_id"]);
+    let shown = run(&["household", "show", &id, "--json"]);
+    assert!(!shown.stdout.contains(key));
+    assert_eq!(shown.json()["device_keys"][0]["key_id"], key_id.as_str());
+    let revoked = run(&["device-key", "revoke", &id, &key_id, "--json"]).json();
+    assert_eq!(revoked, json!({"revoked": key_id}));
+    let again = run(&["device-key", "revoke", &id, &key_id, "--json"]);
+    assert_eq!(again.code, 1, "revoking twice is a failure");
+    assert!(
+        again.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("no device key")
+    );
+
+    // Tokens: at most 90 days, signed for this server, naming the household.
+    let minted = run(&["token", &id, "--days", "90", "--json"]);
+    assert_eq!(minted.code, 0, "{}", minted.stdout);
+    let minted = minted.json();
+    assert_eq!(keys(&minted), ["access_token", "expires_in"]);
+    assert_eq!(minted["expires_in"], 90 * 86_400);
+    let verified = JwtKeys::new(&Secret::new(JWT_SECRET), "http://127.0.0.1:8787", RESOURCE)
+        .unwrap()
+        .verify(minted["access_token"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(verified.subject, id);
+    assert_eq!(verified.generation, Some(0));
+    for days in ["91", "0", "ninety"] {
+        let refused = run(&["token", &id, "--days", days, "--json"]);
+        assert_eq!(refused.code, 2, "--days {days}");
+        assert!(refused.json()["usage"].is_string());
+    }
+    assert!(run(&["household", "list", "--json"]).json()["households"][0]["linked"] == true);
+    let unlinked = run(&["unlink", &id, "--json"]).json();
+    assert_eq!(
+        unlinked,
+        json!({"household_id": id, "revoked": {"access_tokens": 1}})
+    );
+    assert!(run(&["household", "list", "--json"]).json()["households"][0]["linked"] == false);
+
+    // Deleting: everything goes, and the household is then unknown.
+    let removed = run(&["household", "delete", &id, "--json"]).json();
+    assert_eq!(keys(&removed), ["household_id", "removed"]);
+    assert_eq!(removed["removed"]["accounts"], 1);
+    assert_eq!(removed["removed"]["device_keys"], 0);
+    let gone = run(&["household", "show", &id, "--json"]);
+    assert_eq!(gone.code, 1);
+    assert!(
+        gone.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("there is no household")
+    );
+}
+
+#[test]
+fn usage_errors_exit_2_and_say_how() {
+    let dir = tempfile::tempdir().unwrap();
+    existing_store(dir.path());
+    let env = local(dir.path());
+    for args in [
+        &["--json"][..],
+        &["household", "--json"],
+        &["household", "create", "--json"],
+        &["household", "create", "a", "b", "--json"],
+        &["household", "create", "a", "--policy", "--json"],
+        &["household", "create", "a", "--colour", "red", "--json"],
+        &["household", "show", "--json"],
+        &["household", "adopt", "--household-id", "demo", "--json"],
+        &["device-key", "revoke", "hh-x", "--json"],
+        &["token", "--json"],
+        &["frobnicate", "--json"],
+    ] {
+        let run = admin(&env, args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stdout);
+        let answer = run.json();
+        assert!(
+            answer["error"].is_string() && answer["usage"].is_string(),
+            "{args:?}"
+        );
+    }
+    let plain = admin(&env, &["frobnicate"]);
+    assert_eq!(plain.code, 2);
+    assert!(
+        plain.stderr.contains("usage: hearth admin"),
+        "{}",
+        plain.stderr
+    );
+}
+
+#[test]
+fn a_store_that_does_not_exist_is_named_and_never_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = local(dir.path());
+    let missing = admin(&env, &["household", "list", "--json"]);
+    assert_eq!(missing.code, 1);
+    let error = missing.json()["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("hearth.db"), "{error}");
+    assert!(
+        !dir.path().join("hearth.db").exists(),
+        "nothing was created"
+    );
+
+    let moto = Moto::shared();
+    let table = unique_name("hearth-admin-missing");
+    let mut env: Vec<(&str, String)> = moto.environment();
+    env.push(("HEARTH_TABLE", table.clone()));
+    let missing = admin(&env, &["household", "list", "--json"]);
+    assert_eq!(missing.code, 1, "{}", missing.stdout);
+    let error = missing.json()["error"].as_str().unwrap().to_owned();
+    assert!(
+        error.contains(&table) && error.contains("does not exist"),
+        "{error}"
+    );
+    let plain = admin(&env, &["household", "list"]);
+    assert_eq!(plain.code, 1);
+    assert!(plain.stderr.contains(&table), "{}", plain.stderr);
+}
+
+#[tokio::test]
+async fn the_same_commands_run_over_dynamodb() {
+    let moto = Moto::shared();
+    let table = unique_name("hearth-admin");
+    let store =
+        hearth_core::store::dynamodb::DynamoStore::new(moto.dynamodb_client(), table.clone());
+    store.ensure_table().await.unwrap();
+    let mut env: Vec<(&str, String)> = moto.environment();
+    env.push(("HEARTH_TABLE", table));
+    env.push(("MCP_JWT_SECRET", JWT_SECRET.into()));
+    env.push(("MCP_RESOURCE_URL", RESOURCE.into()));
+    let created = admin(&env, &["household", "create", "Dynamo Dwellers", "--json"]).json();
+    let id = created["household_id"].as_str().unwrap().to_owned();
+    let key = admin(&env, &["device-key", "add", &id, "--json"]).json();
+    assert!(key["key_id"].as_str().unwrap().starts_with("dk-"));
+    let listed = admin(&env, &["household", "list", "--json"]).json();
+    assert_eq!(listed["households"][0]["household_id"], id.as_str());
+    let token = admin(&env, &["token", &id, "--json"]);
+    assert_eq!(token.code, 0, "{}", token.stdout);
+    let removed = admin(&env, &["household", "delete", &id, "--json"]).json();
+    assert_eq!(removed["removed"]["device_keys"], 1);
+    assert_eq!(
+        admin(&env, &["household", "list", "--json"]).json(),
+        json!({"households": []})
+    );
+}
+
+#[tokio::test]
+async fn adopt_moves_a_credentials_decisions_into_a_new_account() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = existing_store(dir.path());
+    let scope = hearth_core::admin::subject_scope("alexa-client");
+    let why = WhyService::new(store.clone(), Arc::new(SystemClock));
+    let inputs = serde_json::Map::new();
+    for action in ["dim lights", "lock the door", "start the kettle"] {
+        why.record(
+            &Caller::unattested(scope.clone()),
+            NewDecision {
+                household_id: "kitchen",
+                action,
+                reason: "asked for",
+                inputs: &inputs,
+                approver: "Dana",
+            },
+        )
+        .await
+        .unwrap();
+    }
+    drop(why);
+    drop(store);
+    let env = local(dir.path());
+    let bad = admin(
+        &env,
+        &[
+            "household",
+            "adopt",
+            "--subject-scope",
+            "not-hex",
+            "--household-id",
+            "kitchen",
+            "--json",
+        ],
+    );
+    assert_eq!(bad.code, 1);
+    assert!(
+        bad.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("64 lowercase hex")
+    );
+    let nothing = admin(
+        &env,
+        &[
+            "household",
+            "adopt",
+            "--subject-scope",
+            &scope,
+            "--household-id",
+            "garage",
+            "--json",
+        ],
+    );
+    assert_eq!(nothing.code, 1);
+    assert!(
+        nothing.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("no live decisions")
+    );
+    let adopted = admin(
+        &env,
+        &[
+            "household",
+            "adopt",
+            "--subject-scope",
+            &scope,
+            "--household-id",
+            "kitchen",
+            "--name",
+            "Kitchen",
+            "--json",
+        ],
+    );
+    assert_eq!(adopted.code, 0, "{}", adopted.stdout);
+    let adopted = adopted.json();
+    assert_eq!(keys(&adopted), ["household_id", "moved"]);
+    assert_eq!(
+        adopted["moved"],
+        json!({"decision_records": 3, "ledger_entries": 0})
+    );
+    let id = adopted["household_id"].as_str().unwrap();
+    let shown = admin(&env, &["household", "show", id, "--json"]).json();
+    assert_eq!(shown["name"], "Kitchen");
+    assert_eq!(
+        shown["policy"],
+        Value::Null,
+        "only the configured household brings a policy"
+    );
+}
+
+#[test]
+fn without_json_a_person_reads_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    existing_store(dir.path());
+    let env = local(dir.path());
+    let created = admin(&env, &["household", "create", "Plain Folk"]);
+    assert_eq!(created.code, 0);
+    assert!(
+        created.stdout.contains("name: Plain Folk"),
+        "{}",
+        created.stdout
+    );
+    let listed = admin(&env, &["household", "list"]);
+    assert!(listed.stdout.contains("linked: false"), "{}", listed.stdout);
+}
