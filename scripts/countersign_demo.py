@@ -2,8 +2,10 @@
 """Plays a household device against Hearth's purchase guard with the official MCP Python SDK.
 
 The device signs who is speaking, their words and the question they are answering on every
-request (X-Countersign-Attestation / X-Countersign-Signature, HMAC-SHA256 with the host key),
-then reads each `say` aloud -- here, prints it.
+request (X-Countersign-Attestation / X-Countersign-Signature, HMAC-SHA256 with its key), then
+reads each `say` aloud -- here, prints it. With a judge or client token the key is the server's
+COUNTERSIGN_HOST_KEY; with a household token it is one of the household's device keys
+(`hearth admin device-key add`), named with --key-id (X-Countersign-Key-Id).
 
   story            the household's week in ten turns; receipts are saved to --receipts
   check-receipts   checks every saved receipt against the ledger (exit 1 if any fails)
@@ -13,6 +15,8 @@ Needs the `mcp` package (scripts/test installs it into .venv). Example:
 
   COUNTERSIGN_HOST_KEY=development cargo run            # terminal 1
   .venv/bin/python scripts/countersign_demo.py --token "$JUDGE_TOKEN" --host-key development story
+  .venv/bin/python scripts/countersign_demo.py --token "$HOUSEHOLD_TOKEN" \
+      --host-key "$DEVICE_KEY" --key-id "$KEY_ID" story
 """
 
 import argparse
@@ -134,13 +138,20 @@ async def main():
     parser.add_argument("command", choices=["story", "check-receipts", "verify"])
     parser.add_argument("--url", default="http://127.0.0.1:8787/mcp")
     parser.add_argument("--token", required=True, help="a judge token or access token")
-    parser.add_argument("--host-key", required=True, help="COUNTERSIGN_HOST_KEY of the server")
+    parser.add_argument(
+        "--host-key", required=True,
+        help="the key the device signs with: the server's COUNTERSIGN_HOST_KEY, or a household device key",
+    )
+    parser.add_argument("--key-id", help="the id of the household device key given as --host-key")
     parser.add_argument("--receipts", default=".hearth/receipts.json")
     parser.add_argument("--json", action="store_true", help="print the turns as one JSON object at the end")
     args = parser.parse_args()
     out = (lambda _line: None) if args.json else print
 
-    async with create_mcp_http_client(headers={"Authorization": f"Bearer {args.token}"}) as http:
+    headers = {"Authorization": f"Bearer {args.token}"}
+    if args.key_id:
+        headers["X-Countersign-Key-Id"] = args.key_id
+    async with create_mcp_http_client(headers=headers) as http:
         async with streamable_http_client(args.url, http_client=http, terminate_on_close=False) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
