@@ -165,6 +165,30 @@ def test_no_secret_is_a_plain_template_value():
         assert not re.search(r"secret|password|token|key", name, re.IGNORECASE), name
 
 
+def table_access(function):
+    """What a function's role may do to the table: (actions, leading-key patterns or None)."""
+    role = RESOURCES[RESOURCES[function]["Properties"]["Role"]["Fn::GetAtt"][0]]
+    access = []
+    for policy in role["Properties"]["Policies"]:
+        for statement in policy["PolicyDocument"]["Statement"]:
+            if not isinstance(statement, dict):
+                continue
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            if any(action.startswith("dynamodb:") for action in actions):
+                keys = statement.get("Condition", {}).get("ForAllValues:StringLike", {}).get("dynamodb:LeadingKeys")
+                access.append((sorted(actions), keys))
+    return access
+
+
+def test_the_speech_function_reads_household_accounts_and_counts_rates_only():
+    # /tts checks household tokens' generations (account items) and counts requests; nothing else.
+    assert sorted(table_access("TtsFunction"), key=str) == sorted([
+        (["dynamodb:GetItem"], ["account#*"]),
+        (["dynamodb:ConditionCheckItem", "dynamodb:UpdateItem"], ["rate#*"]),
+    ], key=str)
+    assert table_access("OAuthFunction") == [(["dynamodb:ConditionCheckItem", "dynamodb:UpdateItem"], ["rate#*"])]
+
+
 def test_the_table_keeps_its_data():
     table = RESOURCES["Table"]
     assert table["DeletionPolicy"] == "Retain" and table["UpdateReplacePolicy"] == "Retain"
