@@ -45,6 +45,10 @@ fn config() -> Config {
 }
 
 async fn world(backend: Backend) -> World {
+    world_over(backend, Moto::shared().dynamodb_client()).await
+}
+
+async fn world_over(backend: Backend, client: aws_sdk_dynamodb::Client) -> World {
     let config = config();
     let mut shared: Option<Stores> = None;
     let h = match backend {
@@ -54,10 +58,7 @@ async fn world(backend: Backend) -> World {
             stores
         }),
         Backend::Dynamo => {
-            let store = DynamoStore::new(
-                Moto::shared().dynamodb_client(),
-                unique_name("hearth-households"),
-            );
+            let store = DynamoStore::new(client, unique_name("hearth-households"));
             store.ensure_table().await.expect("create the table");
             let stores = Stores::shared(Arc::new(store));
             shared = Some(stores.clone());
@@ -562,6 +563,66 @@ async fn adopting_moves_a_credentials_household_with_its_hashes(backend: Backend
         ok(&week)["spent_cents"],
         549,
         "the week's spending moved with the ledger"
+    );
+}
+
+#[tokio::test]
+async fn a_household_token_costs_one_read_a_minute_and_one_per_attested_call() {
+    let counter = hearth_testkit::CallCounter::default();
+    let client = aws_sdk_dynamodb::Client::from_conf(
+        Moto::shared()
+            .dynamodb_config()
+            .interceptor(counter.clone())
+            .build(),
+    );
+    let world = world_over(Backend::Dynamo, client).await;
+    let a = household(&world, "The Adams").await;
+    ok(&world
+        .call(&a.token, "record_decision", record("warm up"), &[])
+        .await);
+    counter.take();
+    ok(&world
+        .call(&a.token, "record_decision", record("dim lights"), &[])
+        .await);
+    assert_eq!(
+        counter.take(),
+        3,
+        "the rate limiter, then Query and TransactWriteItems: the generation is cached"
+    );
+    world
+        .h
+        .clock
+        .advance(time::Duration::milliseconds(GENERATION_CACHE_MS));
+    ok(&world
+        .call(&a.token, "record_decision", record("lock the door"), &[])
+        .await);
+    assert_eq!(
+        counter.take(),
+        4,
+        "once a minute, one GetItem for the generation"
+    );
+    let order = |product: &str, variant: &str| json!({"product_id": product, "variant_id": variant, "quantity": 1});
+    ok(&world
+        .speak(
+            &a,
+            "propose_purchase",
+            order("aa-batteries", "4-pack"),
+            "buy a 4 pack of AA batteries",
+        )
+        .await);
+    counter.take();
+    ok(&world
+        .speak(
+            &a,
+            "propose_purchase",
+            order("paper-towels", "6-rolls"),
+            "buy 6 rolls of paper towels",
+        )
+        .await);
+    assert_eq!(
+        counter.take(),
+        5,
+        "the rate limiter, one GetItem of the account (device key and policy), the acting-call counter, Query, TransactWriteItems"
     );
 }
 

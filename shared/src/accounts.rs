@@ -238,22 +238,13 @@ impl Accounts {
         Ok(())
     }
 
-    /// The household's device key `key_id`, read fresh (never cached, so a revocation holds at
-    /// once). `Ok(None)`: no such household or key.
-    pub async fn device_key(
-        &self,
-        household_id: &str,
-        key_id: &str,
-    ) -> Result<Option<Secret>, StoreError> {
+    /// The household's account read fresh, never from a cache: what an attestation is checked
+    /// against, so a revoked device key stops verifying at once. `Ok(None)`: no such household.
+    pub async fn fresh(&self, household_id: &str) -> Result<Option<AccountItem>, StoreError> {
         if !is_household_id(household_id) {
             return Ok(None);
         }
-        Ok(self.store.account(household_id).await?.and_then(|item| {
-            item.device_keys
-                .into_iter()
-                .find(|key| key.key_id == key_id)
-                .map(|key| Secret::new(key.key))
-        }))
+        self.store.account(household_id).await
     }
 
     /// Counts one more access token for the household and returns the generation to put in it.

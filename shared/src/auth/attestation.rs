@@ -29,6 +29,7 @@ use sha2::Sha256;
 use super::Secret;
 use crate::accounts::Accounts;
 use crate::clock::Clock;
+use crate::store::AccountItem;
 
 pub const ATTESTATION_HEADER: &str = "x-countersign-attestation";
 pub const SIGNATURE_HEADER: &str = "x-countersign-signature";
@@ -139,30 +140,44 @@ impl AttestationVerifier {
     }
 
     /// The claim `headers` make for a household token of `household_id`: signed with the
-    /// device key `X-Countersign-Key-Id` names, read fresh from the household's account.
+    /// device key `X-Countersign-Key-Id` names, from the household's account read fresh. The
+    /// account read comes back too, for whatever else the request needs of it.
     pub async fn check_household(
         &self,
         headers: &HeaderMap,
         accounts: &Accounts,
         household_id: &str,
-    ) -> HostClaim {
+    ) -> (HostClaim, Option<Arc<AccountItem>>) {
         let now_secs = self.clock.now().unix_timestamp();
         if headers.get(ATTESTATION_HEADER).is_none() && headers.get(SIGNATURE_HEADER).is_none() {
-            return HostClaim::Refused(AttestationRefusal::Missing);
+            return (HostClaim::Refused(AttestationRefusal::Missing), None);
         }
         let key_id = match headers.get(KEY_ID_HEADER).map(|value| value.to_str()) {
-            None => return HostClaim::Refused(AttestationRefusal::NoKeyId),
+            None => return (HostClaim::Refused(AttestationRefusal::NoKeyId), None),
             Some(Ok(id)) if !id.is_empty() && id.len() <= MAX_KEY_ID_BYTES => id,
-            Some(_) => return HostClaim::Refused(AttestationRefusal::UnknownKey),
+            Some(_) => return (HostClaim::Refused(AttestationRefusal::UnknownKey), None),
         };
-        match accounts.device_key(household_id, key_id).await {
-            Ok(Some(key)) => claim(verify(&key, headers, now_secs)),
-            Ok(None) => HostClaim::Refused(AttestationRefusal::UnknownKey),
+        let account = match accounts.fresh(household_id).await {
+            Ok(Some(account)) => Arc::new(account),
+            Ok(None) => return (HostClaim::Refused(AttestationRefusal::UnknownKey), None),
             Err(error) => {
                 tracing::warn!(%error, "device keys unavailable");
-                HostClaim::Refused(AttestationRefusal::KeysUnavailable)
+                return (
+                    HostClaim::Refused(AttestationRefusal::KeysUnavailable),
+                    None,
+                );
             }
-        }
+        };
+        let key = account
+            .device_keys
+            .iter()
+            .find(|key| key.key_id == key_id)
+            .map(|key| Secret::new(key.key.clone()));
+        let claim = match key {
+            Some(key) => claim(verify(&key, headers, now_secs)),
+            None => HostClaim::Refused(AttestationRefusal::UnknownKey),
+        };
+        (claim, Some(account))
     }
 }
 

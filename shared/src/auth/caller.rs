@@ -2,9 +2,12 @@
 //! the household a household token names, and what the device attested about the person
 //! speaking. Toolsets receive it and key all their data by it.
 
+use std::sync::Arc;
+
 use super::attestation::{AttestationRefusal, HostClaim};
 use crate::accounts::Standing;
 use crate::chain::sha256_hex;
+use crate::store::AccountItem;
 
 /// Who is calling, as far as a toolset needs to know: the data scope (the SHA-256 of the
 /// verified subject, or of the household a household token names), which toolsets key all
@@ -25,6 +28,9 @@ pub struct HouseholdCaller {
     /// [`Standing::Current`], or [`Standing::Unknown`] while the store is out of reach (a
     /// revoked token never becomes a caller).
     pub standing: Standing,
+    /// The account as this request's attestation check read it, so that a toolset needing
+    /// the household's policy does not read it a second time.
+    pub account: Option<Arc<AccountItem>>,
 }
 
 /// Why a call cannot act on a household. The text is a sentence safe to return.
@@ -57,6 +63,7 @@ impl Caller {
             household: Some(HouseholdCaller {
                 id: household_id.to_owned(),
                 standing,
+                account: None,
             }),
             host: HostClaim::Refused(AttestationRefusal::Missing),
         }

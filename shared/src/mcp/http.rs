@@ -270,12 +270,14 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
             // Only tool calls and resource reads act on who is speaking or reveal household
             // data; other methods skip the HMAC.
             if method == "tools/call" || method == "resources/read" {
-                caller.host = match (&caller.household, endpoint.auth.accounts()) {
+                caller.host = match (&mut caller.household, endpoint.auth.accounts()) {
                     (Some(household), Some(accounts)) => {
-                        endpoint
+                        let (claim, account) = endpoint
                             .attestations
                             .check_household(&parts.headers, accounts, &household.id)
-                            .await
+                            .await;
+                        household.account = account;
+                        claim
                     }
                     (Some(_), None) => HostClaim::Refused(AttestationRefusal::KeysUnavailable),
                     (None, _) => endpoint.attestations.check(&parts.headers),

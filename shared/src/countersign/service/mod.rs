@@ -116,35 +116,45 @@ impl CountersignService {
     /// The household a call acts on: a household token's account, with its own policy, or
     /// the configured household for a credential's token.
     async fn home(&self, caller: &Caller) -> Result<Arc<HouseholdData>, CountersignError> {
-        if caller.household.is_none() {
+        let Some(household) = &caller.household else {
             return Ok(self.data.clone());
-        }
+        };
         let household_id = caller
             .household_for(None)
             .map_err(|refusal| refused(refusal.to_string()))?;
-        let accounts = self.accounts.as_ref().ok_or(LedgerError::Unavailable)?;
-        let account = accounts
-            .get(household_id)
-            .await
-            .map_err(|error| match error {
-                AccountError::NotFound(_) => refused("This household's account no longer exists."),
-                error => {
-                    tracing::warn!(%error, "household account unavailable");
-                    LedgerError::Unavailable.into()
-                }
-            })?;
-        let policy = account.policy.ok_or_else(|| {
+        // The attestation check read the account in this request; otherwise read it now.
+        let account = match &household.account {
+            Some(account) => account.clone(),
+            None => {
+                let accounts = self.accounts.as_ref().ok_or(LedgerError::Unavailable)?;
+                let account = accounts
+                    .get(household_id)
+                    .await
+                    .map_err(|error| match error {
+                        AccountError::NotFound(_) => {
+                            refused("This household's account no longer exists.")
+                        }
+                        error => {
+                            tracing::warn!(%error, "household account unavailable");
+                            LedgerError::Unavailable.into()
+                        }
+                    })?;
+                Arc::new(account)
+            }
+        };
+        let policy = account.policy.as_ref().ok_or_else(|| {
             refused(
                 "This household has no purchase rules yet, so nothing can be bought; an operator sets them with hearth admin household set-policy.",
             )
         })?;
-        let data = HouseholdData::for_account(&policy, household_id, &self.data.catalogue)
-            .map_err(|error| {
+        let data = HouseholdData::for_account(policy, household_id, &self.data.catalogue).map_err(
+            |error| {
                 tracing::error!(%error, "a stored household policy does not load");
                 refused(
                     "This household's purchase rules could not be read, so nothing can be bought.",
                 )
-            })?;
+            },
+        )?;
         Ok(Arc::new(data))
     }
 
