@@ -202,4 +202,72 @@ async fn a_whole_session_logs_no_credential_and_nothing_the_caller_wrote() {
     for secret in never {
         assert!(!logs.contains(secret), "the log holds {secret:?}:\n{logs}");
     }
+
+    // A household's session: its token, device key and words stay out of the log too.
+    captured.0.lock().unwrap().clear();
+    household_session_logs_nothing_secret(&h, &captured).await;
+}
+
+async fn household_session_logs_nothing_secret(h: &common::Harness, captured: &Captured) {
+    use hearth_core::accounts::{Accounts, new_household_id};
+    use hearth_core::auth::attestation::{Attestation, sign};
+    use hearth_core::auth::{Scopes, jwt::now_secs};
+    use hearth_core::clock::Clock;
+    use hearth_core::countersign::household::built_in_policy;
+    use hearth_core::store::sqlite::SqliteStore;
+
+    let store = std::sync::Arc::new(SqliteStore::open(&h.db_path()).unwrap());
+    let accounts = Accounts::new(store, h.clock.clone());
+    let id = new_household_id();
+    let mut policy = built_in_policy();
+    policy["household_id"] = id.clone().into();
+    accounts
+        .create(&id, "Log Test Home", Some(policy))
+        .await
+        .unwrap();
+    let (key_id, key) = accounts.add_device_key(&id).await.unwrap();
+    let config = common::config(&[("MCP_JWT_SECRET", JWT_SECRET)]);
+    let token = config
+        .jwt_keys()
+        .unwrap()
+        .issue_household(&id, 0, Scopes::DEFAULT, 600, now_secs())
+        .access_token;
+    let words = "buy a 4 pack of AA batteries for the smoke alarm";
+    let attestation = Attestation {
+        member_id: "dana".into(),
+        turn_id: "log-turn-1".into(),
+        utterances: vec![words.into()],
+        issued_at: h.clock.now().unix_timestamp(),
+        answering: None,
+    }
+    .encode();
+    let signature = sign(key.expose(), &attestation);
+    let bearer = format!("Bearer {token}");
+    let headers = [
+        ("authorization", bearer.as_str()),
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("x-countersign-attestation", attestation.as_str()),
+        ("x-countersign-signature", signature.as_str()),
+        ("x-countersign-key-id", key_id.as_str()),
+    ];
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "propose_purchase", "arguments": {"product_id": "aa-batteries", "variant_id": "4-pack", "quantity": 1}}});
+    let placed = request(&h.router, "POST", "/mcp", &headers, &body.to_string()).await;
+    assert_eq!(
+        placed.body["result"]["structuredContent"]["outcome"], "placed",
+        "{}",
+        placed.raw
+    );
+    let logs = captured.text();
+    assert!(logs.contains("propose_purchase"), "{logs}");
+    for secret in [
+        token.as_str(),
+        key.expose(),
+        words,
+        attestation.as_str(),
+        signature.as_str(),
+    ] {
+        assert!(!logs.contains(secret), "the log holds {secret:?}:\n{logs}");
+    }
 }
