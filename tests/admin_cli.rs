@@ -26,6 +26,11 @@ struct Run {
 }
 
 impl Run {
+    /// The `error` of the one JSON object printed.
+    fn error(&self) -> String {
+        self.json()["error"].as_str().unwrap_or_default().to_owned()
+    }
+
     /// The one JSON object printed (panics unless stdout is exactly one object).
     fn json(&self) -> Value {
         let value: Value = serde_json::from_str(&self.stdout)
@@ -137,7 +142,7 @@ fn every_command_answers_one_json_object_with_its_exit_status() {
     let mismatched = write_json(dir.path(), "other.json", &built_in_policy());
     let refused = run(&["household", "set-policy", &id, &mismatched, "--json"]);
     assert_eq!(refused.code, 1);
-    let error = refused.json()["error"].as_str().unwrap().to_owned();
+    let error = refused.error();
     assert!(error.contains("does not match household"), "{error}");
     assert_eq!(
         run(&["household", "show", &id, "--json"]).json()["policy"]["name"],
@@ -156,12 +161,7 @@ fn every_command_answers_one_json_object_with_its_exit_status() {
         "--json",
     ]);
     assert_eq!(refused.code, 1);
-    assert!(
-        refused.json()["error"]
-            .as_str()
-            .unwrap()
-            .contains("does not match household")
-    );
+    assert!(refused.error().contains("does not match household"));
     let renamed = run(&[
         "household",
         "create",
@@ -171,7 +171,7 @@ fn every_command_answers_one_json_object_with_its_exit_status() {
         "--json",
     ]);
     assert_eq!(renamed.code, 1);
-    let error = renamed.json()["error"].as_str().unwrap().to_owned();
+    let error = renamed.error();
     assert!(error.contains("names the household"), "{error}");
     assert_eq!(
         run(&["household", "list", "--json"]).json()["households"]
@@ -187,12 +187,7 @@ fn every_command_answers_one_json_object_with_its_exit_status() {
     let invalid = write_json(dir.path(), "invalid.json", &invalid);
     let refused = run(&["household", "set-policy", &id, &invalid, "--json"]);
     assert_eq!(refused.code, 1);
-    assert!(
-        refused.json()["error"]
-            .as_str()
-            .unwrap()
-            .contains("is a child")
-    );
+    assert!(refused.error().contains("is a child"));
 
     // Device keys: the key is printed once, at creation, and never listed.
     let added = run(&["device-key", "add", &id, "--json"]).json();
@@ -214,12 +209,7 @@ fn every_command_answers_one_json_object_with_its_exit_status() {
     assert_eq!(revoked, json!({"revoked": key_id}));
     let again = run(&["device-key", "revoke", &id, &key_id, "--json"]);
     assert_eq!(again.code, 1, "revoking twice is a failure");
-    assert!(
-        again.json()["error"]
-            .as_str()
-            .unwrap()
-            .contains("no device key")
-    );
+    assert!(again.error().contains("no device key"));
 
     // Tokens: at most 90 days, signed for this server, naming the household.
     let minted = run(&["token", &id, "--days", "90", "--json"]);
@@ -253,12 +243,7 @@ fn every_command_answers_one_json_object_with_its_exit_status() {
     assert_eq!(removed["removed"]["device_keys"], 0);
     let gone = run(&["household", "show", &id, "--json"]);
     assert_eq!(gone.code, 1);
-    assert!(
-        gone.json()["error"]
-            .as_str()
-            .unwrap()
-            .contains("there is no household")
-    );
+    assert!(gone.error().contains("there is no household"));
 }
 
 #[test]
@@ -302,7 +287,7 @@ fn a_store_that_does_not_exist_is_named_and_never_created() {
     let env = local(dir.path());
     let missing = admin(&env, &["household", "list", "--json"]);
     assert_eq!(missing.code, 1);
-    let error = missing.json()["error"].as_str().unwrap().to_owned();
+    let error = missing.error();
     assert!(error.contains("hearth.db"), "{error}");
     assert!(
         !dir.path().join("hearth.db").exists(),
@@ -315,7 +300,7 @@ fn a_store_that_does_not_exist_is_named_and_never_created() {
     env.push(("HEARTH_TABLE", table.clone()));
     let missing = admin(&env, &["household", "list", "--json"]);
     assert_eq!(missing.code, 1, "{}", missing.stdout);
-    let error = missing.json()["error"].as_str().unwrap().to_owned();
+    let error = missing.error();
     assert!(
         error.contains(&table) && error.contains("does not exist"),
         "{error}"
@@ -389,12 +374,7 @@ async fn adopt_moves_a_credentials_decisions_into_a_new_account() {
         ],
     );
     assert_eq!(bad.code, 1);
-    assert!(
-        bad.json()["error"]
-            .as_str()
-            .unwrap()
-            .contains("64 lowercase hex")
-    );
+    assert!(bad.error().contains("64 lowercase hex"));
     let nothing = admin(
         &env,
         &[
@@ -408,12 +388,7 @@ async fn adopt_moves_a_credentials_decisions_into_a_new_account() {
         ],
     );
     assert_eq!(nothing.code, 1);
-    assert!(
-        nothing.json()["error"]
-            .as_str()
-            .unwrap()
-            .contains("no live decisions")
-    );
+    assert!(nothing.error().contains("no live decisions"));
     let adopted = admin(
         &env,
         &[

@@ -25,6 +25,7 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 const HOST_KEY: &str = "household-test-host-key";
+const BATTERIES: &str = "buy a 4 pack of AA batteries";
 
 #[derive(Clone, Copy)]
 enum Backend {
@@ -49,7 +50,10 @@ async fn world(backend: Backend) -> World {
 }
 
 async fn world_over(backend: Backend, client: aws_sdk_dynamodb::Client) -> World {
-    let config = config();
+    world_with(config(), backend, client).await
+}
+
+async fn world_with(config: Config, backend: Backend, client: aws_sdk_dynamodb::Client) -> World {
     let mut shared: Option<Stores> = None;
     let h = match backend {
         Backend::Sqlite => common::harness_over(&config, |sqlite| {
@@ -161,6 +165,13 @@ impl World {
         let reply = self.post(token, &body, extra).await;
         assert_eq!(reply.status, StatusCode::OK, "{}", reply.raw);
         reply.body["result"].clone()
+    }
+
+    /// Dana's order of a 4 pack of AA batteries, with `token` and exactly these attestation
+    /// headers.
+    async fn buy_batteries(&self, token: &str, headers: &[(String, String)]) -> Value {
+        let order = json!({"product_id": "aa-batteries", "variant_id": "4-pack", "quantity": 1});
+        self.call(token, "propose_purchase", order, headers).await
     }
 
     /// A tool called by Dana on `household`'s device.
@@ -303,42 +314,15 @@ async fn two_households_stay_apart(backend: Backend) {
     assert_eq!(ok(&own)["valid"], true, "{own}");
 
     // Attesting: A's device key speaks for nobody in B, even naming its own key id.
-    let crossed = spoken(
-        &a.key_id,
-        &a.key,
-        "buy a 4 pack of AA batteries",
-        world.now(),
-    );
-    let refused = refusal(
-        &world
-            .call(&b.token, "propose_purchase", order.clone(), &crossed)
-            .await,
-    );
+    let crossed = spoken(&a.key_id, &a.key, BATTERIES, world.now());
+    let refused = refusal(&world.buy_batteries(&b.token, &crossed).await);
     assert!(refused.contains("not one of this household's"), "{refused}");
-    let forged = spoken(
-        &b.key_id,
-        &a.key,
-        "buy a 4 pack of AA batteries",
-        world.now(),
-    );
-    let refused = refusal(
-        &world
-            .call(&b.token, "propose_purchase", order.clone(), &forged)
-            .await,
-    );
+    let forged = spoken(&b.key_id, &a.key, BATTERIES, world.now());
+    let refused = refusal(&world.buy_batteries(&b.token, &forged).await);
     assert!(refused.contains("signature does not match"), "{refused}");
     // Nor does the deployment's host key, which only credentials' tokens use.
-    let hosted = spoken(
-        &b.key_id,
-        HOST_KEY,
-        "buy a 4 pack of AA batteries",
-        world.now(),
-    );
-    let refused = refusal(
-        &world
-            .call(&b.token, "propose_purchase", order, &hosted)
-            .await,
-    );
+    let hosted = spoken(&b.key_id, HOST_KEY, BATTERIES, world.now());
+    let refused = refusal(&world.buy_batteries(&b.token, &hosted).await);
     assert!(refused.contains("signature does not match"), "{refused}");
 
     // The rules resource is the household's own.
@@ -378,23 +362,54 @@ async fn revoked_and_missing_device_keys_attest_nothing(backend: Backend) {
             .await,
     );
     assert!(refused.contains("names no device key"), "{refused}");
+    // Key ids are at most 64 bytes: one at the limit is merely unknown, one past it malformed.
+    for (length, expected) in [
+        (64, "not one of this household's"),
+        (65, "1 to 64 visible ASCII"),
+    ] {
+        let mut named = spoken(
+            &a.key_id,
+            &a.key,
+            "buy a 4 pack of AA batteries",
+            world.now(),
+        );
+        named.retain(|(name, _)| name != "x-countersign-key-id");
+        named.push(("x-countersign-key-id".into(), "k".repeat(length)));
+        let refused = refusal(
+            &world
+                .call(&a.token, "propose_purchase", order.clone(), &named)
+                .await,
+        );
+        assert!(refused.contains(expected), "{length}: {refused}");
+    }
+    // A household holds 10 device keys, and not 11.
+    for _ in 1..hearth_core::accounts::MAX_DEVICE_KEYS {
+        world.admin.add_device_key(&a.id).await.unwrap();
+    }
+    let full = world
+        .admin
+        .add_device_key(&a.id)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(full.contains("already has 10 device keys"), "{full}");
+    let keys = world.admin.device_keys(&a.id).await.unwrap().device_keys;
+    assert_eq!(keys.len(), 10);
+    for key in &keys[1..] {
+        world
+            .admin
+            .revoke_device_key(&a.id, &key.key_id)
+            .await
+            .unwrap();
+    }
     let second = world.admin.add_device_key(&a.id).await.unwrap();
     world
         .admin
         .revoke_device_key(&a.id, &a.key_id)
         .await
         .unwrap();
-    let revoked = spoken(
-        &a.key_id,
-        &a.key,
-        "buy a 4 pack of AA batteries",
-        world.now(),
-    );
-    let refused = refusal(
-        &world
-            .call(&a.token, "propose_purchase", order.clone(), &revoked)
-            .await,
-    );
+    let revoked = spoken(&a.key_id, &a.key, BATTERIES, world.now());
+    let refused = refusal(&world.buy_batteries(&a.token, &revoked).await);
     assert!(refused.contains("or it was revoked"), "{refused}");
     let fresh = spoken(
         &second.key_id,
@@ -695,6 +710,40 @@ async fn an_unreadable_account_store_keeps_what_needs_no_household() {
         recorded.raw.contains("storage unavailable"),
         "{}",
         recorded.raw
+    );
+}
+
+#[tokio::test]
+async fn each_household_has_its_own_rate_limit() {
+    let vars = settings(&[
+        ("COUNTERSIGN_HOST_KEY", HOST_KEY),
+        ("HEARTH_RATE_LIMIT_PER_SUBJECT", "3"),
+    ]);
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let world = world_with(
+        common::config(&vars),
+        Backend::Sqlite,
+        Moto::shared().dynamodb_client(),
+    )
+    .await;
+    let a = household(&world, "The Adams").await;
+    let b = household(&world, "The Bakers").await;
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    for _ in 0..3 {
+        assert_eq!(
+            world.post(&a.token, &ping, &[]).await.status,
+            StatusCode::OK
+        );
+    }
+    assert_eq!(
+        world.post(&a.token, &ping, &[]).await.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "A's fourth request this minute"
+    );
+    assert_eq!(
+        world.post(&b.token, &ping, &[]).await.status,
+        StatusCode::OK,
+        "B counts alone"
     );
 }
 

@@ -155,7 +155,12 @@ impl AttestationVerifier {
         let key_id = match headers.get(KEY_ID_HEADER).map(|value| value.to_str()) {
             None => return (HostClaim::Refused(AttestationRefusal::NoKeyId), None),
             Some(Ok(id)) if !id.is_empty() && id.len() <= MAX_KEY_ID_BYTES => id,
-            Some(_) => return (HostClaim::Refused(AttestationRefusal::UnknownKey), None),
+            Some(_) => {
+                let refusal = malformed(&format!(
+                    "X-Countersign-Key-Id must be 1 to {MAX_KEY_ID_BYTES} visible ASCII characters"
+                ));
+                return (HostClaim::Refused(refusal), None);
+            }
         };
         let account = match accounts.fresh(household_id).await {
             Ok(Some(account)) => Arc::new(account),

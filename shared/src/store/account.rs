@@ -32,6 +32,12 @@ pub struct AccountItem {
 }
 
 impl AccountItem {
+    /// The account from the JSON a store kept; unreadable JSON is a store failure.
+    pub fn from_stored(body: &str) -> Result<Self, StoreError> {
+        serde_json::from_str(body)
+            .map_err(|_| StoreError::Unavailable("a stored household account is unreadable".into()))
+    }
+
     /// Whether a token has been issued to this household since its last unlink.
     pub fn is_linked(&self) -> bool {
         self.tokens_issued > 0

@@ -266,18 +266,8 @@ impl ChainStore for DynamoStore {
     async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError> {
         let pk = chain_pk(key);
         let head = &append.head;
-        let ttl = ttl_seconds(head.expires_at_ms);
-        let mut head_item = key_of(&pk, "head");
-        head_item.insert("window_started_ms".into(), n(head.window_started_ms));
-        head_item.insert("expires_at_ms".into(), n(head.expires_at_ms));
-        head_item.insert("last_seq".into(), n(head.last_seq as i64));
-        head_item.insert("last_hash".into(), s(&head.last_hash));
         let first_seq = append.evict_below_seq.clamp(1, append.record.seq);
-        head_item.insert("first_seq".into(), n(first_seq as i64));
-        if let Some(anchor) = &head.anchor {
-            head_item.insert("anchor".into(), s(anchor));
-        }
-        head_item.insert(TTL_ATTRIBUTE.into(), n(ttl));
+        let head_item = head_item(&pk, head, first_seq);
         let mut values: Item = HashMap::from([(":now".to_owned(), n(now_ms))]);
         let condition = match &append.expected {
             Some(expected) => {
@@ -295,12 +285,7 @@ impl ChainStore for DynamoStore {
             .set_expression_attribute_values(Some(values))
             .build()
             .map_err(unavailable)?;
-        let mut record_item = key_of(&pk, &record_sk(append.record.seq));
-        record_item.insert("seq".into(), n(append.record.seq as i64));
-        record_item.insert("hash".into(), s(&append.record.hash));
-        record_item.insert("body".into(), s(&append.record.body));
-        record_item.insert("window_started_ms".into(), n(head.window_started_ms));
-        record_item.insert(TTL_ATTRIBUTE.into(), n(ttl));
+        let record_item = record_item(&pk, &append.record, head);
         let put_record = Put::builder()
             .table_name(&self.table)
             .set_item(Some(record_item))
@@ -370,48 +355,25 @@ impl ChainStore for DynamoStore {
         }
         let pk = chain_pk(to);
         let head = &snapshot.head;
-        let ttl = ttl_seconds(head.expires_at_ms);
         // Records first, invisible until the head that names them lands; the head is written
         // on condition that no live window appeared meanwhile.
         for chunk in snapshot.records.chunks(TRANSACTION_ITEMS) {
             let mut items = Vec::with_capacity(chunk.len());
             for record in chunk {
-                let mut item = key_of(&pk, &record_sk(record.seq));
-                item.insert("seq".into(), n(record.seq as i64));
-                item.insert("hash".into(), s(&record.hash));
-                item.insert("body".into(), s(&record.body));
-                item.insert("window_started_ms".into(), n(head.window_started_ms));
-                item.insert(TTL_ATTRIBUTE.into(), n(ttl));
                 let put = Put::builder()
                     .table_name(&self.table)
-                    .set_item(Some(item))
+                    .set_item(Some(record_item(&pk, record, head)))
                     .build()
                     .map_err(unavailable)?;
                 items.push(TransactWriteItem::builder().put(put).build());
             }
-            self.transact(items)
-                .await
-                .map_err(|cancelled| match cancelled {
-                    Cancelled::Codes(_) => {
-                        StoreError::Unavailable("DynamoDB cancelled a record copy".into())
-                    }
-                    Cancelled::Failed(error) => error,
-                })?;
+            self.transact_all(items, "a record copy").await?;
         }
         let first_seq = snapshot
             .records
             .first()
             .map_or(head.last_seq, |record| record.seq);
-        let mut head_item = key_of(&pk, "head");
-        head_item.insert("window_started_ms".into(), n(head.window_started_ms));
-        head_item.insert("expires_at_ms".into(), n(head.expires_at_ms));
-        head_item.insert("last_seq".into(), n(head.last_seq as i64));
-        head_item.insert("last_hash".into(), s(&head.last_hash));
-        head_item.insert("first_seq".into(), n(first_seq as i64));
-        if let Some(anchor) = &head.anchor {
-            head_item.insert("anchor".into(), s(anchor));
-        }
-        head_item.insert(TTL_ATTRIBUTE.into(), n(ttl));
+        let head_item = head_item(&pk, head, first_seq);
         let put_head = Put::builder()
             .table_name(&self.table)
             .set_item(Some(head_item))
@@ -454,16 +416,25 @@ impl DynamoStore {
                     .map_err(unavailable)?;
                 items.push(TransactWriteItem::builder().delete(delete).build());
             }
-            self.transact(items)
-                .await
-                .map_err(|cancelled| match cancelled {
-                    Cancelled::Codes(_) => {
-                        StoreError::Unavailable("DynamoDB cancelled a delete".into())
-                    }
-                    Cancelled::Failed(error) => error,
-                })?;
+            self.transact_all(items, "a delete").await?;
         }
         Ok(())
+    }
+
+    /// Sends one transaction that has no conditions: any cancellation is a failure.
+    async fn transact_all(
+        &self,
+        items: Vec<TransactWriteItem>,
+        what: &str,
+    ) -> Result<(), StoreError> {
+        self.transact(items)
+            .await
+            .map_err(|cancelled| match cancelled {
+                Cancelled::Codes(_) => {
+                    StoreError::Unavailable(format!("DynamoDB cancelled {what}"))
+                }
+                Cancelled::Failed(error) => error,
+            })
     }
 
     /// Takes a removed chain out of its scope's registry, so it no longer counts against the
@@ -539,7 +510,7 @@ impl AccountStore for DynamoStore {
             .await
             .map_err(sdk_unavailable)?
             .item;
-        item.map(|item| parse_account(&string(item.get("body"), "body")?))
+        item.map(|item| AccountItem::from_stored(&string(item.get("body"), "body")?))
             .transpose()
     }
 
@@ -642,11 +613,6 @@ const TRANSACTION_ITEMS: usize = 100;
 
 fn account_pk(household_id: &str) -> String {
     format!("account#{household_id}")
-}
-
-fn parse_account(body: &str) -> Result<AccountItem, StoreError> {
-    serde_json::from_str(body)
-        .map_err(|_| StoreError::Unavailable("a stored household account is unreadable".into()))
 }
 
 fn is_conflict(codes: &[Option<String>]) -> bool {
@@ -752,6 +718,32 @@ fn chain_from(items: &[Item], now_ms: i64) -> Result<Option<ChainRead>, StoreErr
         snapshot: Snapshot { head, records },
         consistent,
     }))
+}
+
+/// A chain head item; `first_seq` is the oldest retained record's seq.
+fn head_item(pk: &str, head: &Head, first_seq: u64) -> Item {
+    let mut item = key_of(pk, "head");
+    item.insert("window_started_ms".into(), n(head.window_started_ms));
+    item.insert("expires_at_ms".into(), n(head.expires_at_ms));
+    item.insert("last_seq".into(), n(head.last_seq as i64));
+    item.insert("last_hash".into(), s(&head.last_hash));
+    item.insert("first_seq".into(), n(first_seq as i64));
+    if let Some(anchor) = &head.anchor {
+        item.insert("anchor".into(), s(anchor));
+    }
+    item.insert(TTL_ATTRIBUTE.into(), n(ttl_seconds(head.expires_at_ms)));
+    item
+}
+
+/// A chain record item of the window `head` describes, expiring with it.
+fn record_item(pk: &str, record: &Sealed, head: &Head) -> Item {
+    let mut item = key_of(pk, &record_sk(record.seq));
+    item.insert("seq".into(), n(record.seq as i64));
+    item.insert("hash".into(), s(&record.hash));
+    item.insert("body".into(), s(&record.body));
+    item.insert("window_started_ms".into(), n(head.window_started_ms));
+    item.insert(TTL_ATTRIBUTE.into(), n(ttl_seconds(head.expires_at_ms)));
+    item
 }
 
 fn chain_pk(key: &ChainKey) -> String {

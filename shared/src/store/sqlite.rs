@@ -361,7 +361,7 @@ impl AccountStore for SqliteStore {
                         .optional()
                 })
                 .map_err(unavailable)?;
-            body.map(|body| parse_account(&body)).transpose()
+            body.map(|body| AccountItem::from_stored(&body)).transpose()
         })
     }
 
@@ -374,7 +374,7 @@ impl AccountStore for SqliteStore {
                 .query_map([], |row| row.get::<_, String>(0))
                 .map_err(unavailable)?;
             bodies
-                .map(|body| Ok(parse_account(&body.map_err(unavailable)?)?.summary()))
+                .map(|body| Ok(AccountItem::from_stored(&body.map_err(unavailable)?)?.summary()))
                 .collect()
         })
     }
@@ -436,11 +436,6 @@ fn stored_revision(connection: &Connection, household_id: &str) -> Result<Option
         .optional()
         .map(|revision| revision.map(|revision| revision as u64))
         .map_err(unavailable)
-}
-
-fn parse_account(body: &str) -> Result<AccountItem, StoreError> {
-    serde_json::from_str(body)
-        .map_err(|_| StoreError::Unavailable("a stored household account is unreadable".into()))
 }
 
 #[async_trait]
