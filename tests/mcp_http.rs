@@ -223,6 +223,123 @@ async fn malformed_json_is_a_parse_error_and_non_rpc_json_an_invalid_request() {
     }
 }
 
+/// A `tools/call` of record_decision whose `inputs` are `inputs`, given as raw JSON text.
+fn record_with_raw_inputs(inputs: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"record_decision","arguments":{{"household_id":"numbers","action":"count","reason":"exact numbers","approver":"Parent","inputs":{inputs}}}}}}}"#
+    )
+}
+
+#[tokio::test]
+async fn integers_beyond_64_bits_are_refused_by_where_they_are_and_never_stored_changed() {
+    let h = harness(&[]);
+    // The extremes of 64 bits are kept exactly as sent.
+    let exact = r#"{"top": 18446744073709551615, "bottom": -9223372036854775808}"#;
+    let reply = send(&h, "POST", &record_with_raw_inputs(exact), &[]).await;
+    let stored = &reply.body["result"]["structuredContent"]["inputs"];
+    assert_eq!(stored["top"], json!(u64::MAX), "{}", reply.raw);
+    assert_eq!(stored["bottom"], json!(i64::MIN), "{}", reply.raw);
+    assert!(reply.raw.contains("18446744073709551615"));
+    // One past either end is refused, naming where, and nothing is stored.
+    for (inputs, place) in [
+        (r#"{"big": 18446744073709551616}"#, "inputs.big"),
+        (r#"{"list": [1, -9223372036854775809]}"#, "inputs.list[1]"),
+        (
+            r#"{"deep": {"n": 100000000000000000000000}}"#,
+            "inputs.deep.n",
+        ),
+    ] {
+        let reply = send(&h, "POST", &record_with_raw_inputs(inputs), &[]).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.raw);
+        assert_eq!(reply.body["id"], 7);
+        assert_eq!(reply.body["result"]["isError"], true, "{}", reply.raw);
+        let message = text(&reply.body["result"]);
+        assert!(
+            message.contains(place) && message.contains("64 bits"),
+            "{message}"
+        );
+    }
+    let changed = call(
+        &h,
+        "whats_changed",
+        json!({"household_id": "numbers", "since": "2000-01-01T00:00:00Z"}),
+    )
+    .await;
+    assert_eq!(
+        changed["structuredContent"]["decisions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1,
+        "only the exact decision was stored"
+    );
+    // Fractions and exponents are floats by their own spelling, and stay as they are.
+    let floats = r#"{"ratio": 0.25, "huge": 1e300}"#;
+    let reply = send(&h, "POST", &record_with_raw_inputs(floats), &[]).await;
+    assert_eq!(reply.body["result"]["isError"], false, "{}", reply.raw);
+}
+
+#[tokio::test]
+async fn invalid_utf8_is_a_parse_error() {
+    let h = harness(&[]);
+    let mut body = record_with_raw_inputs(r#"{"word": "caf__"}"#).into_bytes();
+    let at = body.windows(2).position(|w| w == b"__").unwrap();
+    body[at] = 0xC3;
+    body[at + 1] = 0x28; // not a continuation byte
+    let bearer = format!("Bearer {TOKEN}");
+    let reply = common::request_bytes(
+        &h.router,
+        "POST",
+        "/mcp",
+        &[
+            ("authorization", bearer.as_str()),
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ],
+        body,
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST);
+    assert_eq!(reply.body["error"]["code"], -32700, "{}", reply.raw);
+    assert!(reply.raw.contains("UTF-8"), "{}", reply.raw);
+}
+
+#[tokio::test]
+async fn bodies_nest_64_levels_and_not_65() {
+    let h = harness(&[]);
+    let nested = |depth: usize| format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+    // The body, params, arguments and inputs are four levels; the arrays make up the rest.
+    let at_limit = record_with_raw_inputs(&format!(r#"{{"n": {}}}"#, nested(60)));
+    let reply = send(&h, "POST", &at_limit, &[]).await;
+    assert_eq!(reply.body["result"]["isError"], false, "{}", reply.raw);
+    for depth in [61, 200] {
+        let body = record_with_raw_inputs(&format!(r#"{{"n": {}}}"#, nested(depth)));
+        let reply = send(&h, "POST", &body, &[]).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.raw);
+        assert_eq!(reply.body["error"]["code"], -32600, "{}", reply.raw);
+        let message = reply.body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("nests deeper than 64 levels"), "{message}");
+    }
+}
+
+#[tokio::test]
+async fn arguments_that_are_not_an_object_are_invalid_params() {
+    let h = harness(&[]);
+    for arguments in ["[]", "\"household\"", "3"] {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{{"name":"record_decision","arguments":{arguments}}}}}"#
+        );
+        let reply = send(&h, "POST", &body, &[]).await;
+        assert_eq!(
+            reply.body["error"]["code"], -32602,
+            "{arguments}: {}",
+            reply.raw
+        );
+        assert_eq!(reply.body["id"], 9, "{}", reply.raw);
+        assert!(reply.raw.contains("arguments"), "{}", reply.raw);
+    }
+}
+
 #[tokio::test]
 async fn initialize_echoes_each_supported_version_and_notifications_get_202() {
     let h = harness(&[]);

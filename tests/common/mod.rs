@@ -161,6 +161,17 @@ pub async fn request(
     headers: &[(&str, &str)],
     body: &str,
 ) -> Reply {
+    request_bytes(router, method, uri, headers, body.as_bytes().to_vec()).await
+}
+
+/// [`request`] with a body of any bytes, valid UTF-8 or not.
+pub async fn request_bytes(
+    router: &Router,
+    method: &str,
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: Vec<u8>,
+) -> Reply {
     let mut request = Request::builder().method(method).uri(uri);
     if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
         request = request.header("host", "127.0.0.1");
@@ -170,7 +181,7 @@ pub async fn request(
     }
     let response = router
         .clone()
-        .oneshot(request.body(Body::from(body.to_owned())).unwrap())
+        .oneshot(request.body(Body::from(body)).unwrap())
         .await
         .unwrap();
     let status = response.status();

@@ -4,7 +4,10 @@
 //! 405 (not POST), 403 (Origin not allowed), 400 (a token in the query string), 429 or 503
 //! (rate limit reached or limiter unreachable), 401 (no valid bearer token), 415 (not JSON),
 //! 400 (unsupported `MCP-Protocol-Version`), 413 (body over 64 KiB), 400 with a JSON-RPC parse
-//! or invalid-request error, 403 (`insufficient_scope` for the method). Everything that passes
+//! error (not UTF-8, not JSON) or invalid-request error (not JSON-RPC, or nesting deeper than
+//! [`body::MAX_NESTING_DEPTH`]), 403 (`insufficient_scope` for the method); then, for
+//! `tools/call`, invalid params (-32602) when `arguments` is not an object, and an `isError`
+//! result naming an integer beyond 64 bits in them. Everything that passes
 //! goes to rmcp's stateless Streamable HTTP service in JSON-response mode with the
 //! authenticated caller attached.
 
@@ -23,7 +26,9 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::json;
+use serde_json::value::RawValue;
 
+use super::body;
 use super::handler::HearthServer;
 use super::{MAX_BODY_BYTES, PROTOCOL_VERSIONS};
 use crate::auth::attestation::{AttestationRefusal, AttestationVerifier, HostClaim};
@@ -164,7 +169,10 @@ async fn mcp(State(endpoint): State<Arc<McpEndpoint>>, request: Request) -> Resp
 #[derive(Deserialize)]
 struct Peek<'a> {
     #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
     method: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
     params: Option<PeekParams<'a>>,
 }
 
@@ -172,6 +180,8 @@ struct Peek<'a> {
 struct PeekParams<'a> {
     #[serde(borrow)]
     name: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
 }
 
 async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) -> Response {
@@ -248,8 +258,25 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
     let Some(bytes) = read_body(&parts.headers, body, MAX_BODY_BYTES).await else {
         return too_large();
     };
+    let Ok(text) = std::str::from_utf8(&bytes) else {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            -32700,
+            "Parse error: the body is not valid UTF-8",
+        );
+    };
+    if body::nesting_depth(text.as_bytes()) > body::MAX_NESTING_DEPTH {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            -32600,
+            &format!(
+                "Invalid request: the body nests deeper than {} levels of objects and arrays",
+                body::MAX_NESTING_DEPTH
+            ),
+        );
+    }
     let mut caller = caller;
-    match serde_json::from_slice::<Peek<'_>>(&bytes) {
+    match serde_json::from_str::<Peek<'_>>(text) {
         Ok(peek) => {
             if let Err(needed) = grant.scopes.allow(peek.method.as_deref()) {
                 return insufficient_scope(endpoint, needed);
@@ -261,11 +288,34 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
                     .find(|known| **known == method)
                     .copied(),
             );
-            if let Some(name) = peek.params.and_then(|params| params.name)
+            let params = peek.params.as_ref();
+            if let Some(name) = params.and_then(|params| params.name.as_deref())
                 && method == "tools/call"
-                && endpoint.server.knows_tool(&name)
+                && endpoint.server.knows_tool(name)
             {
-                log.tool(&name);
+                log.tool(name);
+            }
+            if method == "tools/call"
+                && let Some(arguments) = params.and_then(|params| params.arguments)
+            {
+                if !matches!(
+                    arguments.get().trim_start().as_bytes().first(),
+                    Some(b'{' | b'n')
+                ) {
+                    return rpc_error_for(
+                        peek.id,
+                        -32602,
+                        "Invalid params: `arguments` must be a JSON object",
+                    );
+                }
+                if let Some(place) = body::oversized_integer(arguments) {
+                    return tool_error(
+                        peek.id,
+                        &format!(
+                            "`{place}` is an integer beyond 64 bits, which would not be stored exactly; send it as a string."
+                        ),
+                    );
+                }
             }
             // Only tool calls and resource reads act on who is speaking or reveal household
             // data; other methods skip the HMAC.
@@ -284,7 +334,7 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
                 };
             }
         }
-        Err(_) if serde_json::from_slice::<IgnoredAny>(&bytes).is_ok() => return invalid_request(),
+        Err(_) if serde_json::from_str::<IgnoredAny>(text).is_ok() => return invalid_request(),
         Err(_) => {
             return rpc_error(
                 StatusCode::BAD_REQUEST,
@@ -309,6 +359,20 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
 fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response {
     let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
     (status, axum::Json(body)).into_response()
+}
+
+/// A JSON-RPC error answering the request `id` (HTTP 200, as rmcp answers its own).
+fn rpc_error_for(id: Option<&RawValue>, code: i64, message: &str) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+    (StatusCode::OK, axum::Json(body)).into_response()
+}
+
+/// A tool result with `isError` answering the request `id`: MCP reports a tool's argument
+/// problems this way, so the model can correct them.
+fn tool_error(id: Option<&RawValue>, message: &str) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "result": {
+        "content": [{"type": "text", "text": message}], "isError": true}});
+    (StatusCode::OK, axum::Json(body)).into_response()
 }
 
 fn invalid_request() -> Response {

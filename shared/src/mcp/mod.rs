@@ -1,6 +1,7 @@
 //! MCP protocol wiring: the rmcp server handler over the enabled toolsets, and the `/mcp`
 //! HTTP endpoint (stateless Streamable HTTP with JSON responses) in front of it.
 
+pub mod body;
 pub mod handler;
 pub mod http;
 
