@@ -732,10 +732,34 @@ impl CounterStore for Unreachable {
 }
 
 #[tokio::test]
-async fn an_unreachable_limiter_fails_closed_with_503() {
-    let vars = common::settings(&[]);
+async fn a_counter_outage_counts_in_the_instance_with_the_same_limits() {
+    let vars = common::settings(&[("HEARTH_RATE_LIMIT_PER_SUBJECT", "2")]);
     let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
     let h = common::harness_over(&common::config(&vars), |sqlite| Stores {
+        accounts: sqlite.clone(),
+        chains: sqlite,
+        counters: Arc::new(Unreachable),
+    });
+    for _ in 0..2 {
+        let reply = mcp(&h, &format!("Bearer {TOKEN}"), &ping()).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.raw);
+    }
+    let reply = mcp(&h, &format!("Bearer {TOKEN}"), &ping()).await;
+    assert_eq!(
+        reply.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "the same limit, counted here"
+    );
+    let reply = token_request(&h, Some(&client()), &grant("")).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.raw);
+}
+
+#[tokio::test]
+async fn without_a_configured_store_the_limiter_fails_closed_with_503() {
+    // Under Lambda with neither HEARTH_TABLE nor HEARTH_DB: a misconfiguration, not an outage.
+    let config = common::config(&[("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001")]);
+    assert_eq!(config.store, hearth_core::config::StoreChoice::Unconfigured);
+    let h = common::harness_over(&config, |sqlite| Stores {
         accounts: sqlite.clone(),
         chains: sqlite,
         counters: Arc::new(Unreachable),

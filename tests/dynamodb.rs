@@ -318,16 +318,57 @@ async fn a_stopped_emulator_is_storage_unavailable_and_service_recovers() {
         during.raw
     );
     assert_eq!(during.body["result"]["isError"], true);
-    assert!(
-        during.raw.contains("storage is unavailable"),
-        "{}",
-        during.raw
-    );
+    assert!(during.raw.contains("storage unavailable"), "{}", during.raw);
 
     moto.restart();
     store.ensure_table().await.unwrap();
     let after = call(record_call("home")).await;
     assert_eq!(after.body["result"]["isError"], false, "{}", after.raw);
+}
+
+#[tokio::test]
+async fn a_counter_outage_counts_locally_and_the_table_takes_over_when_it_returns() {
+    let mut moto = Moto::start_own();
+    let counter = CallCounter::default();
+    let client = aws_sdk_dynamodb::Client::from_conf(
+        moto.dynamodb_config().interceptor(counter.clone()).build(),
+    );
+    let store = Arc::new(DynamoStore::new(
+        client,
+        unique_name("hearth-counter-outage"),
+    ));
+    store.ensure_table().await.unwrap();
+    let vars = settings(&[]);
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let counters = store.clone();
+    let h = harness_over(&common::config(&vars), |sqlite| Stores {
+        chains: sqlite.clone(),
+        accounts: sqlite,
+        counters,
+    });
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    counter.take();
+    assert_eq!(common::rpc(&h.router, &ping).await.status, 200);
+    assert_eq!(counter.take(), 1, "counted in the table");
+
+    moto.stop();
+    for _ in 0..3 {
+        assert_eq!(
+            common::rpc(&h.router, &ping).await.status,
+            200,
+            "counted here meanwhile"
+        );
+    }
+    assert!(counter.take() >= 1, "the table was tried");
+
+    moto.restart();
+    store.ensure_table().await.unwrap();
+    counter.take();
+    h.clock.advance(time::Duration::milliseconds(
+        hearth_core::ratelimit::RETRY_STORE_MS,
+    ));
+    assert_eq!(common::rpc(&h.router, &ping).await.status, 200);
+    assert_eq!(counter.take(), 1, "the table counts again, by itself");
 }
 
 #[tokio::test]
@@ -384,20 +425,40 @@ async fn an_unreachable_table_at_start_is_reported_not_fatal() {
     let mut server = Server::start(data.path(), &vars);
     let (status, _) = common::process::http(server.port, "GET", "/healthz", &[], "");
     assert_eq!(status, 200);
-    // The rate counters live in the same table, and the limiter fails closed: every MCP
-    // request is refused with a clear 503 until the table is reachable.
-    let (status, body) = server.rpc(TOKEN, &json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}));
-    assert_eq!(status, 503);
+    // The rate counters live in the same table. An unreachable table is an outage, not a
+    // misconfiguration: the limiter counts in this process, what needs no store keeps
+    // working, and the store-backed tools say storage is unavailable.
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    for _ in 0..3 {
+        let (status, body) = server.rpc(TOKEN, &ping);
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, listed) = server.rpc(
+        TOKEN,
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    );
+    assert_eq!(status, 200);
+    assert!(listed["result"]["tools"].as_array().unwrap().len() > 10);
+    let catalog = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "scholia_catalog", "arguments": {}}});
+    let (_, catalog) = server.rpc(TOKEN, &catalog);
+    assert_eq!(catalog["result"]["isError"], false, "{catalog}");
+    let (status, recorded) = server.rpc(TOKEN, &record_call("home"));
+    assert_eq!(status, 200);
+    assert_eq!(recorded["result"]["isError"], true);
     assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("Rate limiter unavailable")
+        recorded.to_string().contains("storage unavailable"),
+        "{recorded}"
     );
     assert!(server.is_running());
     let log = server.stop();
     assert!(
         log.contains("the DynamoDB table could not be checked or created"),
         "{log}"
+    );
+    assert_eq!(
+        log.matches("rate-limit counters unreachable").count(),
+        1,
+        "six requests, one line for the outage: {log}"
     );
 }

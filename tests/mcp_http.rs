@@ -630,7 +630,7 @@ async fn without_a_store_decision_tools_say_storage_is_unavailable() {
     assert_eq!(result["isError"], true);
     assert_eq!(
         text(&result),
-        "Decision storage is unavailable; try again later."
+        "Decision storage unavailable; try again later."
     );
 }
 

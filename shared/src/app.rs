@@ -130,7 +130,7 @@ pub async fn open_backing(config: &Config) -> anyhow::Result<Backing> {
         }
         StoreChoice::Unconfigured => {
             tracing::warn!(
-                "no store configured; decision tools report storage unavailable and the rate limiter refuses requests"
+                "no store configured; decision tools report storage unavailable and the rate limiter refuses every request"
             );
             Stores::shared(Arc::new(Unconfigured))
         }
@@ -300,6 +300,12 @@ fn gate(config: &Config, backing: &Backing) -> Gate {
         backing.clock.clone(),
         config.rate_limits,
     );
+    // A configured store that stops answering is an outage, counted locally meanwhile; no
+    // store at all is a misconfiguration, and the limiter keeps failing closed.
+    let limiter = match config.store {
+        StoreChoice::Unconfigured => limiter,
+        _ => limiter.with_local_fallback(),
+    };
     Gate::new(config.browser_origins(), limiter)
 }
 

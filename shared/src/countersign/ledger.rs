@@ -294,7 +294,7 @@ pub enum LedgerError {
         "The household ledger failed its check at entry {seq}: {problem}. Nothing is bought or decided until it is repaired."
     )]
     Tampered { seq: u64, problem: Problem },
-    #[error("The household ledger is unavailable; try again later.")]
+    #[error("The household ledger is unavailable (storage unavailable); try again later.")]
     Unavailable,
     #[error("The household ledger is busy with other changes; try again.")]
     Busy,

@@ -24,7 +24,7 @@ pub enum WhyError {
     NotFound(String),
     #[error("{0}. The decision history cannot be trusted and is not used.")]
     Integrity(#[from] IntegrityError),
-    #[error("Decision storage is unavailable; try again later.")]
+    #[error("Decision storage unavailable; try again later.")]
     Unavailable,
     #[error("The household's decision history is busy with other writes; try again.")]
     Busy,
