@@ -1,5 +1,6 @@
-//! Optimistic concurrency from the writer's side: a conflicting append is retried exactly
-//! `APPEND_RETRIES` times, then reported as busy, and a store outage is "unavailable".
+//! Optimistic concurrency from the writer's side: a conflicting append is retried with
+//! jittered backoff until the append budget is spent, then reported as busy, and a store
+//! outage is "unavailable" at once. Time is tokio's paused clock, so the budget is virtual.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -7,9 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use hearth_core::auth::Caller;
 use hearth_core::clock::SystemClock;
-use hearth_core::store::{Append, ChainKey, ChainStore, Snapshot, StoreError};
+use hearth_core::store::{APPEND_BUDGET, Append, ChainKey, ChainStore, Snapshot, StoreError};
 use hearth_core::why::record::NewDecision;
-use hearth_core::why::{WhyError, WhyService, limits};
+use hearth_core::why::{WhyError, WhyService};
 use serde_json::Map;
 
 /// A store whose chains always look empty and whose every append loses the race (or fails).
@@ -59,15 +60,23 @@ async fn record_against(error: fn() -> StoreError) -> (WhyError, usize) {
     (error, store.appends.load(Ordering::SeqCst))
 }
 
-#[tokio::test]
-async fn conflicts_are_retried_four_times_then_reported_busy() {
+#[tokio::test(start_paused = true)]
+async fn conflicts_are_retried_until_the_budget_is_spent_then_reported_busy() {
+    let started = tokio::time::Instant::now();
     let (error, attempts) = record_against(|| StoreError::Conflict).await;
+    let spent = started.elapsed();
     assert!(matches!(error, WhyError::Busy), "{error}");
-    assert_eq!(attempts, 1 + limits::APPEND_RETRIES);
     assert!(error.to_string().contains("try again"));
+    // Pauses of at most 2, 4, 8, 16, 32 and then 40 ms: at least a dozen tries in 250 ms.
+    assert!(attempts >= 12, "{attempts} attempts");
+    assert!(spent >= APPEND_BUDGET, "gave up after {spent:?}");
+    assert!(
+        spent < APPEND_BUDGET + std::time::Duration::from_millis(1),
+        "and not later: {spent:?}"
+    );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_unavailable_store_is_not_retried_and_says_so() {
     let (error, attempts) = record_against(|| StoreError::Unavailable("down".into())).await;
     assert!(matches!(error, WhyError::Unavailable));

@@ -24,7 +24,7 @@ use crate::auth::Caller;
 use crate::chain::{self, IntegrityError, Linked, Problem, Sealed};
 use crate::clock::{Clock, timestamp, unix_ms};
 use crate::store::{
-    Append, ChainKey, ChainStore, Head, Retention, Snapshot, StoreError, conflict_backoff,
+    Append, AppendLocks, ChainKey, ChainStore, ConflictRetry, Head, Retention, Snapshot, StoreError,
 };
 
 pub const FORMAT: &str = "hearth.ledger/1";
@@ -42,8 +42,6 @@ const RETENTION: Retention = Retention {
     capacity: CAPACITY,
     max_live_chains: MAX_HOUSEHOLDS,
 };
-/// Retries after a conflicting concurrent append before reporting the ledger busy.
-pub const APPEND_RETRIES: usize = 8;
 /// A waiting request can be answered for this long after it was proposed.
 pub const WAITING_FOR: Duration = Duration::hours(24);
 /// Proposals one member may make in one attested turn (each for a different product).
@@ -358,6 +356,8 @@ pub struct Ledger {
     store: Arc<dyn ChainStore>,
     clock: Arc<dyn Clock>,
     retention: Retention,
+    /// This process's appends to one ledger take turns (see [`AppendLocks`]).
+    turns: AppendLocks,
 }
 
 impl Ledger {
@@ -366,6 +366,7 @@ impl Ledger {
             store,
             clock,
             retention: RETENTION,
+            turns: AppendLocks::default(),
         }
     }
 
@@ -420,7 +421,11 @@ impl Ledger {
         mut decide: impl FnMut(&LedgerView, OffsetDateTime) -> Step<T>,
     ) -> Result<(T, Option<Appended>), LedgerError> {
         let key = chain_key(caller, household_id);
-        for attempt in 0..=APPEND_RETRIES {
+        let mut retry = ConflictRetry::default();
+        let Some(_turn) = retry.turn(&self.turns, &key).await else {
+            return Err(LedgerError::Busy);
+        };
+        loop {
             let now = self.clock.now();
             let now_ms = unix_ms(now);
             let snapshot = self.store.load(&key, now_ms).await?;
@@ -445,13 +450,14 @@ impl Ledger {
             };
             match self.store.append(&key, append, now_ms).await {
                 Ok(()) => return Ok((outcome, Some(Appended { receipt }))),
-                Err(StoreError::Conflict) if attempt < APPEND_RETRIES => {
-                    conflict_backoff(attempt).await;
+                Err(StoreError::Conflict) => {
+                    if !retry.pause().await {
+                        return Err(LedgerError::Busy);
+                    }
                 }
                 Err(error) => return Err(error.into()),
             }
         }
-        Err(LedgerError::Busy)
     }
 
     async fn load(

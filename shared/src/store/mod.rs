@@ -126,12 +126,117 @@ impl Append {
     }
 }
 
-/// A jittered pause before retrying an append that lost to a concurrent writer, longer on
-/// each attempt, so competing writers stop colliding in lockstep.
-pub async fn conflict_backoff(attempt: usize) {
-    use rand::RngExt;
-    let pause = rand::rng().random_range(0..=2_000u64 * (attempt as u64 + 1));
-    tokio::time::sleep(std::time::Duration::from_micros(pause)).await;
+/// How long an append may go on retrying lost races before it reports the chain busy. Alexa+
+/// gives a whole tool call under 500 ms; an append is a read and a conditional write (two
+/// DynamoDB round trips of a few milliseconds each), so a quarter of a second of retries
+/// leaves the rest of the call (authentication, the rate limiter, a judge) its share.
+pub const APPEND_BUDGET: std::time::Duration = std::time::Duration::from_millis(250);
+/// The smallest ceiling of a pause after a lost race, and the largest.
+const SHORTEST_CEILING: std::time::Duration = std::time::Duration::from_millis(2);
+const LONGEST_CEILING: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Retries of an append that lost to a concurrent writer: jittered exponential backoff within
+/// a time budget rather than a fixed count. Each pause is random ("full jitter") up to a
+/// ceiling that starts at how long the lost attempt took (a read and a write: the time another
+/// writer needs to land its own append) and doubles with each loss. Scaling to the store's
+/// observed latency spreads competing writers out on a slow store as on a fast one, and the
+/// budget makes a call give up on time whatever that latency is.
+pub struct ConflictRetry {
+    deadline: tokio::time::Instant,
+    attempt_started: tokio::time::Instant,
+    losses: u32,
+}
+
+impl Default for ConflictRetry {
+    fn default() -> Self {
+        Self::within(APPEND_BUDGET)
+    }
+}
+
+impl ConflictRetry {
+    /// Retries until `budget` from now has passed; the first attempt starts now.
+    pub fn within(budget: std::time::Duration) -> Self {
+        let now = tokio::time::Instant::now();
+        Self {
+            deadline: now + budget,
+            attempt_started: now,
+            losses: 0,
+        }
+    }
+
+    /// Waits for this process's turn at `key` (see [`AppendLocks`]) within the same budget;
+    /// `None` if the budget ran out first (report the chain busy).
+    pub async fn turn(
+        &mut self,
+        locks: &AppendLocks,
+        key: &ChainKey,
+    ) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        let guard = tokio::time::timeout_at(self.deadline, locks.turn(key))
+            .await
+            .ok()?;
+        self.attempt_started = tokio::time::Instant::now();
+        Some(guard)
+    }
+
+    /// After a lost race: pauses, and returns whether to try again (`false` once the budget
+    /// is spent: report the chain busy).
+    pub async fn pause(&mut self) -> bool {
+        use rand::RngExt;
+        let now = tokio::time::Instant::now();
+        if now >= self.deadline {
+            return false;
+        }
+        let attempt = now - self.attempt_started;
+        let ceiling = attempt
+            .saturating_mul(1 << self.losses.min(16))
+            .clamp(SHORTEST_CEILING, LONGEST_CEILING);
+        let pause = ceiling
+            .mul_f64(rand::rng().random_range(0.0..=1.0))
+            .min(self.deadline - now);
+        self.losses += 1;
+        tokio::time::sleep(pause).await;
+        self.attempt_started = tokio::time::Instant::now();
+        true
+    }
+}
+
+/// One lock per chain, so that the appends one process makes to a chain take turns instead of
+/// racing each other through the store: a lost race costs a read and a write, and under
+/// contention most of them would be lost. Other processes (other Lambda instances) still
+/// race through the store's conditional writes, which stay the guarantee; this only spares
+/// the store the collisions it can see coming.
+#[derive(Default)]
+pub struct AppendLocks {
+    locks: std::sync::Mutex<
+        std::collections::HashMap<ChainKey, std::sync::Weak<tokio::sync::Mutex<()>>>,
+    >,
+}
+
+/// How many chains' locks are remembered before the ones nobody holds are forgotten.
+const REMEMBERED_LOCKS: usize = 1024;
+
+impl AppendLocks {
+    /// Waits for the chain's turn; the turn lasts as long as the guard.
+    pub async fn turn(&self, key: &ChainKey) -> tokio::sync::OwnedMutexGuard<()> {
+        let lock = {
+            let mut locks = self
+                .locks
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match locks.get(key).and_then(std::sync::Weak::upgrade) {
+                Some(lock) => lock,
+                None => {
+                    if locks.len() >= REMEMBERED_LOCKS {
+                        locks.retain(|_, lock| lock.strong_count() > 0);
+                    }
+                    let lock = Arc::new(tokio::sync::Mutex::new(()));
+                    locks.insert(key.clone(), Arc::downgrade(&lock));
+                    lock
+                }
+            }
+        };
+        lock.lock_owned().await
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

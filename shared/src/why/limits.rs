@@ -13,8 +13,6 @@ pub const RETENTION: crate::store::Retention = crate::store::Retention {
     capacity: WINDOW_CAPACITY,
     max_live_chains: MAX_HOUSEHOLDS,
 };
-/// Retries after a conflicting concurrent append, before reporting the household busy.
-pub const APPEND_RETRIES: usize = 4;
 
 pub const HOUSEHOLD_ID_MAX: usize = 64;
 pub const ACTION_MAX: usize = 200;

@@ -13,7 +13,9 @@ use super::record::{self, HASH_FIELD, NewDecision, RecordView};
 use crate::auth::Caller;
 use crate::chain::{self, IntegrityError, Sealed};
 use crate::clock::{Clock, timestamp, unix_ms};
-use crate::store::{Append, ChainKey, ChainStore, Snapshot, StoreError, conflict_backoff};
+use crate::store::{
+    Append, AppendLocks, ChainKey, ChainStore, ConflictRetry, Snapshot, StoreError,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WhyError {
@@ -84,11 +86,17 @@ pub struct Trace {
 pub struct WhyService {
     store: Arc<dyn ChainStore>,
     clock: Arc<dyn Clock>,
+    /// This process's appends to one chain take turns (see [`AppendLocks`]).
+    turns: AppendLocks,
 }
 
 impl WhyService {
     pub fn new(store: Arc<dyn ChainStore>, clock: Arc<dyn Clock>) -> Self {
-        Self { store, clock }
+        Self {
+            store,
+            clock,
+            turns: AppendLocks::default(),
+        }
     }
 
     /// Appends a decision to the household's chain and returns the stored record.
@@ -108,7 +116,11 @@ impl WhyService {
                 "`inputs` is {inputs_bytes} bytes as canonical JSON; the limit is {INPUTS_MAX_BYTES}."
             )));
         }
-        for attempt in 0..=APPEND_RETRIES {
+        let mut retry = ConflictRetry::default();
+        let Some(_turn) = retry.turn(&self.turns, &key).await else {
+            return Err(WhyError::Busy);
+        };
+        loop {
             let now = self.clock.now();
             let now_ms = unix_ms(now);
             let current = self.store.load(&key, now_ms).await?;
@@ -130,13 +142,14 @@ impl WhyService {
                         .to_json(HASH_FIELD)
                         .map_err(|_| WhyError::Unavailable);
                 }
-                Err(StoreError::Conflict) if attempt < APPEND_RETRIES => {
-                    conflict_backoff(attempt).await;
+                Err(StoreError::Conflict) => {
+                    if !retry.pause().await {
+                        return Err(WhyError::Busy);
+                    }
                 }
                 Err(error) => return Err(error.into()),
             }
         }
-        Err(WhyError::Busy)
     }
 
     /// Finds one decision by trace id (full or a prefix of at least 8), exact action, or
