@@ -11,12 +11,14 @@ use crate::accounts::Accounts;
 use crate::admin::Admin;
 use crate::aion::backend::BACKEND_TIMEOUT;
 use crate::aion::{AionToolset, Guide, HttpGuide, MockGuide};
-use crate::auth::Credentials;
 use crate::auth::attestation::{AttestationVerifier, DEVELOPMENT_HOST_KEY};
 use crate::clock::{Clock, SystemClock};
-use crate::config::{Config, CredentialSource, Runtime, StoreChoice, secrets};
+#[cfg(feature = "aws")]
+use crate::config::secrets;
+use crate::config::{Config, CredentialSource, Runtime, StoreChoice};
 use crate::countersign::household::HouseholdData;
 use crate::countersign::judge::Judge;
+#[cfg(feature = "aws")]
 use crate::countersign::judge::bedrock::{BedrockJudge, Guardrail};
 use crate::countersign::judge::rules::RulesJudge;
 use crate::countersign::ledger::Ledger;
@@ -27,12 +29,15 @@ use crate::gate::{Gate, kill_switch};
 use crate::mcp::{HearthServer, McpEndpoint};
 use crate::oauth::OAuthEndpoint;
 use crate::ratelimit::RateLimiter;
+#[cfg(feature = "aws")]
 use crate::speech::polly::Voice;
 use crate::store::Stores;
+#[cfg(feature = "aws")]
 use crate::store::dynamodb::DynamoStore;
 use crate::store::sqlite::SqliteStore;
 use crate::store::unconfigured::Unconfigured;
 use crate::toolset::Toolset;
+#[cfg(feature = "aws")]
 use crate::tts::TtsEndpoint;
 use crate::why::{WhyService, WhyToolset};
 
@@ -45,6 +50,7 @@ pub struct Backing {
     /// Household accounts, over `stores.accounts`.
     pub accounts: Arc<Accounts>,
     pub clock: Arc<dyn Clock>,
+    #[cfg(feature = "aws")]
     pub voice: Option<Arc<Voice>>,
     pub household: Arc<HouseholdData>,
     pub judge: Arc<dyn Judge>,
@@ -94,6 +100,7 @@ pub fn household_data(config: &Config) -> anyhow::Result<Arc<HouseholdData>> {
 
 /// The intent judge `COUNTERSIGN_JUDGE` names. The Bedrock judge makes its client on first use.
 pub fn judge(config: &Config) -> Arc<dyn Judge> {
+    #[cfg(feature = "aws")]
     if config.judge.bedrock {
         Arc::new(BedrockJudge::lazy(
             config.judge.model.clone(),
@@ -102,10 +109,13 @@ pub fn judge(config: &Config) -> Arc<dyn Judge> {
                 .guardrail
                 .clone()
                 .map(|(id, version)| Guardrail { id, version }),
-        ))
-    } else {
-        Arc::new(RulesJudge)
+        ));
     }
+    #[cfg(not(feature = "aws"))]
+    if config.judge.bedrock {
+        tracing::error!("this build has no AWS services; the rules judge runs instead of Bedrock");
+    }
+    Arc::new(RulesJudge)
 }
 
 /// Opens the configured store, over the system clock. A DynamoDB table is created (with TTL)
@@ -113,6 +123,7 @@ pub fn judge(config: &Config) -> Arc<dyn Judge> {
 /// needs the store reports it unavailable.
 pub async fn open_backing(config: &Config) -> anyhow::Result<Backing> {
     let stores = match &config.store {
+        #[cfg(feature = "aws")]
         StoreChoice::DynamoDb(table) => {
             let client = DynamoStore::client_from_environment().await;
             let store = DynamoStore::new(client, table.clone());
@@ -122,6 +133,10 @@ pub async fn open_backing(config: &Config) -> anyhow::Result<Backing> {
                 tracing::warn!(%error, "the DynamoDB table could not be checked or created");
             }
             Stores::shared(Arc::new(store))
+        }
+        #[cfg(not(feature = "aws"))]
+        StoreChoice::DynamoDb(_) => {
+            anyhow::bail!("this build has no AWS services; HEARTH_TABLE cannot be served")
         }
         StoreChoice::Sqlite(path) => {
             Stores::shared(Arc::new(SqliteStore::open(path).with_context(|| {
@@ -142,6 +157,7 @@ pub async fn open_backing(config: &Config) -> anyhow::Result<Backing> {
         household: household_data(config)?,
         judge: judge(config),
         clock,
+        #[cfg(feature = "aws")]
         voice: Some(Arc::new(Voice::from_environment(
             &config.polly_voice,
             &config.polly_engine,
@@ -154,11 +170,16 @@ pub async fn open_backing(config: &Config) -> anyhow::Result<Backing> {
 /// configured household and catalogue, and the token keys.
 pub async fn admin(config: &Config) -> anyhow::Result<Admin> {
     let stores = match &config.store {
+        #[cfg(feature = "aws")]
         StoreChoice::DynamoDb(table) => {
             let client = DynamoStore::client_from_environment().await;
             let store = DynamoStore::new(client, table.clone());
             store.require_table().await?;
             Stores::shared(Arc::new(store))
+        }
+        #[cfg(not(feature = "aws"))]
+        StoreChoice::DynamoDb(_) => {
+            anyhow::bail!("this build has no AWS services; HEARTH_TABLE cannot be used")
         }
         StoreChoice::Sqlite(path) => Stores::shared(Arc::new(SqliteStore::open_existing(path)?)),
         StoreChoice::Unconfigured => anyhow::bail!(
@@ -180,6 +201,13 @@ pub async fn admin(config: &Config) -> anyhow::Result<Admin> {
 /// read leaves the credentials empty, so every request that needs one is denied.
 pub async fn load_credentials(config: &mut Config) {
     match &config.credential_source {
+        #[cfg(not(feature = "aws"))]
+        CredentialSource::SecretsManager(_) => {
+            tracing::error!(
+                "this build has no AWS services, so HEARTH_SECRET_ARN cannot be read; every authenticated request will be denied"
+            );
+        }
+        #[cfg(feature = "aws")]
         CredentialSource::SecretsManager(secret_ids) => {
             let client = secrets::client_from_environment().await;
             config.credentials = match secrets::read_credentials(&client, secret_ids).await {
@@ -194,7 +222,7 @@ pub async fn load_credentials(config: &mut Config) {
                         %error,
                         "the credentials secrets (HEARTH_SECRET_ARN) could not be read; every authenticated request will be denied"
                     );
-                    Credentials::default()
+                    crate::auth::Credentials::default()
                 }
             };
         }
@@ -332,6 +360,7 @@ fn oauth_routes(config: &Config, backing: &Backing) -> Router {
     crate::oauth::router(Arc::new(endpoint))
 }
 
+#[cfg(feature = "aws")]
 fn tts_routes(config: &Config, backing: &Backing) -> Router {
     let endpoint = TtsEndpoint::new(
         authenticator(config, backing),
@@ -342,10 +371,12 @@ fn tts_routes(config: &Config, backing: &Backing) -> Router {
 }
 
 /// The speech function's router: `/tts`.
+#[cfg(feature = "aws")]
 pub fn tts_router_with(config: &Config, backing: &Backing) -> Router {
     kill_switch(tts_routes(config, backing), config.disabled)
 }
 
+#[cfg(feature = "aws")]
 pub async fn tts_router(config: &Config) -> anyhow::Result<Router> {
     Ok(tts_router_with(config, &open_backing(config).await?))
 }
@@ -362,9 +393,11 @@ pub fn oauth_router_with(config: &Config, backing: &Backing) -> Router {
 
 /// Everything the local server serves on one address, with the same paths as API Gateway.
 pub fn local_router_with(config: &Config, backing: &Backing) -> Router {
-    let mut router = mcp_routes(config, backing)
-        .merge(oauth_routes(config, backing))
-        .merge(tts_routes(config, backing));
+    let mut router = mcp_routes(config, backing).merge(oauth_routes(config, backing));
+    #[cfg(feature = "aws")]
+    {
+        router = router.merge(tts_routes(config, backing));
+    }
     if config.demo_device {
         let device = DeviceEndpoint::new(
             authenticator(config, backing),

@@ -12,12 +12,14 @@ pub mod admin;
 pub mod aion;
 pub mod app;
 pub mod auth;
+#[cfg(feature = "aws")]
 pub mod aws;
 pub mod chain;
 pub mod clock;
 pub mod config;
 pub mod countersign;
 pub mod demo;
+pub mod fuzzing;
 pub mod gate;
 pub mod json_endpoint;
 pub mod mcp;
@@ -29,6 +31,7 @@ pub mod speech;
 pub mod store;
 pub mod telemetry;
 pub mod toolset;
+#[cfg(feature = "aws")]
 pub mod tts;
 pub mod why;
 

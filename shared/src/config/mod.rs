@@ -2,6 +2,7 @@
 //! else reads the environment. A setting that cannot be honoured is a startup error, never a
 //! silent fallback to something weaker.
 
+#[cfg(feature = "aws")]
 pub mod secrets;
 mod urls;
 
@@ -253,7 +254,7 @@ impl Config {
         let judge = JudgeSettings {
             bedrock,
             model: get("COUNTERSIGN_JUDGE_MODEL")
-                .unwrap_or_else(|| crate::countersign::judge::bedrock::DEFAULT_MODEL.into()),
+                .unwrap_or_else(|| crate::countersign::judge::DEFAULT_MODEL.into()),
             guardrail: get("COUNTERSIGN_GUARDRAIL_ID").map(|id| {
                 (
                     id.trim().to_owned(),

@@ -8,7 +8,7 @@
 //! token whose subject is the judge token's hash.
 
 mod error;
-mod form;
+pub(crate) mod form;
 pub mod metadata;
 
 use std::sync::Arc;

@@ -8,6 +8,7 @@
 //! Which one runs is configuration; no code path falls back to volatile memory.
 
 pub mod account;
+#[cfg(feature = "aws")]
 pub mod dynamodb;
 pub mod sqlite;
 pub mod unconfigured;

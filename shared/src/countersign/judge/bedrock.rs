@@ -23,9 +23,7 @@ use crate::chain::sha256_hex;
 /// The judge's system prompt, kept in one file so that every evaluation can name its hash.
 pub const PROMPT: &str = include_str!("prompt.txt");
 
-/// The default judge model: a different model from the assistant's, so that a model that
-/// misread the request does not grade its own reading.
-pub const DEFAULT_MODEL: &str = "us.amazon.nova-premier-v1:0";
+pub use super::DEFAULT_MODEL;
 
 /// How long the judge may take, guardrail included.
 pub const JUDGE_TIMEOUT: Duration = Duration::from_secs(10);

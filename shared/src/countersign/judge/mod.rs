@@ -3,10 +3,15 @@
 //! A judge answers `match`, `mismatch` or `unclear`. Countersign stops and asks on both
 //! `mismatch` and `unclear`, so a judge that cannot tell must say `unclear`, never `match`.
 
+#[cfg(feature = "aws")]
 pub mod bedrock;
 pub mod rules;
 
 use async_trait::async_trait;
+
+/// The default model of the Bedrock judge: a different model from the assistant's, so that a
+/// model that misread the request does not grade its own reading.
+pub const DEFAULT_MODEL: &str = "us.amazon.nova-premier-v1:0";
 use serde::{Deserialize, Serialize};
 
 /// A judge's answer.
