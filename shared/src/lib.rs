@@ -37,5 +37,6 @@ pub mod why;
 
 /// Every Hearth binary allocates through mimalloc: a request allocates many small, short-lived
 /// objects (rmcp messages, JSON values, rows), where it measured faster than glibc's malloc.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
