@@ -323,6 +323,26 @@ async fn bodies_nest_64_levels_and_not_65() {
 }
 
 #[tokio::test]
+async fn unknown_missing_and_mistyped_arguments_are_tool_errors_that_say_which() {
+    let h = harness(&[]);
+    let mut unknown = record_args("shapes");
+    unknown["colour"] = "red".into();
+    let mut missing = record_args("shapes");
+    missing.as_object_mut().unwrap().remove("action");
+    let mut mistyped = record_args("shapes");
+    mistyped["approver"] = 5.into();
+    for (arguments, expected) in [
+        (unknown, "unknown field `colour`"),
+        (missing, "missing field `action`"),
+        (mistyped, "invalid type: integer `5`"),
+    ] {
+        let result = call(&h, "record_decision", arguments).await;
+        assert_eq!(result["isError"], true, "{result}");
+        assert!(text(&result).contains(expected), "{}", text(&result));
+    }
+}
+
+#[tokio::test]
 async fn arguments_that_are_not_an_object_are_invalid_params() {
     let h = harness(&[]);
     for arguments in ["[]", "\"household\"", "3"] {
