@@ -165,6 +165,7 @@ class Soak:
         self.attempts = {}  # (token, household) -> count
         self.stats = {"writes": 0, "acknowledged": 0, "refused": 0, "failed": 0, "reads": 0, "read_errors": 0}
         self.last_success = time.monotonic()
+        self.errors = {}  # tool error text -> count
         self.stop = threading.Event()
 
     def slots(self):
@@ -201,9 +202,13 @@ class Soak:
                     self.last_success = time.monotonic()
                 elif status == 200 and result.get("isError"):
                     self.stats["refused"] += 1
+                    text = result["content"][0]["text"]
+                    self.errors[text] = self.errors.get(text, 0) + 1
                 else:
                     self.stats["failed"] += 1
-            time.sleep(random.uniform(0.0, 0.05))
+                succeeded = status == 200 and result and not result.get("isError")
+            # A client that was told to try again waits a little first, as a device would.
+            time.sleep(random.uniform(0.0, 0.05) if succeeded else 0.5)
 
     def reader(self):
         while not self.stop.is_set():
@@ -291,7 +296,11 @@ def main():
         wait_for(f"http://127.0.0.1:{moto_port}/moto-api/", "moto")
         proxy = FaultProxy(proxy_port, moto_port)
         proxy.start()
-        tokens = [f"soak-{os.urandom(12).hex()}" for _ in range(5)]
+        # Enough households that the writers never run out of them: about 30 writes a second
+        # for six writers here, and 8 households of 24 appends per token.
+        rate = 5 * args.writers
+        count = 2 + -(-int(args.seconds * rate) // (HOUSEHOLDS_PER_TOKEN * APPENDS_PER_HOUSEHOLD))
+        tokens = [f"soak-{os.urandom(12).hex()}" for _ in range(count)]
         import hashlib
         env = dict(os.environ,
                    HEARTH_ADDR=f"127.0.0.1:{server_port}", HEARTH_DATA_DIR=str(out / "data"),
@@ -306,11 +315,17 @@ def main():
         wait_for(f"http://127.0.0.1:{server_port}/healthz", "the server", log_path)
         return soak_run(args, proxy, tokens, f"http://127.0.0.1:{server_port}/mcp", server, log_path)
     finally:
-        if server is not None:
-            server.terminate()
-            server.wait(timeout=30)
-        moto.terminate()
-        moto.wait(timeout=30)
+        for process in (server, moto):
+            if process is None:
+                continue
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                # moto serves one request at a time and may sit on a connection the proxy
+                # left half open; it keeps nothing worth a clean exit.
+                process.kill()
+                process.wait(timeout=10)
 
 
 def soak_run(args, proxy, tokens, url, server, log_path):
@@ -332,8 +347,9 @@ def soak_run(args, proxy, tokens, url, server, log_path):
     for mode, duration in schedule(args.seconds):
         proxy.set_mode(mode)
         started = time.monotonic()
+        before = soak.stats["acknowledged"]
         time.sleep(duration)
-        phases.append((mode, round(time.monotonic() - started, 1)))
+        phases.append((mode, round(time.monotonic() - started, 1), soak.stats["acknowledged"] - before))
         if mode == "outage":
             proxy.set_mode("normal")
             ended = time.monotonic()
@@ -359,9 +375,11 @@ def soak_run(args, proxy, tokens, url, server, log_path):
     print(f"fault soak: {args.seconds:.0f} s, {args.writers} writers, {args.readers} readers, {len(soak.slots())} households")
     print("| measure | value |")
     print("| --- | --- |")
-    print(f"| phases | {', '.join(f'{mode} {duration} s' for mode, duration in phases)} |")
+    print(f"| phases (acknowledged writes) | {', '.join(f'{mode} {duration} s ({acked})' for mode, duration, acked in phases)} |")
     print(f"| writes | {stats['writes']}: {stats['acknowledged']} acknowledged, {stats['refused']} answered as tool errors, {stats['failed']} failed at HTTP |")
     print(f"| reads | {stats['reads']}: {stats['read_errors']} failed at HTTP |")
+    for text, count in sorted(soak.errors.items(), key=lambda item: -item[1]):
+        print(f"| tool error | {count} × {text} |")
     print(f"| recovery after each outage | {', '.join('none within 30 s' if r is None else f'{r} s' for r in recoveries)} (to the first acknowledged write) |")
     print(f"| server RSS | {rss_before / 1024:.1f} MiB before, {rss_after / 1024:.1f} MiB after |")
     print(f"| acknowledged appends present exactly once, chains verify, no panic, bounded memory | {'yes' if not problems else 'NO'} |")
