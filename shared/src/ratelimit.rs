@@ -326,7 +326,7 @@ mod tests {
         let d = window.counter("d", 5);
         assert_eq!(counts.take(&[c], window), Taken::Granted);
         assert_eq!(
-            counts.take(&[d.clone()], window),
+            counts.take(std::slice::from_ref(&d), window),
             Taken::Refused { index: 0 },
             "three counters are the most; a fourth client is refused"
         );
