@@ -341,7 +341,8 @@ async fn the_same_commands_run_over_dynamodb() {
 async fn adopt_moves_a_credentials_decisions_into_a_new_account() {
     let dir = tempfile::tempdir().unwrap();
     let store = existing_store(dir.path());
-    let scope = hearth_core::admin::subject_scope("alexa-client");
+    // An OAuth client's data scope is the SHA-256 of its id.
+    let scope = hearth_core::chain::sha256_hex("alexa-client");
     let why = WhyService::new(store.clone(), Arc::new(SystemClock));
     let inputs = serde_json::Map::new();
     for action in ["dim lights", "lock the door", "start the kettle"] {

@@ -10,6 +10,8 @@
 
 mod common;
 
+use common::Backend;
+
 use std::sync::Arc;
 
 use hearth_core::auth::Caller;
@@ -32,13 +34,6 @@ use time::{Duration, OffsetDateTime};
 
 const HOUSEHOLD: &str = include_str!("../data/household.json");
 const CATALOGUE: &str = include_str!("../data/catalogue.json");
-
-/// A store for one test, on either backend.
-#[derive(Clone, Copy, Debug)]
-enum Backend {
-    Sqlite,
-    Dynamo,
-}
 
 struct Stores {
     chains: Arc<dyn ChainStore>,
@@ -708,27 +703,6 @@ async fn a_turn_whose_entries_may_be_evicted_is_refused(backend: Backend) {
     home.wait(Duration::minutes(1));
     home.proposes("dana", "d-2", "order milk", "whole-milk", "1l", 1)
         .await;
-}
-
-macro_rules! on_both_stores {
-    ($($story:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test]
-                async fn $story() {
-                    super::$story(super::Backend::Sqlite).await;
-                }
-            )*
-        }
-        mod dynamodb {
-            $(
-                #[tokio::test]
-                async fn $story() {
-                    super::$story(super::Backend::Dynamo).await;
-                }
-            )*
-        }
-    };
 }
 
 on_both_stores!(

@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::Backend;
+
 use std::sync::Arc;
 
 use common::{Harness, Reply, TOKEN, request, settings};
@@ -26,12 +28,6 @@ use serde_json::{Value, json};
 
 const HOST_KEY: &str = "household-test-host-key";
 const BATTERIES: &str = "buy a 4 pack of AA batteries";
-
-#[derive(Clone, Copy)]
-enum Backend {
-    Sqlite,
-    Dynamo,
-}
 
 /// A server and the operator's `hearth admin` over the same store.
 struct World {
@@ -778,27 +774,6 @@ async fn a_credentials_token_still_names_its_own_households() {
             .await,
     );
     assert!(probe.contains("no decisions"), "{probe}");
-}
-
-macro_rules! on_both_stores {
-    ($($story:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test]
-                async fn $story() {
-                    super::$story(super::Backend::Sqlite).await;
-                }
-            )*
-        }
-        mod dynamodb {
-            $(
-                #[tokio::test]
-                async fn $story() {
-                    super::$story(super::Backend::Dynamo).await;
-                }
-            )*
-        }
-    };
 }
 
 on_both_stores!(

@@ -82,6 +82,8 @@ pub struct Accounts {
     store: Arc<dyn AccountStore>,
     clock: Arc<dyn Clock>,
     generations: Mutex<HashMap<String, Remembered>>,
+    /// How many generations are remembered at most ([`GENERATION_CACHE_ENTRIES`]).
+    remembered_at_most: usize,
 }
 
 impl Accounts {
@@ -90,6 +92,7 @@ impl Accounts {
             store,
             clock,
             generations: Mutex::new(HashMap::new()),
+            remembered_at_most: GENERATION_CACHE_ENTRIES,
         }
     }
 
@@ -306,7 +309,7 @@ impl Accounts {
 
     fn remember(&self, household_id: &str, generation: Option<u64>, now_ms: i64) {
         if let Ok(mut cache) = self.generations.lock() {
-            if cache.len() >= GENERATION_CACHE_ENTRIES && !cache.contains_key(household_id) {
+            if cache.len() >= self.remembered_at_most && !cache.contains_key(household_id) {
                 cache.clear();
             }
             cache.insert(
@@ -377,6 +380,31 @@ mod tests {
             assert!(!is_household_id(bad), "{bad}");
         }
         assert!(is_household_id("hh-0123456789abcdef0123456789abcdef"));
+    }
+
+    #[test]
+    fn the_generation_cache_holds_its_limit_and_starts_afresh_one_past_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            Arc::new(crate::store::sqlite::SqliteStore::open(&dir.path().join("a.db")).unwrap());
+        let mut accounts = Accounts::new(store, Arc::new(crate::clock::SystemClock));
+        accounts.remembered_at_most = 2;
+        let remembered = |accounts: &Accounts| accounts.generations.lock().unwrap().len();
+        accounts.remember("hh-a", Some(0), 0);
+        accounts.remember("hh-b", Some(0), 0);
+        assert_eq!(remembered(&accounts), 2, "at the limit");
+        accounts.remember("hh-b", Some(1), 1);
+        assert_eq!(
+            remembered(&accounts),
+            2,
+            "a known household is updated in place"
+        );
+        accounts.remember("hh-c", Some(0), 2);
+        assert_eq!(
+            remembered(&accounts),
+            1,
+            "one past it, the cache starts afresh"
+        );
     }
 
     #[test]

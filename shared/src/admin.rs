@@ -14,7 +14,6 @@ use serde_json::Value;
 
 use crate::accounts::{AccountError, Accounts, new_household_id};
 use crate::auth::{JwtKeys, Scopes, household_scope};
-use crate::chain::sha256_hex;
 use crate::clock::{Clock, timestamp, unix_ms};
 use crate::countersign::household::{HouseholdData, account_policy};
 use crate::countersign::ledger;
@@ -394,10 +393,4 @@ fn key_infos(item: &AccountItem) -> Vec<KeyInfo> {
             ),
         })
         .collect()
-}
-
-/// The data scope of a credential's subject, as `--subject-scope` takes it: for a judge token
-/// the SHA-256 of its hash, for an OAuth client the SHA-256 of its id.
-pub fn subject_scope(subject: &str) -> String {
-    sha256_hex(subject)
 }

@@ -247,3 +247,34 @@ pub async fn access_token(router: &Router, scope: Option<&str>) -> String {
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.raw);
     reply.body["access_token"].as_str().unwrap().to_owned()
 }
+
+/// Which store a story runs on: the embedded SQLite store, or DynamoDB on moto.
+#[derive(Clone, Copy, Debug)]
+pub enum Backend {
+    Sqlite,
+    Dynamo,
+}
+
+/// One `#[tokio::test]` per story on each store: `sqlite::story` and `dynamodb::story`, each
+/// calling `story(Backend)` from the test file (which names `Backend` in its scope).
+#[macro_export]
+macro_rules! on_both_stores {
+    ($($story:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $story() {
+                    super::$story(super::Backend::Sqlite).await;
+                }
+            )*
+        }
+        mod dynamodb {
+            $(
+                #[tokio::test]
+                async fn $story() {
+                    super::$story(super::Backend::Dynamo).await;
+                }
+            )*
+        }
+    };
+}

@@ -178,19 +178,23 @@ impl DynamoStore {
         }
     }
 
-    /// The registry's live chains and version, for the cap check of a window-opening append.
-    async fn registry(&self, scope: &str) -> Result<(HashMap<String, i64>, i64), StoreError> {
-        let item = self
+    /// One item, read strongly consistently.
+    async fn get(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
+        Ok(self
             .client
             .get_item()
             .table_name(&self.table)
-            .set_key(Some(key_of(&registry_pk(scope), "registry")))
+            .set_key(Some(key_of(pk, sk)))
             .consistent_read(true)
             .send()
             .await
             .map_err(sdk_unavailable)?
-            .item;
-        let Some(item) = item else {
+            .item)
+    }
+
+    /// The registry's live chains and version, for the cap check of a window-opening append.
+    async fn registry(&self, scope: &str) -> Result<(HashMap<String, i64>, i64), StoreError> {
+        let Some(item) = self.get(&registry_pk(scope), "registry").await? else {
             return Ok((HashMap::new(), 0));
         };
         let live = match item.get("live") {
@@ -500,16 +504,7 @@ impl DynamoStore {
 #[async_trait]
 impl AccountStore for DynamoStore {
     async fn account(&self, household_id: &str) -> Result<Option<AccountItem>, StoreError> {
-        let item = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key_of(&account_pk(household_id), "account")))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(sdk_unavailable)?
-            .item;
+        let item = self.get(&account_pk(household_id), "account").await?;
         item.map(|item| AccountItem::from_stored(&string(item.get("body"), "body")?))
             .transpose()
     }
