@@ -4,7 +4,7 @@
 //! Every command takes `--json` and then prints exactly one JSON object on stdout: the result,
 //! or `{"error": …}` (with `"usage"` for a usage error). The exit status is 0 on success, 1 on
 //! failure and 2 on a usage error. Nothing secret is printed except what a command exists to
-//! show (a device key, a token), once.
+//! show (a device key, a token, a link code), once.
 
 use std::process::ExitCode;
 
@@ -25,6 +25,7 @@ usage: hearth admin COMMAND [--json]
   device-key list HOUSEHOLD
   device-key revoke HOUSEHOLD KEY_ID
   token HOUSEHOLD [--days N]        (N from 1 to 90, default 30)
+  link-code HOUSEHOLD               (one-time, for the consent page; 15 minutes)
   unlink HOUSEHOLD
 HOUSEHOLD is the household id that `household create` printed.";
 
@@ -57,6 +58,7 @@ enum Command {
         household: String,
         days: u32,
     },
+    LinkCode(String),
     Unlink(String),
 }
 
@@ -162,6 +164,7 @@ fn parse(words: &[&str]) -> Result<Command, Usage> {
                 days,
             }
         }
+        ["link-code", household] => Command::LinkCode(household.to_string()),
         ["unlink", household] => Command::Unlink(household.to_string()),
         [] => return usage("no command given"),
         _ => {
@@ -229,6 +232,7 @@ async fn execute(command: Command) -> anyhow::Result<Value> {
         Command::Token { household, days } => {
             serde_json::to_value(admin.token(&household, days).await?)
         }
+        Command::LinkCode(household) => serde_json::to_value(admin.link_code(&household).await?),
         Command::Unlink(household) => serde_json::to_value(admin.unlink(&household).await?),
     };
     Ok(value?)

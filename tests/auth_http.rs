@@ -70,6 +70,7 @@ fn claims(subject: &str) -> Claims {
         exp: now() + 3600,
         jti: "0123456789abcdef0123456789abcdef".into(),
         generation: None,
+        family: None,
     }
 }
 
@@ -736,6 +737,7 @@ async fn a_counter_outage_counts_in_the_instance_with_the_same_limits() {
     let vars = common::settings(&[("HEARTH_RATE_LIMIT_PER_SUBJECT", "2")]);
     let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
     let h = common::harness_over(&common::config(&vars), |sqlite| Stores {
+        grants: sqlite.clone(),
         accounts: sqlite.clone(),
         chains: sqlite,
         counters: Arc::new(Unreachable),
@@ -760,6 +762,7 @@ async fn without_a_configured_store_the_limiter_fails_closed_with_503() {
     let config = common::config(&[("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001")]);
     assert_eq!(config.store, hearth_core::config::StoreChoice::Unconfigured);
     let h = common::harness_over(&config, |sqlite| Stores {
+        grants: sqlite.clone(),
         accounts: sqlite.clone(),
         chains: sqlite,
         counters: Arc::new(Unreachable),

@@ -70,6 +70,7 @@ async fn world_with(config: Config, backend: Backend, client: aws_sdk_dynamodb::
     let admin = Admin::new(
         Accounts::new(stores.accounts.clone(), clock.clone()),
         stores.chains.clone(),
+        stores.grants.clone(),
         hearth_core::app::household_data(&config).unwrap(),
         config.jwt_keys(),
         clock,
@@ -662,6 +663,7 @@ fn verify_chain_py(trace: &Value) -> String {
 async fn an_unreadable_account_store_keeps_what_needs_no_household() {
     let config = config();
     let h = common::harness_over(&config, |sqlite| Stores {
+        grants: sqlite.clone(),
         chains: sqlite.clone(),
         counters: sqlite,
         accounts: Arc::new(Unconfigured),

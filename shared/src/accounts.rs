@@ -14,12 +14,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use rand::TryRng;
 use serde_json::Value;
 
 use crate::auth::Secret;
 use crate::clock::{Clock, unix_ms};
-use crate::store::{AccountItem, AccountStore, AccountSummary, DeviceKeyItem, StoreError};
+use crate::random::os_bytes;
+use crate::store::{
+    AccountItem, AccountStore, AccountSummary, DeviceKeyItem, RevokedFamily, StoreError,
+};
 
 /// Household ids are this prefix and 32 lowercase hex digits (128 random bits).
 pub const HOUSEHOLD_ID_PREFIX: &str = "hh-";
@@ -71,12 +73,49 @@ pub enum Standing {
     Unknown,
 }
 
-/// A cached generation: `None` when the household was not found.
-#[derive(Clone, Copy)]
+/// What one read of an account says about its tokens: `generation` is `None` when the
+/// household was not found.
+#[derive(Clone)]
 struct Remembered {
     generation: Option<u64>,
+    /// The refresh-token families revoked at the time of the read.
+    revoked_families: Vec<String>,
     read_at_ms: i64,
 }
+
+impl Remembered {
+    fn of(item: Option<&AccountItem>, read_at_ms: i64) -> Self {
+        Self {
+            generation: item.map(|item| item.generation),
+            revoked_families: item
+                .map(|item| {
+                    item.revoked_families
+                        .iter()
+                        .map(|family| family.family_id.clone())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            read_at_ms,
+        }
+    }
+
+    fn standing(&self, generation: u64, family: Option<&str>) -> Standing {
+        match self.generation {
+            Some(current) if current != generation => Standing::Revoked,
+            None => Standing::Revoked,
+            Some(_) => match family {
+                Some(family) if self.revoked_families.iter().any(|f| f == family) => {
+                    Standing::Revoked
+                }
+                _ => Standing::Current,
+            },
+        }
+    }
+}
+
+/// The most revoked refresh-token families an account remembers at once. One more revokes
+/// every token of the household instead (as an unlink does): the safe way to stay bounded.
+pub const MAX_REVOKED_FAMILIES: usize = 100;
 
 pub struct Accounts {
     store: Arc<dyn AccountStore>,
@@ -121,6 +160,7 @@ impl Accounts {
             generation: 0,
             tokens_issued: 0,
             device_keys: Vec::new(),
+            revoked_families: Vec::new(),
             created_at_ms: self.now_ms(),
             revision: 1,
         };
@@ -269,56 +309,94 @@ impl Accounts {
                 let revoked = item.tokens_issued;
                 item.generation += 1;
                 item.tokens_issued = 0;
+                // The new generation revokes every family's tokens at once.
+                item.revoked_families.clear();
                 Ok(revoked)
             })
             .await?;
         Ok(revoked)
     }
 
-    /// Whether a token of `household_id` issued under `generation` still stands. Uses what
-    /// this instance read in the last [`GENERATION_CACHE_MS`]; while the store cannot be
-    /// read, whatever it read last, however old.
-    pub async fn standing(&self, household_id: &str, generation: u64) -> Standing {
+    /// Revokes refresh-token family `family_id` of the household for access tokens: until
+    /// `until_ms` (when the last access token it issued expires) a token naming it is refused,
+    /// within the same [`GENERATION_CACHE_MS`] as an unlink. Past [`MAX_REVOKED_FAMILIES`] the
+    /// whole household is unlinked instead.
+    pub async fn revoke_family(
+        &self,
+        household_id: &str,
+        family_id: &str,
+        until_ms: i64,
+    ) -> Result<(), AccountError> {
         let now_ms = self.now_ms();
-        let remembered = self
-            .generations
-            .lock()
-            .ok()
-            .and_then(|cache| cache.get(household_id).copied());
-        let fresh = remembered.filter(|r| now_ms - r.read_at_ms < GENERATION_CACHE_MS);
-        let known = match fresh {
-            Some(remembered) => Some(remembered.generation),
-            None => match self.store.account(household_id).await {
-                Ok(item) => {
-                    let current = item.map(|item| item.generation);
-                    self.remember(household_id, current, now_ms);
-                    Some(current)
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "household generation could not be read");
-                    remembered.map(|r| r.generation)
-                }
-            },
+        self.update(household_id, |item| {
+            item.revoked_families
+                .retain(|family| family.until_ms > now_ms);
+            if item
+                .revoked_families
+                .iter()
+                .any(|f| f.family_id == family_id)
+            {
+                return Ok(());
+            }
+            if item.revoked_families.len() >= MAX_REVOKED_FAMILIES {
+                item.generation += 1;
+                item.tokens_issued = 0;
+                item.revoked_families.clear();
+                return Ok(());
+            }
+            item.revoked_families.push(RevokedFamily {
+                family_id: family_id.to_owned(),
+                until_ms,
+            });
+            Ok(())
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Whether a token of `household_id` issued under `generation` (and, through linking, in
+    /// refresh-token `family`) still stands. Uses what this instance read in the last
+    /// [`GENERATION_CACHE_MS`]; while the store cannot be read, whatever it read last, however
+    /// old.
+    pub async fn standing(
+        &self,
+        household_id: &str,
+        generation: u64,
+        family: Option<&str>,
+    ) -> Standing {
+        let now_ms = self.now_ms();
+        // Decided under the lock from what is remembered, so nothing is cloned per request.
+        let remembered_standing = |fresh_only: bool| {
+            let cache = self.generations.lock().ok()?;
+            let remembered = cache.get(household_id)?;
+            if fresh_only && now_ms - remembered.read_at_ms >= GENERATION_CACHE_MS {
+                return None;
+            }
+            Some(remembered.standing(generation, family))
         };
-        match known {
-            None => Standing::Unknown,
-            Some(Some(current)) if current == generation => Standing::Current,
-            Some(_) => Standing::Revoked,
+        if let Some(standing) = remembered_standing(true) {
+            return standing;
+        }
+        match self.store.account(household_id).await {
+            Ok(item) => {
+                let read = Remembered::of(item.as_ref(), now_ms);
+                let standing = read.standing(generation, family);
+                self.remember(household_id, read);
+                standing
+            }
+            Err(error) => {
+                tracing::warn!(%error, "household generation could not be read");
+                remembered_standing(false).unwrap_or(Standing::Unknown)
+            }
         }
     }
 
-    fn remember(&self, household_id: &str, generation: Option<u64>, now_ms: i64) {
+    fn remember(&self, household_id: &str, read: Remembered) {
         if let Ok(mut cache) = self.generations.lock() {
             if cache.len() >= self.remembered_at_most && !cache.contains_key(household_id) {
                 cache.clear();
             }
-            cache.insert(
-                household_id.to_owned(),
-                Remembered {
-                    generation,
-                    read_at_ms: now_ms,
-                },
-            );
+            cache.insert(household_id.to_owned(), read);
         }
     }
 }
@@ -343,11 +421,7 @@ pub fn is_household_id(id: &str) -> bool {
 
 /// Bytes from the operating system's random source, for ids and keys.
 fn os_random<const N: usize>() -> Result<[u8; N], AccountError> {
-    let mut bytes = [0u8; N];
-    rand::rngs::SysRng
-        .try_fill_bytes(&mut bytes)
-        .map_err(|_| AccountError::Unavailable("the OS random source failed".into()))?;
-    Ok(bytes)
+    os_bytes().map_err(|failed| AccountError::Unavailable(failed.to_string()))
 }
 
 fn check_name(name: &str) -> Result<(), AccountError> {
@@ -390,16 +464,21 @@ mod tests {
         let mut accounts = Accounts::new(store, Arc::new(crate::clock::SystemClock));
         accounts.remembered_at_most = 2;
         let remembered = |accounts: &Accounts| accounts.generations.lock().unwrap().len();
-        accounts.remember("hh-a", Some(0), 0);
-        accounts.remember("hh-b", Some(0), 0);
+        let read = |generation, read_at_ms| Remembered {
+            generation: Some(generation),
+            revoked_families: Vec::new(),
+            read_at_ms,
+        };
+        accounts.remember("hh-a", read(0, 0));
+        accounts.remember("hh-b", read(0, 0));
         assert_eq!(remembered(&accounts), 2, "at the limit");
-        accounts.remember("hh-b", Some(1), 1);
+        accounts.remember("hh-b", read(1, 1));
         assert_eq!(
             remembered(&accounts),
             2,
             "a known household is updated in place"
         );
-        accounts.remember("hh-c", Some(0), 2);
+        accounts.remember("hh-c", read(0, 2));
         assert_eq!(
             remembered(&accounts),
             1,

@@ -1,5 +1,5 @@
 //! What `hearth admin` does, over the configured store: household accounts, their policies,
-//! device keys, household tokens and unlinking, and adopting a credential's household data
+//! device keys, household tokens, link codes and unlinking, and adopting a credential's household data
 //! into an account. The CLI in the local binary parses arguments and prints these results;
 //! this module owns the operations, so a test can drive them without a process.
 //!
@@ -17,7 +17,8 @@ use crate::auth::{JwtKeys, Scopes, household_scope};
 use crate::clock::{Clock, timestamp, unix_ms};
 use crate::countersign::household::{HouseholdData, account_policy};
 use crate::countersign::ledger;
-use crate::store::{AccountItem, AccountSummary, ChainKey, ChainStore, StoreError};
+use crate::linking::Linking;
+use crate::store::{AccountItem, AccountSummary, ChainKey, ChainStore, GrantStore, StoreError};
 use crate::why;
 
 /// The longest a household token minted by `hearth admin token` may live, in days.
@@ -113,6 +114,14 @@ pub struct Minted {
 }
 
 #[derive(Debug, Serialize)]
+pub struct LinkCode {
+    /// The code itself: shown this once, never again.
+    pub code: String,
+    /// RFC 3339.
+    pub expires_at: String,
+}
+
+#[derive(Debug, Serialize)]
 pub struct Unlinked {
     pub household_id: String,
     /// What stopped working: `access_tokens`, those issued since the last unlink.
@@ -120,7 +129,8 @@ pub struct Unlinked {
 }
 
 pub struct Admin {
-    accounts: Accounts,
+    accounts: Arc<Accounts>,
+    linking: Linking,
     chains: Arc<dyn ChainStore>,
     /// The configured household (for adoption) and the catalogue policies are checked against.
     data: Arc<HouseholdData>,
@@ -133,11 +143,14 @@ impl Admin {
     pub fn new(
         accounts: Accounts,
         chains: Arc<dyn ChainStore>,
+        grants: Arc<dyn GrantStore>,
         data: Arc<HouseholdData>,
         jwt: Option<JwtKeys>,
         clock: Arc<dyn Clock>,
     ) -> Self {
+        let accounts = Arc::new(accounts);
         Self {
+            linking: Linking::new(grants, accounts.clone(), clock.clone()),
             accounts,
             chains,
             data,
@@ -357,8 +370,18 @@ impl Admin {
         })
     }
 
+    /// `link-code HOUSEHOLD`: a one-time code the household enters on the consent page when
+    /// Alexa+ (or another host) links its account; valid for 15 minutes.
+    pub async fn link_code(&self, household_id: &str) -> Result<LinkCode, AdminError> {
+        let (code, expires_at_ms) = self.linking.new_link_code(household_id).await?;
+        Ok(LinkCode {
+            code,
+            expires_at: timestamp_ms(expires_at_ms),
+        })
+    }
+
     /// `unlink HOUSEHOLD`: every token of the household stops working (within the servers'
-    /// 60-second generation cache).
+    /// 60-second generation cache), every refresh-token family and unused link code with it.
     pub async fn unlink(&self, household_id: &str) -> Result<Unlinked, AdminError> {
         let revoked = self.accounts.unlink(household_id).await?;
         Ok(Unlinked {
@@ -385,12 +408,15 @@ fn key_infos(item: &AccountItem) -> Vec<KeyInfo> {
         .iter()
         .map(|key| KeyInfo {
             key_id: key.key_id.clone(),
-            created_at: timestamp(
-                time::OffsetDateTime::from_unix_timestamp_nanos(
-                    i128::from(key.created_at_ms) * 1_000_000,
-                )
-                .unwrap_or(time::OffsetDateTime::UNIX_EPOCH),
-            ),
+            created_at: timestamp_ms(key.created_at_ms),
         })
         .collect()
+}
+
+/// RFC 3339 for Unix milliseconds.
+fn timestamp_ms(ms: i64) -> String {
+    timestamp(
+        time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+            .unwrap_or(time::OffsetDateTime::UNIX_EPOCH),
+    )
 }

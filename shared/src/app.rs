@@ -26,9 +26,10 @@ use crate::countersign::notify::{NOTIFY_TIMEOUT, Notifier};
 use crate::countersign::{CountersignService, CountersignToolset};
 use crate::demo::DeviceEndpoint;
 use crate::gate::{Gate, kill_switch};
+use crate::linking::Linking;
 use crate::mcp::{HearthServer, McpEndpoint};
-use crate::oauth::OAuthEndpoint;
-use crate::ratelimit::RateLimiter;
+use crate::oauth::{LINK_CODE_ATTEMPTS, LINK_CODE_WINDOW_MS, OAuthEndpoint};
+use crate::ratelimit::{AttemptLimiter, RateLimiter};
 #[cfg(feature = "aws")]
 use crate::speech::polly::Voice;
 use crate::store::Stores;
@@ -74,7 +75,9 @@ pub const ROUTES: &[Route] = &[
     route("mcp", "ANY", "/.well-known/oauth-protected-resource/mcp"),
     route("mcp", "GET", "/demo"),
     route("mcp", "GET", "/demo/{asset}"),
+    route("oauth", "ANY", "/oauth/authorize"),
     route("oauth", "ANY", "/oauth/token"),
+    route("oauth", "ANY", "/oauth/revoke"),
     route("oauth", "ANY", "/oauth/judge"),
     route("oauth", "ANY", "/.well-known/oauth-authorization-server"),
     route("tts", "ANY", "/tts"),
@@ -190,6 +193,7 @@ pub async fn admin(config: &Config) -> anyhow::Result<Admin> {
     Ok(Admin::new(
         Accounts::new(stores.accounts.clone(), clock.clone()),
         stores.chains,
+        stores.grants,
         household_data(config)?,
         config.jwt_keys(),
         clock,
@@ -346,17 +350,31 @@ fn mcp_routes(config: &Config, backing: &Backing) -> Router {
         gate(config, backing),
         config.allowed_hosts(),
         config.urls.clone(),
-    );
+    )
+    .with_linking(config.linking_enabled());
     crate::mcp::router(Arc::new(endpoint)).merge(crate::demo::page_router())
 }
 
 fn oauth_routes(config: &Config, backing: &Backing) -> Router {
+    let linking = Linking::new(
+        backing.stores.grants.clone(),
+        backing.accounts.clone(),
+        backing.clock.clone(),
+    );
+    let attempts = AttemptLimiter::new(
+        backing.stores.counters.clone(),
+        backing.clock.clone(),
+        "link",
+        LINK_CODE_ATTEMPTS,
+        LINK_CODE_WINDOW_MS,
+    );
     let endpoint = OAuthEndpoint::new(
         gate(config, backing),
         &config.credentials,
         config.jwt_keys(),
         config.urls.clone(),
-    );
+    )
+    .with_linking(linking, config.redirect_uris.clone(), attempts);
     crate::oauth::router(Arc::new(endpoint))
 }
 
@@ -386,7 +404,8 @@ pub fn mcp_router_with(config: &Config, backing: &Backing) -> Router {
     kill_switch(mcp_routes(config, backing), config.disabled)
 }
 
-/// The OAuth function's router: `/oauth/token`, `/oauth/judge`, server metadata.
+/// The OAuth function's router: `/oauth/authorize`, `/oauth/token`, `/oauth/revoke`,
+/// `/oauth/judge`, server metadata.
 pub fn oauth_router_with(config: &Config, backing: &Backing) -> Router {
     kill_switch(oauth_routes(config, backing), config.disabled)
 }

@@ -3,9 +3,10 @@
 //! Dependencies point one way. At the top, [`app`] composes entry points; [`mcp`] and [`oauth`]
 //! wire the protocols and HTTP, with [`gate`] (kill switch, Origin, rate limits) and
 //! [`telemetry`] in front of both. In the middle, toolsets ([`why`]) implement
-//! [`toolset::Toolset`], and [`ratelimit`] applies its policy to the store's counters. At the
-//! bottom, [`auth`], [`chain`], [`store`], [`scholia`], [`speech`], [`clock`] and [`config`]
-//! know nothing of the layers above.
+//! [`toolset::Toolset`], [`linking`] keeps account linking's codes and refresh tokens, and
+//! [`ratelimit`] applies its policy to the store's counters. At the bottom, [`auth`],
+//! [`accounts`], [`chain`], [`store`], [`scholia`], [`speech`], [`clock`], [`random`] and
+//! [`config`] know nothing of the layers above.
 
 pub mod accounts;
 pub mod admin;
@@ -22,9 +23,11 @@ pub mod demo;
 pub mod fuzzing;
 pub mod gate;
 pub mod json_endpoint;
+pub mod linking;
 pub mod mcp;
 pub mod media;
 pub mod oauth;
+pub mod random;
 pub mod ratelimit;
 pub mod scholia;
 pub mod speech;

@@ -120,6 +120,58 @@ impl RateLimiter {
     }
 }
 
+/// Attempts at something guessable (a link code on the consent page), counted per client
+/// address in the shared counters over windows of their own length. Unlike [`RateLimiter`]
+/// it never falls back to counting locally: when the counters are out of reach it refuses,
+/// because an outage must not widen a guessing budget.
+pub struct AttemptLimiter {
+    counters: Arc<dyn CounterStore>,
+    clock: Arc<dyn Clock>,
+    /// The counter's name, e.g. `link`; stored, so it must not be an identity.
+    name: &'static str,
+    limit: u32,
+    window_ms: i64,
+}
+
+impl AttemptLimiter {
+    pub fn new(
+        counters: Arc<dyn CounterStore>,
+        clock: Arc<dyn Clock>,
+        name: &'static str,
+        limit: u32,
+        window_ms: i64,
+    ) -> Self {
+        Self {
+            counters,
+            clock,
+            name,
+            limit,
+            window_ms,
+        }
+    }
+
+    /// Counts one attempt from `ip` (unknown addresses share one counter).
+    pub async fn attempt(&self, ip: Option<IpAddr>) -> Admission {
+        let now_ms = unix_ms(self.clock.now());
+        let window = Window::containing(now_ms, self.window_ms);
+        let ip_key = match ip {
+            Some(ip) => short_hash(ip.to_string()),
+            None => "unknown".to_owned(),
+        };
+        let counter = window.counter(&format!("{}/ip/{ip_key}", self.name), self.limit);
+        match self.counters.take(&[counter], window.end_ms, now_ms).await {
+            Ok(Taken::Granted) => Admission::Admitted,
+            Ok(Taken::Refused { .. }) => Admission::Limited {
+                retry_after_secs: ((window.end_ms - now_ms) as u64).div_ceil(1000).max(1),
+            },
+            Err(error) => {
+                tracing::warn!(%error, counter = self.name, "attempt limiter unavailable; refusing");
+                Admission::Unavailable
+            }
+        }
+    }
+}
+
 /// Counting in this instance while the store is out of reach.
 struct Fallback {
     counts: Mutex<LocalCounts>,

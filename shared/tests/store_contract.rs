@@ -17,7 +17,8 @@ async fn sqlite() -> Backend {
     Backend {
         store: store.clone(),
         counters: store.clone(),
-        accounts: store,
+        accounts: store.clone(),
+        grants: store,
         _guard: Box::new(dir),
     }
 }
@@ -35,7 +36,8 @@ async fn dynamodb() -> Backend {
     Backend {
         store: store.clone(),
         counters: store.clone(),
-        accounts: store,
+        accounts: store.clone(),
+        grants: store,
         _guard: Box::new(()),
     }
 }

@@ -39,6 +39,10 @@ pub struct Claims {
     /// Present, it makes `sub` a household id.
     #[serde(rename = "gen", default, skip_serializing_if = "Option::is_none")]
     pub generation: Option<u64>,
+    /// For a household token issued through account linking: the refresh-token family it came
+    /// from, so revoking the family revokes it too.
+    #[serde(rename = "fam", default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
 }
 
 /// What a verified token says.
@@ -48,6 +52,8 @@ pub struct VerifiedToken {
     pub scopes: Scopes,
     /// `Some` for a household token: the generation it was issued under.
     pub generation: Option<u64>,
+    /// `Some` for a token issued through account linking: its refresh-token family.
+    pub family: Option<String>,
 }
 
 /// A freshly issued token and what the token response says about it.
@@ -106,7 +112,7 @@ impl JwtKeys {
     /// Issues a token for `subject` with `scopes`, valid for [`TOKEN_LIFETIME_SECS`] from
     /// `now_secs`.
     pub fn issue(&self, subject: &str, scopes: Scopes, now_secs: u64) -> IssuedToken {
-        self.sign(subject, None, scopes, TOKEN_LIFETIME_SECS, now_secs)
+        self.sign(subject, None, None, scopes, TOKEN_LIFETIME_SECS, now_secs)
     }
 
     /// Issues a household token: `sub` is the household id and `gen` its current revocation
@@ -122,8 +128,29 @@ impl JwtKeys {
         self.sign(
             household_id,
             Some(generation),
+            None,
             scopes,
             lifetime_secs,
+            now_secs,
+        )
+    }
+
+    /// Issues a household token through account linking: like [`JwtKeys::issue_household`],
+    /// naming the refresh-token `family` it belongs to, for [`TOKEN_LIFETIME_SECS`].
+    pub fn issue_linked(
+        &self,
+        household_id: &str,
+        generation: u64,
+        family: &str,
+        scopes: Scopes,
+        now_secs: u64,
+    ) -> IssuedToken {
+        self.sign(
+            household_id,
+            Some(generation),
+            Some(family),
+            scopes,
+            TOKEN_LIFETIME_SECS,
             now_secs,
         )
     }
@@ -132,6 +159,7 @@ impl JwtKeys {
         &self,
         subject: &str,
         generation: Option<u64>,
+        family: Option<&str>,
         scopes: Scopes,
         lifetime_secs: u64,
         now_secs: u64,
@@ -146,6 +174,7 @@ impl JwtKeys {
             exp: now_secs + lifetime_secs,
             jti: hex::encode(jti),
             generation,
+            family: family.map(str::to_owned),
         };
         let access_token =
             jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
@@ -170,6 +199,7 @@ impl JwtKeys {
             subject: data.claims.sub,
             scopes,
             generation: data.claims.generation,
+            family: data.claims.family,
         })
     }
 }
@@ -202,7 +232,8 @@ mod tests {
             Ok(VerifiedToken {
                 subject: "alexa".into(),
                 scopes,
-                generation: None
+                generation: None,
+                family: None,
             })
         );
         let payload = issued.access_token.split('.').nth(1).unwrap();
@@ -227,6 +258,11 @@ mod tests {
         let verified = keys().verify(&issued.access_token).unwrap();
         assert_eq!(verified.subject, "hh-1");
         assert_eq!(verified.generation, Some(7));
+        assert_eq!(verified.family, None);
+        let linked = keys().issue_linked("hh-1", 7, "f00d", Scopes::DEFAULT, now());
+        assert_eq!(linked.expires_in, TOKEN_LIFETIME_SECS);
+        let verified = keys().verify(&linked.access_token).unwrap();
+        assert_eq!(verified.family.as_deref(), Some("f00d"));
     }
 
     #[test]

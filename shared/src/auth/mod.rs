@@ -69,6 +69,11 @@ pub struct Grant {
     /// For a household token, the generation it was issued under; the subject is then the
     /// household id.
     pub household_generation: Option<u64>,
+    /// For a household token issued through account linking: its refresh-token family.
+    pub household_family: Option<String>,
+    /// Whether this is the OAuth client's own client-credentials token. Where account linking
+    /// is configured it reaches only what needs no household (Tier 1).
+    pub is_service: bool,
 }
 
 impl Grant {
@@ -150,6 +155,8 @@ impl Authenticator {
                 subject: Subject(ANONYMOUS.to_owned()),
                 scopes: Scopes::DEFAULT,
                 household_generation: None,
+                household_family: None,
+                is_service: false,
             });
         }
         let token = bearer_token(headers)?;
@@ -158,6 +165,8 @@ impl Authenticator {
                 subject,
                 scopes: Scopes::DEFAULT,
                 household_generation: None,
+                household_family: None,
+                is_service: false,
             });
         }
         let jwt = self.jwt.as_ref().ok_or(AuthFailure::Invalid)?;
@@ -172,15 +181,19 @@ impl Authenticator {
         if !current {
             return Err(AuthFailure::Invalid);
         }
+        let is_service =
+            verified.generation.is_none() && self.client_id.as_deref() == Some(&verified.subject);
         Ok(Grant {
             subject: Subject(verified.subject),
             scopes: verified.scopes,
             household_generation: verified.generation,
+            household_family: verified.family,
+            is_service,
         })
     }
 
     /// The caller behind an authenticated grant. A household token is refused once its
-    /// household was unlinked or deleted; while the store cannot tell, the caller is kept but
+    /// household was unlinked or deleted, or its refresh-token family revoked; while the store cannot tell, the caller is kept but
     /// its household data is out of reach (the token still opens `initialize`, `tools/list`
     /// and the tools that need no household).
     pub async fn confirm(&self, grant: &Grant) -> Result<Caller, AuthFailure> {
@@ -189,7 +202,11 @@ impl Authenticator {
         };
         let household_id = grant.subject.as_str();
         let standing = match &self.accounts {
-            Some(accounts) => accounts.standing(household_id, generation).await,
+            Some(accounts) => {
+                accounts
+                    .standing(household_id, generation, grant.household_family.as_deref())
+                    .await
+            }
             None => Standing::Unknown,
         };
         match standing {

@@ -91,6 +91,10 @@ pub struct Config {
     /// `MCP_RESOURCE_URL`: the public URL of `/mcp`, and what follows from it. Locally it
     /// defaults to the loopback address served; under Lambda it has no default.
     pub urls: Option<PublicUrls>,
+    /// `MCP_REDIRECT_URIS`: comma-separated redirect URIs an authorization request may name,
+    /// compared exactly. Empty: account linking is off, and client-credential tokens keep
+    /// reaching every tool.
+    pub redirect_uris: Vec<String>,
     /// `HEARTH_ALLOWED_HOSTS`: extra accepted `Host` values for a local server behind a proxy.
     pub extra_hosts: Vec<String>,
     /// `HEARTH_TOOLSETS`, default every known toolset.
@@ -204,6 +208,13 @@ impl Config {
             None if runtime == Runtime::Local => PublicUrls::local_default(addr),
             None => None,
         };
+        let redirect_uris = split_list(&get("MCP_REDIRECT_URIS").unwrap_or_default());
+        for uri in &redirect_uris {
+            redirect_uri(uri).map_err(|reason| ConfigError::Invalid {
+                name: "MCP_REDIRECT_URIS",
+                reason,
+            })?;
+        }
         let toolsets = match get("HEARTH_TOOLSETS") {
             Some(list) => {
                 let names = split_list(&list);
@@ -291,10 +302,16 @@ impl Config {
             disabled,
             allowed_origins: split_list(&get("MCP_ALLOWED_ORIGINS").unwrap_or_default()),
             urls,
+            redirect_uris,
             extra_hosts: split_list(&get("HEARTH_ALLOWED_HOSTS").unwrap_or_default()),
             toolsets,
             rate_limits,
         })
+    }
+
+    /// Whether account linking is configured: redirect URIs to send authorization codes to.
+    pub fn linking_enabled(&self) -> bool {
+        !self.redirect_uris.is_empty()
     }
 
     /// The access-token keys, when both the signing key and the resource URL are configured.
@@ -442,6 +459,16 @@ fn backend_url(url: &str) -> Result<String, String> {
         return Err("must not carry credentials; set AION_BACKEND_API_KEY".into());
     }
     Ok(url.to_owned())
+}
+
+/// A redirect URI: an absolute `https` URL (plain `http` only for a loopback host), without
+/// credentials or a fragment (RFC 6749 §3.1.2).
+fn redirect_uri(uri: &str) -> Result<(), String> {
+    backend_url(uri).map_err(|reason| format!("{uri:?}: {reason}"))?;
+    if uri.contains('#') {
+        return Err(format!("{uri:?}: a redirect URI has no fragment"));
+    }
+    Ok(())
 }
 
 fn rate_limit(
@@ -675,6 +702,31 @@ mod tests {
             assert!(config(&[("AION_BACKEND_URL", bad)]).is_err(), "{bad}");
             assert!(config(&[("COUNTERSIGN_NOTIFY_URL", bad)]).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn redirect_uris_are_https_or_loopback_and_have_no_fragment() {
+        let linked = config(&[(
+            "MCP_REDIRECT_URIS",
+            "https://pitangui.amazon.com/api/skill/link/M1, https://layla.amazon.com/api/skill/link/M1",
+        )])
+        .unwrap();
+        assert_eq!(linked.redirect_uris.len(), 2);
+        assert!(linked.linking_enabled());
+        assert!(!config(&[]).unwrap().linking_enabled());
+        for bad in [
+            "http://pitangui.amazon.com/link",
+            "https://a.example/link#x",
+            "/relative",
+            "https://a.example/ok,ftp://b.example/",
+        ] {
+            let error = config(&[("MCP_REDIRECT_URIS", bad)]).unwrap_err();
+            assert!(
+                error.to_string().contains("MCP_REDIRECT_URIS"),
+                "{bad}: {error}"
+            );
+        }
+        assert!(config(&[("MCP_REDIRECT_URIS", "http://127.0.0.1:9/cb")]).is_ok());
     }
 
     #[test]

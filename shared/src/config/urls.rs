@@ -89,6 +89,29 @@ impl PublicUrls {
         format!("{}/oauth/token", self.issuer)
     }
 
+    pub fn authorization_endpoint(&self) -> String {
+        format!("{}/oauth/authorize", self.issuer)
+    }
+
+    pub fn revocation_endpoint(&self) -> String {
+        format!("{}/oauth/revoke", self.issuer)
+    }
+
+    /// The path of the authorization endpoint as the browser sees it (under any stage prefix),
+    /// which the consent page's cookie is scoped to.
+    pub fn authorization_path(&self) -> String {
+        let endpoint = self.authorization_endpoint();
+        match url::Url::parse(&endpoint) {
+            Ok(url) => url.path().to_owned(),
+            Err(_) => "/oauth/authorize".to_owned(),
+        }
+    }
+
+    /// Whether the public URLs are `https` (the consent cookie is then `Secure`).
+    pub fn is_https(&self) -> bool {
+        self.resource.starts_with("https://")
+    }
+
     /// Where this resource's RFC 9728 metadata is served.
     pub fn resource_metadata(&self) -> String {
         format!("{}/.well-known/oauth-protected-resource/mcp", self.issuer)
@@ -108,6 +131,15 @@ mod tests {
         assert_eq!(
             urls.token_endpoint(),
             "https://Hearth.Example.com:8443/prod/oauth/token"
+        );
+        assert_eq!(
+            urls.authorization_endpoint(),
+            "https://Hearth.Example.com:8443/prod/oauth/authorize"
+        );
+        assert_eq!(urls.authorization_path(), "/prod/oauth/authorize");
+        assert_eq!(
+            urls.revocation_endpoint(),
+            "https://Hearth.Example.com:8443/prod/oauth/revoke"
         );
         assert_eq!(
             urls.resource_metadata(),

@@ -5,7 +5,9 @@
 //! (rate limit reached or limiter unreachable), 401 (no valid bearer token), 415 (not JSON),
 //! 400 (unsupported `MCP-Protocol-Version`), 413 (body over 64 KiB), 400 with a JSON-RPC parse
 //! error (not UTF-8, not JSON) or invalid-request error (not JSON-RPC, or nesting deeper than
-//! [`body::MAX_NESTING_DEPTH`]), 403 (`insufficient_scope` for the method); then, for
+//! [`body::MAX_NESTING_DEPTH`]), 403 (`insufficient_scope` for the method), 401 with
+//! `account_linking_required` (a client-credentials token, where account linking is
+//! configured, on anything beyond Tier 1: see [`is_tier_one`]); then, for
 //! `tools/call`, invalid params (-32602) when `arguments` is not an object, and an `isError`
 //! result naming an integer beyond 64 bits in them. Everything that passes
 //! goes to rmcp's stateless Streamable HTTP service in JSON-response mode with the
@@ -63,6 +65,8 @@ pub struct McpEndpoint {
     urls: Option<PublicUrls>,
     /// The `WWW-Authenticate` challenge of a 401, pointing at the resource metadata.
     challenge: String,
+    /// Account linking is configured: the client-credentials token is Tier 1 only.
+    linking_required: bool,
 }
 
 impl McpEndpoint {
@@ -108,7 +112,27 @@ impl McpEndpoint {
             gate,
             urls,
             challenge,
+            linking_required: false,
         }
+    }
+
+    /// The same endpoint with account linking configured: a client-credentials token then
+    /// reaches only Tier 1 (see [`is_tier_one`]).
+    pub fn with_linking(mut self, required: bool) -> Self {
+        self.linking_required = required;
+        self
+    }
+}
+
+/// What a client-credentials token may do where account linking is configured (Tier 1):
+/// start a session, list what exists, and call the tools that touch no household's data.
+/// Everything else acts for a customer and needs their own token (Tier 2).
+pub fn is_tier_one(method: &str, tool: Option<&str>) -> bool {
+    match method {
+        "initialize" | "ping" | "tools/list" | "resources/list" | "prompts/list"
+        | "prompts/get" => true,
+        "tools/call" => tool.is_some_and(|name| name.starts_with("scholia_") || name == "ask_aion"),
+        other => other.starts_with("notifications/"),
     }
 }
 
@@ -289,6 +313,10 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
                     .copied(),
             );
             let params = peek.params.as_ref();
+            let tool = params.and_then(|params| params.name.as_deref());
+            if endpoint.linking_required && grant.is_service && !is_tier_one(method, tool) {
+                return linking_required(endpoint, peek.id);
+            }
             if let Some(name) = params.and_then(|params| params.name.as_deref())
                 && method == "tools/call"
                 && endpoint.server.knows_tool(name)
@@ -420,6 +448,22 @@ fn unauthorized(challenge: &str, failure: AuthFailure) -> Response {
     response.headers_mut().insert(
         header::WWW_AUTHENTICATE,
         HeaderValue::from_str(&challenge).expect("challenge is ASCII"),
+    );
+    response
+}
+
+/// HTTP 401 for a Tier-1 token on a Tier-2 method: Alexa+ starts account linking on it, and
+/// other clients follow the challenge to the metadata.
+fn linking_required(endpoint: &McpEndpoint, id: Option<&RawValue>) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": -32000,
+        "message": "Unauthorized: this needs a household's own token; link the household's account first",
+        "data": {"reason": "account_linking_required"},
+    }});
+    let mut response = (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_str(&endpoint.challenge).expect("challenge is ASCII"),
     );
     response
 }

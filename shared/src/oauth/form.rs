@@ -1,4 +1,4 @@
-//! Reading a token request: the form body (RFC 6749 §3.2) and HTTP Basic client
+//! Reading a form (a token request's body, RFC 6749 §3.2, or an authorization request's query) and HTTP Basic client
 //! authentication (§2.3.1).
 
 use std::collections::HashMap;
@@ -42,7 +42,7 @@ impl Form {
 /// A parameter name safe to echo in an error: known names only, since anything else came
 /// from the client and may be anything.
 fn printable(name: &str) -> &str {
-    const KNOWN: [&str; 7] = [
+    const KNOWN: [&str; 20] = [
         "grant_type",
         "resource",
         "scope",
@@ -50,6 +50,19 @@ fn printable(name: &str) -> &str {
         "client_secret",
         "judge_token",
         "audience",
+        "code",
+        "redirect_uri",
+        "code_verifier",
+        "refresh_token",
+        "token",
+        "token_type_hint",
+        "response_type",
+        "state",
+        "code_challenge",
+        "code_challenge_method",
+        "link_code",
+        "decision",
+        "csrf",
     ];
     KNOWN
         .into_iter()

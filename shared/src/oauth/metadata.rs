@@ -10,21 +10,23 @@ fn scopes_supported() -> Vec<&'static str> {
     Scope::ALL.iter().map(|scope| scope.as_str()).collect()
 }
 
-/// `GET /.well-known/oauth-authorization-server`.
-///
-/// Hearth implements only the client-credentials grant. `response_types_supported` (required by
-/// RFC 8414) and `code_challenge_methods_supported` are still listed because Alexa+ refuses
-/// to deploy against an authorization server that does not advertise S256; no authorization
-/// endpoint is offered, so no code is ever issued.
+/// `GET /.well-known/oauth-authorization-server`: client credentials for Tier 1, the
+/// authorization code with PKCE S256 and rotating refresh tokens for account linking, and
+/// RFC 7009 revocation. Codes carry `iss` in the redirect (RFC 9207).
 pub fn authorization_server(urls: &PublicUrls) -> Value {
     json!({
         "issuer": urls.issuer(),
+        "authorization_endpoint": urls.authorization_endpoint(),
         "token_endpoint": urls.token_endpoint(),
-        "grant_types_supported": ["client_credentials"],
-        "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+        "revocation_endpoint": urls.revocation_endpoint(),
+        "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
+        "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+        "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
         "scopes_supported": scopes_supported(),
         "response_types_supported": ["code"],
+        "response_modes_supported": ["query"],
         "code_challenge_methods_supported": ["S256"],
+        "authorization_response_iss_parameter_supported": true,
     })
 }
 

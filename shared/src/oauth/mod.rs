@@ -1,12 +1,18 @@
-//! The OAuth function: `POST /oauth/token` (client credentials), `POST /oauth/judge` (judge
-//! token exchange) and `GET /.well-known/oauth-authorization-server`.
+//! The OAuth function: `GET`/`POST /oauth/authorize` (account linking's consent page),
+//! `POST /oauth/token`, `POST /oauth/revoke` (RFC 7009), `POST /oauth/judge` (judge token
+//! exchange) and `GET /.well-known/oauth-authorization-server`.
 //!
-//! Alexa+ authenticates machine to machine: HTTP Basic with `MCP_CLIENT_ID` and
-//! `MCP_CLIENT_SECRET`, a form body with `grant_type=client_credentials`, `resource` equal to
-//! `MCP_RESOURCE_URL`, and an optional `scope`. The answer is a one-hour HS256 access token.
-//! A person with a judge token (the web demo) exchanges it at `/oauth/judge` for an access
-//! token whose subject is the judge token's hash.
+//! Alexa+ authenticates in two tiers. Tier 1 is machine to machine: `MCP_CLIENT_ID` and
+//! `MCP_CLIENT_SECRET` (HTTP Basic or `client_secret_post`), `grant_type=client_credentials`,
+//! `resource` equal to `MCP_RESOURCE_URL`, an optional `scope`; the answer is a one-hour
+//! HS256 access token. Tier 2 is account linking: the consent page turns a household's link
+//! code into an authorization code, and the `authorization_code` and `refresh_token` grants
+//! turn that into the household's own tokens (see `linking`). A person with a judge token (the
+//! web demo) exchanges it at `/oauth/judge` for an access token whose subject is the judge
+//! token's hash.
 
+mod authorize;
+mod consent_page;
 mod error;
 pub(crate) mod form;
 pub mod metadata;
@@ -27,10 +33,15 @@ pub use error::OAuthError;
 pub use form::MAX_FORM_BYTES;
 use form::{Form, basic_credentials};
 
+use authorize::ConsentKey;
+pub use authorize::{LINK_CODE_ATTEMPTS, LINK_CODE_WINDOW_MS, MAX_STATE_BYTES};
+
 use crate::auth::{Authenticator, Credentials, JwtKeys, Scopes, Subject};
 use crate::config::PublicUrls;
 use crate::gate::{Gate, client_ip};
+use crate::linking::{Linking, LinkingError, Tokens};
 use crate::media::{has_media_type, read_body};
+use crate::ratelimit::AttemptLimiter;
 use crate::telemetry::{RequestLog, request_id};
 
 /// Everything the OAuth routes need, built once per process.
@@ -41,6 +52,12 @@ pub struct OAuthEndpoint {
     judges: Authenticator,
     jwt: Option<JwtKeys>,
     urls: Option<PublicUrls>,
+    /// Account linking, when configured ([`OAuthEndpoint::with_linking`]).
+    linking: Option<Linking>,
+    redirect_uris: Vec<String>,
+    link_code_attempts: Option<AttemptLimiter>,
+    /// Signs the consent form's CSRF tokens; derived from the token-signing key.
+    consent_key: Option<ConsentKey>,
 }
 
 impl OAuthEndpoint {
@@ -60,35 +77,71 @@ impl OAuthEndpoint {
             judges: Authenticator::new(credentials, None),
             jwt,
             urls,
+            linking: None,
+            redirect_uris: Vec::new(),
+            link_code_attempts: None,
+            consent_key: credentials
+                .jwt_secret
+                .as_ref()
+                .map(|secret| ConsentKey::derive(secret.expose().as_bytes())),
         }
+    }
+
+    /// The same endpoint with account linking: authorization codes are sent only to
+    /// `redirect_uris` (compared exactly), and link-code attempts are counted by `attempts`.
+    pub fn with_linking(
+        mut self,
+        linking: Linking,
+        redirect_uris: Vec<String>,
+        attempts: AttemptLimiter,
+    ) -> Self {
+        self.linking = Some(linking);
+        self.redirect_uris = redirect_uris;
+        self.link_code_attempts = Some(attempts);
+        self
     }
 }
 
 /// The OAuth function's routes.
 pub fn router(endpoint: Arc<OAuthEndpoint>) -> Router {
     Router::new()
+        .route("/oauth/authorize", any(authorize_route))
         .route("/oauth/token", any(token))
+        .route("/oauth/revoke", any(revoke))
         .route("/oauth/judge", any(judge))
         .route("/.well-known/oauth-authorization-server", any(discovery))
         .with_state(endpoint)
 }
 
+async fn authorize_route(State(endpoint): State<Arc<OAuthEndpoint>>, request: Request) -> Response {
+    let started = Instant::now();
+    let mut log = RequestLog::new(request_id(&request));
+    let response = authorize::authorize(&endpoint, request, &mut log).await;
+    log.finish(response.status(), started.elapsed());
+    response
+}
+
 async fn token(State(endpoint): State<Arc<OAuthEndpoint>>, request: Request) -> Response {
-    token_route(&endpoint, request, TokenRoute::ClientCredentials).await
+    token_route(&endpoint, request, TokenRoute::Token).await
+}
+
+async fn revoke(State(endpoint): State<Arc<OAuthEndpoint>>, request: Request) -> Response {
+    token_route(&endpoint, request, TokenRoute::Revoke).await
 }
 
 async fn judge(State(endpoint): State<Arc<OAuthEndpoint>>, request: Request) -> Response {
     token_route(&endpoint, request, TokenRoute::JudgeToken).await
 }
 
-/// The two routes that issue tokens.
+/// The routes a client posts a form to.
 #[derive(Clone, Copy)]
 enum TokenRoute {
-    ClientCredentials,
+    Token,
+    Revoke,
     JudgeToken,
 }
 
-/// Serves one token route and writes the request's log line.
+/// Serves one form route and writes the request's log line.
 async fn token_route(endpoint: &OAuthEndpoint, request: Request, route: TokenRoute) -> Response {
     if request.method() != Method::POST {
         return method_not_allowed("POST");
@@ -96,9 +149,13 @@ async fn token_route(endpoint: &OAuthEndpoint, request: Request, route: TokenRou
     let started = Instant::now();
     let mut log = RequestLog::new(request_id(&request));
     let outcome = match route {
-        TokenRoute::ClientCredentials => {
+        TokenRoute::Token => {
             log.method(Some("oauth/token"));
-            client_credentials_grant(endpoint, request, &mut log).await
+            token_grant(endpoint, request, &mut log).await
+        }
+        TokenRoute::Revoke => {
+            log.method(Some("oauth/revoke"));
+            revocation(endpoint, request, &mut log).await
         }
         TokenRoute::JudgeToken => {
             log.method(Some("oauth/judge"));
@@ -122,7 +179,7 @@ async fn discovery(State(endpoint): State<Arc<OAuthEndpoint>>, request: Request)
     }
 }
 
-/// The checks both token routes share: Origin, rate limit, media type and body size.
+/// The checks every form route shares: Origin, rate limit, media type and body size.
 async fn read_form(
     endpoint: &OAuthEndpoint,
     request: Request,
@@ -157,7 +214,8 @@ async fn read_form(
     Ok((parts, Form::parse(&bytes)?))
 }
 
-async fn client_credentials_grant(
+/// `POST /oauth/token`: every grant authenticates the client first.
+async fn token_grant(
     endpoint: &OAuthEndpoint,
     request: Request,
     log: &mut RequestLog,
@@ -166,26 +224,125 @@ async fn client_credentials_grant(
     let client_id = authenticate_client(endpoint, &parts.headers, &form)?;
     let subject = Subject::of_client(&client_id);
     log.subject(&subject.caller());
-    match form.get("grant_type") {
-        None => return Err(OAuthError::invalid_request("grant_type is required")),
-        Some("client_credentials") => {}
-        Some(_) => {
-            return Err(OAuthError::unsupported_grant_type(
-                "only client_credentials is supported",
-            ));
-        }
-    }
     let urls = endpoint
         .urls
         .as_ref()
         .ok_or_else(|| OAuthError::unavailable("the token endpoint is not configured"))?;
-    if form.get("resource") != Some(urls.resource()) {
-        return Err(OAuthError::invalid_target(
-            "resource is required and must be this server's MCP URL",
-        ));
+    let grant_type = form
+        .get("grant_type")
+        .ok_or_else(|| OAuthError::invalid_request("grant_type is required"))?;
+    match grant_type {
+        "client_credentials" => {
+            if form.get("resource") != Some(urls.resource()) {
+                return Err(OAuthError::invalid_target(
+                    "resource is required and must be this server's MCP URL",
+                ));
+            }
+            let scopes = requested_scopes(&form)?;
+            issue(endpoint, &subject, scopes)
+        }
+        "authorization_code" => {
+            let (linking, jwt) = linking_parts(endpoint)?;
+            let code = form
+                .get("code")
+                .ok_or_else(|| OAuthError::invalid_request("code is required"))?;
+            let tokens = linking
+                .exchange_code(
+                    jwt,
+                    &client_id,
+                    code,
+                    form.get("redirect_uri"),
+                    form.get("code_verifier"),
+                    form.get("resource"),
+                )
+                .await
+                .map_err(linking_error)?;
+            Ok(token_response(&tokens))
+        }
+        "refresh_token" => {
+            let (linking, jwt) = linking_parts(endpoint)?;
+            let presented = form
+                .get("refresh_token")
+                .ok_or_else(|| OAuthError::invalid_request("refresh_token is required"))?;
+            if form
+                .get("resource")
+                .is_some_and(|resource| resource != urls.resource())
+            {
+                return Err(OAuthError::invalid_target(
+                    "resource, when given, must be this server's MCP URL",
+                ));
+            }
+            let requested = form
+                .get("scope")
+                .map(|_| requested_scopes(&form))
+                .transpose()?;
+            let tokens = linking
+                .refresh(jwt, &client_id, presented, requested)
+                .await
+                .map_err(linking_error)?;
+            Ok(token_response(&tokens))
+        }
+        _ => Err(OAuthError::unsupported_grant_type(
+            "grant_type must be client_credentials, authorization_code or refresh_token",
+        )),
     }
-    let scopes = requested_scopes(&form)?;
-    issue(endpoint, &subject, scopes)
+}
+
+/// `POST /oauth/revoke` (RFC 7009): 200 whether or not the token was known.
+async fn revocation(
+    endpoint: &OAuthEndpoint,
+    request: Request,
+    log: &mut RequestLog,
+) -> Result<Response, OAuthError> {
+    let (parts, form) = read_form(endpoint, request).await?;
+    let client_id = authenticate_client(endpoint, &parts.headers, &form)?;
+    log.subject(&Subject::of_client(&client_id).caller());
+    let presented = form
+        .get("token")
+        .ok_or_else(|| OAuthError::invalid_request("token is required"))?;
+    let linking = endpoint
+        .linking
+        .as_ref()
+        .ok_or_else(|| OAuthError::unavailable("account linking is not configured"))?;
+    linking
+        .revoke(endpoint.jwt.as_ref(), &client_id, presented)
+        .await
+        .map_err(linking_error)?;
+    let mut response = StatusCode::OK.into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
+}
+
+fn linking_parts(endpoint: &OAuthEndpoint) -> Result<(&Linking, &JwtKeys), OAuthError> {
+    match (&endpoint.linking, &endpoint.jwt) {
+        (Some(linking), Some(jwt)) => Ok((linking, jwt)),
+        _ => Err(OAuthError::unavailable("account linking is not configured")),
+    }
+}
+
+fn linking_error(error: LinkingError) -> OAuthError {
+    match error {
+        LinkingError::InvalidRequest(text) => OAuthError::invalid_request(text),
+        LinkingError::InvalidGrant(text) => OAuthError::invalid_grant(text),
+        LinkingError::InvalidTarget(text) => OAuthError::invalid_target(text),
+        LinkingError::InvalidScope(text) => OAuthError::invalid_scope(text),
+        LinkingError::Unavailable(cause) => {
+            tracing::warn!(%cause, "account linking could not reach its store");
+            OAuthError::unavailable("storage unavailable; try again")
+        }
+    }
+}
+
+fn token_response(tokens: &Tokens) -> Response {
+    no_store(json!({
+        "access_token": tokens.access_token,
+        "token_type": "Bearer",
+        "expires_in": tokens.expires_in,
+        "refresh_token": tokens.refresh_token,
+        "scope": tokens.scope.to_string(),
+    }))
 }
 
 async fn judge_token_exchange(
@@ -206,26 +363,42 @@ async fn judge_token_exchange(
     issue(endpoint, &subject, scopes)
 }
 
-/// Checks HTTP Basic client credentials (the only supported method) in constant time and
-/// returns the client id.
+/// Checks the client's credentials, from HTTP Basic (`client_secret_basic`) or the form
+/// (`client_secret_post`) but never both, in constant time, and returns the client id.
 fn authenticate_client(
     endpoint: &OAuthEndpoint,
     headers: &http::HeaderMap,
     form: &Form,
 ) -> Result<String, OAuthError> {
-    let in_body = form.get("client_secret").is_some() || form.get("client_id").is_some();
+    let secret_in_body = form.get("client_secret").is_some();
     let has_header = headers.contains_key(header::AUTHORIZATION);
-    if in_body && has_header {
+    if secret_in_body && has_header {
         return Err(OAuthError::invalid_request(
             "use exactly one client authentication method",
         ));
     }
-    if in_body {
+    let (id, secret) = if has_header {
+        let (id, secret) = basic_credentials(headers)?;
+        // A client_id beside Basic credentials must name the same client (RFC 6749 §3.2.1).
+        if form.get("client_id").is_some_and(|body_id| body_id != id) {
+            return Err(OAuthError::invalid_request(
+                "client_id in the body names another client than the Authorization header",
+            ));
+        }
+        (id, secret)
+    } else if secret_in_body {
+        let id = form.get("client_id").ok_or_else(|| {
+            OAuthError::invalid_client("client_secret_post needs client_id beside client_secret")
+        })?;
+        (
+            id.to_owned(),
+            form.get("client_secret").unwrap_or_default().to_owned(),
+        )
+    } else {
         return Err(OAuthError::invalid_client(
-            "client credentials in the body are not accepted; use HTTP Basic",
+            "client authentication is required: HTTP Basic or client_id and client_secret in the body",
         ));
-    }
-    let (id, secret) = basic_credentials(headers)?;
+    };
     let (Some(expected_id), Some(expected_secret)) =
         (endpoint.client_id.as_deref(), endpoint.client_secret_hash)
     else {
@@ -259,17 +432,21 @@ fn issue(
         .as_ref()
         .ok_or_else(|| OAuthError::unavailable("the token endpoint is not configured"))?;
     let issued = jwt.issue(subject.as_str(), scopes, crate::auth::jwt::now_secs());
-    let body = json!({
+    Ok(no_store(json!({
         "access_token": issued.access_token,
         "token_type": "Bearer",
         "expires_in": issued.expires_in,
         "scope": issued.scope.to_string(),
-    });
+    })))
+}
+
+/// A token response: JSON that no cache may keep (RFC 6749 §5.1).
+fn no_store(body: serde_json::Value) -> Response {
     let mut response = axum::Json(body).into_response();
     let headers = response.headers_mut();
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
-    Ok(response)
+    response
 }
 
 fn method_not_allowed(allow: &'static str) -> Response {

@@ -26,6 +26,10 @@ pub struct AccountItem {
     pub tokens_issued: u64,
     /// The keys the household's devices sign attestations with.
     pub device_keys: Vec<DeviceKeyItem>,
+    /// Refresh-token families revoked while access tokens they issued may still be live: a
+    /// token naming one of them is refused. Absent from accounts stored before linking.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub revoked_families: Vec<RevokedFamily>,
     pub created_at_ms: i64,
     /// Raised by every write; a write names the revision it read.
     pub revision: u64,
@@ -82,6 +86,14 @@ impl fmt::Debug for DeviceKeyItem {
             .field("created_at_ms", &self.created_at_ms)
             .finish_non_exhaustive()
     }
+}
+
+/// A revoked refresh-token family, remembered until the last access token it issued expires.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RevokedFamily {
+    pub family_id: String,
+    pub until_ms: i64,
 }
 
 /// What a listing of every household shows.

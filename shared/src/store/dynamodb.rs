@@ -14,6 +14,7 @@
 //! | rate counter   | `rate#<counter key>`     | `counter`         | `hits`, `expires_at_ms`, `expires_at` |
 //! | account        | `account#<household id>` | `account`         | `revision`, `body` (the account as JSON); no TTL |
 //! | account index  | `accounts`               | `<household id>`  | `name`, `linked`; written in the same transaction as the account, so a listing is one `Query` |
+//! | linking record | `grant#<kind>#<key>`     | `grant`           | `revision`, `body`, `expires_at_ms`, `expires_at`; kind is `link`, `code` or `family`, key a hash or family id |
 //!
 //! Cost per call: a read is one strongly consistent `Query` of the chain's partition (head and
 //! records sort together, head first). An append is that read plus one `TransactWriteItems`
@@ -38,7 +39,7 @@ use aws_sdk_dynamodb::types::{
 
 use super::{
     AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, Counter, CounterStore,
-    Head, Snapshot, StoreError, Taken,
+    GrantItem, GrantKind, GrantStore, Head, Snapshot, StoreError, Taken,
 };
 use crate::chain::Sealed;
 
@@ -598,6 +599,102 @@ impl AccountStore for DynamoStore {
             Err(Cancelled::Failed(error)) => Err(error),
         }
     }
+}
+
+#[async_trait]
+impl GrantStore for DynamoStore {
+    async fn grant(
+        &self,
+        kind: GrantKind,
+        key: &str,
+        now_ms: i64,
+    ) -> Result<Option<GrantItem>, StoreError> {
+        let Some(item) = self.get(&grant_pk(kind, key), "grant").await? else {
+            return Ok(None);
+        };
+        let expires_at_ms = number(item.get("expires_at_ms"), "expires_at_ms")?;
+        // TTL deletes lazily; an expired record is gone as far as any reader is concerned.
+        if expires_at_ms <= now_ms {
+            return Ok(None);
+        }
+        Ok(Some(GrantItem {
+            kind,
+            key: key.to_owned(),
+            body: string(item.get("body"), "body")?,
+            expires_at_ms,
+            revision: number(item.get("revision"), "revision")? as u64,
+        }))
+    }
+
+    async fn put_grant(
+        &self,
+        item: &GrantItem,
+        expected: Option<u64>,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let mut stored = key_of(&grant_pk(item.kind, &item.key), "grant");
+        stored.insert("revision".into(), n(item.revision as i64));
+        stored.insert("body".into(), s(&item.body));
+        stored.insert("expires_at_ms".into(), n(item.expires_at_ms));
+        stored.insert(TTL_ATTRIBUTE.into(), n(ttl_seconds(item.expires_at_ms)));
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(stored))
+            .expression_attribute_values(":now", n(now_ms));
+        let put = match expected {
+            None => put.condition_expression("attribute_not_exists(pk) OR expires_at_ms <= :now"),
+            Some(revision) => put
+                .condition_expression("revision = :revision AND expires_at_ms > :now")
+                .expression_attribute_values(":revision", n(revision as i64)),
+        };
+        match put.send().await {
+            Ok(_) => Ok(()),
+            Err(error)
+                if error
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Err(StoreError::Conflict)
+            }
+            Err(error) => Err(sdk_unavailable(error)),
+        }
+    }
+
+    async fn delete_grant(
+        &self,
+        kind: GrantKind,
+        key: &str,
+        expected: u64,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let deleted = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(key_of(&grant_pk(kind, key), "grant")))
+            .condition_expression("revision = :revision AND expires_at_ms > :now")
+            .expression_attribute_values(":revision", n(expected as i64))
+            .expression_attribute_values(":now", n(now_ms))
+            .send()
+            .await;
+        match deleted {
+            Ok(_) => Ok(true),
+            Err(error)
+                if error
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(error) => Err(sdk_unavailable(error)),
+        }
+    }
+}
+
+fn grant_pk(kind: GrantKind, key: &str) -> String {
+    format!("grant#{}#{key}", kind.as_str())
 }
 
 /// The partition of the account index.

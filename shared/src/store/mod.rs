@@ -10,6 +10,7 @@
 pub mod account;
 #[cfg(feature = "aws")]
 pub mod dynamodb;
+pub mod grant;
 pub mod sqlite;
 pub mod unconfigured;
 
@@ -17,7 +18,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-pub use account::{AccountItem, AccountStore, AccountSummary, DeviceKeyItem};
+pub use account::{AccountItem, AccountStore, AccountSummary, DeviceKeyItem, RevokedFamily};
+pub use grant::{GrantItem, GrantKind, GrantStore};
 
 use crate::chain::Sealed;
 
@@ -339,22 +341,24 @@ pub trait CounterStore: Send + Sync + 'static {
     ) -> Result<Taken, StoreError>;
 }
 
-/// The store behind every toolset, the household accounts and the rate limiter. Usually one
-/// backend serves all three.
+/// The store behind every toolset, the household accounts, account linking and the rate
+/// limiter. Usually one backend serves them all.
 #[derive(Clone)]
 pub struct Stores {
     pub chains: Arc<dyn ChainStore>,
     pub counters: Arc<dyn CounterStore>,
     pub accounts: Arc<dyn AccountStore>,
+    pub grants: Arc<dyn GrantStore>,
 }
 
 impl Stores {
     /// Every role served by one backend.
-    pub fn shared<S: ChainStore + CounterStore + AccountStore>(store: Arc<S>) -> Self {
+    pub fn shared<S: ChainStore + CounterStore + AccountStore + GrantStore>(store: Arc<S>) -> Self {
         Self {
             chains: store.clone(),
             counters: store.clone(),
-            accounts: store,
+            accounts: store.clone(),
+            grants: store,
         }
     }
 }

@@ -14,7 +14,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::{
     AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, Counter, CounterStore,
-    Head, Snapshot, StoreError, Taken,
+    GrantItem, GrantKind, GrantStore, Head, Snapshot, StoreError, Taken,
 };
 use crate::chain::Sealed;
 
@@ -42,6 +42,15 @@ CREATE TABLE IF NOT EXISTS accounts (
     revision INTEGER NOT NULL,
     body TEXT NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS grants (
+    kind TEXT NOT NULL,
+    key TEXT NOT NULL,
+    revision INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    expires_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (kind, key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS grants_by_expiry ON grants (expires_at_ms);
 ";
 
 /// The rate counters live in an in-memory SQLite database owned by this store, on a connection
@@ -422,6 +431,108 @@ impl AccountStore for SqliteStore {
                 .map_err(unavailable)?;
             transaction.commit().map_err(unavailable)?;
             Ok(true)
+        })
+    }
+}
+
+#[async_trait]
+impl GrantStore for SqliteStore {
+    async fn grant(
+        &self,
+        kind: GrantKind,
+        key: &str,
+        now_ms: i64,
+    ) -> Result<Option<GrantItem>, StoreError> {
+        self.with_connection(|connection| {
+            connection
+                .prepare_cached(
+                    "SELECT revision, body, expires_at_ms FROM grants
+                     WHERE kind = ?1 AND key = ?2 AND expires_at_ms > ?3",
+                )
+                .and_then(|mut statement| {
+                    statement
+                        .query_row(params![kind.as_str(), key, now_ms], |row| {
+                            Ok(GrantItem {
+                                kind,
+                                key: key.to_owned(),
+                                revision: row.get::<_, i64>(0)? as u64,
+                                body: row.get(1)?,
+                                expires_at_ms: row.get(2)?,
+                            })
+                        })
+                        .optional()
+                })
+                .map_err(unavailable)
+        })
+    }
+
+    async fn put_grant(
+        &self,
+        item: &GrantItem,
+        expected: Option<u64>,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.with_connection(|connection| {
+            let transaction = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(unavailable)?;
+            let stored: Option<u64> = transaction
+                .query_row(
+                    "SELECT revision FROM grants
+                     WHERE kind = ?1 AND key = ?2 AND expires_at_ms > ?3",
+                    params![item.kind.as_str(), item.key, now_ms],
+                    |row| row.get::<_, i64>(0),
+                )
+                .optional()
+                .map_err(unavailable)?
+                .map(|revision| revision as u64);
+            if stored != expected {
+                return Err(StoreError::Conflict);
+            }
+            transaction
+                .execute(
+                    "INSERT INTO grants (kind, key, revision, body, expires_at_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (kind, key) DO UPDATE SET
+                       revision = excluded.revision, body = excluded.body,
+                       expires_at_ms = excluded.expires_at_ms",
+                    params![
+                        item.kind.as_str(),
+                        item.key,
+                        item.revision as i64,
+                        item.body,
+                        item.expires_at_ms
+                    ],
+                )
+                .map_err(unavailable)?;
+            // What DynamoDB's TTL does for the table: expired records are swept as new ones
+            // arrive, through the expiry index.
+            transaction
+                .execute(
+                    "DELETE FROM grants WHERE expires_at_ms <= ?1",
+                    params![now_ms],
+                )
+                .map_err(unavailable)?;
+            transaction.commit().map_err(unavailable)
+        })
+    }
+
+    async fn delete_grant(
+        &self,
+        kind: GrantKind,
+        key: &str,
+        expected: u64,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        self.with_connection(|connection| {
+            let deleted = connection
+                .execute(
+                    "DELETE FROM grants
+                     WHERE kind = ?1 AND key = ?2 AND revision = ?3 AND expires_at_ms > ?4",
+                    params![kind.as_str(), key, expected as i64, now_ms],
+                )
+                .map_err(unavailable)?;
+            Ok(deleted == 1)
         })
     }
 }

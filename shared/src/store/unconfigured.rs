@@ -6,7 +6,7 @@ use async_trait::async_trait;
 
 use super::{
     AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, Counter, CounterStore,
-    Snapshot, StoreError, Taken,
+    GrantItem, GrantKind, GrantStore, Snapshot, StoreError, Taken,
 };
 
 pub struct Unconfigured;
@@ -77,6 +77,37 @@ impl CounterStore for Unconfigured {
         _expires_at_ms: i64,
         _now_ms: i64,
     ) -> Result<Taken, StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+}
+
+#[async_trait]
+impl GrantStore for Unconfigured {
+    async fn grant(
+        &self,
+        _kind: GrantKind,
+        _key: &str,
+        _now_ms: i64,
+    ) -> Result<Option<GrantItem>, StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+
+    async fn put_grant(
+        &self,
+        _item: &GrantItem,
+        _expected: Option<u64>,
+        _now_ms: i64,
+    ) -> Result<(), StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+
+    async fn delete_grant(
+        &self,
+        _kind: GrantKind,
+        _key: &str,
+        _expected: u64,
+        _now_ms: i64,
+    ) -> Result<bool, StoreError> {
         Err(StoreError::Unavailable(REASON.into()))
     }
 }

@@ -1,4 +1,4 @@
-//! The `ChainStore`, `CounterStore` and `AccountStore` contract: behaviour every backend must show, written
+//! The `ChainStore`, `CounterStore`, `AccountStore` and `GrantStore` contract: behaviour every backend must show, written
 //! once and run against each backend by `contract_tests!` (see `store_contract.rs`).
 
 use std::collections::HashSet;
@@ -9,7 +9,7 @@ use hearth_core::chain::{self, Sealed};
 use hearth_core::clock::ManualClock;
 use hearth_core::store::{
     AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, Counter, CounterStore,
-    DeviceKeyItem, Head, StoreError, Taken,
+    DeviceKeyItem, GrantItem, GrantKind, GrantStore, Head, RevokedFamily, StoreError, Taken,
 };
 use hearth_core::why::record::NewDecision;
 use hearth_core::why::{WhyError, WhyService, limits};
@@ -21,6 +21,7 @@ pub struct Backend {
     pub store: Arc<dyn ChainStore>,
     pub counters: Arc<dyn CounterStore>,
     pub accounts: Arc<dyn AccountStore>,
+    pub grants: Arc<dyn GrantStore>,
     pub _guard: Box<dyn std::any::Any + Send>,
 }
 
@@ -481,6 +482,10 @@ fn account(household_id: &str, name: &str, revision: u64) -> AccountItem {
             key: "00ff".into(),
             created_at_ms: NOW,
         }],
+        revoked_families: vec![RevokedFamily {
+            family_id: "fam-1".into(),
+            until_ms: NOW + HOUR,
+        }],
         created_at_ms: NOW,
         revision,
     }
@@ -650,6 +655,119 @@ pub async fn relocating_moves_a_window_exactly_as_stored(backend: Backend) {
 }
 
 /// Defines one `#[tokio::test]` per contract case for a backend built by `$make`.
+
+fn grant(kind: GrantKind, key: &str, revision: u64, expires_at_ms: i64) -> GrantItem {
+    GrantItem {
+        kind,
+        key: key.into(),
+        body: format!("{{\"revision\":{revision}}}"),
+        expires_at_ms,
+        revision,
+    }
+}
+
+pub async fn a_grant_is_written_once_and_then_only_over_its_revision(backend: Backend) {
+    let grants = backend.grants.as_ref();
+    let first = grant(GrantKind::AuthorizationCode, "k1", 1, NOW + HOUR);
+    assert_eq!(
+        grants.grant(first.kind, "k1", NOW).await.unwrap(),
+        None,
+        "nothing yet"
+    );
+    grants.put_grant(&first, None, NOW).await.unwrap();
+    assert_eq!(
+        grants.grant(first.kind, "k1", NOW).await.unwrap(),
+        Some(first.clone())
+    );
+    assert!(matches!(
+        grants.put_grant(&first, None, NOW).await,
+        Err(StoreError::Conflict)
+    ));
+    // The same key under another kind is another record.
+    assert_eq!(
+        grants.grant(GrantKind::LinkCode, "k1", NOW).await.unwrap(),
+        None
+    );
+    let second = grant(first.kind, "k1", 2, NOW + HOUR);
+    assert!(matches!(
+        grants.put_grant(&second, Some(7), NOW).await,
+        Err(StoreError::Conflict)
+    ));
+    grants.put_grant(&second, Some(1), NOW).await.unwrap();
+    assert_eq!(
+        grants.grant(first.kind, "k1", NOW).await.unwrap(),
+        Some(second)
+    );
+}
+
+pub async fn an_expired_grant_reads_as_absent_and_can_be_replaced(backend: Backend) {
+    let grants = backend.grants.as_ref();
+    let item = grant(GrantKind::LinkCode, "k2", 1, NOW + 1000);
+    grants.put_grant(&item, None, NOW).await.unwrap();
+    assert!(
+        grants
+            .grant(item.kind, "k2", NOW + 999)
+            .await
+            .unwrap()
+            .is_some(),
+        "live one millisecond before its expiry"
+    );
+    assert_eq!(
+        grants.grant(item.kind, "k2", NOW + 1000).await.unwrap(),
+        None
+    );
+    // An expired record can neither be rewritten over its revision nor claimed...
+    let over = grant(item.kind, "k2", 2, NOW + HOUR);
+    assert!(matches!(
+        grants.put_grant(&over, Some(1), NOW + 1000).await,
+        Err(StoreError::Conflict)
+    ));
+    assert!(
+        !grants
+            .delete_grant(item.kind, "k2", 1, NOW + 1000)
+            .await
+            .unwrap()
+    );
+    // ...but a new one takes its place.
+    grants.put_grant(&over, None, NOW + 1000).await.unwrap();
+    assert_eq!(
+        grants.grant(item.kind, "k2", NOW + 1000).await.unwrap(),
+        Some(over)
+    );
+}
+
+pub async fn a_grant_delete_is_a_single_use_claim(backend: Backend) {
+    let grants = backend.grants.clone();
+    let item = grant(GrantKind::LinkCode, "k3", 4, NOW + HOUR);
+    grants.put_grant(&item, None, NOW).await.unwrap();
+    assert!(
+        !grants.delete_grant(item.kind, "k3", 3, NOW).await.unwrap(),
+        "wrong revision"
+    );
+    let claims: Vec<_> = (0..8)
+        .map(|_| {
+            let grants = grants.clone();
+            tokio::spawn(
+                async move { grants.delete_grant(GrantKind::LinkCode, "k3", 4, NOW).await },
+            )
+        })
+        .collect();
+    let mut won = 0;
+    for claim in claims {
+        if claim.await.unwrap().unwrap() {
+            won += 1;
+        }
+    }
+    assert_eq!(won, 1, "exactly one claim wins");
+    assert_eq!(grants.grant(item.kind, "k3", NOW).await.unwrap(), None);
+    assert!(
+        !grants
+            .delete_grant(item.kind, "missing", 1, NOW)
+            .await
+            .unwrap()
+    );
+}
+
 #[macro_export]
 macro_rules! contract_tests {
     ($backend:ident, $make:expr) => {
@@ -673,6 +791,9 @@ macro_rules! contract_tests {
                 account_writes_and_deletes_compare_revisions,
                 removing_a_chain_takes_every_record_and_frees_its_place,
                 relocating_moves_a_window_exactly_as_stored,
+                a_grant_is_written_once_and_then_only_over_its_revision,
+                an_expired_grant_reads_as_absent_and_can_be_replaced,
+                a_grant_delete_is_a_single_use_claim,
             );
         }
     };

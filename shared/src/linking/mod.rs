@@ -1,0 +1,601 @@
+//! Account linking, without HTTP: how a household's link code becomes an authorization code,
+//! the code a token set, and a refresh token the next one.
+//!
+//! - An operator makes a **link code** for a household (`hearth admin link-code`). It is
+//!   single-use, lives [`LINK_CODE_LIFETIME_MS`], is stored as a hash, and is bound to the
+//!   household's current generation, so an unlink voids it.
+//! - The consent page redeems it and issues an **authorization code**, bound to the client,
+//!   the redirect URI, the PKCE challenge, the scope, the resource and the household. A code
+//!   is exchangeable for [`AUTHORIZATION_CODE_LIFETIME_MS`]; its record is kept for an access
+//!   token's lifetime after that, so a replay is still recognised and revokes what the code
+//!   issued (RFC 6749 §4.1.2).
+//! - An exchange starts a **refresh-token family**. Every refresh rotates its token; presenting
+//!   a token already rotated away revokes the whole family, access tokens included (they name
+//!   their family, see `Accounts::revoke_family`). One exception: the token rotated away last
+//!   may be presented again within [`REFRESH_GRACE_MS`], for a client whose response was lost;
+//!   it then rotates again, and the token it lost stops working.
+//! - An unlink raises the household's generation, which every link code, code and family
+//!   carries: each of them stops working at once.
+//!
+//! The grant machinery is written here rather than taken from `oxide-auth` (0.6.1, with
+//! `oxide-auth-axum` 0.6.0 for axum 0.8), which was evaluated for this issue. Its storage
+//! traits return `()` errors, and an outage is not a refusal. It has no RFC 8707 resource
+//! indicators: repeated parameters are dropped and there is no `invalid_target`. Refresh
+//! tokens rotate, but there are no families, reuse detection or grace window. The refreshed
+//! grant's lifetime is fixed at one hour in `code_grant/refresh.rs`, and `client_secret_post`
+//! is not read on refresh. Its S256-only PKCE (`Pkce::required()`) is the part that fits, and
+//! it is the smallest part ([`pkce`]).
+
+pub mod pkce;
+pub mod secrets;
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use subtle::ConstantTimeEq;
+
+use crate::accounts::{AccountError, Accounts};
+use crate::auth::jwt::{LEEWAY_SECS, TOKEN_LIFETIME_SECS};
+use crate::auth::{JwtKeys, Scope, Scopes};
+use crate::clock::{Clock, unix_ms};
+use crate::random::RandomFailed;
+use crate::store::{GrantItem, GrantKind, GrantStore, StoreError};
+use secrets::{
+    authorization_code_key, link_code_key, new_authorization_code, new_family_id, new_link_code,
+    new_refresh_token, normalize_link_code, parse_refresh_token,
+};
+
+/// How long a link code can be entered.
+pub const LINK_CODE_LIFETIME_MS: i64 = 15 * 60_000;
+/// How long an authorization code can be exchanged.
+pub const AUTHORIZATION_CODE_LIFETIME_MS: i64 = 5 * 60_000;
+/// How long the refresh token rotated away last may be presented again.
+pub const REFRESH_GRACE_MS: i64 = 60_000;
+/// A family unused this long expires.
+pub const REFRESH_IDLE_MS: i64 = 90 * 86_400_000;
+/// How long an access token may be accepted after it was issued, leeway included.
+const ACCESS_TOKEN_LIFE_MS: i64 = ((TOKEN_LIFETIME_SECS + LEEWAY_SECS) * 1000) as i64;
+/// Compare-and-swap attempts before a family write reports the store busy.
+const WRITE_ATTEMPTS: usize = 3;
+
+/// What an authorization code is bound to, as the authorization request gave it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CodeBinding {
+    pub client_id: String,
+    pub redirect_uri: String,
+    pub code_challenge: String,
+    /// As [`Scopes`] displays it.
+    pub scope: String,
+    pub resource: String,
+}
+
+/// The household a redeemed link code names, at the generation it was made under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkedHousehold {
+    pub household_id: String,
+    pub generation: u64,
+}
+
+/// A token response's contents.
+#[derive(Debug, Clone)]
+pub struct Tokens {
+    pub access_token: String,
+    pub refresh_token: String,
+    pub expires_in: u64,
+    pub scope: Scopes,
+}
+
+/// Why a grant was refused, in RFC 6749 §5.2 terms. The text is safe to return: it never
+/// holds a code or a token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LinkingError {
+    #[error("{0}")]
+    InvalidRequest(&'static str),
+    #[error("{0}")]
+    InvalidGrant(&'static str),
+    #[error("{0}")]
+    InvalidTarget(&'static str),
+    #[error("{0}")]
+    InvalidScope(&'static str),
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl From<StoreError> for LinkingError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Conflict => LinkingError::Unavailable("the store is busy".into()),
+            other => LinkingError::Unavailable(other.to_string()),
+        }
+    }
+}
+
+impl From<AccountError> for LinkingError {
+    fn from(error: AccountError) -> Self {
+        match error {
+            AccountError::NotFound(_) => LinkingError::InvalidGrant(HOUSEHOLD_GONE),
+            other => LinkingError::Unavailable(other.to_string()),
+        }
+    }
+}
+
+impl From<RandomFailed> for LinkingError {
+    fn from(failed: RandomFailed) -> Self {
+        LinkingError::Unavailable(failed.to_string())
+    }
+}
+
+const CODE_NOT_VALID: &str = "the authorization code is not valid or has expired";
+const CODE_REPLAYED: &str =
+    "the authorization code was already used; the tokens it issued are revoked";
+const REFRESH_NOT_VALID: &str = "the refresh token is not valid or has expired";
+const REFRESH_REUSED: &str =
+    "the refresh token was already used; every token of its family is revoked";
+const REFRESH_REVOKED: &str = "the refresh token was revoked";
+const OTHER_CLIENT: &str = "the grant was issued to another client";
+const HOUSEHOLD_GONE: &str = "the household was unlinked or deleted; link it again";
+const RESOURCE: &str = "resource is required and must be this server's MCP URL";
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LinkCodeBody {
+    household_id: String,
+    generation: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CodeBody {
+    binding: CodeBinding,
+    household_id: String,
+    generation: u64,
+    usable_until_ms: i64,
+    /// Set by the one exchange that succeeded: the family it started.
+    issued_family: Option<String>,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FamilyBody {
+    household_id: String,
+    generation: u64,
+    client_id: String,
+    scope: String,
+    /// The hash of the refresh token that may be used now.
+    current: String,
+    /// The hash of the one rotated away last, and when.
+    previous: Option<String>,
+    rotated_at_ms: i64,
+    revoked: bool,
+}
+
+pub struct Linking {
+    grants: Arc<dyn GrantStore>,
+    accounts: Arc<Accounts>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Linking {
+    pub fn new(
+        grants: Arc<dyn GrantStore>,
+        accounts: Arc<Accounts>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            grants,
+            accounts,
+            clock,
+        }
+    }
+
+    fn now_ms(&self) -> i64 {
+        unix_ms(self.clock.now())
+    }
+
+    /// A fresh link code for the household and when it expires (Unix ms). The code is shown
+    /// this once; only its hash is stored.
+    pub async fn new_link_code(&self, household_id: &str) -> Result<(String, i64), AccountError> {
+        let account = self.accounts.get(household_id).await?;
+        let code = new_link_code().map_err(|f| AccountError::Unavailable(f.to_string()))?;
+        let normalized = normalize_link_code(&code).expect("a fresh code is well formed");
+        let now_ms = self.now_ms();
+        let expires_at_ms = now_ms + LINK_CODE_LIFETIME_MS;
+        let body = LinkCodeBody {
+            household_id: account.household_id,
+            generation: account.generation,
+        };
+        let item = GrantItem {
+            kind: GrantKind::LinkCode,
+            key: link_code_key(&normalized),
+            body: to_json(&body),
+            expires_at_ms,
+            revision: 1,
+        };
+        self.grants.put_grant(&item, None, now_ms).await?;
+        Ok((code, expires_at_ms))
+    }
+
+    /// Redeems an entered link code: `Some` the first time a live code of a still-linked
+    /// household is entered, `None` for anything else (malformed, unknown, expired, used, or
+    /// made before an unlink). Redeeming consumes it.
+    pub async fn redeem_link_code(
+        &self,
+        entered: &str,
+    ) -> Result<Option<LinkedHousehold>, LinkingError> {
+        let Some(normalized) = normalize_link_code(entered) else {
+            return Ok(None);
+        };
+        let now_ms = self.now_ms();
+        let key = link_code_key(&normalized);
+        let Some(item) = self.grants.grant(GrantKind::LinkCode, &key, now_ms).await? else {
+            return Ok(None);
+        };
+        let body: LinkCodeBody = from_json(&item.body)?;
+        if !self
+            .grants
+            .delete_grant(GrantKind::LinkCode, &key, item.revision, now_ms)
+            .await?
+        {
+            return Ok(None);
+        }
+        match self.accounts.fresh(&body.household_id).await? {
+            Some(account) if account.generation == body.generation => Ok(Some(LinkedHousehold {
+                household_id: body.household_id,
+                generation: body.generation,
+            })),
+            _ => Ok(None),
+        }
+    }
+
+    /// Issues an authorization code for `household`, bound to `binding`.
+    pub async fn issue_code(
+        &self,
+        binding: CodeBinding,
+        household: &LinkedHousehold,
+    ) -> Result<String, LinkingError> {
+        let code = new_authorization_code()?;
+        let now_ms = self.now_ms();
+        let usable_until_ms = now_ms + AUTHORIZATION_CODE_LIFETIME_MS;
+        let body = CodeBody {
+            binding,
+            household_id: household.household_id.clone(),
+            generation: household.generation,
+            usable_until_ms,
+            issued_family: None,
+        };
+        let item = GrantItem {
+            kind: GrantKind::AuthorizationCode,
+            key: authorization_code_key(&code),
+            body: to_json(&body),
+            expires_at_ms: usable_until_ms + ACCESS_TOKEN_LIFE_MS,
+            revision: 1,
+        };
+        self.grants.put_grant(&item, None, now_ms).await?;
+        Ok(code)
+    }
+
+    /// The `authorization_code` grant: checks the code against everything it is bound to,
+    /// claims it, and starts a refresh-token family.
+    pub async fn exchange_code(
+        &self,
+        jwt: &JwtKeys,
+        client_id: &str,
+        code: &str,
+        redirect_uri: Option<&str>,
+        code_verifier: Option<&str>,
+        resource: Option<&str>,
+    ) -> Result<Tokens, LinkingError> {
+        let now_ms = self.now_ms();
+        let key = authorization_code_key(code);
+        let item = self
+            .grants
+            .grant(GrantKind::AuthorizationCode, &key, now_ms)
+            .await?
+            .ok_or(LinkingError::InvalidGrant(CODE_NOT_VALID))?;
+        let mut body: CodeBody = from_json(&item.body)?;
+        if let Some(family_id) = &body.issued_family {
+            self.revoke_family(family_id, &body.household_id).await?;
+            return Err(LinkingError::InvalidGrant(CODE_REPLAYED));
+        }
+        if now_ms >= body.usable_until_ms {
+            return Err(LinkingError::InvalidGrant(CODE_NOT_VALID));
+        }
+        if body.binding.client_id != client_id {
+            return Err(LinkingError::InvalidGrant(OTHER_CLIENT));
+        }
+        if redirect_uri != Some(body.binding.redirect_uri.as_str()) {
+            return Err(LinkingError::InvalidGrant(
+                "redirect_uri must be the one of the authorization request",
+            ));
+        }
+        if resource != Some(body.binding.resource.as_str()) {
+            return Err(LinkingError::InvalidTarget(RESOURCE));
+        }
+        let verifier = code_verifier.ok_or(LinkingError::InvalidRequest(
+            "code_verifier is required (PKCE)",
+        ))?;
+        if !pkce::verifier_matches(verifier, &body.binding.code_challenge) {
+            return Err(LinkingError::InvalidGrant(
+                "code_verifier does not match the code_challenge",
+            ));
+        }
+        // Claim the code: of two concurrent exchanges exactly one writes over this revision.
+        let family_id = new_family_id()?;
+        body.issued_family = Some(family_id.clone());
+        let claimed = GrantItem {
+            body: to_json(&body),
+            revision: item.revision + 1,
+            ..item.clone()
+        };
+        match self
+            .grants
+            .put_grant(&claimed, Some(item.revision), now_ms)
+            .await
+        {
+            Ok(()) => {}
+            Err(StoreError::Conflict) => {
+                // Someone else exchanged it in between: that is a replay too.
+                if let Some(item) = self
+                    .grants
+                    .grant(GrantKind::AuthorizationCode, &key, now_ms)
+                    .await?
+                {
+                    let other: CodeBody = from_json(&item.body)?;
+                    if let Some(other_family) = &other.issued_family {
+                        self.revoke_family(other_family, &other.household_id)
+                            .await?;
+                    }
+                }
+                return Err(LinkingError::InvalidGrant(CODE_REPLAYED));
+            }
+            Err(error) => return Err(error.into()),
+        }
+        let account = self.accounts.fresh(&body.household_id).await?;
+        if account.is_none_or(|account| account.generation != body.generation) {
+            return Err(LinkingError::InvalidGrant(HOUSEHOLD_GONE));
+        }
+        self.accounts.note_token_issued(&body.household_id).await?;
+        let scope = Scopes::parse(&body.binding.scope)
+            .map_err(|_| LinkingError::Unavailable("a stored code is unreadable".into()))?;
+        let (refresh_token, current) = new_refresh_token(&family_id)?;
+        let family = FamilyBody {
+            household_id: body.household_id.clone(),
+            generation: body.generation,
+            client_id: client_id.to_owned(),
+            scope: body.binding.scope.clone(),
+            current,
+            previous: None,
+            rotated_at_ms: now_ms,
+            revoked: false,
+        };
+        let family_item = GrantItem {
+            kind: GrantKind::RefreshFamily,
+            key: family_id.clone(),
+            body: to_json(&family),
+            expires_at_ms: now_ms + REFRESH_IDLE_MS,
+            revision: 1,
+        };
+        self.grants.put_grant(&family_item, None, now_ms).await?;
+        Ok(self.tokens(jwt, &family, &family_id, refresh_token, scope))
+    }
+
+    /// The `refresh_token` grant: rotates the family's token, or revokes the family when a
+    /// token rotated away is presented again (outside the grace window).
+    pub async fn refresh(
+        &self,
+        jwt: &JwtKeys,
+        client_id: &str,
+        refresh_token: &str,
+        requested: Option<Scopes>,
+    ) -> Result<Tokens, LinkingError> {
+        let (family_id, presented) = parse_refresh_token(refresh_token)
+            .ok_or(LinkingError::InvalidGrant(REFRESH_NOT_VALID))?;
+        for _ in 0..WRITE_ATTEMPTS {
+            let now_ms = self.now_ms();
+            let item = self
+                .grants
+                .grant(GrantKind::RefreshFamily, family_id, now_ms)
+                .await?
+                .ok_or(LinkingError::InvalidGrant(REFRESH_NOT_VALID))?;
+            let mut family: FamilyBody = from_json(&item.body)?;
+            if family.revoked {
+                return Err(LinkingError::InvalidGrant(REFRESH_REVOKED));
+            }
+            if family.client_id != client_id {
+                return Err(LinkingError::InvalidGrant(OTHER_CLIENT));
+            }
+            let is_current = same_hash(&presented, &family.current);
+            let is_retry = !is_current
+                && family
+                    .previous
+                    .as_deref()
+                    .is_some_and(|previous| same_hash(&presented, previous))
+                && now_ms - family.rotated_at_ms <= REFRESH_GRACE_MS;
+            if !is_current && !is_retry {
+                self.revoke_family(family_id, &family.household_id).await?;
+                return Err(LinkingError::InvalidGrant(REFRESH_REUSED));
+            }
+            let account = self.accounts.fresh(&family.household_id).await?;
+            match account {
+                Some(account) if account.generation == family.generation => {
+                    if account
+                        .revoked_families
+                        .iter()
+                        .any(|revoked| revoked.family_id == family_id)
+                    {
+                        return Err(LinkingError::InvalidGrant(REFRESH_REVOKED));
+                    }
+                }
+                _ => return Err(LinkingError::InvalidGrant(HOUSEHOLD_GONE)),
+            }
+            let granted = Scopes::parse(&family.scope)
+                .map_err(|_| LinkingError::Unavailable("a stored family is unreadable".into()))?;
+            let scope = match requested {
+                None => granted,
+                Some(requested) if within(requested, granted) => requested,
+                Some(_) => {
+                    return Err(LinkingError::InvalidScope(
+                        "a refresh may only keep or narrow the scope that was granted",
+                    ));
+                }
+            };
+            let (next_token, next_hash) = new_refresh_token(family_id)?;
+            if is_current {
+                family.previous = Some(std::mem::replace(&mut family.current, next_hash));
+                family.rotated_at_ms = now_ms;
+            } else {
+                // A retry: the token the client lost is dropped, the window is not extended.
+                family.current = next_hash;
+            }
+            let rotated = GrantItem {
+                body: to_json(&family),
+                expires_at_ms: now_ms + REFRESH_IDLE_MS,
+                revision: item.revision + 1,
+                ..item.clone()
+            };
+            match self
+                .grants
+                .put_grant(&rotated, Some(item.revision), now_ms)
+                .await
+            {
+                Ok(()) => return Ok(self.tokens(jwt, &family, family_id, next_token, scope)),
+                // A concurrent refresh rotated first; read again and judge the token anew.
+                Err(StoreError::Conflict) => continue,
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Err(LinkingError::Unavailable(
+            "the refresh token is busy with other refreshes; try again".into(),
+        ))
+    }
+
+    /// RFC 7009 revocation by `client_id`: a refresh token (current or the one rotated away
+    /// last) or a linked access token revokes its whole family. Anything else is ignored, as
+    /// the RFC asks: the answer never tells whether a token was valid.
+    pub async fn revoke(
+        &self,
+        jwt: Option<&JwtKeys>,
+        client_id: &str,
+        token: &str,
+    ) -> Result<(), LinkingError> {
+        if let Some((family_id, presented)) = parse_refresh_token(token) {
+            let now_ms = self.now_ms();
+            let Some(item) = self
+                .grants
+                .grant(GrantKind::RefreshFamily, family_id, now_ms)
+                .await?
+            else {
+                return Ok(());
+            };
+            let family: FamilyBody = from_json(&item.body)?;
+            let known = same_hash(&presented, &family.current)
+                || family
+                    .previous
+                    .as_deref()
+                    .is_some_and(|previous| same_hash(&presented, previous));
+            if known && family.client_id == client_id {
+                self.revoke_family(family_id, &family.household_id).await?;
+            }
+            return Ok(());
+        }
+        let verified = jwt.and_then(|jwt| jwt.verify(token).ok());
+        if let Some(verified) = verified
+            && let Some(family_id) = verified.family
+        {
+            self.revoke_family(&family_id, &verified.subject).await?;
+        }
+        Ok(())
+    }
+
+    /// Revokes a family: its access tokens through the account (first, so they stop even if
+    /// the second write fails), then its refresh tokens.
+    async fn revoke_family(&self, family_id: &str, household_id: &str) -> Result<(), LinkingError> {
+        let now_ms = self.now_ms();
+        match self
+            .accounts
+            .revoke_family(household_id, family_id, now_ms + ACCESS_TOKEN_LIFE_MS)
+            .await
+        {
+            // A deleted household's tokens are refused already.
+            Ok(()) | Err(AccountError::NotFound(_)) => {}
+            Err(error) => return Err(error.into()),
+        }
+        for _ in 0..WRITE_ATTEMPTS {
+            let Some(item) = self
+                .grants
+                .grant(GrantKind::RefreshFamily, family_id, now_ms)
+                .await?
+            else {
+                return Ok(());
+            };
+            let mut family: FamilyBody = from_json(&item.body)?;
+            if family.revoked {
+                return Ok(());
+            }
+            family.revoked = true;
+            let revoked = GrantItem {
+                body: to_json(&family),
+                revision: item.revision + 1,
+                ..item.clone()
+            };
+            match self
+                .grants
+                .put_grant(&revoked, Some(item.revision), now_ms)
+                .await
+            {
+                Ok(()) => return Ok(()),
+                Err(StoreError::Conflict) => continue,
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Err(LinkingError::Unavailable(
+            "the refresh-token family could not be marked revoked; its access tokens are".into(),
+        ))
+    }
+
+    fn tokens(
+        &self,
+        jwt: &JwtKeys,
+        family: &FamilyBody,
+        family_id: &str,
+        refresh_token: String,
+        scope: Scopes,
+    ) -> Tokens {
+        let now_secs = self.clock.now().unix_timestamp().max(0) as u64;
+        let issued = jwt.issue_linked(
+            &family.household_id,
+            family.generation,
+            family_id,
+            scope,
+            now_secs,
+        );
+        Tokens {
+            access_token: issued.access_token,
+            refresh_token,
+            expires_in: issued.expires_in,
+            scope,
+        }
+    }
+}
+
+/// Whether every scope of `requested` is in `granted`.
+fn within(requested: Scopes, granted: Scopes) -> bool {
+    Scope::ALL
+        .iter()
+        .all(|scope| !requested.contains(*scope) || granted.contains(*scope))
+}
+
+fn same_hash(a: &str, b: &str) -> bool {
+    bool::from(a.as_bytes().ct_eq(b.as_bytes()))
+}
+
+fn to_json<T: Serialize>(value: &T) -> String {
+    // Plain structs of strings and numbers always serialise.
+    serde_json::to_string(value).expect("linking records serialise")
+}
+
+fn from_json<'a, T: Deserialize<'a>>(body: &'a str) -> Result<T, LinkingError> {
+    serde_json::from_str(body)
+        .map_err(|_| LinkingError::Unavailable("a stored linking record is unreadable".into()))
+}

@@ -1,0 +1,154 @@
+//! The three secrets of account linking and how each is stored: only ever as a SHA-256.
+//!
+//! - A **link code** is typed by a person: 12 characters of Crockford's base32 (60 bits from
+//!   the OS random source), shown as `XXXX-XXXX-XXXX`. Entry forgives case, spaces, hyphens
+//!   and the look-alikes `O`/`I`/`L`. Sixty bits against a limit of a few attempts per address
+//!   per quarter hour, for a code that lives 15 minutes, leaves guessing hopeless.
+//! - An **authorization code** is 32 random bytes, base64url: the client never types it.
+//! - A **refresh token** is `hrt1.<family id>.<32 random bytes, base64url>`. The family id
+//!   (16 random bytes, hex) finds the family in one read; only the last part is secret.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+use crate::chain::sha256_hex;
+use crate::random::{RandomFailed, os_bytes};
+
+/// Crockford's base32 alphabet: no I, L, O or U.
+const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+/// Characters in a link code.
+pub const LINK_CODE_CHARS: usize = 12;
+const REFRESH_PREFIX: &str = "hrt1.";
+
+/// A fresh link code, grouped for reading aloud.
+pub fn new_link_code() -> Result<String, RandomFailed> {
+    let bits = u64::from_le_bytes(os_bytes::<8>()?);
+    let symbols: Vec<u8> = (0..LINK_CODE_CHARS)
+        .map(|index| CROCKFORD[((bits >> (5 * index)) & 31) as usize])
+        .collect();
+    let groups: Vec<&str> = symbols
+        .chunks(4)
+        .map(|group| std::str::from_utf8(group).unwrap_or_default())
+        .collect();
+    Ok(groups.join("-"))
+}
+
+/// The canonical form of an entered link code, or `None` if it cannot be one.
+pub fn normalize_link_code(entered: &str) -> Option<String> {
+    let mut code = String::with_capacity(LINK_CODE_CHARS);
+    for c in entered.chars() {
+        let symbol = match c.to_ascii_uppercase() {
+            ' ' | '-' => continue,
+            'O' => '0',
+            'I' | 'L' => '1',
+            other if other.is_ascii() && CROCKFORD.contains(&(other as u8)) => other,
+            _ => return None,
+        };
+        if code.len() == LINK_CODE_CHARS {
+            return None;
+        }
+        code.push(symbol);
+    }
+    (code.len() == LINK_CODE_CHARS).then_some(code)
+}
+
+/// The stored key of a link code (already normalized).
+pub fn link_code_key(normalized: &str) -> String {
+    sha256_hex(format!("hearth link code\n{normalized}"))
+}
+
+/// A fresh authorization code.
+pub fn new_authorization_code() -> Result<String, RandomFailed> {
+    Ok(URL_SAFE_NO_PAD.encode(os_bytes::<32>()?))
+}
+
+/// The stored key of an authorization code.
+pub fn authorization_code_key(code: &str) -> String {
+    sha256_hex(format!("hearth authorization code\n{code}"))
+}
+
+/// A fresh refresh-token family id.
+pub fn new_family_id() -> Result<String, RandomFailed> {
+    Ok(hex::encode(os_bytes::<16>()?))
+}
+
+/// A fresh refresh token of `family_id`, and the hash of its secret part to store.
+pub fn new_refresh_token(family_id: &str) -> Result<(String, String), RandomFailed> {
+    let secret = URL_SAFE_NO_PAD.encode(os_bytes::<32>()?);
+    Ok((
+        format!("{REFRESH_PREFIX}{family_id}.{secret}"),
+        refresh_secret_hash(&secret),
+    ))
+}
+
+/// A presented refresh token: its family id and the hash of its secret part, or `None` if it
+/// does not have the form of one.
+pub fn parse_refresh_token(token: &str) -> Option<(&str, String)> {
+    let (family_id, secret) = token.strip_prefix(REFRESH_PREFIX)?.split_once('.')?;
+    let family_ok = family_id.len() == 32 && family_id.bytes().all(|b| b.is_ascii_hexdigit());
+    let secret_ok = secret.len() == 43
+        && secret
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    (family_ok && secret_ok).then(|| (family_id, refresh_secret_hash(secret)))
+}
+
+fn refresh_secret_hash(secret: &str) -> String {
+    sha256_hex(format!("hearth refresh token\n{secret}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_code_reads_back_however_it_is_typed() {
+        let code = new_link_code().unwrap();
+        assert_eq!(code.len(), 14, "{code}");
+        assert_eq!(code.matches('-').count(), 2);
+        let canonical = normalize_link_code(&code).unwrap();
+        assert_eq!(canonical.len(), LINK_CODE_CHARS);
+        assert_eq!(
+            normalize_link_code(&code.to_lowercase().replace('-', " ")),
+            Some(canonical)
+        );
+        assert_eq!(
+            normalize_link_code("oil0-OIL0-abcd"),
+            Some("01100110ABCD".to_owned())
+        );
+        assert_ne!(new_link_code().unwrap(), code);
+    }
+
+    #[test]
+    fn link_codes_hold_12_symbols_and_not_11_or_13() {
+        assert!(normalize_link_code(&"A".repeat(12)).is_some());
+        assert!(normalize_link_code(&"A".repeat(11)).is_none());
+        assert!(normalize_link_code(&"A".repeat(13)).is_none());
+        assert!(
+            normalize_link_code("AAAA-AAAA-AAAU").is_none(),
+            "U is not Crockford"
+        );
+        assert!(normalize_link_code("AAAA-AAAA-AAÄA").is_none());
+    }
+
+    #[test]
+    fn refresh_tokens_name_their_family_and_hide_their_secret() {
+        let family = new_family_id().unwrap();
+        let (token, hash) = new_refresh_token(&family).unwrap();
+        let (parsed_family, parsed_hash) = parse_refresh_token(&token).unwrap();
+        assert_eq!(
+            (parsed_family, parsed_hash.as_str()),
+            (family.as_str(), hash.as_str())
+        );
+        assert!(!hash.contains(token.rsplit('.').next().unwrap()));
+        for bad in [
+            "",
+            "hrt1.",
+            &token[..token.len() - 1],
+            &token.replacen("hrt1", "hrt2", 1),
+            &format!("{token}x"),
+        ] {
+            assert!(parse_refresh_token(bad).is_none(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! The consent page's HTML: server-rendered, no script, one inline style block allowed by its
+//! hash in a strict Content-Security-Policy. Every value from the request is escaped.
+
+use std::sync::LazyLock;
+
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use http::{HeaderValue, StatusCode, header};
+use sha2::{Digest, Sha256};
+
+use crate::auth::{Scope, Scopes};
+
+const STYLE: &str = "body{font:17px/1.45 system-ui,sans-serif;margin:0;background:#f6f4ef;color:#1d1b16}\
+main{max-width:32rem;margin:0 auto;padding:1.25rem}\
+h1{font-size:1.35rem;margin:.5rem 0 1rem}\
+ul{padding-left:1.2rem}li{margin:.3rem 0}\
+label{display:block;font-weight:600;margin:1.2rem 0 .4rem}\
+input[type=text]{box-sizing:border-box;width:100%;font:1.3rem ui-monospace,monospace;letter-spacing:.08em;padding:.6rem;border:2px solid #8a8578;border-radius:.4rem;text-transform:uppercase}\
+.actions{display:flex;gap:.75rem;margin-top:1.2rem;flex-wrap:wrap}\
+button{flex:1 1 8rem;font:inherit;font-weight:600;padding:.75rem;border-radius:.4rem;border:2px solid #3d5a40;cursor:pointer}\
+.allow{background:#3d5a40;color:#fff}.deny{background:#fff;color:#3d5a40}\
+.problem{background:#fbe3df;border-left:4px solid #a33a2a;padding:.6rem .8rem}\
+.small{font-size:.9rem;color:#555}";
+
+/// The page's Content-Security-Policy, apart from `form-action`, which names the redirect
+/// target too: Chromium applies `form-action` to the redirect that answers the form.
+static STYLE_HASH: LazyLock<String> =
+    LazyLock::new(|| format!("'sha256-{}'", STANDARD.encode(Sha256::digest(STYLE))));
+
+/// What the consent form carries back, as hidden fields.
+pub struct ConsentFields<'a> {
+    pub client_id: &'a str,
+    pub redirect_uri: &'a str,
+    pub scope: Scopes,
+    pub state: Option<&'a str>,
+    pub code_challenge: &'a str,
+    pub resource: &'a str,
+    pub csrf: &'a str,
+}
+
+/// The consent page, optionally with a problem to show above the form.
+pub fn consent(
+    fields: &ConsentFields<'_>,
+    redirect_origin: &str,
+    problem: Option<&str>,
+    status: StatusCode,
+) -> Response {
+    let grants: String = granted(fields.scope)
+        .iter()
+        .map(|line| format!("<li>{}</li>", escape(line)))
+        .collect();
+    let problem = problem
+        .map(|text| format!(r#"<p class="problem" role="alert">{}</p>"#, escape(text)))
+        .unwrap_or_default();
+    let hidden = [
+        ("response_type", "code"),
+        ("client_id", fields.client_id),
+        ("redirect_uri", fields.redirect_uri),
+        ("scope", &fields.scope.to_string()),
+        ("code_challenge", fields.code_challenge),
+        ("code_challenge_method", "S256"),
+        ("resource", fields.resource),
+        ("csrf", fields.csrf),
+    ]
+    .iter()
+    .map(|(name, value)| hidden_input(name, value))
+    .chain(fields.state.map(|state| hidden_input("state", state)))
+    .collect::<String>();
+    let body = format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width,initial-scale=1">
+<title>Link your household to Hearth</title>
+<style>{STYLE}</style></head>
+<body><main>
+<h1>Link your household to Hearth</h1>
+<p><strong>{client}</strong> asks to act for your household through Hearth. If you allow it, it may:</p>
+<ul>{grants}</ul>
+<p>It may not change your household's rules, budget or device keys, and every purchase still needs your household's rules to agree.</p>
+{problem}
+<form method="post" action="authorize">
+{hidden}
+<label for="link_code">Link code</label>
+<input type="text" id="link_code" name="link_code" autocomplete="one-time-code" autocapitalize="characters" spellcheck="false" maxlength="24" required aria-describedby="code_help">
+<p id="code_help" class="small">The 12-character code from <code>hearth admin link-code</code>. It works once, for 15 minutes.</p>
+<div class="actions">
+<button class="allow" type="submit" name="decision" value="allow">Link household</button>
+<button class="deny" type="submit" name="decision" value="deny" formnovalidate>Deny</button>
+</div>
+</form>
+<p class="small">You can unlink at any time: <code>hearth admin unlink</code> stops every token at once.</p>
+</main></body></html>"#,
+        client = escape(fields.client_id),
+    );
+    page(status, body, redirect_origin)
+}
+
+/// A page that ends the flow without a redirect: the request cannot be trusted to say where
+/// to send its answer (RFC 6749 §4.1.2.1), or the server cannot take it.
+pub fn problem(status: StatusCode, title: &str, detail: &str) -> Response {
+    let body = format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width,initial-scale=1">
+<title>{title}</title>
+<style>{STYLE}</style></head>
+<body><main>
+<h1>{title}</h1>
+<p class="problem" role="alert">{detail}</p>
+<p>Start linking again from the app that sent you here.</p>
+</main></body></html>"#,
+        title = escape(title),
+        detail = escape(detail),
+    );
+    page(status, body, "")
+}
+
+fn page(status: StatusCode, body: String, redirect_origin: &str) -> Response {
+    let csp = format!(
+        "default-src 'none'; style-src {}; form-action 'self' {redirect_origin}; frame-ancestors 'none'; base-uri 'none'",
+        *STYLE_HASH
+    );
+    let mut response = (status, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    if let Ok(csp) = HeaderValue::from_str(csp.trim_end()) {
+        headers.insert(header::CONTENT_SECURITY_POLICY, csp);
+    }
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    // The page's URL carries the state and the challenge; no other site needs to see them.
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    response
+}
+
+/// What each granted scope lets the assistant do, in plain words.
+fn granted(scope: Scopes) -> Vec<&'static str> {
+    let everything = scope.contains(Scope::Service);
+    let mut lines = Vec::new();
+    if everything || scope.contains(Scope::Tools) {
+        lines.push("recall and record why it did things for your household");
+        lines.push(
+            "propose purchases, which your household's rules and a second check approve or stop",
+        );
+        lines.push("ask the outside guide service questions for you");
+    }
+    if everything || scope.contains(Scope::Resources) {
+        lines.push("read your household's decision records");
+    }
+    lines
+}
+
+fn hidden_input(name: &str, value: &str) -> String {
+    format!(
+        r#"<input type="hidden" name="{}" value="{}">"#,
+        escape(name),
+        escape(value)
+    )
+}
+
+/// HTML-escapes text for element content and quoted attribute values.
+pub fn escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            other => escaped.push(other),
+        }
+    }
+    escaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markup_in_request_values_is_escaped() {
+        assert_eq!(
+            escape(r#"<a href="x">'&'</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
+    }
+
+    #[test]
+    fn every_scope_is_said_in_plain_words() {
+        assert_eq!(granted(Scopes::DEFAULT).len(), 4);
+        assert_eq!(granted(Scopes::parse("mcp:resources").unwrap()).len(), 1);
+        assert_eq!(granted(Scopes::parse("mcp:tools").unwrap()).len(), 3);
+    }
+}

@@ -1,0 +1,77 @@
+//! Account-linking records as the store keeps them: link codes, authorization codes and
+//! refresh-token families. Each is one small record with a revision for compare-and-swap, an
+//! expiry after which no read returns it (DynamoDB's TTL, or a sweep locally, removes it
+//! later), and a body the `linking` module owns. The store never sees a code or a token, only
+//! the key `linking` derives from it (a SHA-256, or a family id).
+
+use async_trait::async_trait;
+
+use super::StoreError;
+
+/// What a record is. Each kind has its own key space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GrantKind {
+    /// A one-time code an operator hands a household, entered on the consent page.
+    LinkCode,
+    /// An OAuth authorization code, issued by the consent page and exchanged once.
+    AuthorizationCode,
+    /// One refresh-token family: the chain of refresh tokens one code exchange started.
+    RefreshFamily,
+}
+
+impl GrantKind {
+    /// The kind's name in stored keys.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GrantKind::LinkCode => "link",
+            GrantKind::AuthorizationCode => "code",
+            GrantKind::RefreshFamily => "family",
+        }
+    }
+}
+
+/// One record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantItem {
+    pub kind: GrantKind,
+    /// Derived from the secret (its SHA-256 as hex) or opaque (a family id); never a secret.
+    pub key: String,
+    /// JSON owned by `linking`.
+    pub body: String,
+    /// Unix milliseconds; from this instant on the record reads as absent.
+    pub expires_at_ms: i64,
+    /// Raised by every write; a write names the revision it read.
+    pub revision: u64,
+}
+
+#[async_trait]
+pub trait GrantStore: Send + Sync + 'static {
+    /// The record, read strongly consistently, or `None` if there is none live at `now_ms`.
+    async fn grant(
+        &self,
+        kind: GrantKind,
+        key: &str,
+        now_ms: i64,
+    ) -> Result<Option<GrantItem>, StoreError>;
+
+    /// Stores `item` if the live stored revision is `expected` (`None`: no live record may
+    /// exist; an expired one is replaced). Anything else is a [`StoreError::Conflict`] and
+    /// changes nothing.
+    async fn put_grant(
+        &self,
+        item: &GrantItem,
+        expected: Option<u64>,
+        now_ms: i64,
+    ) -> Result<(), StoreError>;
+
+    /// Deletes the record if it is live at `now_ms` with revision `expected`; `false` if it is
+    /// not (absent, expired, or rewritten since it was read). Exactly one of two concurrent
+    /// deletes of the same revision returns `true`, which makes a delete a single-use claim.
+    async fn delete_grant(
+        &self,
+        kind: GrantKind,
+        key: &str,
+        expected: u64,
+        now_ms: i64,
+    ) -> Result<bool, StoreError>;
+}
