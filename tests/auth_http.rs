@@ -342,14 +342,25 @@ async fn token_endpoint_errors_name_the_problem() {
             "invalid_client",
         ),
         (
-            "secret in body",
+            "wrong secret in body",
             None,
-            format!(
-                "{}&client_id={CLIENT_ID}&client_secret={CLIENT_SECRET}",
-                grant("")
-            ),
+            format!("{}&client_id={CLIENT_ID}&client_secret=nope", grant("")),
             StatusCode::UNAUTHORIZED,
             "invalid_client",
+        ),
+        (
+            "secret in body without client_id",
+            None,
+            format!("{}&client_secret={CLIENT_SECRET}", grant("")),
+            StatusCode::UNAUTHORIZED,
+            "invalid_client",
+        ),
+        (
+            "client_id beside Basic names another client",
+            Some(client()),
+            format!("{}&client_id=other", grant("")),
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
         ),
         (
             "two methods",
@@ -368,7 +379,7 @@ async fn token_endpoint_errors_name_the_problem() {
         (
             "other grant",
             Some(client()),
-            format!("grant_type=authorization_code&resource={RESOURCE}"),
+            format!("grant_type=password&resource={RESOURCE}"),
             StatusCode::BAD_REQUEST,
             "unsupported_grant_type",
         ),
@@ -455,7 +466,7 @@ async fn token_request_bodies_are_read_up_to_4096_bytes() {
 }
 
 #[tokio::test]
-async fn discovery_documents_describe_the_client_credentials_flow() {
+async fn discovery_documents_describe_both_tiers() {
     let h = harness(&[]);
     let server = request(
         &h.router,
@@ -470,12 +481,17 @@ async fn discovery_documents_describe_the_client_credentials_flow() {
         server.body,
         json!({
             "issuer": ISSUER,
+            "authorization_endpoint": format!("{ISSUER}/oauth/authorize"),
             "token_endpoint": format!("{ISSUER}/oauth/token"),
-            "grant_types_supported": ["client_credentials"],
-            "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+            "revocation_endpoint": format!("{ISSUER}/oauth/revoke"),
+            "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
+            "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+            "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
             "scopes_supported": ["mcp:service", "mcp:tools", "mcp:resources"],
             "response_types_supported": ["code"],
+            "response_modes_supported": ["query"],
             "code_challenge_methods_supported": ["S256"],
+            "authorization_response_iss_parameter_supported": true,
         })
     );
     for path in [

@@ -193,6 +193,12 @@ impl Linking {
         unix_ms(self.clock.now())
     }
 
+    /// Seconds since the Unix epoch on the clock linking runs on (the consent form's CSRF
+    /// tokens expire on it too).
+    pub fn now_secs(&self) -> u64 {
+        self.clock.now().unix_timestamp().max(0) as u64
+    }
+
     /// A fresh link code for the household and when it expires (Unix ms). The code is shown
     /// this once; only its hash is stored.
     pub async fn new_link_code(&self, household_id: &str) -> Result<(String, i64), AccountError> {
@@ -562,7 +568,7 @@ impl Linking {
         refresh_token: String,
         scope: Scopes,
     ) -> Tokens {
-        let now_secs = self.clock.now().unix_timestamp().max(0) as u64;
+        let now_secs = self.now_secs();
         let issued = jwt.issue_linked(
             &family.household_id,
             family.generation,

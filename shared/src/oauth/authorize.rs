@@ -296,7 +296,7 @@ impl OAuthEndpoint {
         problem: Option<&str>,
         status: StatusCode,
     ) -> Response {
-        let now_secs = crate::auth::jwt::now_secs();
+        let now_secs = self.consent_now_secs();
         let csrf = match &self.consent_key {
             Some(key) => key.token(nonce, now_secs, request),
             None => String::new(),
@@ -314,6 +314,14 @@ impl OAuthEndpoint {
             csrf: &csrf,
         };
         consent_page::consent(&fields, &origin, problem, status)
+    }
+
+    /// The consent form's clock: linking's, so tests can move it.
+    fn consent_now_secs(&self) -> u64 {
+        match &self.linking {
+            Some(linking) => linking.now_secs(),
+            None => crate::auth::jwt::now_secs(),
+        }
     }
 
     fn consent_cookie(&self, nonce: &str) -> Option<HeaderValue> {
@@ -429,7 +437,7 @@ async fn submit(endpoint: &OAuthEndpoint, request: Request) -> Response {
         Ok(authorize_request) => authorize_request,
         Err(refusal) => return endpoint.refuse(refusal),
     };
-    let now_secs = crate::auth::jwt::now_secs();
+    let now_secs = endpoint.consent_now_secs();
     let nonce = cookie(&parts.headers, COOKIE);
     let csrf_holds = match (&endpoint.consent_key, nonce, form.get("csrf")) {
         (Some(key), Some(nonce), Some(token)) => {

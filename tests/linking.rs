@@ -1,0 +1,967 @@
+//! Account linking as Alexa+ drives it, on the SQLite store and on DynamoDB (moto): the
+//! consent page turns a link code into an authorization code, the code becomes the
+//! household's own tokens, refresh tokens rotate, and every refusal the issue lists is named.
+//! A client-credentials token is Tier 1 only once linking is configured.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use common::{
+    Backend, CLIENT_ID, CLIENT_SECRET, Harness, RESOURCE, Reply, basic, request, settings,
+};
+use hearth_core::accounts::{Accounts, GENERATION_CACHE_MS};
+use hearth_core::admin::Admin;
+use hearth_core::clock::Clock;
+use hearth_core::config::Config;
+use hearth_core::linking::{
+    AUTHORIZATION_CODE_LIFETIME_MS, LINK_CODE_LIFETIME_MS, REFRESH_GRACE_MS,
+};
+use hearth_core::oauth::{LINK_CODE_ATTEMPTS, MAX_STATE_BYTES};
+use hearth_core::store::Stores;
+use hearth_core::store::dynamodb::DynamoStore;
+use hearth_testkit::moto::{Moto, unique_name};
+use http::StatusCode;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+const REDIRECT: &str = "https://alexa.example/api/skill/link/M2TEST";
+const OTHER_REDIRECT: &str = "https://alexa.example/api/skill/link/OTHER";
+const VERIFIER: &str = "a-code-verifier-of-at-least-43-characters-0123456789";
+const STATE: &str = "alexa-state-Zm9v";
+const ISSUER: &str = "http://127.0.0.1:8787";
+
+struct World {
+    h: Harness,
+    admin: Admin,
+}
+
+fn config() -> Config {
+    let redirects = format!("{REDIRECT},{OTHER_REDIRECT}");
+    let vars = settings(&[("MCP_REDIRECT_URIS", redirects.as_str())]);
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    common::config(&vars)
+}
+
+async fn world(backend: Backend) -> World {
+    let config = config();
+    let mut shared: Option<Stores> = None;
+    let h = match backend {
+        Backend::Sqlite => common::harness_over(&config, |sqlite| {
+            let stores = Stores::shared(sqlite);
+            shared = Some(stores.clone());
+            stores
+        }),
+        Backend::Dynamo => {
+            let store = DynamoStore::new(
+                Moto::shared().dynamodb_client(),
+                unique_name("hearth-linking"),
+            );
+            store.ensure_table().await.expect("create the table");
+            let stores = Stores::shared(Arc::new(store));
+            shared = Some(stores.clone());
+            common::harness_over(&config, |_| stores)
+        }
+    };
+    let stores = shared.expect("the harness chose its stores");
+    let clock: Arc<dyn Clock> = h.clock.clone();
+    let admin = Admin::new(
+        Accounts::new(stores.accounts.clone(), clock.clone()),
+        stores.chains.clone(),
+        stores.grants.clone(),
+        hearth_core::app::household_data(&config).unwrap(),
+        config.jwt_keys(),
+        clock,
+    );
+    World { h, admin }
+}
+
+impl World {
+    async fn household(&self, name: &str) -> String {
+        self.admin.create(name, None).await.unwrap().household_id
+    }
+
+    async fn link_code(&self, household: &str) -> String {
+        self.admin.link_code(household).await.unwrap().code
+    }
+
+    fn advance_ms(&self, ms: i64) {
+        self.h.clock.advance(time::Duration::milliseconds(ms));
+    }
+
+    async fn get(&self, uri: &str, headers: &[(&str, &str)]) -> Reply {
+        request(&self.h.router, "GET", uri, headers, "").await
+    }
+
+    async fn form(&self, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+        let mut all = vec![("content-type", "application/x-www-form-urlencoded")];
+        all.extend_from_slice(headers);
+        request(&self.h.router, "POST", path, &all, body).await
+    }
+
+    /// Opens the consent page for `query` and returns the page, its cookie and its form.
+    async fn consent(&self, query: &str) -> Consent {
+        let page = self.get(&format!("/oauth/authorize?{query}"), &[]).await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.raw);
+        let cookie = page
+            .header("set-cookie")
+            .split(';')
+            .next()
+            .unwrap()
+            .to_owned();
+        let fields = hidden_fields(&page.raw);
+        Consent {
+            page,
+            cookie,
+            fields,
+        }
+    }
+
+    /// Submits a consent form with `decision` and `link_code`.
+    async fn submit(&self, consent: &Consent, decision: &str, link_code: Option<&str>) -> Reply {
+        let mut fields = consent.fields.clone();
+        fields.insert("decision".into(), decision.into());
+        if let Some(code) = link_code {
+            fields.insert("link_code".into(), code.into());
+        }
+        self.form(
+            "/oauth/authorize",
+            &[("cookie", &consent.cookie)],
+            &encode(&fields),
+        )
+        .await
+    }
+
+    /// Links `household` through the consent page and returns the authorization code.
+    async fn authorization_code(&self, household: &str) -> String {
+        let code = self.link_code(household).await;
+        let consent = self.consent(&authorize_query(&[])).await;
+        let reply = self.submit(&consent, "allow", Some(&code)).await;
+        assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.raw);
+        let location = redirect_parameters(&reply);
+        assert_eq!(location["state"], STATE);
+        assert_eq!(location["iss"], ISSUER);
+        location["code"].clone()
+    }
+
+    async fn token(&self, body: &str) -> Reply {
+        let client = basic(CLIENT_ID, CLIENT_SECRET);
+        self.form("/oauth/token", &[("authorization", &client)], body)
+            .await
+    }
+
+    async fn exchange(&self, code: &str) -> Reply {
+        self.token(&exchange_body(code, VERIFIER)).await
+    }
+
+    async fn refresh(&self, refresh_token: &str) -> Reply {
+        self.token(&encode(&HashMap::from([
+            ("grant_type".to_owned(), "refresh_token".to_owned()),
+            ("refresh_token".to_owned(), refresh_token.to_owned()),
+        ])))
+        .await
+    }
+
+    /// Links `household` and returns the token response.
+    async fn link(&self, household: &str) -> Value {
+        let code = self.authorization_code(household).await;
+        let reply = self.exchange(&code).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.raw);
+        reply.body
+    }
+
+    async fn mcp(&self, bearer: &str, body: &Value) -> Reply {
+        let authorization = format!("Bearer {bearer}");
+        request(
+            &self.h.router,
+            "POST",
+            "/mcp",
+            &[
+                ("authorization", authorization.as_str()),
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+            ],
+            &body.to_string(),
+        )
+        .await
+    }
+
+    async fn call(&self, bearer: &str, tool: &str, arguments: Value) -> Reply {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}});
+        self.mcp(bearer, &body).await
+    }
+}
+
+struct Consent {
+    page: Reply,
+    cookie: String,
+    fields: HashMap<String, String>,
+}
+
+fn challenge(verifier: &str) -> String {
+    URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
+}
+
+/// An authorization request as Alexa+ sends it, with `overrides` (an empty value removes a
+/// parameter).
+fn authorize_query(overrides: &[(&str, &str)]) -> String {
+    let challenge = challenge(VERIFIER);
+    let mut parameters: Vec<(&str, String)> = vec![
+        ("response_type", "code".into()),
+        ("client_id", CLIENT_ID.into()),
+        ("redirect_uri", REDIRECT.into()),
+        ("state", STATE.into()),
+        ("code_challenge", challenge),
+        ("code_challenge_method", "S256".into()),
+        ("resource", RESOURCE.into()),
+        ("scope", "mcp:service".into()),
+    ];
+    for (name, value) in overrides {
+        parameters.retain(|(n, _)| n != name);
+        if !value.is_empty() {
+            parameters.push((name, value.to_string()));
+        }
+    }
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    for (name, value) in &parameters {
+        query.append_pair(name, value);
+    }
+    query.finish()
+}
+
+fn exchange_body(code: &str, verifier: &str) -> String {
+    encode(&HashMap::from([
+        ("grant_type".to_owned(), "authorization_code".to_owned()),
+        ("code".to_owned(), code.to_owned()),
+        ("redirect_uri".to_owned(), REDIRECT.to_owned()),
+        ("code_verifier".to_owned(), verifier.to_owned()),
+        ("resource".to_owned(), RESOURCE.to_owned()),
+    ]))
+}
+
+fn encode(fields: &HashMap<String, String>) -> String {
+    let mut body = form_urlencoded::Serializer::new(String::new());
+    for (name, value) in fields {
+        body.append_pair(name, value);
+    }
+    body.finish()
+}
+
+/// The hidden inputs of a rendered consent page, unescaped.
+fn hidden_fields(html: &str) -> HashMap<String, String> {
+    let unescape = |value: &str| {
+        value
+            .replace("&quot;", "\"")
+            .replace("&#39;", "'")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&")
+    };
+    html.split(r#"<input type="hidden" name=""#)
+        .skip(1)
+        .map(|rest| {
+            let (name, rest) = rest.split_once('"').unwrap();
+            let value = rest.split_once(r#"value=""#).unwrap().1;
+            let value = value.split_once('"').unwrap().0;
+            (name.to_owned(), unescape(value))
+        })
+        .collect()
+}
+
+/// The query parameters of a redirect's `Location`, which must point at the redirect URI.
+fn redirect_parameters(reply: &Reply) -> HashMap<String, String> {
+    let location = url::Url::parse(reply.header("location")).expect("an absolute Location");
+    let base = format!(
+        "{}://{}{}",
+        location.scheme(),
+        location.host_str().unwrap(),
+        location.path()
+    );
+    assert!(
+        base == REDIRECT || base == OTHER_REDIRECT,
+        "redirected to {base}"
+    );
+    location.query_pairs().into_owned().collect()
+}
+
+fn is_error_page(reply: &Reply) -> bool {
+    reply.header("location").is_empty()
+        && reply.header("content-type").starts_with("text/html")
+        && !reply.status.is_success()
+}
+
+async fn a_household_links_through_the_consent_page_and_uses_its_own_token(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("The Kitchen").await;
+    let other = w.household("Next Door").await;
+    let code = w.link_code(&household).await;
+    let consent = w.consent(&authorize_query(&[])).await;
+    // The page says what is granted, works without script, and is locked down.
+    assert!(consent.page.raw.contains("Link your household to Hearth"));
+    assert!(consent.page.raw.contains("propose purchases"));
+    assert!(!consent.page.raw.contains("<script"));
+    let csp = consent.page.header("content-security-policy");
+    assert!(csp.contains("default-src 'none'"), "{csp}");
+    assert!(
+        csp.contains("form-action 'self' https://alexa.example"),
+        "{csp}"
+    );
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+    assert!(consent.cookie.starts_with("hearth_consent="));
+    assert!(
+        consent
+            .page
+            .header("set-cookie")
+            .contains("SameSite=Strict")
+    );
+    let reply = w
+        .submit(&consent, "allow", Some(&code.to_lowercase()))
+        .await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.raw);
+    let location = redirect_parameters(&reply);
+    assert_eq!(location["state"], STATE);
+    let tokens = w.exchange(&location["code"]).await;
+    assert_eq!(tokens.status, StatusCode::OK, "{}", tokens.raw);
+    assert_eq!(tokens.header("cache-control"), "no-store");
+    assert_eq!(tokens.body["token_type"], "Bearer");
+    assert_eq!(tokens.body["expires_in"], 3600);
+    assert_eq!(tokens.body["scope"], "mcp:service");
+    let access = tokens.body["access_token"].as_str().unwrap().to_owned();
+    let refresh = tokens.body["refresh_token"].as_str().unwrap().to_owned();
+    assert!(refresh.starts_with("hrt1."));
+
+    // The token is the household's: no household_id needed, another one is refused.
+    let recorded = w
+        .call(
+            &access,
+            "record_decision",
+            json!({"action": "dimmed the lights", "reason": "movie night", "approver": "Sam"}),
+        )
+        .await;
+    assert_eq!(recorded.status, StatusCode::OK, "{}", recorded.raw);
+    assert_eq!(
+        recorded.body["result"]["isError"], false,
+        "{}",
+        recorded.raw
+    );
+    let elsewhere = w
+        .call(&access, "explain_why", json!({"household_id": other}))
+        .await;
+    assert_eq!(
+        elsewhere.body["result"]["isError"], true,
+        "{}",
+        elsewhere.raw
+    );
+    let shown = w.admin.show(&household).await.unwrap();
+    assert!(shown.linked, "an exchange counts as a token issued");
+
+    // A refresh rotates: a new refresh token and a new access token, both working.
+    let rotated = w.refresh(&refresh).await;
+    assert_eq!(rotated.status, StatusCode::OK, "{}", rotated.raw);
+    let refresh_2 = rotated.body["refresh_token"].as_str().unwrap().to_owned();
+    assert_ne!(refresh_2, refresh);
+    let access_2 = rotated.body["access_token"].as_str().unwrap().to_owned();
+    let why = w
+        .call(
+            &access_2,
+            "explain_why",
+            json!({"action": "dimmed the lights"}),
+        )
+        .await;
+    assert_eq!(why.body["result"]["isError"], false, "{}", why.raw);
+    assert!(why.raw.contains("movie night"), "{}", why.raw);
+    let next = w.refresh(&refresh_2).await;
+    assert_eq!(next.status, StatusCode::OK, "{}", next.raw);
+}
+
+async fn a_lost_refresh_response_may_be_retried_within_the_grace_window_and_not_after(
+    backend: Backend,
+) {
+    let w = world(backend).await;
+    let household = w.household("Retry House").await;
+    let first = w.link(&household).await;
+    let refresh = first["refresh_token"].as_str().unwrap().to_owned();
+    let lost = w.refresh(&refresh).await;
+    assert_eq!(lost.status, StatusCode::OK);
+    let lost_token = lost.body["refresh_token"].as_str().unwrap().to_owned();
+    // The response was lost; the client retries with the old token at the edge of the window.
+    w.advance_ms(REFRESH_GRACE_MS);
+    let retried = w.refresh(&refresh).await;
+    assert_eq!(retried.status, StatusCode::OK, "{}", retried.raw);
+    let kept = retried.body["refresh_token"].as_str().unwrap().to_owned();
+    assert_eq!(
+        w.refresh(&lost_token).await.body["error"],
+        "invalid_grant",
+        "the token whose response was lost stops working"
+    );
+    // That counted as reuse: the family is gone, the retried token with it.
+    assert_eq!(w.refresh(&kept).await.body["error"], "invalid_grant");
+
+    // One millisecond past the window, presenting a rotated token revokes the family.
+    let second = w.link(&household).await;
+    let refresh = second["refresh_token"].as_str().unwrap().to_owned();
+    let access = second["access_token"].as_str().unwrap().to_owned();
+    let rotated = w.refresh(&refresh).await;
+    let current = rotated.body["refresh_token"].as_str().unwrap().to_owned();
+    w.advance_ms(REFRESH_GRACE_MS + 1);
+    let reused = w.refresh(&refresh).await;
+    assert_eq!(reused.status, StatusCode::BAD_REQUEST);
+    assert_eq!(reused.body["error"], "invalid_grant");
+    assert!(
+        reused.body["error_description"]
+            .as_str()
+            .unwrap()
+            .contains("revoked")
+    );
+    assert_eq!(w.refresh(&current).await.body["error"], "invalid_grant");
+    // Its access tokens stop too, within the generation cache's minute.
+    w.advance_ms(GENERATION_CACHE_MS);
+    let refused = w.call(&access, "explain_why", json!({})).await;
+    assert_eq!(refused.status, StatusCode::UNAUTHORIZED, "{}", refused.raw);
+}
+
+async fn a_replayed_code_is_refused_and_revokes_what_it_issued(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Replay House").await;
+    let code = w.authorization_code(&household).await;
+    let first = w.exchange(&code).await;
+    assert_eq!(first.status, StatusCode::OK);
+    let access = first.body["access_token"].as_str().unwrap().to_owned();
+    let refresh = first.body["refresh_token"].as_str().unwrap().to_owned();
+    let replay = w.exchange(&code).await;
+    assert_eq!(replay.status, StatusCode::BAD_REQUEST);
+    assert_eq!(replay.body["error"], "invalid_grant");
+    assert_eq!(w.refresh(&refresh).await.body["error"], "invalid_grant");
+    w.advance_ms(GENERATION_CACHE_MS);
+    let refused = w.call(&access, "explain_why", json!({})).await;
+    assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
+}
+
+async fn unlinking_ends_every_family_and_unused_link_code(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Unlink House").await;
+    let linked = w.link(&household).await;
+    let unused = w.link_code(&household).await;
+    w.admin.unlink(&household).await.unwrap();
+    let refresh = linked["refresh_token"].as_str().unwrap();
+    let refused = w.refresh(refresh).await;
+    assert_eq!(refused.body["error"], "invalid_grant", "{}", refused.raw);
+    let consent = w.consent(&authorize_query(&[])).await;
+    let reply = w.submit(&consent, "allow", Some(&unused)).await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{}", reply.raw);
+    assert!(reply.raw.contains("not valid"));
+    w.advance_ms(GENERATION_CACHE_MS);
+    let access = linked["access_token"].as_str().unwrap();
+    let call = w.call(access, "explain_why", json!({})).await;
+    assert_eq!(call.status, StatusCode::UNAUTHORIZED);
+    // Linking again works with a new code.
+    w.link(&household).await;
+}
+
+async fn revocation_ends_a_family_and_answers_200_for_anything(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Revoke House").await;
+    let linked = w.link(&household).await;
+    let client = basic(CLIENT_ID, CLIENT_SECRET);
+    let refresh = linked["refresh_token"].as_str().unwrap();
+    let revoke = |token: &str| {
+        let body = encode(&HashMap::from([("token".to_owned(), token.to_owned())]));
+        let client = client.clone();
+        let w = &w;
+        async move {
+            w.form("/oauth/revoke", &[("authorization", &client)], &body)
+                .await
+        }
+    };
+    assert_eq!(revoke("not-a-token").await.status, StatusCode::OK);
+    assert_eq!(revoke(refresh).await.status, StatusCode::OK);
+    assert_eq!(w.refresh(refresh).await.body["error"], "invalid_grant");
+    // An access token revokes its family too.
+    let linked = w.link(&household).await;
+    let access = linked["access_token"].as_str().unwrap();
+    assert_eq!(revoke(access).await.status, StatusCode::OK);
+    let refresh = linked["refresh_token"].as_str().unwrap();
+    assert_eq!(w.refresh(refresh).await.body["error"], "invalid_grant");
+    // Revocation needs client authentication.
+    let unauthenticated = w
+        .form("/oauth/revoke", &[], &format!("token={refresh}"))
+        .await;
+    assert_eq!(unauthenticated.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(unauthenticated.body["error"], "invalid_client");
+}
+
+on_both_stores!(
+    a_household_links_through_the_consent_page_and_uses_its_own_token,
+    a_lost_refresh_response_may_be_retried_within_the_grace_window_and_not_after,
+    a_replayed_code_is_refused_and_revokes_what_it_issued,
+    unlinking_ends_every_family_and_unused_link_code,
+    revocation_ends_a_family_and_answers_200_for_anything,
+);
+
+/// Every way an authorization request can be wrong: the ones that must not redirect, and the
+/// ones that redirect with an error and the state.
+#[tokio::test]
+async fn every_authorization_refusal_is_a_page_or_a_redirect_as_rfc_6749_says() {
+    let w = world(Backend::Sqlite).await;
+    let pages: &[(&str, &[(&str, &str)])] = &[
+        ("no client", &[("client_id", "")]),
+        ("unregistered client", &[("client_id", "someone-else")]),
+        ("no redirect", &[("redirect_uri", "")]),
+        (
+            "unregistered redirect",
+            &[("redirect_uri", "https://evil.example/cb")],
+        ),
+        (
+            "redirect differing in one character",
+            &[(
+                "redirect_uri",
+                "https://alexa.example/api/skill/link/M2TESt",
+            )],
+        ),
+    ];
+    for (case, overrides) in pages {
+        let reply = w
+            .get(
+                &format!("/oauth/authorize?{}", authorize_query(overrides)),
+                &[],
+            )
+            .await;
+        assert!(
+            is_error_page(&reply),
+            "{case}: {} {}",
+            reply.status,
+            reply.raw
+        );
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{case}");
+        assert!(!reply.raw.contains("evil.example"), "{case}");
+    }
+    let repeated = w
+        .get(
+            &format!("/oauth/authorize?{}&client_id=x", authorize_query(&[])),
+            &[],
+        )
+        .await;
+    assert!(is_error_page(&repeated), "a repeated parameter");
+
+    let long_state = "s".repeat(MAX_STATE_BYTES);
+    let state_at_limit = w
+        .get(
+            &format!(
+                "/oauth/authorize?{}",
+                authorize_query(&[("state", &long_state)])
+            ),
+            &[],
+        )
+        .await;
+    assert_eq!(state_at_limit.status, StatusCode::OK, "state at the limit");
+    let plain = "plain".to_owned();
+    let malformed = challenge(VERIFIER)[1..].to_owned();
+    let too_long_state = "s".repeat(MAX_STATE_BYTES + 1);
+    let redirects: Vec<(&str, Vec<(&str, &str)>, &str)> = vec![
+        (
+            "no response_type",
+            vec![("response_type", "")],
+            "invalid_request",
+        ),
+        (
+            "token response_type",
+            vec![("response_type", "token")],
+            "unsupported_response_type",
+        ),
+        (
+            "no challenge",
+            vec![("code_challenge", "")],
+            "invalid_request",
+        ),
+        (
+            "plain",
+            vec![("code_challenge_method", plain.as_str())],
+            "invalid_request",
+        ),
+        (
+            "no method (plain by default)",
+            vec![("code_challenge_method", "")],
+            "invalid_request",
+        ),
+        (
+            "malformed challenge",
+            vec![("code_challenge", malformed.as_str())],
+            "invalid_request",
+        ),
+        ("no resource", vec![("resource", "")], "invalid_target"),
+        (
+            "other resource",
+            vec![("resource", "https://elsewhere.example/mcp")],
+            "invalid_target",
+        ),
+        (
+            "unknown scope",
+            vec![("scope", "mcp:admin")],
+            "invalid_scope",
+        ),
+        (
+            "state one past the limit",
+            vec![("state", too_long_state.as_str())],
+            "invalid_request",
+        ),
+    ];
+    for (case, overrides, error) in redirects {
+        let reply = w
+            .get(
+                &format!("/oauth/authorize?{}", authorize_query(&overrides)),
+                &[],
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::SEE_OTHER, "{case}: {}", reply.raw);
+        let location = redirect_parameters(&reply);
+        assert_eq!(location["error"], error, "{case}");
+        assert_eq!(location["iss"], ISSUER, "{case}");
+        if case.starts_with("state") {
+            assert!(!location.contains_key("state"), "{case}");
+        } else {
+            assert_eq!(location["state"], STATE, "{case}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_consent_form_holds_only_for_its_own_page_and_request() {
+    let w = world(Backend::Sqlite).await;
+    let household = w.household("Form House").await;
+    let consent = w.consent(&authorize_query(&[])).await;
+    let code = w.link_code(&household).await;
+
+    // No cookie, another cookie, a changed parameter, a missing token: 403, no redirect.
+    let mut fields = consent.fields.clone();
+    fields.insert("decision".into(), "allow".into());
+    fields.insert("link_code".into(), code.clone());
+    let cases: Vec<(&str, String, HashMap<String, String>)> = vec![
+        ("no cookie", String::new(), fields.clone()),
+        (
+            "another page's cookie",
+            "hearth_consent=AAAAAAAAAAAAAAAAAAAAAA".into(),
+            fields.clone(),
+        ),
+        ("a changed redirect", consent.cookie.clone(), {
+            let mut changed = fields.clone();
+            changed.insert("redirect_uri".into(), OTHER_REDIRECT.into());
+            changed
+        }),
+        ("a widened scope", consent.cookie.clone(), {
+            let mut changed = fields.clone();
+            changed.insert("scope".into(), "mcp:service mcp:tools".into());
+            changed
+        }),
+        ("no csrf field", consent.cookie.clone(), {
+            let mut changed = fields.clone();
+            changed.remove("csrf");
+            changed
+        }),
+    ];
+    for (case, cookie, fields) in cases {
+        let headers: Vec<(&str, &str)> = if cookie.is_empty() {
+            vec![]
+        } else {
+            vec![("cookie", cookie.as_str())]
+        };
+        let reply = w.form("/oauth/authorize", &headers, &encode(&fields)).await;
+        assert_eq!(reply.status, StatusCode::FORBIDDEN, "{case}: {}", reply.raw);
+        assert!(is_error_page(&reply), "{case}");
+    }
+    // The code was not spent by any of them.
+    let reply = w.submit(&consent, "allow", Some(&code)).await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.raw);
+
+    // A form older than 15 minutes is refused.
+    let stale = w.consent(&authorize_query(&[])).await;
+    w.advance_ms(15 * 60_000);
+    let reply = w.submit(&stale, "deny", None).await;
+    assert_eq!(reply.status, StatusCode::FORBIDDEN);
+
+    // Deny redirects with access_denied and the state.
+    let fresh = w.consent(&authorize_query(&[])).await;
+    let reply = w.submit(&fresh, "deny", None).await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER);
+    let location = redirect_parameters(&reply);
+    assert_eq!(location["error"], "access_denied");
+    assert_eq!(location["state"], STATE);
+    assert!(!location.contains_key("code"));
+}
+
+#[tokio::test]
+async fn link_codes_are_single_use_live_15_minutes_and_attempts_are_limited() {
+    let w = world(Backend::Sqlite).await;
+    let household = w.household("Code House").await;
+    let code = w.link_code(&household).await;
+    w.advance_ms(LINK_CODE_LIFETIME_MS - 1);
+    let consent = w.consent(&authorize_query(&[])).await;
+    let reply = w.submit(&consent, "allow", Some(&code)).await;
+    assert_eq!(
+        reply.status,
+        StatusCode::SEE_OTHER,
+        "live until its last millisecond"
+    );
+    let reused = w.submit(&consent, "allow", Some(&code)).await;
+    assert_eq!(reused.status, StatusCode::BAD_REQUEST, "single use");
+    let expired = w.link_code(&household).await;
+    w.advance_ms(LINK_CODE_LIFETIME_MS);
+    let consent = w.consent(&authorize_query(&[])).await;
+    let reply = w.submit(&consent, "allow", Some(&expired)).await;
+    assert_eq!(
+        reply.status,
+        StatusCode::BAD_REQUEST,
+        "expired at 15 minutes"
+    );
+    assert!(reply.raw.contains("not valid"), "{}", reply.raw);
+    assert!(!reply.raw.contains(&expired), "the code is not echoed");
+
+    // A new window: 10 attempts, then 429 for the 11th, even with the right code.
+    w.advance_ms(hearth_core::oauth::LINK_CODE_WINDOW_MS);
+    let consent = w.consent(&authorize_query(&[])).await;
+    for attempt in 1..LINK_CODE_ATTEMPTS {
+        let reply = w.submit(&consent, "allow", Some("AAAA-AAAA-AAAA")).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "attempt {attempt}");
+    }
+    let good = w.link_code(&household).await;
+    let tenth = w.submit(&consent, "allow", Some(&good)).await;
+    assert_eq!(
+        tenth.status,
+        StatusCode::SEE_OTHER,
+        "the 10th attempt counts"
+    );
+    let another = w.link_code(&household).await;
+    let eleventh = w.submit(&consent, "allow", Some(&another)).await;
+    assert_eq!(eleventh.status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(!eleventh.header("retry-after").is_empty());
+}
+
+#[tokio::test]
+async fn every_token_refusal_is_named() {
+    let w = world(Backend::Sqlite).await;
+    let household = w.household("Token House").await;
+    let client = basic(CLIENT_ID, CLIENT_SECRET);
+
+    // The wrong verifier, a missing one, another redirect, a missing or other resource: the
+    // code survives each of them, and the right request then works.
+    let code = w.authorization_code(&household).await;
+    let other_verifier = "another-verifier-of-at-least-43-characters-9876543210";
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "wrong verifier",
+            exchange_body(&code, other_verifier),
+            "invalid_grant",
+        ),
+        (
+            "no verifier",
+            exchange_body(&code, VERIFIER).replace(&format!("code_verifier={VERIFIER}"), ""),
+            "invalid_request",
+        ),
+        (
+            "another redirect",
+            exchange_body(&code, VERIFIER).replace(
+                &form_urlencoded::byte_serialize(REDIRECT.as_bytes()).collect::<String>(),
+                &form_urlencoded::byte_serialize(OTHER_REDIRECT.as_bytes()).collect::<String>(),
+            ),
+            "invalid_grant",
+        ),
+        (
+            "no resource",
+            exchange_body(&code, VERIFIER).replace(
+                &format!(
+                    "resource={}",
+                    form_urlencoded::byte_serialize(RESOURCE.as_bytes()).collect::<String>()
+                ),
+                "",
+            ),
+            "invalid_target",
+        ),
+        (
+            "other resource",
+            exchange_body(&code, VERIFIER).replace("8787", "8788"),
+            "invalid_target",
+        ),
+        (
+            "unknown code",
+            exchange_body("not-a-code", VERIFIER),
+            "invalid_grant",
+        ),
+        (
+            "no code",
+            "grant_type=authorization_code".to_owned(),
+            "invalid_request",
+        ),
+    ];
+    for (case, body, error) in cases {
+        let reply = w.token(&body).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::BAD_REQUEST,
+            "{case}: {}",
+            reply.raw
+        );
+        assert_eq!(reply.body["error"], error, "{case}");
+        assert!(!reply.raw.contains(&code), "{case}: the code is not echoed");
+    }
+    // The wrong client: its credentials do not authenticate.
+    let wrong_client = w
+        .form(
+            "/oauth/token",
+            &[("authorization", &basic("someone-else", CLIENT_SECRET))],
+            &exchange_body(&code, VERIFIER),
+        )
+        .await;
+    assert_eq!(wrong_client.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(wrong_client.body["error"], "invalid_client");
+    // client_secret_post works as well as Basic.
+    let posted = format!(
+        "{}&client_id={CLIENT_ID}&client_secret={CLIENT_SECRET}",
+        exchange_body(&code, VERIFIER)
+    );
+    let exchanged = w.form("/oauth/token", &[], &posted).await;
+    assert_eq!(exchanged.status, StatusCode::OK, "{}", exchanged.raw);
+
+    // A code is good for five minutes: at the limit it is not.
+    let at_edge = w.authorization_code(&household).await;
+    w.advance_ms(AUTHORIZATION_CODE_LIFETIME_MS - 1);
+    assert_eq!(w.exchange(&at_edge).await.status, StatusCode::OK);
+    let expired = w.authorization_code(&household).await;
+    w.advance_ms(AUTHORIZATION_CODE_LIFETIME_MS);
+    let reply = w.exchange(&expired).await;
+    assert_eq!(reply.body["error"], "invalid_grant", "{}", reply.raw);
+
+    // Refresh refusals: unknown, malformed, and a scope wider than the grant.
+    let narrow_code = {
+        let code = w.link_code(&household).await;
+        let consent = w.consent(&authorize_query(&[("scope", "mcp:tools")])).await;
+        let reply = w.submit(&consent, "allow", Some(&code)).await;
+        redirect_parameters(&reply)["code"].clone()
+    };
+    let narrow = w.exchange(&narrow_code).await;
+    assert_eq!(narrow.body["scope"], "mcp:tools");
+    let refresh = narrow.body["refresh_token"].as_str().unwrap();
+    let wider = w
+        .form(
+            "/oauth/token",
+            &[("authorization", &client)],
+            &format!("grant_type=refresh_token&refresh_token={refresh}&scope=mcp:service"),
+        )
+        .await;
+    assert_eq!(wider.body["error"], "invalid_scope", "{}", wider.raw);
+    let other_resource = w
+        .form(
+            "/oauth/token",
+            &[("authorization", &client)],
+            &format!(
+                "grant_type=refresh_token&refresh_token={refresh}&resource=https://elsewhere.example/mcp"
+            ),
+        )
+        .await;
+    assert_eq!(other_resource.body["error"], "invalid_target");
+    for bad in ["hrt1.nope", "anything"] {
+        assert_eq!(w.refresh(bad).await.body["error"], "invalid_grant", "{bad}");
+    }
+    let with_resource = w
+        .form(
+            "/oauth/token",
+            &[("authorization", &client)],
+            &format!(
+                "grant_type=refresh_token&refresh_token={refresh}&resource={}",
+                form_urlencoded::byte_serialize(RESOURCE.as_bytes()).collect::<String>()
+            ),
+        )
+        .await;
+    assert_eq!(
+        with_resource.status,
+        StatusCode::OK,
+        "{}",
+        with_resource.raw
+    );
+}
+
+#[tokio::test]
+async fn a_tier_one_token_reaches_only_what_needs_no_household() {
+    let w = world(Backend::Sqlite).await;
+    let service = common::access_token(&w.h.router, None).await;
+    let listed = w
+        .mcp(
+            &service,
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        )
+        .await;
+    assert_eq!(listed.status, StatusCode::OK);
+    let ping = w
+        .mcp(
+            &service,
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}),
+        )
+        .await;
+    assert_eq!(ping.status, StatusCode::OK);
+    let guide = w
+        .call(
+            &service,
+            "ask_aion",
+            json!({"question": "what is a hearth?"}),
+        )
+        .await;
+    assert_eq!(guide.status, StatusCode::OK, "{}", guide.raw);
+    let reference = w.call(&service, "scholia_catalog", json!({})).await;
+    assert_eq!(reference.status, StatusCode::OK, "{}", reference.raw);
+    assert_eq!(
+        reference.body["result"]["isError"], false,
+        "{}",
+        reference.raw
+    );
+    for (tool, arguments) in [
+        ("explain_why", json!({"household_id": "kitchen"})),
+        (
+            "record_decision",
+            json!({"household_id": "kitchen", "action": "a", "reason": "b"}),
+        ),
+        ("propose_purchase", json!({"household_id": "kitchen"})),
+    ] {
+        let refused = w.call(&service, tool, arguments).await;
+        assert_eq!(refused.status, StatusCode::UNAUTHORIZED, "{tool}");
+        assert_eq!(refused.body["id"], 7, "{tool}");
+        assert_eq!(
+            refused.body["error"]["data"]["reason"], "account_linking_required",
+            "{tool}"
+        );
+        assert!(
+            refused
+                .header("www-authenticate")
+                .contains("resource_metadata="),
+            "{tool}"
+        );
+    }
+    let read = w
+        .mcp(
+            &service,
+            &json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read",
+                "params": {"uri": "hearth://x"}}),
+        )
+        .await;
+    assert_eq!(read.status, StatusCode::UNAUTHORIZED);
+    // Without linking configured, the same token keeps reaching every tool.
+    let unlinked = common::harness(&[]);
+    let service = common::access_token(&unlinked.router, None).await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "explain_why", "arguments": {"household_id": "kitchen"}}});
+    let authorization = format!("Bearer {service}");
+    let reply = request(
+        &unlinked.router,
+        "POST",
+        "/mcp",
+        &[
+            ("authorization", authorization.as_str()),
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ],
+        &body.to_string(),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.raw);
+}
