@@ -40,14 +40,23 @@ async fn replay_to(function: Function, file: &str) -> Value {
         serde_json::from_str(&fixture(&format!("{folder}/{file}"))).expect("API Gateway event");
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("lambda.db");
-    let mut config = common::config(&[
+    let mut vars = vec![
         ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001"),
         ("HEARTH_DB", db.to_str().unwrap()),
         (
             "MCP_RESOURCE_URL",
             "https://abc123xyz.execute-api.us-east-1.amazonaws.com/mcp",
         ),
-    ]);
+    ];
+    // The OAuth function's fixtures include the consent page, which needs linking configured;
+    // the MCP fixtures keep the client-credentials token reaching every tool.
+    if let Function::OAuth = function {
+        vars.push((
+            "MCP_REDIRECT_URIS",
+            "https://pitangui.amazon.com/api/skill/link/MFIXTURE",
+        ));
+    }
+    let mut config = common::config(&vars);
     // What `app::load_credentials` reads from Secrets Manager in a deployment.
     let (credentials, problems) =
         Credentials::from_secret_json(&fixture("events/credentials.json")).unwrap();

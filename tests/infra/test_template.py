@@ -186,7 +186,28 @@ def test_the_speech_function_reads_household_accounts_and_counts_rates_only():
         (["dynamodb:GetItem"], ["account#*"]),
         (["dynamodb:ConditionCheckItem", "dynamodb:UpdateItem"], ["rate#*"]),
     ], key=str)
-    assert table_access("OAuthFunction") == [(["dynamodb:ConditionCheckItem", "dynamodb:UpdateItem"], ["rate#*"])]
+
+
+def test_the_oauth_function_reaches_counters_linking_records_and_accounts_only():
+    # Tokens and codes live in grant# items; a link or revoked family writes the account and
+    # its index entry (one transaction); counters as everywhere. No chain, no scope registry.
+    assert sorted(table_access("OAuthFunction"), key=str) == sorted([
+        (["dynamodb:ConditionCheckItem", "dynamodb:UpdateItem"], ["rate#*"]),
+        (["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem"], ["grant#*"]),
+        (["dynamodb:GetItem", "dynamodb:PutItem"], ["account#*", "accounts"]),
+    ], key=str)
+
+
+def test_account_linking_is_off_until_redirect_uris_are_given():
+    parameter = TEMPLATE["Parameters"]["RedirectUris"]
+    assert parameter["Default"] == ""
+    pattern = re.compile(parameter["AllowedPattern"])
+    assert pattern.match("")
+    assert pattern.match("https://pitangui.amazon.com/api/skill/link/M1,https://layla.amazon.com/api/skill/link/M1")
+    for bad in ["http://pitangui.amazon.com/x", "https://a.example/x#frag", "https://a.example/x,"]:
+        assert not pattern.match(bad), bad
+    variables = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
+    assert variables["MCP_REDIRECT_URIS"] == {"Ref": "RedirectUris"}
 
 
 def test_the_table_keeps_its_data():
