@@ -5,70 +5,34 @@
 //
 // Usage: node tests/browser/tour.mjs OUTPUT_DIR   (scripts/test runs it)
 
-import { spawn, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, readFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createHash, randomBytes } from "node:crypto";
-const ROOT = resolve(new URL("../..", import.meta.url).pathname);
-// playwright-core lives in the project-local npm folder scripts/test installs.
-const { chromium } = await import(join(ROOT, ".tools", "npm", "node_modules", "playwright-core", "index.mjs"));
+import { ROOT, chromium, FLAGS, check, startHearth } from "./lib.mjs";
+
 const OUT = resolve(process.argv[2] || join(ROOT, ".test-output", "browser"));
 const TOUR = JSON.parse(readFileSync(join(ROOT, "demo", "tour.json"), "utf8")).turns;
-const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-  "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 const VIEWPORTS = [
   { name: "phone", width: 390, height: 844 },
   { name: "desktop", width: 1280, height: 900 },
 ];
 
-function check(condition, message) {
-  if (!condition) throw new Error(message);
-}
-
-function freePort() {
-  return new Promise((done) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => done(port));
-    });
-  });
-}
-
 async function startServer() {
-  const port = await freePort();
-  const dataDir = mkdtempSync(join(tmpdir(), "hearth-demo-"));
   const token = "demo-" + randomBytes(16).toString("hex");
-  const server = spawn(join(ROOT, "target", "debug", "hearth"), [], {
-    env: {
-      ...process.env,
-      HEARTH_ADDR: `127.0.0.1:${port}`,
-      HEARTH_DATA_DIR: dataDir,
-      HEARTH_DEMO_DEVICE: "1",
-      COUNTERSIGN_HOST_KEY: randomBytes(24).toString("hex"),
-      MCP_JUDGE_TOKEN_HASHES: createHash("sha256").update(token).digest("hex"),
-      MCP_CLIENT_ID: "demo-client",
-      MCP_CLIENT_SECRET: randomBytes(24).toString("hex"),
-      MCP_JWT_SECRET: randomBytes(32).toString("hex"),
-      // Polly is not reachable from the test: /tts answers 503 and the page falls back.
-      AWS_REGION: "us-east-1", AWS_ACCESS_KEY_ID: "testing", AWS_SECRET_ACCESS_KEY: "testing",
-      AWS_ENDPOINT_URL: "http://127.0.0.1:9",
-    },
-    stdio: ["ignore", "ignore", "pipe"],
+  const { server, base, dataDir } = await startHearth({
+    HEARTH_DEMO_DEVICE: "1",
+    COUNTERSIGN_HOST_KEY: randomBytes(24).toString("hex"),
+    MCP_JUDGE_TOKEN_HASHES: createHash("sha256").update(token).digest("hex"),
+    MCP_CLIENT_ID: "demo-client",
+    MCP_CLIENT_SECRET: randomBytes(24).toString("hex"),
+    MCP_JWT_SECRET: randomBytes(32).toString("hex"),
+    // Polly is not reachable from the test: /tts answers 503 and the page falls back.
+    AWS_REGION: "us-east-1", AWS_ACCESS_KEY_ID: "testing", AWS_SECRET_ACCESS_KEY: "testing",
+    AWS_ENDPOINT_URL: "http://127.0.0.1:9",
   });
-  let log = "";
-  server.stderr.on("data", (chunk) => { log += chunk; });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
-    try {
-      if ((await fetch(base + "/healthz")).ok) return { server, base, token, db: join(dataDir, "hearth.db") };
-    } catch (_) { /* not yet */ }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  server.kill();
-  throw new Error("the server did not start: " + log);
+  return { server, base, token, db: join(dataDir, "hearth.db") };
 }
 
 async function newestCard(page) {

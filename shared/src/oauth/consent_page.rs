@@ -137,9 +137,11 @@ fn page(status: StatusCode, body: String, redirect_origin: &str) -> Response {
         HeaderValue::from_static("nosniff"),
     );
     // The page's URL carries the state and the challenge; no other site needs to see them.
+    // `same-origin` rather than `no-referrer`: under `no-referrer` Chromium sends the form's
+    // POST with `Origin: null`, which the Origin check must refuse.
     headers.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     response
 }

@@ -1,0 +1,52 @@
+// What the browser tests share: the project root, playwright-core's Chromium (Debian's
+// /usr/bin/chromium), its flags, a check that throws, and a local Hearth server on a free
+// loopback port.
+
+import { spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+export const ROOT = resolve(new URL("../..", import.meta.url).pathname);
+// playwright-core lives in the project-local npm folder scripts/test installs.
+export const { chromium } = await import(join(ROOT, ".tools", "npm", "node_modules", "playwright-core", "index.mjs"));
+export const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+  "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+export const HEARTH = join(ROOT, "target", "debug", "hearth");
+
+export function check(condition, message) {
+  if (!condition) throw new Error(message);
+}
+
+function freePort() {
+  return new Promise((done) => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => done(port));
+    });
+  });
+}
+
+/** Starts target/debug/hearth with `env` over a fresh data directory; resolves once
+ * /healthz answers, with the process, its base URL and its data directory. */
+export async function startHearth(env) {
+  const port = await freePort();
+  const dataDir = mkdtempSync(join(tmpdir(), "hearth-browser-"));
+  const server = spawn(HEARTH, [], {
+    env: { ...process.env, ...env, HEARTH_ADDR: `127.0.0.1:${port}`, HEARTH_DATA_DIR: dataDir },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let log = "";
+  server.stderr.on("data", (chunk) => { log += chunk; });
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    try {
+      if ((await fetch(base + "/healthz")).ok) return { server, base, dataDir, log: () => log };
+    } catch (_) { /* not yet */ }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  server.kill();
+  throw new Error("the server did not start: " + log);
+}
