@@ -271,3 +271,135 @@ async fn household_session_logs_nothing_secret(h: &common::Harness, captured: &C
         assert!(!logs.contains(secret), "the log holds {secret:?}:\n{logs}");
     }
 }
+
+/// Account linking's secrets: the link code, the authorization code, the PKCE verifier and
+/// challenge, the state, and both tokens never reach the log, on success or refusal.
+#[tokio::test]
+async fn a_linking_session_logs_no_code_token_or_state() {
+    use hearth_core::accounts::{Accounts, new_household_id};
+    use hearth_core::linking::Linking;
+    use hearth_core::store::sqlite::SqliteStore;
+    use std::sync::Arc;
+
+    let captured = Captured::default();
+    let sink = captured.clone();
+    let _default =
+        tracing::subscriber::set_default(hearth_core::telemetry::subscriber(move || sink.clone()));
+    let redirect = "https://alexa.example/api/skill/link/LOGS";
+    let h = harness(&[("MCP_REDIRECT_URIS", redirect)]);
+    let store = Arc::new(SqliteStore::open(&h.db_path()).unwrap());
+    let accounts = Arc::new(Accounts::new(store.clone(), h.clock.clone()));
+    let household = new_household_id();
+    accounts
+        .create(&household, "Log Link Home", None)
+        .await
+        .unwrap();
+    let linking = Linking::new(store, accounts, h.clock.clone());
+    let (link_code, _) = linking.new_link_code(&household).await.unwrap();
+    let state = "state-that-must-stay-private";
+    let verifier = "verifier-that-must-stay-private-0123456789abcdef";
+    let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(<sha2::Sha256 as sha2::Digest>::digest(verifier.as_bytes()));
+    let query: String = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs([
+            ("response_type", "code"),
+            ("client_id", CLIENT_ID),
+            ("redirect_uri", redirect),
+            ("state", state),
+            ("code_challenge", challenge.as_str()),
+            ("code_challenge_method", "S256"),
+            ("resource", common::RESOURCE),
+        ])
+        .finish();
+    let page = request(
+        &h.router,
+        "GET",
+        &format!("/oauth/authorize?{query}"),
+        &[],
+        "",
+    )
+    .await;
+    let cookie = page
+        .header("set-cookie")
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let csrf = page
+        .raw
+        .split(r#"name="csrf" value=""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_owned();
+    let form = "application/x-www-form-urlencoded";
+    let submit = |code: &str| {
+        let body = format!("{query}&csrf={csrf}&decision=allow&link_code={code}");
+        let (router, cookie) = (h.router.clone(), cookie.clone());
+        async move {
+            request(
+                &router,
+                "POST",
+                "/oauth/authorize",
+                &[("cookie", cookie.as_str()), ("content-type", form)],
+                &body,
+            )
+            .await
+        }
+    };
+    let wrong = submit("ZZZZ-ZZZZ-ZZZZ").await;
+    assert_eq!(wrong.status, http::StatusCode::BAD_REQUEST);
+    let linked = submit(&link_code).await;
+    let location = url::Url::parse(linked.header("location")).unwrap();
+    let code = location
+        .query_pairs()
+        .find(|(name, _)| name == "code")
+        .unwrap()
+        .1
+        .into_owned();
+    let client = basic(CLIENT_ID, CLIENT_SECRET);
+    let token_form = |body: String| {
+        let (router, client) = (h.router.clone(), client.clone());
+        async move {
+            request(
+                &router,
+                "POST",
+                "/oauth/token",
+                &[("authorization", client.as_str()), ("content-type", form)],
+                &body,
+            )
+            .await
+        }
+    };
+    let exchange = format!(
+        "grant_type=authorization_code&code={code}&redirect_uri={}&code_verifier={verifier}&resource={}",
+        form_urlencoded::byte_serialize(redirect.as_bytes()).collect::<String>(),
+        common::RESOURCE
+    );
+    let tokens = token_form(exchange.clone()).await;
+    let access = tokens.body["access_token"].as_str().unwrap().to_owned();
+    let refresh = tokens.body["refresh_token"].as_str().unwrap().to_owned();
+    let replay = token_form(exchange).await;
+    assert_eq!(replay.body["error"], "invalid_grant");
+    let reused = token_form(format!("grant_type=refresh_token&refresh_token={refresh}")).await;
+    assert_eq!(reused.body["error"], "invalid_grant");
+    let logs = captured.text();
+    assert!(logs.contains("oauth/authorize"), "{logs}");
+    assert!(logs.contains("oauth/token"), "{logs}");
+    for secret in [
+        link_code.as_str(),
+        &link_code.replace('-', ""),
+        "ZZZZ-ZZZZ-ZZZZ",
+        code.as_str(),
+        state,
+        verifier,
+        challenge.as_str(),
+        csrf.as_str(),
+        &cookie,
+        access.as_str(),
+        refresh.as_str(),
+        CLIENT_SECRET,
+    ] {
+        assert!(!logs.contains(secret), "the log holds {secret:?}:\n{logs}");
+    }
+}
