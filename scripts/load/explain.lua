@@ -4,7 +4,8 @@ wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Accept"] = "application/json, text/event-stream"
 wrk.headers["Authorization"] = "Bearer " .. os.getenv("HEARTH_TOKEN")
 wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"explain_why",'
-  .. '"arguments":{"household_id":"load","question":"why are the lights dim?"}}}'
+  .. '"arguments":{"household_id":"' .. os.getenv("HEARTH_LOAD_HOUSEHOLD") .. '",'
+  .. '"question":"why are the lights dim?"}}}'
 
 function done(summary, latency, requests)
   local seconds = summary.duration / 1e6
