@@ -7,11 +7,16 @@ import base64
 import hashlib
 import hmac
 import json
+from urllib.parse import urlencode
 from pathlib import Path
 
 JUDGE_TOKEN = "fuzz-judge-token"
 CLIENT = ("fuzz-client", "fuzz-client-secret-0123456789")
 HOST_KEY = "fuzz-host-key"
+REDIRECT = "https://alexa.example/api/skill/link/FUZZ"
+# RFC 7636 Appendix B.
+VERIFIER = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+CHALLENGE = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
 NOW = 1_796_000_000
 ROOT = Path(__file__).resolve().parent / "corpus"
 
@@ -96,6 +101,17 @@ def main():
         http("POST", "/demo/device", [("authorization", f"Bearer {JUDGE_TOKEN}"), ("content-type", "application/json")], json.dumps({"member_id": "mia", "utterances": ["buy dino blocks"]})),
         http("GET", "/demo/device", [("authorization", f"Bearer {JUDGE_TOKEN}")]),
         http("GET", "/mcp?access_token=x", []),
+        http("GET", "/oauth/authorize?" + urlencode({"response_type": "code", "client_id": CLIENT[0], "redirect_uri": REDIRECT, "state": "s",
+             "code_challenge": CHALLENGE, "code_challenge_method": "S256", "resource": "http://127.0.0.1:8787/mcp", "scope": "mcp:service"}), []),
+        http("POST", "/oauth/authorize", [("content-type", "application/x-www-form-urlencoded"), ("cookie", "hearth_consent=AAAAAAAAAAAAAAAAAAAAAA")],
+             urlencode({"response_type": "code", "client_id": CLIENT[0], "redirect_uri": REDIRECT, "code_challenge": CHALLENGE,
+                        "code_challenge_method": "S256", "resource": "http://127.0.0.1:8787/mcp", "csrf": "AAAA", "decision": "allow", "link_code": "AAAA-BBBB-CCCC"})),
+        http("POST", "/oauth/token", [("authorization", "Basic " + base64.b64encode(":".join(CLIENT).encode()).decode()), ("content-type", "application/x-www-form-urlencoded")],
+             urlencode({"grant_type": "authorization_code", "code": "A" * 43, "redirect_uri": REDIRECT, "code_verifier": VERIFIER, "resource": "http://127.0.0.1:8787/mcp"})),
+        http("POST", "/oauth/token", [("content-type", "application/x-www-form-urlencoded")],
+             urlencode({"grant_type": "refresh_token", "refresh_token": "hrt1." + "0" * 32 + "." + "A" * 43, "client_id": CLIENT[0], "client_secret": CLIENT[1]})),
+        http("POST", "/oauth/revoke", [("authorization", "Basic " + base64.b64encode(":".join(CLIENT).encode()).decode()), ("content-type", "application/x-www-form-urlencoded")],
+             "token=hrt1." + "0" * 32 + "." + "A" * 43),
     ]
     write("http_request", http_seeds)
     names = list(TOOL_ARGUMENTS)
@@ -125,6 +141,8 @@ def main():
         b"Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJoaC0wIn0.c2lnbmF0dXJl\nscope=mcp%3Aservice",
         b"Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.\n",
         b"Basic %%%\n%zz=%",
+        ("Basic " + base64.b64encode(":".join(CLIENT).encode()).decode() + "\ngrant_type=refresh_token&refresh_token=hrt1." + "0" * 32 + "." + "A" * 43).encode(),
+        ("Bearer x\ncode_verifier=" + VERIFIER + "&code_challenge=" + CHALLENGE + "&link_code=oil0-OIL0-abcd").encode(),
     ])
 
 

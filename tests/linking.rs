@@ -47,6 +47,10 @@ fn config() -> Config {
 }
 
 async fn world(backend: Backend) -> World {
+    world_over(backend, Moto::shared().dynamodb_client()).await
+}
+
+async fn world_over(backend: Backend, client: aws_sdk_dynamodb::Client) -> World {
     let config = config();
     let mut shared: Option<Stores> = None;
     let h = match backend {
@@ -56,10 +60,7 @@ async fn world(backend: Backend) -> World {
             stores
         }),
         Backend::Dynamo => {
-            let store = DynamoStore::new(
-                Moto::shared().dynamodb_client(),
-                unique_name("hearth-linking"),
-            );
+            let store = DynamoStore::new(client, unique_name("hearth-linking"));
             store.ensure_table().await.expect("create the table");
             let stores = Stores::shared(Arc::new(store));
             shared = Some(stores.clone());
@@ -561,7 +562,9 @@ async fn every_authorization_refusal_is_a_page_or_a_redirect_as_rfc_6749_says() 
     let plain = "plain".to_owned();
     let malformed = challenge(VERIFIER)[1..].to_owned();
     let too_long_state = "s".repeat(MAX_STATE_BYTES + 1);
-    let redirects: Vec<(&str, Vec<(&str, &str)>, &str)> = vec![
+    /// A case's name, its parameter overrides, and the error the redirect must carry.
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, &'a str);
+    let redirects: Vec<Case> = vec![
         (
             "no response_type",
             vec![("response_type", "")],
@@ -964,4 +967,68 @@ async fn a_tier_one_token_reaches_only_what_needs_no_household() {
     )
     .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.raw);
+}
+
+/// What each step of linking costs on DynamoDB, in SDK calls (each one round trip).
+#[tokio::test]
+async fn each_linking_step_costs_a_known_number_of_dynamodb_calls() {
+    let counter = hearth_testkit::CallCounter::default();
+    let client = aws_sdk_dynamodb::Client::from_conf(
+        Moto::shared()
+            .dynamodb_config()
+            .interceptor(counter.clone())
+            .build(),
+    );
+    let w = world_over(Backend::Dynamo, client).await;
+    let household = w.household("Counted House").await;
+    let link_code = w.link_code(&household).await;
+    counter.take();
+    let consent = w.consent(&authorize_query(&[])).await;
+    assert_eq!(counter.take(), 1, "the consent page: the rate limiter");
+    let reply = w.submit(&consent, "allow", Some(&link_code)).await;
+    let code = redirect_parameters(&reply)["code"].clone();
+    assert_eq!(
+        counter.take(),
+        6,
+        "the form: the rate limiter, the attempt counter, GetItem and DeleteItem of the link code, GetItem of the account, PutItem of the code"
+    );
+    let tokens = w.exchange(&code).await;
+    assert_eq!(tokens.status, StatusCode::OK);
+    assert_eq!(
+        counter.take(),
+        6,
+        "the exchange: the rate limiter, GetItem and PutItem (claim) of the code, the account's read and write, PutItem of the family"
+    );
+    let refreshed = w
+        .refresh(tokens.body["refresh_token"].as_str().unwrap())
+        .await;
+    assert_eq!(refreshed.status, StatusCode::OK);
+    assert_eq!(
+        counter.take(),
+        4,
+        "a refresh: the rate limiter, GetItem of the family and of the account, PutItem of the family"
+    );
+    let access = refreshed.body["access_token"].as_str().unwrap();
+    assert_eq!(
+        w.call(access, "explain_why", json!({"action": "anything"}))
+            .await
+            .status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        counter.take(),
+        3,
+        "the first call: the rate limiter, GetItem of the account (standing, then cached), Query"
+    );
+    assert_eq!(
+        w.call(access, "explain_why", json!({"action": "anything"}))
+            .await
+            .status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        counter.take(),
+        2,
+        "every call within the minute: the rate limiter and the Query, as with any token"
+    );
 }

@@ -301,6 +301,25 @@ impl Accounts {
         Ok(generation)
     }
 
+    /// Counts one more access token issued through account linking under `generation`, in one
+    /// read and one write; [`AccountError::NotFound`] (and nothing written) when the household
+    /// was unlinked since, or deleted.
+    pub async fn note_linked_token(
+        &self,
+        household_id: &str,
+        generation: u64,
+    ) -> Result<(), AccountError> {
+        self.update(household_id, |item| {
+            if item.generation != generation {
+                return Err(AccountError::NotFound(household_id.to_owned()));
+            }
+            item.tokens_issued += 1;
+            Ok(())
+        })
+        .await?;
+        Ok(())
+    }
+
     /// Revokes every token of the household by raising its generation; returns how many tokens
     /// had been issued since the last unlink.
     pub async fn unlink(&self, household_id: &str) -> Result<u64, AccountError> {

@@ -32,6 +32,8 @@ pub const CLIENT_SECRET: &str = "fuzz-client-secret-0123456789";
 pub const JWT_SECRET: &str = "fuzz-jwt-signing-key-of-at-least-32-bytes";
 /// The device key attestations in the seeds are signed with.
 pub const HOST_KEY: &str = "fuzz-host-key";
+/// The redirect URI account linking accepts (the seeds use it).
+pub const REDIRECT_URI: &str = "https://alexa.example/api/skill/link/FUZZ";
 /// The instant the in-process server's clock stands at (Unix seconds).
 pub const NOW: i64 = 1_796_000_000;
 
@@ -57,6 +59,8 @@ fn world() -> &'static World {
             ("HEARTH_RATE_LIMIT_PER_SUBJECT", "1000000".to_owned()),
             ("HEARTH_RATE_LIMIT_PER_IP", "1000000".to_owned()),
             ("HEARTH_DEMO_DEVICE", "1".to_owned()),
+            // Account linking on, so the consent page's checks are reachable.
+            ("MCP_REDIRECT_URIS", REDIRECT_URI.to_owned()),
         ]);
         let config = Config::from_lookup(|name| vars.get(name).cloned()).expect("configuration");
         let store = Arc::new(SqliteStore::open(&dir.join("fuzz.db")).expect("store"));
@@ -235,13 +239,16 @@ pub fn attestation(data: &[u8]) {
 
 /// The OAuth function's inputs: the first line is an `Authorization` header value, read as
 /// Basic client credentials and as a bearer token (the JWT verification path); the rest is a
-/// token-request form.
+/// token-request form, whose linking parameters are read as a refresh token, a link code and
+/// a PKCE pair.
 pub fn oauth(data: &[u8]) {
     let (line, form) = match data.iter().position(|byte| *byte == b'\n') {
         Some(at) => (&data[..at], &data[at + 1..]),
         None => (data, &data[data.len()..]),
     };
-    let _ = crate::oauth::form::Form::parse(form);
+    if let Ok(form) = crate::oauth::form::Form::parse(form) {
+        linking_parameters(&form);
+    }
     let Ok(value) = HeaderValue::from_bytes(line) else {
         return;
     };
@@ -269,5 +276,33 @@ pub fn oauth(data: &[u8]) {
                 || crate::accounts::is_household_id(grant.subject.as_str()),
             "a household grant names a household id"
         );
+    }
+}
+
+/// Account linking's parsers on whatever a form carries: none may panic, and what they accept
+/// has the shape they promise.
+fn linking_parameters(form: &crate::oauth::form::Form) {
+    use crate::linking::{pkce, secrets};
+    if let Some(token) = form.get("refresh_token")
+        && let Some((family, hash)) = secrets::parse_refresh_token(token)
+    {
+        assert_eq!(family.len(), 32, "a family id is 32 hex digits");
+        assert_eq!(hash.len(), 64, "a stored hash is a hex SHA-256");
+    }
+    if let Some(code) = form.get("link_code")
+        && let Some(normalized) = secrets::normalize_link_code(code)
+    {
+        assert_eq!(normalized.len(), secrets::LINK_CODE_CHARS);
+        assert_eq!(
+            secrets::normalize_link_code(&normalized).as_ref(),
+            Some(&normalized)
+        );
+    }
+    let challenge = form.get("code_challenge");
+    let accepted = pkce::check_challenge(challenge, form.get("code_challenge_method")).is_ok();
+    if let (Some(verifier), Some(challenge)) = (form.get("code_verifier"), challenge)
+        && pkce::verifier_matches(verifier, challenge)
+    {
+        assert!(accepted || form.get("code_challenge_method") != Some("S256"));
     }
 }

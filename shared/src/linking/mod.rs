@@ -357,11 +357,10 @@ impl Linking {
             }
             Err(error) => return Err(error.into()),
         }
-        let account = self.accounts.fresh(&body.household_id).await?;
-        if account.is_none_or(|account| account.generation != body.generation) {
-            return Err(LinkingError::InvalidGrant(HOUSEHOLD_GONE));
-        }
-        self.accounts.note_token_issued(&body.household_id).await?;
+        // Still linked under the code's generation? Counted as a token issued if so.
+        self.accounts
+            .note_linked_token(&body.household_id, body.generation)
+            .await?;
         let scope = Scopes::parse(&body.binding.scope)
             .map_err(|_| LinkingError::Unavailable("a stored code is unreadable".into()))?;
         let (refresh_token, current) = new_refresh_token(&family_id)?;
