@@ -654,8 +654,6 @@ pub async fn relocating_moves_a_window_exactly_as_stored(backend: Backend) {
     );
 }
 
-/// Defines one `#[tokio::test]` per contract case for a backend built by `$make`.
-
 fn grant(kind: GrantKind, key: &str, revision: u64, expires_at_ms: i64) -> GrantItem {
     GrantItem {
         kind,
@@ -768,6 +766,7 @@ pub async fn a_grant_delete_is_a_single_use_claim(backend: Backend) {
     );
 }
 
+/// Defines one `#[tokio::test]` per contract case for a backend built by `$make`.
 #[macro_export]
 macro_rules! contract_tests {
     ($backend:ident, $make:expr) => {
