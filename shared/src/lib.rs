@@ -5,7 +5,7 @@
 //! [`telemetry`] in front of both. In the middle, toolsets ([`why`]) implement
 //! [`toolset::Toolset`], [`linking`] keeps account linking's codes and refresh tokens, and
 //! [`ratelimit`] applies its policy to the store's counters. At the bottom, [`auth`],
-//! [`accounts`], [`chain`], [`store`], [`scholia`], [`speech`], [`clock`], [`random`] and
+//! [`accounts`], [`chain`], [`tlog`], [`store`], [`scholia`], [`speech`], [`clock`], [`random`] and
 //! [`config`] know nothing of the layers above.
 
 pub mod accounts;
@@ -33,6 +33,7 @@ pub mod scholia;
 pub mod speech;
 pub mod store;
 pub mod telemetry;
+pub mod tlog;
 pub mod toolset;
 #[cfg(feature = "aws")]
 pub mod tts;
