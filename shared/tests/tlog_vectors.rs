@@ -307,7 +307,7 @@ fn signed_notes_from_c2sp_and_go_verify_and_go_s_key_signs_them_again() {
         }
         assert!(
             matches!(
-                note::verify(&tampered, &[verifier.clone()]),
+                note::verify(&tampered, std::slice::from_ref(&verifier)),
                 Err(NoteError::BadSignature(_))
             ),
             "{}",
