@@ -10,14 +10,17 @@
 //! |----------------|--------------------------|-------------------|------------|
 //! | chain head     | `chain#<scope>#<name>`   | `head`            | `window_started_ms`, `expires_at_ms`, `first_seq`, `last_seq`, `last_hash`, `anchor` (absent until an eviction), `expires_at` |
 //! | chain record   | `chain#<scope>#<name>`   | `rec#<seq, 10 digits>` | `seq`, `hash`, `body`, `window_started_ms`, `expires_at` |
+//! | log head       | `chain#<scope>#<name>`   | `log`             | `log_id`, `epoch`, `tree_size`, `frontier` (hex, absent when empty), `checkpoint` (absent when none); no TTL |
+//! | log hashes     | `chain#<scope>#<name>`   | `hash#<leaf, 20 digits>` | `hashes` (hex: the leaf's hash, then the interior hashes it completed); no TTL |
 //! | scope registry | `scope#<scope>`          | `registry`        | `live` (map: chain name → `expires_at_ms`), `version`, `expires_at` |
 //! | rate counter   | `rate#<counter key>`     | `counter`         | `hits`, `expires_at_ms`, `expires_at` |
 //! | account        | `account#<household id>` | `account`         | `revision`, `body` (the account as JSON); no TTL |
 //! | account index  | `accounts`               | `<household id>`  | `name`, `linked`; written in the same transaction as the account, so a listing is one `Query` |
 //! | linking record | `grant#<kind>#<key>`     | `grant`           | `revision`, `body`, `expires_at_ms`, `expires_at`; kind is `link`, `code` or `family`, key a hash or family id |
 //!
-//! Cost per call: a read is one strongly consistent `Query` of the chain's partition (head and
-//! records sort together, head first). An append is that read plus one `TransactWriteItems`
+//! Cost per call: a read is one strongly consistent `Query` of the chain's partition from
+//! `head` on (the head, the log head and the records sort together; the log's hashes sort
+//! before `head` and are never read with them). An append is that read plus one `TransactWriteItems`
 //! (the head, the record and the evicted record); an append that opens a new window adds one
 //! `GetItem` of the scope registry, whose version guards the cap on live chains. DynamoDB
 //! deletes expired items lazily (and emulators never do), so every read ignores expired heads
@@ -33,13 +36,14 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, Delete, KeySchemaElement, KeyType, Put,
-    ScalarAttributeType, TimeToLiveSpecification, TransactWriteItem, Update,
+    AttributeDefinition, AttributeValue, BillingMode, Delete, KeySchemaElement, KeyType,
+    KeysAndAttributes, Put, ScalarAttributeType, TimeToLiveSpecification, TransactWriteItem,
+    Update,
 };
 
 use super::{
     AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, Counter, CounterStore,
-    GrantItem, GrantKind, GrantStore, Head, Snapshot, StoreError, Taken,
+    GrantItem, GrantKind, GrantStore, Head, LogHead, Snapshot, StoreError, Taken,
 };
 use crate::chain::Sealed;
 
@@ -156,15 +160,26 @@ impl DynamoStore {
     }
 
     async fn query_partition(&self, pk: &str) -> Result<Vec<Item>, StoreError> {
+        self.query_items(pk, None).await
+    }
+
+    /// A partition's items, all of them or those whose `sk` is `from` or sorts after it.
+    async fn query_items(&self, pk: &str, from: Option<&str>) -> Result<Vec<Item>, StoreError> {
         let mut items = Vec::new();
         let mut start: Option<Item> = None;
         loop {
-            let page = self
+            let query = self
                 .client
                 .query()
                 .table_name(&self.table)
-                .key_condition_expression("pk = :pk")
-                .expression_attribute_values(":pk", s(pk))
+                .expression_attribute_values(":pk", s(pk));
+            let query = match from {
+                Some(from) => query
+                    .key_condition_expression("pk = :pk AND sk >= :from")
+                    .expression_attribute_values(":from", s(from)),
+                None => query.key_condition_expression("pk = :pk"),
+            };
+            let page = query
                 .consistent_read(true)
                 .set_exclusive_start_key(start)
                 .send()
@@ -258,7 +273,7 @@ impl ChainStore for DynamoStore {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let items = self.query_partition(&chain_pk(key)).await?;
+            let items = self.query_items(&chain_pk(key), Some("head")).await?;
             let Some(read) = chain_from(&items, now_ms)? else {
                 return Ok(None);
             };
@@ -266,6 +281,93 @@ impl ChainStore for DynamoStore {
                 return Ok(Some(read.snapshot));
             }
         }
+    }
+
+    async fn load_for_append(
+        &self,
+        key: &ChainKey,
+        now_ms: i64,
+    ) -> Result<(Option<Snapshot>, Option<LogHead>), StoreError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let items = self.query_items(&chain_pk(key), Some("head")).await?;
+            let log = items
+                .iter()
+                .find(|item| sort_key(item) == Some("log"))
+                .map(log_from)
+                .transpose()?;
+            match chain_from(&items, now_ms)? {
+                None => return Ok((None, log)),
+                Some(read) if read.consistent || attempt == TORN_READ_ATTEMPTS => {
+                    return Ok((Some(read.snapshot), log));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    async fn log_head(&self, key: &ChainKey) -> Result<Option<LogHead>, StoreError> {
+        self.get(&chain_pk(key), "log")
+            .await?
+            .as_ref()
+            .map(log_from)
+            .transpose()
+    }
+
+    async fn log_hashes(
+        &self,
+        key: &ChainKey,
+        leaves: &[u64],
+    ) -> Result<HashMap<u64, Vec<[u8; 32]>>, StoreError> {
+        let pk = chain_pk(key);
+        let mut found = HashMap::with_capacity(leaves.len());
+        let mut wanted: Vec<u64> = leaves.to_vec();
+        wanted.sort_unstable();
+        wanted.dedup();
+        // BatchGetItem takes at most 100 keys; a proof needs about two per level of the tree.
+        for chunk in wanted.chunks(TRANSACTION_ITEMS) {
+            let keys: Vec<Item> = chunk
+                .iter()
+                .map(|leaf| key_of(&pk, &hash_sk(*leaf)))
+                .collect();
+            let mut request = KeysAndAttributes::builder()
+                .set_keys(Some(keys))
+                .consistent_read(true)
+                .build()
+                .map_err(unavailable)?;
+            for _ in 0..BATCH_READ_ATTEMPTS {
+                let answer = self
+                    .client
+                    .batch_get_item()
+                    .request_items(&self.table, request.clone())
+                    .send()
+                    .await
+                    .map_err(sdk_unavailable)?;
+                for item in answer
+                    .responses()
+                    .and_then(|responses| responses.get(&self.table))
+                    .into_iter()
+                    .flatten()
+                {
+                    let leaf = sort_key(item)
+                        .and_then(|sk| sk.strip_prefix("hash#"))
+                        .and_then(|leaf| leaf.parse::<u64>().ok())
+                        .ok_or_else(|| {
+                            StoreError::Unavailable("a log hash item has no leaf".into())
+                        })?;
+                    found.insert(leaf, hex_hashes(&string(item.get("hashes"), "hashes")?)?);
+                }
+                match answer
+                    .unprocessed_keys()
+                    .and_then(|unprocessed| unprocessed.get(&self.table))
+                {
+                    Some(rest) if !rest.keys().is_empty() => request = rest.clone(),
+                    _ => break,
+                }
+            }
+        }
+        Ok(found)
     }
 
     async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError> {
@@ -310,6 +412,35 @@ impl ChainStore for DynamoStore {
                 .map_err(unavailable)?;
             items.push(TransactWriteItem::builder().delete(delete).build());
         }
+        if let Some(log) = &append.log {
+            let (condition, values): (&str, Item) = match &log.expected {
+                None => ("attribute_not_exists(pk)", HashMap::new()),
+                Some(expected) => (
+                    "log_id = :log_id AND epoch = :epoch AND tree_size = :size",
+                    HashMap::from([
+                        (":log_id".to_owned(), s(&expected.log_id)),
+                        (":epoch".to_owned(), n(expected.epoch as i64)),
+                        (":size".to_owned(), n(expected.size as i64)),
+                    ]),
+                ),
+            };
+            let put_log = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(log_item(&pk, &log.head)))
+                .condition_expression(condition)
+                .set_expression_attribute_values((!values.is_empty()).then_some(values))
+                .build()
+                .map_err(unavailable)?;
+            let mut hashes = key_of(&pk, &hash_sk(log.head.size - 1));
+            hashes.insert("hashes".into(), s(&hex::encode(log.hashes.concat())));
+            let put_hashes = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(hashes))
+                .build()
+                .map_err(unavailable)?;
+            items.push(TransactWriteItem::builder().put(put_log).build());
+            items.push(TransactWriteItem::builder().put(put_hashes).build());
+        }
         if append.expected.is_none() {
             items.push(self.register(key, &append, now_ms).await?);
         }
@@ -334,6 +465,7 @@ impl ChainStore for DynamoStore {
         // belong to no head) rather than a head whose records are gone.
         let mut keys: Vec<Item> = items
             .iter()
+            .filter(|item| sort_key(item) != Some("log"))
             .filter_map(|item| Some(key_of(&chain_pk(key), sort_key(item)?)))
             .collect();
         keys.sort_by_key(|key| sort_key(key) != Some("head"));
@@ -342,6 +474,22 @@ impl ChainStore for DynamoStore {
             keys.remove(0);
         }
         self.delete_items(keys).await?;
+        // The log's head stays, emptied, with the next epoch: a log started again under this
+        // key gets a new origin and never forks the old one.
+        if let Some(log) = items.iter().find(|item| sort_key(item) == Some("log")) {
+            let mut retired = log_from(log)?;
+            retired.epoch += 1;
+            retired.size = 0;
+            retired.frontier.clear();
+            retired.checkpoint.clear();
+            self.client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(log_item(&chain_pk(key), &retired)))
+                .send()
+                .await
+                .map_err(sdk_unavailable)?;
+        }
         self.unregister(key).await?;
         Ok(records)
     }
@@ -373,6 +521,29 @@ impl ChainStore for DynamoStore {
                 items.push(TransactWriteItem::builder().put(put).build());
             }
             self.transact_all(items, "a record copy").await?;
+        }
+        // The log moves with the window: its hashes, then its head (id and epoch unchanged, so
+        // the checkpoints already signed still name it).
+        let from_items = self.query_items(&chain_pk(from), None).await?;
+        let log_items: Vec<Item> = from_items
+            .into_iter()
+            .filter(|item| sort_key(item).is_some_and(|sk| sk == "log" || sk.starts_with("hash#")))
+            .map(|mut item| {
+                item.insert("pk".into(), s(&pk));
+                item
+            })
+            .collect();
+        for chunk in log_items.chunks(TRANSACTION_ITEMS) {
+            let mut items = Vec::with_capacity(chunk.len());
+            for item in chunk {
+                let put = Put::builder()
+                    .table_name(&self.table)
+                    .set_item(Some(item.clone()))
+                    .build()
+                    .map_err(unavailable)?;
+                items.push(TransactWriteItem::builder().put(put).build());
+            }
+            self.transact_all(items, "a log copy").await?;
         }
         let first_seq = snapshot
             .records
@@ -836,6 +1007,57 @@ fn record_item(pk: &str, record: &Sealed, head: &Head) -> Item {
     item.insert("window_started_ms".into(), n(head.window_started_ms));
     item.insert(TTL_ATTRIBUTE.into(), n(ttl_seconds(head.expires_at_ms)));
     item
+}
+
+/// How often a batch read is repeated for the keys DynamoDB left unprocessed.
+const BATCH_READ_ATTEMPTS: usize = 5;
+
+fn hash_sk(leaf: u64) -> String {
+    format!("hash#{leaf:020}")
+}
+
+fn log_item(pk: &str, log: &LogHead) -> Item {
+    let mut item = key_of(pk, "log");
+    item.insert("log_id".into(), s(&log.log_id));
+    item.insert("epoch".into(), n(log.epoch as i64));
+    item.insert("tree_size".into(), n(log.size as i64));
+    if !log.frontier.is_empty() {
+        item.insert("frontier".into(), s(&hex::encode(log.frontier.concat())));
+    }
+    if !log.checkpoint.is_empty() {
+        item.insert("checkpoint".into(), s(&log.checkpoint));
+    }
+    item
+}
+
+fn log_from(item: &Item) -> Result<LogHead, StoreError> {
+    let optional = |name: &str| {
+        item.get(name)
+            .map(|_| string(item.get(name), name))
+            .transpose()
+    };
+    Ok(LogHead {
+        log_id: string(item.get("log_id"), "log_id")?,
+        epoch: number(item.get("epoch"), "epoch")? as u64,
+        size: number(item.get("tree_size"), "tree_size")? as u64,
+        frontier: hex_hashes(&optional("frontier")?.unwrap_or_default())?,
+        checkpoint: optional("checkpoint")?.unwrap_or_default(),
+    })
+}
+
+/// 32-byte hashes written back to back in hex.
+fn hex_hashes(text: &str) -> Result<Vec<[u8; 32]>, StoreError> {
+    let bytes = hex::decode(text)
+        .map_err(|_| StoreError::Unavailable("a stored log hash is not hex".into()))?;
+    if bytes.len() % 32 != 0 {
+        return Err(StoreError::Unavailable(
+            "a stored log hash is not 32 bytes".into(),
+        ));
+    }
+    Ok(bytes
+        .chunks_exact(32)
+        .map(|chunk| chunk.try_into().expect("32-byte chunks"))
+        .collect())
 }
 
 fn chain_pk(key: &ChainKey) -> String {

@@ -16,6 +16,8 @@ pub mod unconfigured;
 
 use std::sync::Arc;
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 
 pub use account::{AccountItem, AccountStore, AccountSummary, DeviceKeyItem, RevokedFamily};
@@ -51,6 +53,32 @@ impl Head {
     }
 }
 
+/// A chain's transparency log (see `tlog`), kept beside its window and outliving it: its
+/// opaque id and epoch (both name it in checkpoints), its size and frontier, and the newest
+/// signed checkpoint. It has no expiry: when a window is replaced the log goes on growing, and
+/// it ends only when the chain is removed, which leaves the id with the next epoch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogHead {
+    pub log_id: String,
+    pub epoch: u64,
+    pub size: u64,
+    /// The roots of the tree's maximal complete subtrees, largest first.
+    pub frontier: Vec<[u8; 32]>,
+    /// The signed note of the tree of `size`; empty when none was signed (no signing key, or
+    /// a removed log's placeholder).
+    pub checkpoint: String,
+}
+
+/// The log's part of an append: the log head the caller read (`None`: the chain has no log
+/// yet), the head after this leaf, and the hashes the leaf stores (its leaf hash and the
+/// interior hashes it completes, in stored order). Leaf `head.size - 1` is the new record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogAppend {
+    pub expected: Option<LogHead>,
+    pub head: LogHead,
+    pub hashes: Vec<[u8; 32]>,
+}
+
 /// A live chain as read: the head and the retained records, oldest first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
@@ -72,6 +100,9 @@ pub struct Append {
     pub evict_below_seq: u64,
     /// When opening a new window: the most live chains the scope may hold, this one included.
     pub max_live_chains: usize,
+    /// The chain's log grown by the new record, written in the same step on condition that the
+    /// log is still as read (a mismatch is a [`StoreError::Conflict`]); `None` leaves it alone.
+    pub log: Option<LogAppend>,
 }
 
 /// How a chain keeps its records: a window lasts `window_ms` from its first record, holds the
@@ -125,6 +156,7 @@ impl Append {
             record,
             evict_below_seq,
             max_live_chains: retention.max_live_chains,
+            log: None,
         }
     }
 }
@@ -261,16 +293,38 @@ pub trait ChainStore: Send + Sync + 'static {
     /// Expired data is hidden, never deleted, by a read.
     async fn load(&self, key: &ChainKey, now_ms: i64) -> Result<Option<Snapshot>, StoreError>;
 
-    /// Applies `append` atomically: either the record, the new head and every eviction are
-    /// stored together, or nothing changes.
+    /// The live window (as [`ChainStore::load`]) and the chain's log head, live window or not,
+    /// in one read: what an append starts from.
+    async fn load_for_append(
+        &self,
+        key: &ChainKey,
+        now_ms: i64,
+    ) -> Result<(Option<Snapshot>, Option<LogHead>), StoreError>;
+
+    /// The chain's log head, if it has a log.
+    async fn log_head(&self, key: &ChainKey) -> Result<Option<LogHead>, StoreError>;
+
+    /// The hashes the appends of `leaves` stored (each leaf's hash, then the interior hashes
+    /// it completed), by leaf index, in one read. A leaf the log does not hold is absent.
+    async fn log_hashes(
+        &self,
+        key: &ChainKey,
+        leaves: &[u64],
+    ) -> Result<HashMap<u64, Vec<[u8; 32]>>, StoreError>;
+
+    /// Applies `append` atomically: either the record, the new head, every eviction and the
+    /// log's growth are stored together, or nothing changes.
     async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError>;
 
-    /// Removes the chain whole: its head and every record, live or expired. Returns how many
-    /// records it held (0 for a chain that never existed).
+    /// Removes the chain whole: its head and every record, live or expired, and its log's
+    /// hashes. The log head stays as a placeholder of size 0 with the next epoch, so a log
+    /// started again under the same key never forks the old one. Returns how many records it
+    /// held (0 for a chain that never existed).
     async fn remove(&self, key: &ChainKey) -> Result<usize, StoreError>;
 
     /// Moves the live window of `from` to `to` exactly as stored (head, anchor, records and
-    /// their hashes), then removes `from`. `to` must hold no live window, or this is a
+    /// their hashes, and the log with its id, so its checkpoints still name it), then removes
+    /// `from`. `to` must hold no live window, or this is a
     /// [`StoreError::Conflict`] and nothing moves. Returns how many records moved (0 when
     /// `from` has no live window, which leaves it alone).
     async fn relocate(

@@ -5,6 +5,7 @@
 //! writes. One connection sits behind a mutex and statements run inline on the async task:
 //! each is a few tens of microseconds on a local file, far less than a hop to a blocking pool.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -14,7 +15,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::{
     AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, Counter, CounterStore,
-    GrantItem, GrantKind, GrantStore, Head, Snapshot, StoreError, Taken,
+    GrantItem, GrantKind, GrantStore, Head, LogHead, Snapshot, StoreError, Taken,
 };
 use crate::chain::Sealed;
 
@@ -41,6 +42,23 @@ CREATE TABLE IF NOT EXISTS accounts (
     household_id TEXT NOT NULL PRIMARY KEY,
     revision INTEGER NOT NULL,
     body TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS chain_logs (
+    scope TEXT NOT NULL,
+    name TEXT NOT NULL,
+    log_id TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    frontier BLOB NOT NULL,
+    checkpoint TEXT NOT NULL,
+    PRIMARY KEY (scope, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS log_hashes (
+    scope TEXT NOT NULL,
+    name TEXT NOT NULL,
+    leaf INTEGER NOT NULL,
+    hashes BLOB NOT NULL,
+    PRIMARY KEY (scope, name, leaf)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS grants (
     kind TEXT NOT NULL,
@@ -147,6 +165,73 @@ fn unavailable(error: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(error.to_string())
 }
 
+fn read_log(connection: &Connection, key: &ChainKey) -> Result<Option<LogHead>, StoreError> {
+    let row = connection
+        .prepare_cached(
+            "SELECT log_id, epoch, size, frontier, checkpoint
+             FROM chain_logs WHERE scope = ?1 AND name = ?2",
+        )
+        .and_then(|mut statement| {
+            statement
+                .query_row(params![key.scope, key.name], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, i64>(1)?,
+                        row.get::<_, i64>(2)?,
+                        row.get::<_, Vec<u8>>(3)?,
+                        row.get::<_, String>(4)?,
+                    ))
+                })
+                .optional()
+        })
+        .map_err(unavailable)?;
+    row.map(|(log_id, epoch, size, frontier, checkpoint)| {
+        Ok(LogHead {
+            log_id,
+            epoch: epoch as u64,
+            size: size as u64,
+            frontier: hashes_from(&frontier)?,
+            checkpoint,
+        })
+    })
+    .transpose()
+}
+
+/// Hashes stored back to back, 32 bytes each.
+fn hashes_from(bytes: &[u8]) -> Result<Vec<[u8; 32]>, StoreError> {
+    if bytes.len() % 32 != 0 {
+        return Err(StoreError::Unavailable(
+            "a stored log hash is not 32 bytes".into(),
+        ));
+    }
+    Ok(bytes
+        .chunks_exact(32)
+        .map(|chunk| chunk.try_into().expect("32-byte chunks"))
+        .collect())
+}
+
+fn write_log(connection: &Connection, key: &ChainKey, log: &LogHead) -> Result<(), StoreError> {
+    connection
+        .execute(
+            "INSERT INTO chain_logs (scope, name, log_id, epoch, size, frontier, checkpoint)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (scope, name) DO UPDATE SET
+               log_id = excluded.log_id, epoch = excluded.epoch, size = excluded.size,
+               frontier = excluded.frontier, checkpoint = excluded.checkpoint",
+            params![
+                key.scope,
+                key.name,
+                log.log_id,
+                log.epoch as i64,
+                log.size as i64,
+                log.frontier.concat(),
+                log.checkpoint
+            ],
+        )
+        .map_err(unavailable)?;
+    Ok(())
+}
+
 fn read_head(connection: &Connection, key: &ChainKey) -> Result<Option<Head>, StoreError> {
     connection
         .prepare_cached(
@@ -215,6 +300,45 @@ impl ChainStore for SqliteStore {
         })
     }
 
+    async fn load_for_append(
+        &self,
+        key: &ChainKey,
+        now_ms: i64,
+    ) -> Result<(Option<Snapshot>, Option<LogHead>), StoreError> {
+        let snapshot = self.load(key, now_ms).await?;
+        let log = self.with_connection(|connection| read_log(connection, key))?;
+        Ok((snapshot, log))
+    }
+
+    async fn log_head(&self, key: &ChainKey) -> Result<Option<LogHead>, StoreError> {
+        self.with_connection(|connection| read_log(connection, key))
+    }
+
+    async fn log_hashes(
+        &self,
+        key: &ChainKey,
+        leaves: &[u64],
+    ) -> Result<HashMap<u64, Vec<[u8; 32]>>, StoreError> {
+        self.with_connection(|connection| {
+            let mut statement = connection
+                .prepare_cached(
+                    "SELECT hashes FROM log_hashes WHERE scope = ?1 AND name = ?2 AND leaf = ?3",
+                )
+                .map_err(unavailable)?;
+            let mut found = HashMap::with_capacity(leaves.len());
+            for leaf in leaves {
+                let hashes: Option<Vec<u8>> = statement
+                    .query_row(params![key.scope, key.name, *leaf as i64], |row| row.get(0))
+                    .optional()
+                    .map_err(unavailable)?;
+                if let Some(hashes) = hashes {
+                    found.insert(*leaf, hashes_from(&hashes)?);
+                }
+            }
+            Ok(found)
+        })
+    }
+
     async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError> {
         self.with_connection(|connection| {
             let transaction = connection
@@ -223,6 +347,33 @@ impl ChainStore for SqliteStore {
             let current = read_head(&transaction, key)?.filter(|h| h.is_live(now_ms));
             if current != append.expected {
                 return Err(StoreError::Conflict);
+            }
+            if let Some(log) = &append.log {
+                let stored = read_log(&transaction, key)?;
+                let same = |a: &LogHead, b: &LogHead| {
+                    a.log_id == b.log_id && a.epoch == b.epoch && a.size == b.size
+                };
+                let as_read = match (&stored, &log.expected) {
+                    (None, None) => true,
+                    (Some(stored), Some(expected)) => same(stored, expected),
+                    _ => false,
+                };
+                if !as_read {
+                    return Err(StoreError::Conflict);
+                }
+                write_log(&transaction, key, &log.head)?;
+                transaction
+                    .execute(
+                        "INSERT OR REPLACE INTO log_hashes (scope, name, leaf, hashes)
+                         VALUES (?1, ?2, ?3, ?4)",
+                        params![
+                            key.scope,
+                            key.name,
+                            log.head.size as i64 - 1,
+                            log.hashes.concat()
+                        ],
+                    )
+                    .map_err(unavailable)?;
             }
             if append.expected.is_none() {
                 let live_others: i64 = transaction
@@ -296,6 +447,7 @@ impl ChainStore for SqliteStore {
         self.with_connection(|connection| {
             let transaction = connection.transaction().map_err(unavailable)?;
             let removed = delete_chain(&transaction, key)?;
+            retire_log(&transaction, key)?;
             transaction.commit().map_err(unavailable)?;
             Ok(removed)
         })
@@ -335,7 +487,25 @@ impl ChainStore for SqliteStore {
                     params![from.scope, from.name, to.scope, to.name],
                 )
                 .map_err(unavailable)?;
+            if let Some(log) = read_log(&transaction, from)? {
+                transaction
+                    .execute(
+                        "DELETE FROM log_hashes WHERE scope = ?1 AND name = ?2",
+                        params![to.scope, to.name],
+                    )
+                    .map_err(unavailable)?;
+                transaction
+                    .execute(
+                        "INSERT INTO log_hashes (scope, name, leaf, hashes)
+                         SELECT ?3, ?4, leaf, hashes
+                         FROM log_hashes WHERE scope = ?1 AND name = ?2",
+                        params![from.scope, from.name, to.scope, to.name],
+                    )
+                    .map_err(unavailable)?;
+                write_log(&transaction, to, &log)?;
+            }
             delete_chain(&transaction, from)?;
+            retire_log(&transaction, from)?;
             transaction.commit().map_err(unavailable)?;
             Ok(moved)
         })
@@ -356,6 +526,24 @@ fn delete_chain(connection: &Connection, key: &ChainKey) -> Result<usize, StoreE
             params![key.scope, key.name],
         )
         .map_err(unavailable)
+}
+
+/// Deletes a log's hashes and leaves its head as a placeholder of size 0 with the next epoch.
+fn retire_log(connection: &Connection, key: &ChainKey) -> Result<(), StoreError> {
+    connection
+        .execute(
+            "DELETE FROM log_hashes WHERE scope = ?1 AND name = ?2",
+            params![key.scope, key.name],
+        )
+        .map_err(unavailable)?;
+    connection
+        .execute(
+            "UPDATE chain_logs SET epoch = epoch + 1, size = 0, frontier = x'', checkpoint = ''
+             WHERE scope = ?1 AND name = ?2",
+            params![key.scope, key.name],
+        )
+        .map_err(unavailable)?;
+    Ok(())
 }
 
 #[async_trait]

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 
 use super::{
     AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, Counter, CounterStore,
-    GrantItem, GrantKind, GrantStore, Snapshot, StoreError, Taken,
+    GrantItem, GrantKind, GrantStore, LogHead, Snapshot, StoreError, Taken,
 };
 
 pub struct Unconfigured;
@@ -16,6 +16,26 @@ const REASON: &str = "no store is configured";
 #[async_trait]
 impl ChainStore for Unconfigured {
     async fn load(&self, _key: &ChainKey, _now_ms: i64) -> Result<Option<Snapshot>, StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+
+    async fn load_for_append(
+        &self,
+        _key: &ChainKey,
+        _now_ms: i64,
+    ) -> Result<(Option<Snapshot>, Option<LogHead>), StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+
+    async fn log_head(&self, _key: &ChainKey) -> Result<Option<LogHead>, StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+
+    async fn log_hashes(
+        &self,
+        _key: &ChainKey,
+        _leaves: &[u64],
+    ) -> Result<std::collections::HashMap<u64, Vec<[u8; 32]>>, StoreError> {
         Err(StoreError::Unavailable(REASON.into()))
     }
 

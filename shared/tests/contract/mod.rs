@@ -9,7 +9,8 @@ use hearth_core::chain::{self, Sealed};
 use hearth_core::clock::ManualClock;
 use hearth_core::store::{
     AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, Counter, CounterStore,
-    DeviceKeyItem, GrantItem, GrantKind, GrantStore, Head, RevokedFamily, StoreError, Taken,
+    DeviceKeyItem, GrantItem, GrantKind, GrantStore, Head, LogAppend, LogHead, RevokedFamily,
+    StoreError, Taken,
 };
 use hearth_core::why::record::NewDecision;
 use hearth_core::why::{WhyError, WhyService, limits};
@@ -74,6 +75,7 @@ async fn fill(
                     record: record.clone(),
                     evict_below_seq,
                     max_live_chains: 8,
+                    log: None,
                 },
                 now,
             )
@@ -128,6 +130,7 @@ pub async fn a_stale_head_is_a_conflict_and_changes_nothing(backend: Backend) {
         record: record.clone(),
         evict_below_seq: 1,
         max_live_chains: 8,
+        log: None,
     };
     assert!(matches!(
         store.append(&key("h"), attempt.clone(), NOW).await,
@@ -200,6 +203,7 @@ pub async fn the_scope_cap_counts_live_chains_only(backend: Backend) {
         record: record.clone(),
         evict_below_seq: 1,
         max_live_chains: 8,
+        log: None,
     };
     assert!(matches!(
         store.append(&key("h8"), ninth(NOW), NOW).await,
@@ -643,6 +647,7 @@ pub async fn relocating_moves_a_window_exactly_as_stored(backend: Backend) {
                 record,
                 evict_below_seq: 7,
                 max_live_chains: 8,
+                log: None,
             },
             NOW,
         )
@@ -766,6 +771,154 @@ pub async fn a_grant_delete_is_a_single_use_claim(backend: Backend) {
     );
 }
 
+/// The log append of record `record` onto `log` (a fake tree: the test store only keeps what
+/// it is given).
+fn log_append(log: Option<&LogHead>, leaf: u8) -> LogAppend {
+    let (log_id, epoch, size) = log.map_or(("log-a".to_owned(), 1, 0), |log| {
+        (log.log_id.clone(), log.epoch, log.size)
+    });
+    LogAppend {
+        expected: log.cloned(),
+        head: LogHead {
+            log_id,
+            epoch,
+            size: size + 1,
+            frontier: vec![[leaf; 32]],
+            checkpoint: format!("checkpoint of {}\n", size + 1),
+        },
+        hashes: vec![[leaf; 32], [leaf.wrapping_add(100); 32]],
+    }
+}
+
+/// Appends one record to `key` with its log grown by one leaf, as a writer would.
+async fn append_logged(store: &dyn ChainStore, key: &ChainKey, now: i64, leaf: u8) -> LogHead {
+    let (window, log) = store.load_for_append(key, now).await.unwrap();
+    let mut append = Append::next(
+        window.as_ref().map(|w| &w.head),
+        window.as_ref().map_or(&[], |w| &w.records),
+        hearth_core::store::Retention {
+            window_ms: HOUR,
+            capacity: 3,
+            max_live_chains: 8,
+        },
+        now,
+        |seq, prev| sealed(seq, prev),
+    );
+    let grown = log_append(log.as_ref(), leaf);
+    append.log = Some(grown.clone());
+    store.append(key, append, now).await.unwrap();
+    grown.head
+}
+
+pub async fn a_log_grows_with_its_chain_and_outlives_its_window(backend: Backend) {
+    let store = backend.store.as_ref();
+    let key = key("logged");
+    assert_eq!(
+        store.load_for_append(&key, NOW).await.unwrap(),
+        (None, None)
+    );
+    for leaf in 0..5u8 {
+        append_logged(store, &key, NOW, leaf).await;
+    }
+    let (window, log) = store.load_for_append(&key, NOW).await.unwrap();
+    assert_eq!(window.unwrap().records.len(), 3, "the window keeps three");
+    let log = log.unwrap();
+    assert_eq!(
+        (log.size, log.epoch, log.checkpoint.as_str()),
+        (5, 1, "checkpoint of 5\n")
+    );
+    assert_eq!(store.log_head(&key).await.unwrap(), Some(log.clone()));
+    // The window expires; the log does not, and the next append extends it.
+    let later = NOW + 2 * HOUR;
+    let (window, kept) = store.load_for_append(&key, later).await.unwrap();
+    assert_eq!(window, None, "the window is gone");
+    assert_eq!(kept, Some(log));
+    let grown = append_logged(store, &key, later, 5).await;
+    assert_eq!(grown.size, 6);
+    let hashes = store.log_hashes(&key, &[0, 4, 5, 99]).await.unwrap();
+    assert_eq!(hashes.len(), 3, "leaf 99 does not exist");
+    assert_eq!(hashes[&0], vec![[0; 32], [100; 32]]);
+    assert_eq!(hashes[&5], vec![[5; 32], [105; 32]]);
+    // A read of the window does not carry the log's hashes.
+    assert_eq!(
+        store
+            .load(&key, later)
+            .await
+            .unwrap()
+            .unwrap()
+            .records
+            .len(),
+        1
+    );
+}
+
+pub async fn a_log_append_over_a_stale_log_head_is_a_conflict_and_changes_nothing(
+    backend: Backend,
+) {
+    let store = backend.store.as_ref();
+    let key = key("log-race");
+    let first = append_logged(store, &key, NOW, 1).await;
+    let (window, _) = store.load_for_append(&key, NOW).await.unwrap();
+    // A writer that read the log before `first` (none) but the current window.
+    let mut stale = Append::next(
+        window.as_ref().map(|w| &w.head),
+        window.as_ref().map_or(&[], |w| &w.records),
+        hearth_core::store::Retention {
+            window_ms: HOUR,
+            capacity: 3,
+            max_live_chains: 8,
+        },
+        NOW,
+        |seq, prev| sealed(seq, prev),
+    );
+    stale.log = Some(log_append(None, 9));
+    assert!(matches!(
+        store.append(&key, stale, NOW).await,
+        Err(StoreError::Conflict)
+    ));
+    let (window, log) = store.load_for_append(&key, NOW).await.unwrap();
+    assert_eq!(window.unwrap().records.len(), 1, "no record was added");
+    assert_eq!(log, Some(first));
+    assert!(!store.log_hashes(&key, &[0]).await.unwrap()[&0].contains(&[9; 32]));
+}
+
+pub async fn a_removed_log_keeps_its_id_with_the_next_epoch(backend: Backend) {
+    let store = backend.store.as_ref();
+    let key = key("log-removed");
+    append_logged(store, &key, NOW, 1).await;
+    append_logged(store, &key, NOW, 2).await;
+    store.remove(&key).await.unwrap();
+    let retired = store.log_head(&key).await.unwrap().unwrap();
+    assert_eq!(
+        (retired.log_id.as_str(), retired.epoch, retired.size),
+        ("log-a", 2, 0)
+    );
+    assert!(retired.frontier.is_empty() && retired.checkpoint.is_empty());
+    assert!(store.log_hashes(&key, &[0, 1]).await.unwrap().is_empty());
+    let restarted = append_logged(store, &key, NOW, 3).await;
+    assert_eq!((restarted.epoch, restarted.size), (2, 1));
+}
+
+pub async fn relocating_moves_the_log_with_the_window(backend: Backend) {
+    let store = backend.store.as_ref();
+    let from = key("log-from");
+    let to = ChainKey {
+        scope: "scope-b".into(),
+        name: "log-to".into(),
+    };
+    append_logged(store, &from, NOW, 1).await;
+    let moved = append_logged(store, &from, NOW, 2).await;
+    assert_eq!(store.relocate(&from, &to, NOW).await.unwrap(), 2);
+    assert_eq!(store.log_head(&to).await.unwrap(), Some(moved));
+    assert_eq!(store.log_hashes(&to, &[0, 1]).await.unwrap().len(), 2);
+    let left = store.log_head(&from).await.unwrap().unwrap();
+    assert_eq!(
+        (left.epoch, left.size),
+        (2, 0),
+        "the old key's log is retired"
+    );
+}
+
 /// Defines one `#[tokio::test]` per contract case for a backend built by `$make`.
 #[macro_export]
 macro_rules! contract_tests {
@@ -793,6 +946,10 @@ macro_rules! contract_tests {
                 a_grant_is_written_once_and_then_only_over_its_revision,
                 an_expired_grant_reads_as_absent_and_can_be_replaced,
                 a_grant_delete_is_a_single_use_claim,
+                a_log_grows_with_its_chain_and_outlives_its_window,
+                a_log_append_over_a_stale_log_head_is_a_conflict_and_changes_nothing,
+                a_removed_log_keeps_its_id_with_the_next_epoch,
+                relocating_moves_the_log_with_the_window,
             );
         }
     };
