@@ -1049,15 +1049,7 @@ fn log_from(item: &Item) -> Result<LogHead, StoreError> {
 fn hex_hashes(text: &str) -> Result<Vec<[u8; 32]>, StoreError> {
     let bytes = hex::decode(text)
         .map_err(|_| StoreError::Unavailable("a stored log hash is not hex".into()))?;
-    if bytes.len() % 32 != 0 {
-        return Err(StoreError::Unavailable(
-            "a stored log hash is not 32 bytes".into(),
-        ));
-    }
-    Ok(bytes
-        .chunks_exact(32)
-        .map(|chunk| chunk.try_into().expect("32-byte chunks"))
-        .collect())
+    super::hashes_from(&bytes)
 }
 
 fn chain_pk(key: &ChainKey) -> String {

@@ -79,6 +79,19 @@ pub struct LogAppend {
     pub hashes: Vec<[u8; 32]>,
 }
 
+/// 32-byte hashes stored back to back, as both stores keep a log's frontier and hashes.
+pub(crate) fn hashes_from(bytes: &[u8]) -> Result<Vec<[u8; 32]>, StoreError> {
+    if !bytes.len().is_multiple_of(32) {
+        return Err(StoreError::Unavailable(
+            "a stored log hash is not 32 bytes".into(),
+        ));
+    }
+    Ok(bytes
+        .chunks_exact(32)
+        .map(|chunk| chunk.try_into().expect("32-byte chunks"))
+        .collect())
+}
+
 /// A live chain as read: the head and the retained records, oldest first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {

@@ -190,24 +190,11 @@ fn read_log(connection: &Connection, key: &ChainKey) -> Result<Option<LogHead>, 
             log_id,
             epoch: epoch as u64,
             size: size as u64,
-            frontier: hashes_from(&frontier)?,
+            frontier: super::hashes_from(&frontier)?,
             checkpoint,
         })
     })
     .transpose()
-}
-
-/// Hashes stored back to back, 32 bytes each.
-fn hashes_from(bytes: &[u8]) -> Result<Vec<[u8; 32]>, StoreError> {
-    if bytes.len() % 32 != 0 {
-        return Err(StoreError::Unavailable(
-            "a stored log hash is not 32 bytes".into(),
-        ));
-    }
-    Ok(bytes
-        .chunks_exact(32)
-        .map(|chunk| chunk.try_into().expect("32-byte chunks"))
-        .collect())
 }
 
 fn write_log(connection: &Connection, key: &ChainKey, log: &LogHead) -> Result<(), StoreError> {
@@ -332,7 +319,7 @@ impl ChainStore for SqliteStore {
                     .optional()
                     .map_err(unavailable)?;
                 if let Some(hashes) = hashes {
-                    found.insert(*leaf, hashes_from(&hashes)?);
+                    found.insert(*leaf, super::hashes_from(&hashes)?);
                 }
             }
             Ok(found)
