@@ -802,7 +802,7 @@ async fn append_logged(store: &dyn ChainStore, key: &ChainKey, now: i64, leaf: u
             max_live_chains: 8,
         },
         now,
-        |seq, prev| sealed(seq, prev),
+        sealed,
     );
     let grown = log_append(log.as_ref(), leaf);
     append.log = Some(grown.clone());
@@ -869,7 +869,7 @@ pub async fn a_log_append_over_a_stale_log_head_is_a_conflict_and_changes_nothin
             max_live_chains: 8,
         },
         NOW,
-        |seq, prev| sealed(seq, prev),
+        sealed,
     );
     stale.log = Some(log_append(None, 9));
     assert!(matches!(
