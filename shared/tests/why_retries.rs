@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use hearth_core::auth::Caller;
 use hearth_core::clock::SystemClock;
-use hearth_core::store::{APPEND_BUDGET, Append, ChainKey, ChainStore, Snapshot, StoreError};
+use hearth_core::store::{
+    APPEND_BUDGET, Append, ChainKey, ChainStore, LogHead, Snapshot, StoreError,
+};
 use hearth_core::why::record::NewDecision;
 use hearth_core::why::{WhyError, WhyService};
 use serde_json::Map;
@@ -23,6 +25,26 @@ struct Contested {
 impl ChainStore for Contested {
     async fn load(&self, _: &ChainKey, _: i64) -> Result<Option<Snapshot>, StoreError> {
         Ok(None)
+    }
+
+    async fn load_for_append(
+        &self,
+        _: &ChainKey,
+        _: i64,
+    ) -> Result<(Option<Snapshot>, Option<LogHead>), StoreError> {
+        Ok((None, None))
+    }
+
+    async fn log_head(&self, _: &ChainKey) -> Result<Option<LogHead>, StoreError> {
+        Ok(None)
+    }
+
+    async fn log_hashes(
+        &self,
+        _: &ChainKey,
+        _: &[u64],
+    ) -> Result<std::collections::HashMap<u64, Vec<[u8; 32]>>, StoreError> {
+        Ok(Default::default())
     }
 
     async fn append(&self, _: &ChainKey, _: Append, _: i64) -> Result<(), StoreError> {
