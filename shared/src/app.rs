@@ -38,6 +38,7 @@ use crate::store::dynamodb::DynamoStore;
 use crate::store::sqlite::SqliteStore;
 use crate::store::unconfigured::Unconfigured;
 use crate::toolset::Toolset;
+use crate::transparency::LogKeys;
 #[cfg(feature = "aws")]
 use crate::tts::TtsEndpoint;
 use crate::why::{WhyService, WhyToolset};
@@ -266,6 +267,34 @@ pub async fn load_credentials(config: &mut Config) {
             "MCP_RESOURCE_URL is not set; access tokens are neither issued nor accepted"
         );
     }
+    if config.credentials.log_key.is_none() {
+        if config.runtime == Runtime::Local {
+            match crate::auth::dev_credentials::ensure_log_key(&config.data_dir) {
+                Ok(key) => config.credentials.log_key = Some(key),
+                Err(error) => tracing::error!(%error, "the local log key could not be made"),
+            }
+        } else {
+            tracing::warn!(
+                "HEARTH_LOG_KEY is not set; the transparency logs grow unsigned and no receipt carries a proof"
+            );
+        }
+    }
+}
+
+/// The transparency logs' signing keys, when a log key and the public URL are configured.
+pub fn log_keys(config: &Config) -> Option<Arc<LogKeys>> {
+    let urls = config.urls.as_ref()?;
+    let seeds = config.log_key_seeds();
+    if seeds.is_empty() {
+        return None;
+    }
+    match LogKeys::new(urls.host(), &seeds) {
+        Ok(keys) => Some(Arc::new(keys)),
+        Err(error) => {
+            tracing::error!(%error, "the log keys could not be made");
+            None
+        }
+    }
 }
 
 /// The bearer verifier, checking household tokens against the backing's accounts.
@@ -279,10 +308,10 @@ fn authenticator(config: &Config, backing: &Backing) -> crate::auth::Authenticat
 pub fn toolsets(config: &Config, backing: &Backing) -> Vec<Arc<dyn Toolset>> {
     let mut toolsets: Vec<Arc<dyn Toolset>> = Vec::new();
     if config.toolsets.iter().any(|name| name == "why") {
-        let service = Arc::new(WhyService::new(
-            backing.stores.chains.clone(),
-            backing.clock.clone(),
-        ));
+        let service = Arc::new(
+            WhyService::new(backing.stores.chains.clone(), backing.clock.clone())
+                .with_log_keys(log_keys(config)),
+        );
         toolsets.push(Arc::new(WhyToolset::new(service)));
     }
     if config.toolsets.iter().any(|name| name == "aion") {
@@ -291,7 +320,8 @@ pub fn toolsets(config: &Config, backing: &Backing) -> Vec<Arc<dyn Toolset>> {
     if config.toolsets.iter().any(|name| name == "countersign") {
         let mut service = CountersignService::new(
             backing.household.clone(),
-            Ledger::new(backing.stores.chains.clone(), backing.clock.clone()),
+            Ledger::new(backing.stores.chains.clone(), backing.clock.clone())
+                .with_log_keys(log_keys(config)),
             backing.judge.clone(),
             backing.stores.counters.clone(),
         )

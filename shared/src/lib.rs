@@ -3,7 +3,8 @@
 //! Dependencies point one way. At the top, [`app`] composes entry points; [`mcp`] and [`oauth`]
 //! wire the protocols and HTTP, with [`gate`] (kill switch, Origin, rate limits) and
 //! [`telemetry`] in front of both. In the middle, toolsets ([`why`]) implement
-//! [`toolset::Toolset`], [`linking`] keeps account linking's codes and refresh tokens, and
+//! [`toolset::Toolset`], [`linking`] keeps account linking's codes and refresh tokens, [`transparency`] grows and
+//! signs each chain's log, and
 //! [`ratelimit`] applies its policy to the store's counters. At the bottom, [`auth`],
 //! [`accounts`], [`chain`], [`tlog`], [`store`], [`scholia`], [`speech`], [`clock`], [`random`] and
 //! [`config`] know nothing of the layers above.
@@ -35,6 +36,7 @@ pub mod store;
 pub mod telemetry;
 pub mod tlog;
 pub mod toolset;
+pub mod transparency;
 #[cfg(feature = "aws")]
 pub mod tts;
 pub mod why;

@@ -34,6 +34,8 @@ pub const CLIENT_SECRET: &str = "fixture-client-secret-0123456789";
 pub const JWT_SECRET: &str = "fixture-jwt-signing-key-of-32-bytes-or-more";
 /// The local default `MCP_RESOURCE_URL` for the default `HEARTH_ADDR`.
 pub const RESOURCE: &str = "http://127.0.0.1:8787/mcp";
+/// The secret the fixture's transparency-log signing key is derived from.
+pub const LOG_KEY: &str = "fixture-log-key-secret-of-some-length";
 
 pub struct Harness {
     pub router: Router,
@@ -66,6 +68,7 @@ pub fn settings<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, String)> {
         ("MCP_CLIENT_ID", CLIENT_ID.into()),
         ("MCP_CLIENT_SECRET", CLIENT_SECRET.into()),
         ("MCP_JWT_SECRET", JWT_SECRET.into()),
+        ("HEARTH_LOG_KEY", LOG_KEY.into()),
         ("HEARTH_RATE_LIMIT_PER_SUBJECT", "1000000".into()),
         ("HEARTH_RATE_LIMIT_PER_IP", "1000000".into()),
     ];

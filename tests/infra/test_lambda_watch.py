@@ -74,7 +74,7 @@ def watch(tmp_path_factory):
             processes.append((subprocess.Popen(
                 ["cargo", "lambda", "watch", "--manifest-path", f"functions/{function}/Cargo.toml",
                  "--invoke-address", "127.0.0.1", "--invoke-port", str(ports[function]), "--ignore-changes"],
-                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                cwd=ROOT, env=function_env(env, function), stdout=log, stderr=subprocess.STDOUT,
             ), log))
         for (process, log), port in zip(processes, ports.values()):
             _wait_for(process, port, log)
@@ -87,6 +87,14 @@ def watch(tmp_path_factory):
             except subprocess.TimeoutExpired:
                 process.kill()
             log.close()
+
+
+def function_env(env, function):
+    # The consent page's fixtures need account linking configured; the MCP fixtures keep the
+    # client-credentials token reaching every tool (as tests/lambda_events.rs does).
+    if function == "oauth":
+        return dict(env, MCP_REDIRECT_URIS="https://pitangui.amazon.com/api/skill/link/MFIXTURE")
+    return env
 
 
 def _wait_for(process, port, log):

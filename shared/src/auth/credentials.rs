@@ -30,8 +30,21 @@ pub const HOST_KEY_NAME: &str = "COUNTERSIGN_HOST_KEY";
 /// The key guardian notifications are signed with; without it none are sent.
 pub const NOTIFY_KEY_NAME: &str = "COUNTERSIGN_NOTIFY_KEY";
 
+/// The secret the transparency logs' signing key is derived from; locally generated into the
+/// data directory when unset.
+pub const LOG_KEY_NAME: &str = "HEARTH_LOG_KEY";
+
+/// During a log key rotation, the previous key's secret: it keeps signing beside the new one.
+pub const LOG_KEY_PREVIOUS_NAME: &str = "HEARTH_LOG_KEY_PREVIOUS";
+
 /// Secrets that are not caller credentials but are kept with them.
-pub const OTHER_SECRET_NAMES: [&str; 3] = [AION_KEY_NAME, HOST_KEY_NAME, NOTIFY_KEY_NAME];
+pub const OTHER_SECRET_NAMES: [&str; 5] = [
+    AION_KEY_NAME,
+    HOST_KEY_NAME,
+    NOTIFY_KEY_NAME,
+    LOG_KEY_NAME,
+    LOG_KEY_PREVIOUS_NAME,
+];
 
 /// A secret value. Its `Debug` never shows the value, so a credential inside a logged or
 /// printed structure cannot leak by accident.
@@ -72,6 +85,10 @@ pub struct Credentials {
     pub host_key: Option<Secret>,
     /// The HMAC key for guardian notifications (`COUNTERSIGN_NOTIFY_KEY`).
     pub notify_key: Option<Secret>,
+    /// What the log signing key is derived from (`HEARTH_LOG_KEY`).
+    pub log_key: Option<Secret>,
+    /// The previous log key during a rotation (`HEARTH_LOG_KEY_PREVIOUS`).
+    pub log_key_previous: Option<Secret>,
 }
 
 /// Why a credential was left out. Carries names, never values.
@@ -113,6 +130,8 @@ impl Credentials {
             aion_api_key: get(AION_KEY_NAME).map(Secret),
             host_key: get(HOST_KEY_NAME).map(Secret),
             notify_key: get(NOTIFY_KEY_NAME).map(Secret),
+            log_key: get(LOG_KEY_NAME).map(Secret),
+            log_key_previous: get(LOG_KEY_PREVIOUS_NAME).map(Secret),
         };
         (credentials, problems)
     }

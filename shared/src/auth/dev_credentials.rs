@@ -44,6 +44,8 @@ impl DevCredentials {
             aion_api_key: None,
             host_key: None,
             notify_key: None,
+            log_key: None,
+            log_key_previous: None,
         }
     }
 }
@@ -91,6 +93,42 @@ pub fn path(data_dir: &Path) -> PathBuf {
     data_dir.join(FILE_NAME)
 }
 
+/// The file a local server's log signing secret lives in.
+pub const LOG_KEY_FILE: &str = "log-key";
+
+/// The local log signing secret in `data_dir`, created (random, mode 0600) if there is none.
+/// Whoever holds it can sign checkpoints, so it is kept like the other credentials.
+pub fn ensure_log_key(data_dir: &Path) -> std::io::Result<Secret> {
+    let path = data_dir.join(LOG_KEY_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) if text.trim().len() >= 32 => return Ok(Secret::new(text.trim())),
+        Ok(_) => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "{} holds no log key; remove it to start afresh",
+                    path.display()
+                ),
+            ));
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => return Err(error),
+    }
+    std::fs::create_dir_all(data_dir)?;
+    let secret = random_hex();
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(&path)?;
+    file.write_all(secret.as_bytes())?;
+    file.write_all(b"\n")?;
+    Ok(Secret::new(secret))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,6 +151,28 @@ mod tests {
                 .mode();
             assert_eq!(mode & 0o777, 0o600);
         }
+    }
+
+    #[test]
+    fn the_log_key_is_made_once_private_and_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = ensure_log_key(dir.path()).unwrap();
+        assert_eq!(first.expose().len(), 64);
+        assert_eq!(ensure_log_key(dir.path()).unwrap(), first);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir.path().join(LOG_KEY_FILE))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        std::fs::write(dir.path().join(LOG_KEY_FILE), "short").unwrap();
+        assert!(
+            ensure_log_key(dir.path()).is_err(),
+            "a damaged file is not replaced"
+        );
     }
 
     #[test]

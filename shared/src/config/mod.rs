@@ -14,7 +14,8 @@ pub use urls::PublicUrls;
 use crate::auth::Secret;
 use crate::auth::attestation::DEVELOPMENT_HOST_KEY;
 use crate::auth::credentials::{
-    AION_KEY_NAME, CREDENTIAL_NAMES, HOST_KEY_NAME, NOTIFY_KEY_NAME, OTHER_SECRET_NAMES,
+    AION_KEY_NAME, CREDENTIAL_NAMES, HOST_KEY_NAME, LOG_KEY_NAME, LOG_KEY_PREVIOUS_NAME,
+    NOTIFY_KEY_NAME, OTHER_SECRET_NAMES,
 };
 use crate::auth::{Authenticator, Credentials, JwtKeys};
 
@@ -95,6 +96,9 @@ pub struct Config {
     /// compared exactly. Empty: account linking is off, and client-credential tokens keep
     /// reaching every tool.
     pub redirect_uris: Vec<String>,
+    /// `HEARTH_LOG_KEY_VERSION`: the version in the current log key's name (1 to 9999, default
+    /// 1); during a rotation the previous key is the version before.
+    pub log_key_version: u32,
     /// `HEARTH_ALLOWED_HOSTS`: extra accepted `Host` values for a local server behind a proxy.
     pub extra_hosts: Vec<String>,
     /// `HEARTH_TOOLSETS`, default every known toolset.
@@ -215,6 +219,18 @@ impl Config {
                 reason,
             })?;
         }
+        let log_key_version = match get("HEARTH_LOG_KEY_VERSION") {
+            None => 1,
+            Some(value) => value
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|version| (1..=9999).contains(version))
+                .ok_or(ConfigError::Invalid {
+                    name: "HEARTH_LOG_KEY_VERSION",
+                    reason: "expected a whole number from 1 to 9999".into(),
+                })?,
+        };
         let toolsets = match get("HEARTH_TOOLSETS") {
             Some(list) => {
                 let names = split_list(&list);
@@ -303,6 +319,7 @@ impl Config {
             allowed_origins: split_list(&get("MCP_ALLOWED_ORIGINS").unwrap_or_default()),
             urls,
             redirect_uris,
+            log_key_version,
             extra_hosts: split_list(&get("HEARTH_ALLOWED_HOSTS").unwrap_or_default()),
             toolsets,
             rate_limits,
@@ -312,6 +329,27 @@ impl Config {
     /// Whether account linking is configured: redirect URIs to send authorization codes to.
     pub fn linking_enabled(&self) -> bool {
         !self.redirect_uris.is_empty()
+    }
+
+    /// The transparency logs' signing seeds, current first: the current key (`HEARTH_LOG_KEY`,
+    /// version `HEARTH_LOG_KEY_VERSION`) and, during a rotation, the previous one (the
+    /// version before). Each seed is the SHA-256 of its secret, so any secret string will do.
+    /// Empty without a log key.
+    pub fn log_key_seeds(&self) -> Vec<(u32, [u8; 32])> {
+        let seed = |secret: &Secret| -> [u8; 32] {
+            use sha2::{Digest, Sha256};
+            Sha256::digest(format!("hearth log key\n{}", secret.expose())).into()
+        };
+        let Some(current) = &self.credentials.log_key else {
+            return Vec::new();
+        };
+        let mut seeds = vec![(self.log_key_version, seed(current))];
+        if let Some(previous) = &self.credentials.log_key_previous
+            && self.log_key_version > 1
+        {
+            seeds.push((self.log_key_version - 1, seed(previous)));
+        }
+        seeds
     }
 
     /// The access-token keys, when both the signing key and the resource URL are configured.
@@ -420,6 +458,8 @@ fn credentials(
             aion_api_key: get(AION_KEY_NAME).map(Secret::new),
             host_key: get(HOST_KEY_NAME).map(Secret::new),
             notify_key: get(NOTIFY_KEY_NAME).map(Secret::new),
+            log_key: get(LOG_KEY_NAME).map(Secret::new),
+            log_key_previous: get(LOG_KEY_PREVIOUS_NAME).map(Secret::new),
             ..Credentials::default()
         };
         return Ok((CredentialSource::None, credentials));

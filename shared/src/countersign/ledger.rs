@@ -26,6 +26,7 @@ use crate::clock::{Clock, timestamp, unix_ms};
 use crate::store::{
     Append, AppendLocks, ChainKey, ChainStore, ConflictRetry, Head, Retention, Snapshot, StoreError,
 };
+use crate::transparency::{LogKeys, LogKind, grow};
 
 pub const FORMAT: &str = "hearth.ledger/1";
 /// The field a returned entry carries its own hash in.
@@ -294,6 +295,8 @@ pub enum LedgerError {
     Tampered { seq: u64, problem: Problem },
     #[error("The household ledger is unavailable (storage unavailable); try again later.")]
     Unavailable,
+    #[error("{0}. Nothing is bought or decided until it is repaired.")]
+    LogTampered(String),
     #[error("The household ledger is busy with other changes; try again.")]
     Busy,
     #[error("This credential already has {MAX_HOUSEHOLDS} active household ledgers.")]
@@ -350,6 +353,9 @@ pub enum Step<T> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Appended {
     pub receipt: Receipt,
+    /// The entry's inclusion proof in the newly signed ledger log, when a log key is
+    /// configured.
+    pub tlog_proof: Option<String>,
 }
 
 pub struct Ledger {
@@ -358,6 +364,8 @@ pub struct Ledger {
     retention: Retention,
     /// This process's appends to one ledger take turns (see [`AppendLocks`]).
     turns: AppendLocks,
+    /// The transparency logs' signing keys; without them the log grows unsigned.
+    log_keys: Option<Arc<LogKeys>>,
 }
 
 impl Ledger {
@@ -367,7 +375,14 @@ impl Ledger {
             clock,
             retention: RETENTION,
             turns: AppendLocks::default(),
+            log_keys: None,
         }
+    }
+
+    /// The same ledger signing each household's ledger log with `keys`.
+    pub fn with_log_keys(mut self, keys: Option<Arc<LogKeys>>) -> Self {
+        self.log_keys = keys;
+        self
     }
 
     /// The same ledger keeping only the newest `capacity` entries per window instead of
@@ -428,20 +443,28 @@ impl Ledger {
         loop {
             let now = self.clock.now();
             let now_ms = unix_ms(now);
-            let snapshot = self.store.load(&key, now_ms).await?;
+            let (snapshot, log) = self.store.load_for_append(&key, now_ms).await?;
             let view = verified(household_id, snapshot)?;
             let (entry, outcome) = match decide(&view, now) {
                 Step::Leave(outcome) => return Ok((outcome, None)),
                 Step::Append(entry, outcome) => (entry, outcome),
             };
             let week = view.tally_after(&entry, weeks.start_of(now));
-            let append = Append::next(
+            let mut append = Append::next(
                 view.head.as_ref(),
                 &view.records,
                 self.retention,
                 now_ms,
                 |seq, prev| seal(entry, week, seq, prev, now),
             );
+            let growth = grow(
+                self.log_keys.as_deref(),
+                LogKind::Ledger,
+                log.as_ref(),
+                &append.record.hash,
+            )
+            .map_err(|error| LedgerError::LogTampered(error.to_string()))?;
+            append.log = Some(growth.append);
             let receipt = Receipt {
                 household_id: view.household_id.clone(),
                 window: window_label(&append.head),
@@ -449,7 +472,13 @@ impl Ledger {
                 entry_hash: append.record.hash.clone(),
             };
             match self.store.append(&key, append, now_ms).await {
-                Ok(()) => return Ok((outcome, Some(Appended { receipt }))),
+                Ok(()) => {
+                    let appended = Appended {
+                        receipt,
+                        tlog_proof: growth.receipt,
+                    };
+                    return Ok((outcome, Some(appended)));
+                }
                 Err(StoreError::Conflict) => {
                     if !retry.pause().await {
                         return Err(LedgerError::Busy);

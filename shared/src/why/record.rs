@@ -47,6 +47,12 @@ pub struct DecisionRecord {
     pub prev: Option<String>,
     /// SHA-256 (hex) of the canonical JSON of this record without `trace_id`.
     pub trace_id: String,
+    /// Only in `record_decision`'s answer, not stored: the new entry's
+    /// `c2sp.org/tlog-proof@v1` text (its index, its audit path, and the household's signed
+    /// decision-log checkpoint). Keep it: with the published log key it proves offline that
+    /// this entry is in the log. Absent when the server has no log key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tlog_proof: Option<String>,
 }
 
 /// What a new record says, before it is placed in the chain.

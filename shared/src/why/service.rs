@@ -16,6 +16,7 @@ use crate::clock::{Clock, timestamp, unix_ms};
 use crate::store::{
     Append, AppendLocks, ChainKey, ChainStore, ConflictRetry, Snapshot, StoreError,
 };
+use crate::transparency::{LogError, LogKeys, LogKind, grow};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WhyError {
@@ -34,6 +35,10 @@ pub enum WhyError {
         "This credential already has {MAX_HOUSEHOLDS} active households; no more can be added until one expires."
     )]
     HouseholdLimit,
+    /// The chain's log is not what its own signed checkpoint says: nothing is appended or
+    /// signed over it.
+    #[error("{0}. The decision history cannot be trusted and nothing was recorded.")]
+    Log(#[from] LogError),
 }
 
 impl From<StoreError> for WhyError {
@@ -84,6 +89,8 @@ pub struct Trace {
 }
 
 pub struct WhyService {
+    /// The transparency logs' signing keys; without them the log grows unsigned.
+    log_keys: Option<Arc<LogKeys>>,
     store: Arc<dyn ChainStore>,
     clock: Arc<dyn Clock>,
     /// This process's appends to one chain take turns (see [`AppendLocks`]).
@@ -96,10 +103,19 @@ impl WhyService {
             store,
             clock,
             turns: AppendLocks::default(),
+            log_keys: None,
         }
     }
 
-    /// Appends a decision to the household's chain and returns the stored record.
+    /// The same service signing each household's decision log with `keys`.
+    pub fn with_log_keys(mut self, keys: Option<Arc<LogKeys>>) -> Self {
+        self.log_keys = keys;
+        self
+    }
+
+    /// Appends a decision to the household's chain and its log, and returns the stored record
+    /// with `tlog_proof`: the new entry's inclusion proof in the newly signed tree (when a log
+    /// key is configured).
     pub async fn record(
         &self,
         caller: &Caller,
@@ -123,12 +139,12 @@ impl WhyService {
         loop {
             let now = self.clock.now();
             let now_ms = unix_ms(now);
-            let current = self.store.load(&key, now_ms).await?;
+            let (current, log) = self.store.load_for_append(&key, now_ms).await?;
             if let Some(snapshot) = &current {
                 verified(snapshot)?;
             }
             let recorded_at = timestamp(now);
-            let append = Append::next(
+            let mut append = Append::next(
                 current.as_ref().map(|snapshot| &snapshot.head),
                 current.as_ref().map_or(&[], |snapshot| &snapshot.records),
                 RETENTION,
@@ -136,11 +152,22 @@ impl WhyService {
                 |seq, prev| Sealed::new(seq, &record::build(&decision, seq, &recorded_at, prev)),
             );
             let sealed = append.record.clone();
+            let growth = grow(
+                self.log_keys.as_deref(),
+                LogKind::Decisions,
+                log.as_ref(),
+                &sealed.hash,
+            )?;
+            append.log = Some(growth.append);
             match self.store.append(&key, append, now_ms).await {
                 Ok(()) => {
-                    return sealed
+                    let mut record = sealed
                         .to_json(HASH_FIELD)
-                        .map_err(|_| WhyError::Unavailable);
+                        .map_err(|_| WhyError::Unavailable)?;
+                    if let Some(receipt) = growth.receipt {
+                        record["tlog_proof"] = receipt.into();
+                    }
+                    return Ok(record);
                 }
                 Err(StoreError::Conflict) => {
                     if !retry.pause().await {

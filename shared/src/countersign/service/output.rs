@@ -81,6 +81,11 @@ pub struct ProposeOutput {
     pub placed: Option<PlacedOrder>,
     /// Read this aloud word for word.
     pub say: String,
+    /// The ledger entry this call appended, as a `c2sp.org/tlog-proof@v1` text: its index, its
+    /// audit path and the household's signed ledger checkpoint. Absent when nothing was
+    /// appended or the server has no log key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tlog_proof: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -95,6 +100,11 @@ pub struct DecisionOutput {
     pub placed: Option<PlacedOrder>,
     /// Read this aloud word for word.
     pub say: String,
+    /// The ledger entry this call appended, as a `c2sp.org/tlog-proof@v1` text: its index, its
+    /// audit path and the household's signed ledger checkpoint. Absent when nothing was
+    /// appended or the server has no log key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tlog_proof: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -114,6 +124,11 @@ pub struct ListWaitingOutput {
     pub read_aloud: Option<WaitingRequest>,
     /// Read this aloud word for word.
     pub say: String,
+    /// The ledger entry this call appended, as a `c2sp.org/tlog-proof@v1` text: its index, its
+    /// audit path and the household's signed ledger checkpoint. Absent when nothing was
+    /// appended or the server has no log key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tlog_proof: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]

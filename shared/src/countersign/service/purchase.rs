@@ -120,6 +120,7 @@ impl CountersignService {
                     intent: intent.clone(),
                     placed: None,
                     say,
+                    tlog_proof: None,
                 };
                 let entry = NewEntry {
                     request_id,
@@ -138,6 +139,9 @@ impl CountersignService {
                 receipt: appended.receipt.clone(),
             });
         }
+        output.tlog_proof = appended
+            .as_ref()
+            .and_then(|appended| appended.tlog_proof.clone());
         if let (Some(notifier), Some(_), Status::WaitingForGuardian) =
             (&self.notifier, &appended, output.status)
         {
@@ -377,6 +381,7 @@ impl CountersignService {
                     order: OrderSummary::from(&request.proposal),
                     placed: None,
                     say,
+                    tlog_proof: None,
                 };
                 match decide(view, request, now) {
                     Err(error) => Step::Leave(Err(error)),
@@ -413,6 +418,9 @@ impl CountersignService {
             })
             .await?;
         let (mut output, order_id) = output?;
+        output.tlog_proof = appended
+            .as_ref()
+            .and_then(|appended| appended.tlog_proof.clone());
         if let (Some(order_id), Some(appended)) = (order_id, appended) {
             output.placed = Some(PlacedOrder {
                 order_id,
@@ -433,7 +441,7 @@ impl CountersignService {
         let speaker = self.speaker(caller, &home)?;
         let guardian = home.is_guardian(&speaker.member.id);
         self.count_acting(caller, &speaker).await?;
-        let (output, _) = self
+        let (output, appended) = self
             .ledger
             .transition(caller, home.id(), &home.weeks, |view, now| {
                 let waiting: Vec<Request> = view
@@ -453,6 +461,7 @@ impl CountersignService {
                         waiting: 0,
                         read_aloud: None,
                         say: "Nothing is waiting for you.".into(),
+                        tlog_proof: None,
                     });
                 };
                 let question = if first.status == Status::WaitingForGuardian {
@@ -474,6 +483,7 @@ impl CountersignService {
                         order: OrderSummary::from(&first.proposal),
                     }),
                     say,
+                    tlog_proof: None,
                 };
                 let entry = NewEntry {
                     request_id: first.request_id.clone(),
@@ -484,6 +494,8 @@ impl CountersignService {
                 Step::Append(entry, output)
             })
             .await?;
+        let mut output = output;
+        output.tlog_proof = appended.and_then(|appended| appended.tlog_proof);
         Ok(output)
     }
 }
