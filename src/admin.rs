@@ -26,6 +26,7 @@ usage: hearth admin COMMAND [--json]
   device-key revoke HOUSEHOLD KEY_ID
   token HOUSEHOLD [--days N]        (N from 1 to 90, default 30)
   link-code HOUSEHOLD               (one-time, for the consent page; 15 minutes)
+  log-key                           (the verifier key of the households' logs)
   unlink HOUSEHOLD
 HOUSEHOLD is the household id that `household create` printed.";
 
@@ -59,6 +60,7 @@ enum Command {
         days: u32,
     },
     LinkCode(String),
+    LogKey,
     Unlink(String),
 }
 
@@ -165,6 +167,7 @@ fn parse(words: &[&str]) -> Result<Command, Usage> {
             }
         }
         ["link-code", household] => Command::LinkCode(household.to_string()),
+        ["log-key"] => Command::LogKey,
         ["unlink", household] => Command::Unlink(household.to_string()),
         [] => return usage("no command given"),
         _ => {
@@ -208,6 +211,9 @@ async fn execute(command: Command) -> anyhow::Result<Value> {
     if matches!(command, Command::Token { .. }) {
         credentials_for_tokens(&mut config).await?;
     }
+    if matches!(command, Command::LogKey) {
+        hearth_core::app::load_credentials(&mut config).await;
+    }
     let admin = hearth_core::app::admin(&config).await?;
     let value = match command {
         Command::Create { name, policy } => {
@@ -233,6 +239,7 @@ async fn execute(command: Command) -> anyhow::Result<Value> {
             serde_json::to_value(admin.token(&household, days).await?)
         }
         Command::LinkCode(household) => serde_json::to_value(admin.link_code(&household).await?),
+        Command::LogKey => serde_json::to_value(admin.log_key()?),
         Command::Unlink(household) => serde_json::to_value(admin.unlink(&household).await?),
     };
     Ok(value?)

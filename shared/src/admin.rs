@@ -19,6 +19,7 @@ use crate::countersign::household::{HouseholdData, account_policy};
 use crate::countersign::ledger;
 use crate::linking::Linking;
 use crate::store::{AccountItem, AccountSummary, ChainKey, ChainStore, GrantStore, StoreError};
+use crate::transparency::LogKeys;
 use crate::why;
 
 /// The longest a household token minted by `hearth admin token` may live, in days.
@@ -122,6 +123,14 @@ pub struct LinkCode {
 }
 
 #[derive(Debug, Serialize)]
+pub struct LogKey {
+    /// The current key's signed-note verifier key.
+    pub vkey: String,
+    /// Its Ed25519 public key, base64.
+    pub public_key: String,
+}
+
+#[derive(Debug, Serialize)]
 pub struct Unlinked {
     pub household_id: String,
     /// What stopped working: `access_tokens`, those issued since the last unlink.
@@ -136,6 +145,8 @@ pub struct Admin {
     data: Arc<HouseholdData>,
     /// The access-token keys, when the signing key and the public URL are configured.
     jwt: Option<JwtKeys>,
+    /// The transparency logs' keys, when configured.
+    log_keys: Option<Arc<LogKeys>>,
     clock: Arc<dyn Clock>,
 }
 
@@ -156,7 +167,33 @@ impl Admin {
             data,
             jwt,
             clock,
+            log_keys: None,
         }
+    }
+
+    /// The same operations knowing the logs' keys (for `log-key`).
+    pub fn with_log_keys(mut self, keys: Option<Arc<LogKeys>>) -> Self {
+        self.log_keys = keys;
+        self
+    }
+
+    /// `log-key`: the verifier key anyone checks this deployment's checkpoints with.
+    pub fn log_key(&self) -> Result<LogKey, AdminError> {
+        let keys = self.log_keys.as_ref().ok_or_else(|| {
+            AdminError::NotConfigured(
+                "the log key needs HEARTH_LOG_KEY (generated locally on the server's first start) and MCP_RESOURCE_URL"
+                    .into(),
+            )
+        })?;
+        let current = keys
+            .published()
+            .into_iter()
+            .next()
+            .expect("log keys hold at least one key");
+        Ok(LogKey {
+            vkey: current.vkey,
+            public_key: current.public_key,
+        })
     }
 
     /// `household create NAME [--policy FILE]`: a new household; a given policy must not name

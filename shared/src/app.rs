@@ -72,6 +72,7 @@ pub struct Route {
 pub const ROUTES: &[Route] = &[
     route("mcp", "ANY", "/mcp"),
     route("mcp", "GET", "/healthz"),
+    route("mcp", "GET", "/.well-known/hearth/log-keys"),
     route("mcp", "ANY", "/.well-known/oauth-protected-resource"),
     route("mcp", "ANY", "/.well-known/oauth-protected-resource/mcp"),
     route("mcp", "GET", "/demo"),
@@ -198,7 +199,8 @@ pub async fn admin(config: &Config) -> anyhow::Result<Admin> {
         household_data(config)?,
         config.jwt_keys(),
         clock,
-    ))
+    )
+    .with_log_keys(log_keys(config)))
 }
 
 /// Fills in `config.credentials` from Secrets Manager when that is their source, and warns
@@ -381,7 +383,8 @@ fn mcp_routes(config: &Config, backing: &Backing) -> Router {
         config.allowed_hosts(),
         config.urls.clone(),
     )
-    .with_linking(config.linking_enabled());
+    .with_linking(config.linking_enabled())
+    .with_log_keys(log_keys(config));
     crate::mcp::router(Arc::new(endpoint)).merge(crate::demo::page_router())
 }
 

@@ -40,6 +40,7 @@ use crate::gate::{Gate, Refusal, client_ip};
 use crate::media::{has_media_type, read_body};
 use crate::oauth::metadata;
 use crate::telemetry::{RequestLog, request_id};
+use crate::transparency::LogKeys;
 
 /// MCP methods whose names may appear in logs; anything else is logged as `other`.
 const KNOWN_METHODS: &[&str] = &[
@@ -67,6 +68,8 @@ pub struct McpEndpoint {
     challenge: String,
     /// Account linking is configured: the client-credentials token is Tier 1 only.
     linking_required: bool,
+    /// The transparency logs' keys, published at `/.well-known/hearth/log-keys`.
+    log_keys: Option<Arc<LogKeys>>,
 }
 
 impl McpEndpoint {
@@ -113,7 +116,14 @@ impl McpEndpoint {
             urls,
             challenge,
             linking_required: false,
+            log_keys: None,
         }
+    }
+
+    /// The same endpoint publishing the logs' verifier keys.
+    pub fn with_log_keys(mut self, keys: Option<Arc<LogKeys>>) -> Self {
+        self.log_keys = keys;
+        self
     }
 
     /// The same endpoint with account linking configured: a client-credentials token then
@@ -142,6 +152,7 @@ pub fn router(endpoint: Arc<McpEndpoint>) -> Router {
     Router::new()
         .route("/mcp", any(mcp))
         .route("/healthz", get(healthz))
+        .route("/.well-known/hearth/log-keys", get(log_keys))
         .route(
             "/.well-known/oauth-protected-resource",
             any(resource_metadata),
@@ -172,6 +183,29 @@ async fn resource_metadata(State(endpoint): State<Arc<McpEndpoint>>, request: Re
             axum::Json(json!({
                 "error": "temporarily_unavailable",
                 "error_description": "MCP_RESOURCE_URL is not configured",
+            })),
+        )
+            .into_response(),
+    }
+}
+
+/// `GET /.well-known/hearth/log-keys`: the verifier keys every household's checkpoints are
+/// signed with (during a rotation, the new and the old).
+async fn log_keys(State(endpoint): State<Arc<McpEndpoint>>) -> Response {
+    match &endpoint.log_keys {
+        Some(keys) => {
+            let mut response = axum::Json(json!({"keys": keys.published()})).into_response();
+            response.headers_mut().insert(
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("public, max-age=300"),
+            );
+            response
+        }
+        None => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            axum::Json(json!({
+                "error": "temporarily_unavailable",
+                "error_description": "no log signing key is configured (HEARTH_LOG_KEY)",
             })),
         )
             .into_response(),
