@@ -12,11 +12,15 @@
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
+use std::collections::HashMap;
+
 use crate::random::os_bytes;
-use crate::store::{LogAppend, LogHead};
-use crate::tlog::checkpoint::{Checkpoint, proof_text};
+use crate::store::{ChainKey, ChainStore, LogAppend, LogHead, StoreError};
+use crate::tlog::checkpoint::{Checkpoint, parse_proof, proof_text};
 use crate::tlog::note::{self, NoteSigner, NoteVerifier};
-use crate::tlog::tree::{Frontier, Hash, leaf_hash};
+use crate::tlog::tree::{
+    Frontier, Hash, Plan, leaf_hash, leaf_storing, root_from_inclusion, stored_hash_index,
+};
 
 /// A household's two logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -236,11 +240,241 @@ pub fn root_of(log: &LogHead) -> Option<Hash> {
         .map(|frontier| frontier.root())
 }
 
+/// One retained entry's inclusion proof, as `get_trace` hands it out and `verify_log.py window`
+/// reads it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct InclusionProof {
+    /// The entry's 0-based position in the log.
+    pub index: u64,
+    /// The entry's record hash (a decision's `trace_id`, a ledger entry's `entry_hash`).
+    pub entry: String,
+    /// The RFC 6962 audit path, the leaf's sibling first, base64.
+    pub path: Vec<String>,
+}
+
+/// What a reader of a log gets: its signed checkpoint and the proofs asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WindowProofs {
+    pub checkpoint: String,
+    pub proofs: Vec<InclusionProof>,
+}
+
+/// Why a log could not be read or proved. The text is safe to return.
+#[derive(Debug, thiserror::Error)]
+pub enum ProofError {
+    #[error("this household has no signed log yet")]
+    NoLog,
+    #[error("{0}")]
+    Invalid(String),
+    #[error("the log does not match its signed checkpoint: {0}")]
+    Tampered(String),
+    #[error("storage unavailable: {0}")]
+    Store(#[from] StoreError),
+}
+
+/// Reads the stored hashes at `indexes` (each append's leaf hash and completed nodes) in one
+/// batch.
+async fn stored_hashes(
+    store: &dyn ChainStore,
+    key: &ChainKey,
+    indexes: &[u64],
+) -> Result<HashMap<u64, Hash>, StoreError> {
+    let mut leaves: Vec<u64> = indexes.iter().map(|index| leaf_storing(*index).0).collect();
+    leaves.sort_unstable();
+    leaves.dedup();
+    let items = store.log_hashes(key, &leaves).await?;
+    let mut hashes = HashMap::with_capacity(indexes.len());
+    for index in indexes {
+        let (leaf, offset) = leaf_storing(*index);
+        if let Some(hash) = items.get(&leaf).and_then(|stored| stored.get(offset)) {
+            hashes.insert(*index, *hash);
+        }
+    }
+    Ok(hashes)
+}
+
+/// The log head with its checkpoint verified against the keys, the head itself, and the tree
+/// it signs.
+fn signed_head(
+    keys: &LogKeys,
+    kind: LogKind,
+    log: Option<LogHead>,
+) -> Result<(LogHead, Checkpoint), ProofError> {
+    let log = log
+        .filter(|log| !log.checkpoint.is_empty())
+        .ok_or(ProofError::NoLog)?;
+    checked_frontier(Some(keys), kind, &log)
+        .map_err(|error| ProofError::Tampered(error.to_string()))?;
+    let text = note::verify(&log.checkpoint, keys.verifiers())
+        .map_err(|error| ProofError::Tampered(error.to_string()))?;
+    let checkpoint =
+        Checkpoint::parse(text).map_err(|error| ProofError::Tampered(error.to_string()))?;
+    Ok((log, checkpoint))
+}
+
+/// Inclusion proofs of the retained entries (`record_hashes`, oldest first, the newest being
+/// the log's last leaf) against the log's signed checkpoint, each checked before it is handed
+/// out: an entry that is not where the signed tree says is tampering, named. Entries recorded
+/// before the chain had a log (an older release) have no proof and are left out.
+pub async fn window_proofs(
+    store: &dyn ChainStore,
+    keys: &LogKeys,
+    kind: LogKind,
+    key: &ChainKey,
+    record_hashes: &[&str],
+) -> Result<WindowProofs, ProofError> {
+    let (log, checkpoint) = signed_head(keys, kind, store.log_head(key).await?)?;
+    let in_log = record_hashes.len().min(log.size as usize);
+    let first = log.size - in_log as u64;
+    let entries = &record_hashes[record_hashes.len() - in_log..];
+    let plans: Vec<Plan> = (first..log.size)
+        .map(|index| Plan::inclusion(index, log.size))
+        .collect();
+    let mut needed: Vec<u64> = plans
+        .iter()
+        .flat_map(|plan| plan.needed().to_vec())
+        .collect();
+    needed.sort_unstable();
+    needed.dedup();
+    let hashes = stored_hashes(store, key, &needed).await?;
+    let mut proofs = Vec::with_capacity(in_log);
+    for ((plan, index), entry) in plans.iter().zip(first..).zip(entries) {
+        let path = plan
+            .build(&hashes)
+            .map_err(|missing| ProofError::Tampered(missing.to_string()))?;
+        let leaf = leaf_hash(&record_leaf(entry));
+        if root_from_inclusion(index, log.size, &leaf, &path) != Some(checkpoint.root) {
+            return Err(ProofError::Tampered(format!(
+                "entry {} is not leaf {index} of the signed tree",
+                &entry[..entry.len().min(16)]
+            )));
+        }
+        proofs.push(InclusionProof {
+            index,
+            entry: (*entry).to_owned(),
+            path: path.iter().map(|hash| STANDARD.encode(hash)).collect(),
+        });
+    }
+    Ok(WindowProofs {
+        checkpoint: log.checkpoint,
+        proofs,
+    })
+}
+
+/// The current signed checkpoint and the RFC 6962 consistency proof from the tree of
+/// `from_size` (which the caller kept) to it.
+pub async fn history(
+    store: &dyn ChainStore,
+    keys: &LogKeys,
+    kind: LogKind,
+    key: &ChainKey,
+    from_size: u64,
+) -> Result<(String, Vec<String>), ProofError> {
+    let (log, _) = signed_head(keys, kind, store.log_head(key).await?)?;
+    if from_size > log.size {
+        return Err(ProofError::Invalid(format!(
+            "`from_size` is {from_size}, but the log holds {} entries: a kept checkpoint larger than the log means the log was truncated or forked.",
+            log.size
+        )));
+    }
+    let plan = Plan::consistency(from_size, log.size);
+    let hashes = stored_hashes(store, key, plan.needed()).await?;
+    let proof = plan
+        .build(&hashes)
+        .map_err(|missing| ProofError::Tampered(missing.to_string()))?;
+    Ok((
+        log.checkpoint,
+        proof.iter().map(|hash| STANDARD.encode(hash)).collect(),
+    ))
+}
+
+/// What checking a kept tlog-proof against the current log found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProofCheck {
+    /// The proof's checkpoint is signed, the entry is in it, and today's tree still holds
+    /// that tree unchanged.
+    Holds { index: u64, size: u64 },
+    /// It is not a proof this server signed (malformed, or another key's).
+    NotOurs(String),
+    /// It is a proof of another log: another household's, or another epoch's.
+    OtherLog,
+    /// The log now holds fewer entries than the proof's tree: entries were removed.
+    Truncated(String),
+    /// The entry, or the history before the proof's tree, differs from what was signed.
+    Rewritten(String),
+}
+
+/// Checks a tlog-proof file a device kept against this log: its signature, that it names this
+/// log, that the leaf stored at its index leads to its root, and that the current tree still
+/// contains that tree exactly.
+pub async fn check_proof(
+    store: &dyn ChainStore,
+    keys: &LogKeys,
+    kind: LogKind,
+    key: &ChainKey,
+    text: &str,
+) -> Result<ProofCheck, ProofError> {
+    let Ok(file) = parse_proof(text) else {
+        return Ok(ProofCheck::NotOurs(
+            "it is not a c2sp.org/tlog-proof@v1 file".into(),
+        ));
+    };
+    let Ok(signed) = note::verify(file.checkpoint, keys.verifiers()) else {
+        return Ok(ProofCheck::NotOurs(
+            "its checkpoint is not signed by this server's log key".into(),
+        ));
+    };
+    let Ok(kept) = Checkpoint::parse(signed) else {
+        return Ok(ProofCheck::NotOurs("its checkpoint is malformed".into()));
+    };
+    let (log, _) = signed_head(keys, kind, store.log_head(key).await?)?;
+    if kept.origin != keys.origin(&log.log_id, kind, log.epoch) {
+        return Ok(ProofCheck::OtherLog);
+    }
+    if kept.size > log.size {
+        return Ok(ProofCheck::Truncated(format!(
+            "it names a tree of {} entries, but the log now holds {}: entries were removed",
+            kept.size, log.size
+        )));
+    }
+    if file.index >= kept.size {
+        return Ok(ProofCheck::NotOurs("its index is outside its tree".into()));
+    }
+    let leaf_index = stored_hash_index(0, file.index);
+    let then = Plan::root(kept.size);
+    let mut needed = then.needed().to_vec();
+    needed.push(leaf_index);
+    let hashes = stored_hashes(store, key, &needed).await?;
+    let Some(leaf) = hashes.get(&leaf_index) else {
+        return Ok(ProofCheck::Truncated(format!(
+            "the log holds no entry {}",
+            file.index
+        )));
+    };
+    if root_from_inclusion(file.index, kept.size, leaf, &file.path) != Some(kept.root) {
+        return Ok(ProofCheck::Rewritten(format!(
+            "entry {} as stored now is not the entry the receipt proved: it was changed",
+            file.index
+        )));
+    }
+    let root_now = then
+        .build(&hashes)
+        .map_err(|missing| ProofError::Tampered(missing.to_string()))?;
+    if root_now.first() != Some(&kept.root) {
+        return Ok(ProofCheck::Rewritten(format!(
+            "the first {} entries of the log were rewritten since the receipt was signed",
+            kept.size
+        )));
+    }
+    Ok(ProofCheck::Holds {
+        index: file.index,
+        size: kept.size,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tlog::checkpoint::parse_proof;
-    use crate::tlog::tree::root_from_inclusion;
 
     fn keys() -> LogKeys {
         LogKeys::new("hearth.example", &[(1, [3; 32])]).unwrap()

@@ -26,7 +26,9 @@ use crate::clock::{Clock, timestamp, unix_ms};
 use crate::store::{
     Append, AppendLocks, ChainKey, ChainStore, ConflictRetry, Head, Retention, Snapshot, StoreError,
 };
-use crate::transparency::{LogKeys, LogKind, grow};
+use crate::transparency::{
+    LogKeys, LogKind, ProofCheck, ProofError, check_proof, grow, window_proofs,
+};
 
 pub const FORMAT: &str = "hearth.ledger/1";
 /// The field a returned entry carries its own hash in.
@@ -287,6 +289,15 @@ pub struct Receipt {
     pub entry_hash: String,
 }
 
+/// What `check_receipt` is given: a receipt object, or the `tlog_proof` text a ledger-writing
+/// tool returned.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ReceiptArg {
+    Entry(Receipt),
+    Proof(String),
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
     #[error(
@@ -486,6 +497,46 @@ impl Ledger {
                 }
                 Err(error) => return Err(error.into()),
             }
+        }
+    }
+
+    /// Checks a kept tlog-proof against the household's ledger log; `None` when the server has
+    /// no log key to check it with.
+    pub async fn check_tlog_proof(
+        &self,
+        caller: &Caller,
+        household_id: &str,
+        text: &str,
+    ) -> Result<Option<ProofCheck>, LedgerError> {
+        let Some(keys) = &self.log_keys else {
+            return Ok(None);
+        };
+        let key = chain_key(caller, household_id);
+        match check_proof(self.store.as_ref(), keys, LogKind::Ledger, &key, text).await {
+            Ok(ProofCheck::Holds { index, size }) => {
+                // The log still holds the entry; the ledger itself must still agree with the
+                // log, or entries were removed from the chain behind the log's back.
+                let now_ms = unix_ms(self.clock.now());
+                let retained = self.store.load(&key, now_ms).await?;
+                let hashes: Vec<&str> = retained
+                    .as_ref()
+                    .map(|snapshot| snapshot.records.iter().map(|r| r.hash.as_str()).collect())
+                    .unwrap_or_default();
+                match window_proofs(self.store.as_ref(), keys, LogKind::Ledger, &key, &hashes).await
+                {
+                    Ok(_) => Ok(Some(ProofCheck::Holds { index, size })),
+                    Err(ProofError::Store(error)) => Err(error.into()),
+                    Err(error) => Ok(Some(ProofCheck::Truncated(format!(
+                        "the ledger no longer matches its signed log ({error})"
+                    )))),
+                }
+            }
+            Ok(check) => Ok(Some(check)),
+            Err(ProofError::NoLog) => Ok(Some(ProofCheck::Truncated(
+                "the household's ledger has no signed log any more".into(),
+            ))),
+            Err(ProofError::Store(error)) => Err(error.into()),
+            Err(error) => Err(LedgerError::LogTampered(error.to_string())),
         }
     }
 

@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::household::Household;
-use super::ledger::Receipt;
+use super::ledger::ReceiptArg;
 use super::service::{
     ActivityOutput, CountersignError, CountersignService, DecisionOutput, ListWaitingOutput,
     ProposeOutput, ReceiptOutput, SearchOutput, VerifyOutput,
@@ -94,8 +94,9 @@ pub struct NoArgs {}
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckReceiptArgs {
-    /// A receipt exactly as propose_purchase, confirm_purchase or decide_request returned it.
-    pub receipt: Receipt,
+    /// A receipt exactly as propose_purchase, confirm_purchase or decide_request returned it,
+    /// or the `tlog_proof` text one of them returned (a `c2sp.org/tlog-proof@v1` file).
+    pub receipt: ReceiptArg,
 }
 
 /// The rules resource: the household file as loaded.

@@ -67,6 +67,23 @@ pub fn stored_hash_count(size: u64) -> u64 {
     count
 }
 
+/// The leaf whose append stored hash `stored` (each append stores its leaf hash first, then the
+/// interior hashes it completes), and the hash's position among that append's hashes.
+pub fn leaf_storing(stored: u64) -> (u64, usize) {
+    // stored_hash_count is increasing; find the last leaf whose first stored index is at or
+    // before `stored`.
+    let (mut low, mut high) = (0u64, stored + 1);
+    while high - low > 1 {
+        let middle = low + (high - low) / 2;
+        if stored_hash_count(middle) <= stored {
+            low = middle;
+        } else {
+            high = middle;
+        }
+    }
+    (low, (stored - stored_hash_count(low)) as usize)
+}
+
 /// A tree's frontier: the roots of its maximal complete subtrees, largest (leftmost) first,
 /// one per set bit of its size. It is all an append needs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -444,6 +461,14 @@ mod tests {
                 stored.last().unwrap().0 + 1,
                 stored_hash_count(n + 1),
                 "after leaf {n}"
+            );
+        }
+        for stored in 0..stored_hash_count(64) {
+            let (leaf, offset) = leaf_storing(stored);
+            assert_eq!(stored_hash_count(leaf) + offset as u64, stored);
+            assert!(
+                stored < stored_hash_count(leaf + 1),
+                "{stored} belongs to leaf {leaf}"
             );
         }
         assert!(Frontier::from_parts(5, vec![[0; 32]]).is_err());

@@ -16,7 +16,9 @@ use crate::clock::{Clock, timestamp, unix_ms};
 use crate::store::{
     Append, AppendLocks, ChainKey, ChainStore, ConflictRetry, Snapshot, StoreError,
 };
-use crate::transparency::{LogError, LogKeys, LogKind, grow};
+use crate::transparency::{
+    LogError, LogKeys, LogKind, ProofError, WindowProofs, grow, history, window_proofs,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WhyError {
@@ -39,6 +41,9 @@ pub enum WhyError {
     /// signed over it.
     #[error("{0}. The decision history cannot be trusted and nothing was recorded.")]
     Log(#[from] LogError),
+    /// The retained window or the log's stored hashes disagree with the signed checkpoint.
+    #[error("{0}. The decision history cannot be trusted and is not used.")]
+    LogMismatch(String),
 }
 
 impl From<StoreError> for WhyError {
@@ -86,6 +91,9 @@ pub struct Trace {
     pub trace_id: String,
     pub anchor: Option<String>,
     pub records: Vec<Value>,
+    /// The retained records' inclusion proofs against the household's signed decision log,
+    /// when the server has a log key and the log a checkpoint.
+    pub log: Option<WindowProofs>,
 }
 
 pub struct WhyService {
@@ -260,11 +268,56 @@ impl WhyService {
             .enumerate()
             .map(|(index, sealed)| to_json(sealed, index))
             .collect::<Result<Vec<_>, _>>()?;
+        let log = match &self.log_keys {
+            None => None,
+            Some(keys) => {
+                let hashes: Vec<&str> = snapshot.records.iter().map(|r| r.hash.as_str()).collect();
+                match window_proofs(self.store.as_ref(), keys, LogKind::Decisions, &key, &hashes)
+                    .await
+                {
+                    Ok(proofs) => Some(proofs),
+                    Err(ProofError::NoLog) => None,
+                    Err(ProofError::Store(error)) => return Err(error.into()),
+                    Err(error) => return Err(WhyError::LogMismatch(error.to_string())),
+                }
+            }
+        };
         Ok(Trace {
             trace_id: snapshot.records[index].hash.clone(),
             anchor: snapshot.head.anchor,
             records,
+            log,
         })
+    }
+
+    /// The household's current signed checkpoint of its `kind` log and the consistency proof
+    /// from the tree of `from_size` to it. The ledger's log is read through its chain key in
+    /// the same data scope (`countersign::ledger::chain_key_in`): one tool serves both logs.
+    pub async fn history(
+        &self,
+        caller: &Caller,
+        household_id: &str,
+        kind: LogKind,
+        from_size: u64,
+    ) -> Result<(String, Vec<String>), WhyError> {
+        let key = chain_key(caller, household_id)?;
+        let key = match kind {
+            LogKind::Decisions => key,
+            LogKind::Ledger => crate::countersign::ledger::chain_key_in(&caller.scope, &key.name),
+        };
+        let keys = self.log_keys.as_ref().ok_or_else(|| {
+            WhyError::NotFound("This server has no log key, so it signs no checkpoints.".into())
+        })?;
+        match history(self.store.as_ref(), keys, kind, &key, from_size).await {
+            Ok(found) => Ok(found),
+            Err(ProofError::NoLog) => Err(WhyError::NotFound(format!(
+                "This household has no signed {} log yet.",
+                kind.as_str()
+            ))),
+            Err(ProofError::Invalid(reason)) => Err(WhyError::Invalid(reason)),
+            Err(ProofError::Store(error)) => Err(error.into()),
+            Err(error) => Err(WhyError::LogMismatch(error.to_string())),
+        }
     }
 
     /// The household's live window, not yet verified; an empty or expired one is "not found".

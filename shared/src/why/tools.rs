@@ -16,11 +16,13 @@ use super::service::{Lookup, WhyError, WhyService};
 use crate::auth::Caller;
 use crate::scholia::{Atom, render};
 use crate::toolset::{ToolOutput, Toolset, decode, describe};
+use crate::transparency::{InclusionProof, LogKind};
 
 pub const RECORD_DECISION: &str = "record_decision";
 pub const EXPLAIN_WHY: &str = "explain_why";
 pub const WHATS_CHANGED: &str = "whats_changed";
 pub const GET_TRACE: &str = "get_trace";
+pub const PROVE_HISTORY: &str = "prove_history";
 
 const HOUSEHOLD_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._-]*$";
 const TRACE_ID_PATTERN: &str = "^[0-9a-fA-F]+$";
@@ -132,6 +134,36 @@ pub struct GetTraceOutput {
     /// The requested record as a Scholia `<Step>`, when `scholia` was asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scholia_step: Option<String>,
+    /// The household's signed decision-log checkpoint (a signed note), when the server signs
+    /// its logs. Keep it, and later ask prove_history from its size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
+    /// Each retained record's inclusion proof against `checkpoint`, oldest first; the newest
+    /// is the log's last leaf. `scripts/verify_log.py window` checks them offline.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub inclusion_proofs: Vec<InclusionProof>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProveHistoryArgs {
+    /// The household; optional with a household token, which names it (see record_decision).
+    #[schemars(length(min = 1, max = 64), pattern(HOUSEHOLD_PATTERN))]
+    pub household_id: Option<String>,
+    /// Which of the household's logs: `decisions` (the default) or `ledger`.
+    #[serde(default)]
+    pub log: Option<String>,
+    /// The size of the checkpoint you kept (0 for none): the proof shows that log is a
+    /// prefix of today's.
+    pub from_size: u64,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ProveHistoryOutput {
+    /// The log's current signed checkpoint (a C2SP signed note).
+    pub checkpoint: String,
+    /// The RFC 6962 consistency proof from `from_size` to the checkpoint's size, base64.
+    pub consistency: Vec<String>,
 }
 
 pub struct WhyToolset {
@@ -199,6 +231,12 @@ impl Toolset for WhyToolset {
                  Anyone can re-verify it with scripts/verify_chain.py.",
                 annotations("Get a verified trace", true),
             ),
+            describe::<ProveHistoryArgs, ProveHistoryOutput>(
+                PROVE_HISTORY,
+                "Prove history",
+                "Return the household's current signed log checkpoint (decisions or ledger) and                  the consistency proof from the size of a checkpoint kept earlier: with the                  published log key, scripts/verify_log.py shows offline that nothing before it                  was changed or removed.",
+                annotations("Prove history", true),
+            ),
         ]
         .into_iter()
         .chain(reference::tools())
@@ -211,6 +249,7 @@ impl Toolset for WhyToolset {
             EXPLAIN_WHY => self.explain(caller, arguments).await,
             WHATS_CHANGED => self.changed(caller, arguments).await,
             GET_TRACE => self.trace(caller, arguments).await,
+            PROVE_HISTORY => self.prove(caller, arguments).await,
             other => return reference::call(other, arguments),
         };
         Some(output.unwrap_or_else(|failure| failure))
@@ -339,12 +378,48 @@ impl WhyToolset {
         } else {
             None
         };
+        let (checkpoint, inclusion_proofs) = match trace.log {
+            Some(log) => (Some(log.checkpoint), log.proofs),
+            None => (None, Vec::new()),
+        };
         let output = GetTraceOutput {
             trace_id: trace.trace_id,
             household_id: household_id.to_owned(),
             anchor: trace.anchor,
             records: trace.records,
             scholia_step,
+            checkpoint,
+            inclusion_proofs,
+        };
+        Ok(ToolOutput::success(text, &output))
+    }
+
+    async fn prove(
+        &self,
+        caller: &Caller,
+        arguments: JsonObject,
+    ) -> Result<ToolOutput, ToolOutput> {
+        let args: ProveHistoryArgs = decode(arguments)?;
+        let household_id = household(caller, &args.household_id)?;
+        let kind = match args.log.as_deref() {
+            None => LogKind::Decisions,
+            Some(name) => LogKind::parse(name)
+                .ok_or_else(|| ToolOutput::failure("`log` is `decisions` or `ledger`."))?,
+        };
+        let (checkpoint, consistency) = self
+            .service
+            .history(caller, household_id, kind, args.from_size)
+            .await
+            .map_err(failure)?;
+        let size = checkpoint.lines().nth(1).unwrap_or("0").to_owned();
+        let text = format!(
+            "The household's {} log holds {size} entries; the proof from {} shows nothing before changed.",
+            kind.as_str(),
+            args.from_size
+        );
+        let output = ProveHistoryOutput {
+            checkpoint,
+            consistency,
         };
         Ok(ToolOutput::success(text, &output))
     }

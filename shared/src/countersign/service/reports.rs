@@ -10,10 +10,12 @@ use super::{
 use super::{CountersignError, CountersignService, count, refused};
 use crate::auth::Caller;
 use crate::clock::timestamp;
+use crate::countersign::household::HouseholdData;
 use crate::countersign::ledger::{
-    Check, LedgerError, Receipt, Status, WINDOW_MS, parse_time, window_label,
+    Check, LedgerError, Receipt, ReceiptArg, Status, WINDOW_MS, parse_time, window_label,
 };
 use crate::countersign::money::dollars;
+use crate::transparency::ProofCheck;
 
 impl CountersignService {
     /// This week's orders, stops and waiting requests, rebuilt from the ledger, with the
@@ -128,10 +130,14 @@ impl CountersignService {
     pub async fn check_receipt(
         &self,
         caller: &Caller,
-        receipt: &Receipt,
+        receipt: &ReceiptArg,
     ) -> Result<ReceiptOutput, CountersignError> {
         let home = self.home(caller).await?;
         self.speaker(caller, &home)?;
+        let receipt = match receipt {
+            ReceiptArg::Entry(receipt) => receipt,
+            ReceiptArg::Proof(text) => return self.check_tlog_proof(caller, &home, text).await,
+        };
         if receipt.entry_hash.len() != 64
             || !receipt.entry_hash.bytes().all(|b| b.is_ascii_hexdigit())
         {
@@ -201,6 +207,55 @@ impl CountersignService {
                 receipt.seq
             ),
             ReceiptVerdict::OtherHousehold => "That receipt is for another household.".to_owned(),
+        };
+        Ok(ReceiptOutput {
+            valid: verdict == ReceiptVerdict::Matches,
+            verdict,
+            say,
+        })
+    }
+}
+
+impl CountersignService {
+    /// `check_receipt` with a tlog-proof: checked against the household's signed ledger log,
+    /// which catches deleted and rewritten history beyond the retained window too.
+    async fn check_tlog_proof(
+        &self,
+        caller: &Caller,
+        home: &HouseholdData,
+        text: &str,
+    ) -> Result<ReceiptOutput, CountersignError> {
+        let check = self
+            .ledger
+            .check_tlog_proof(caller, home.id(), text)
+            .await?
+            .ok_or_else(|| {
+                refused("This server has no log key, so a tlog-proof cannot be checked here.")
+            })?;
+        let (verdict, say) = match check {
+            ProofCheck::Holds { index, size } => (
+                ReceiptVerdict::Matches,
+                format!(
+                    "That proof holds: entry {index} is in the signed ledger log, and the log still holds those {size} entries unchanged."
+                ),
+            ),
+            ProofCheck::NotOurs(reason) => {
+                return Err(refused(format!(
+                    "That is not a proof from this server: {reason}."
+                )));
+            }
+            ProofCheck::OtherLog => (
+                ReceiptVerdict::OtherHousehold,
+                "That proof is for another household's log.".to_owned(),
+            ),
+            ProofCheck::Truncated(reason) => (
+                ReceiptVerdict::HistoryDeleted,
+                format!("Warning: {reason}. History was deleted."),
+            ),
+            ProofCheck::Rewritten(reason) => (
+                ReceiptVerdict::HistoryRewritten,
+                format!("Warning: {reason}. History was rewritten."),
+            ),
         };
         Ok(ReceiptOutput {
             valid: verdict == ReceiptVerdict::Matches,
