@@ -152,6 +152,7 @@ async fn tools_list_names_the_decision_tools() {
                 "explain_why",
                 "whats_changed",
                 "get_trace",
+                "prove_history",
                 "scholia_catalog",
                 "scholia_lookup",
                 "scholia_lint_snippet",
@@ -254,7 +255,7 @@ async fn a_token_issued_by_the_oauth_function_opens_the_mcp_function() {
         assert_eq!(status(&response), 200, "{response}");
         assert_eq!(
             body(&response)["result"]["tools"].as_array().unwrap().len(),
-            17
+            18
         );
     }
 }

@@ -646,7 +646,7 @@ async fn without_a_store_decision_tools_say_storage_is_unavailable() {
         &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
     )
     .await;
-    assert_eq!(listed.body["result"]["tools"].as_array().unwrap().len(), 17);
+    assert_eq!(listed.body["result"]["tools"].as_array().unwrap().len(), 18);
     let result = call(&h, "record_decision", record_args("home")).await;
     assert_eq!(result["isError"], true);
     assert_eq!(
@@ -706,6 +706,7 @@ async fn every_tool_is_annotated_for_what_it_does() {
         ("explain_why", true, false, true, false),
         ("whats_changed", true, false, true, false),
         ("get_trace", true, false, true, false),
+        ("prove_history", true, false, true, false),
         ("scholia_catalog", true, false, true, false),
         ("scholia_lookup", true, false, true, false),
         ("scholia_lint_snippet", true, false, true, false),

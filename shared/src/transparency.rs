@@ -316,14 +316,18 @@ fn signed_head(
 /// the log's last leaf) against the log's signed checkpoint, each checked before it is handed
 /// out: an entry that is not where the signed tree says is tampering, named. Entries recorded
 /// before the chain had a log (an older release) have no proof and are left out.
+///
+/// `log` is the chain's log head as read with the window (`ChainStore::load_for_append`), so
+/// the proofs cost one more read: the batch of stored hashes.
 pub async fn window_proofs(
     store: &dyn ChainStore,
     keys: &LogKeys,
     kind: LogKind,
     key: &ChainKey,
+    log: Option<LogHead>,
     record_hashes: &[&str],
 ) -> Result<WindowProofs, ProofError> {
-    let (log, checkpoint) = signed_head(keys, kind, store.log_head(key).await?)?;
+    let (log, checkpoint) = signed_head(keys, kind, log)?;
     let in_log = record_hashes.len().min(log.size as usize);
     let first = log.size - in_log as u64;
     let entries = &record_hashes[record_hashes.len() - in_log..];

@@ -517,13 +517,20 @@ impl Ledger {
                 // The log still holds the entry; the ledger itself must still agree with the
                 // log, or entries were removed from the chain behind the log's back.
                 let now_ms = unix_ms(self.clock.now());
-                let retained = self.store.load(&key, now_ms).await?;
+                let (retained, log) = self.store.load_for_append(&key, now_ms).await?;
                 let hashes: Vec<&str> = retained
                     .as_ref()
                     .map(|snapshot| snapshot.records.iter().map(|r| r.hash.as_str()).collect())
                     .unwrap_or_default();
-                match window_proofs(self.store.as_ref(), keys, LogKind::Ledger, &key, &hashes).await
-                {
+                let window = window_proofs(
+                    self.store.as_ref(),
+                    keys,
+                    LogKind::Ledger,
+                    &key,
+                    log,
+                    &hashes,
+                );
+                match window.await {
                     Ok(_) => Ok(Some(ProofCheck::Holds { index, size })),
                     Err(ProofError::Store(error)) => Err(error.into()),
                     Err(error) => Ok(Some(ProofCheck::Truncated(format!(

@@ -259,7 +259,12 @@ impl WhyService {
         trace_id: &str,
     ) -> Result<Trace, WhyError> {
         let key = chain_key(caller, household_id)?;
-        let snapshot = self.retained(&key).await?;
+        // One read gives the window and the log head both (the proofs add one batch read).
+        let (snapshot, log_head) = self
+            .store
+            .load_for_append(&key, unix_ms(self.clock.now()))
+            .await?;
+        let snapshot = snapshot.ok_or_else(no_decisions)?;
         verified(&snapshot)?;
         let index = find_trace(&snapshot.records, trace_id)?;
         let records = snapshot
@@ -272,8 +277,15 @@ impl WhyService {
             None => None,
             Some(keys) => {
                 let hashes: Vec<&str> = snapshot.records.iter().map(|r| r.hash.as_str()).collect();
-                match window_proofs(self.store.as_ref(), keys, LogKind::Decisions, &key, &hashes)
-                    .await
+                match window_proofs(
+                    self.store.as_ref(),
+                    keys,
+                    LogKind::Decisions,
+                    &key,
+                    log_head,
+                    &hashes,
+                )
+                .await
                 {
                     Ok(proofs) => Some(proofs),
                     Err(ProofError::NoLog) => None,
