@@ -148,13 +148,18 @@ pub fn grow(
     log: Option<&LogHead>,
     record_hash: &str,
 ) -> Result<Growth, LogError> {
+    // A log that holds entries but no signature (it grew while no key was configured, or its
+    // checkpoint was blanked in the database) is never signed over: with a key, the chain
+    // starts a new log under a new id instead, so no signed origin can fork.
+    let unsigned =
+        keys.is_some() && log.is_some_and(|log| log.size > 0 && log.checkpoint.is_empty());
     let (log_id, epoch, frontier) = match log {
-        Some(log) => (
+        Some(log) if !unsigned => (
             log.log_id.clone(),
             log.epoch,
             checked_frontier(keys, kind, log)?,
         ),
-        None => (
+        _ => (
             hex::encode(os_bytes::<16>().map_err(|_| LogError::Random)?),
             1,
             Frontier::new(),
@@ -215,7 +220,7 @@ fn checked_frontier(
         return Ok(frontier);
     };
     if log.checkpoint.is_empty() {
-        // A log grown while no key was configured, or a removed log's placeholder.
+        // A removed log's placeholder (size 0); [`grow`] never gets here with entries.
         return Ok(frontier);
     }
     let text = note::verify(&log.checkpoint, keys.verifiers())
@@ -557,5 +562,22 @@ mod tests {
             "a ledger's head is not a decision log's"
         );
         assert!(grow(Some(&keys), LogKind::Ledger, Some(&head), &record_hash(3)).is_ok());
+        // A blanked checkpoint is not signed over: the entry starts a new log.
+        let mut blanked = head.clone();
+        blanked.checkpoint.clear();
+        let fresh = grow(
+            Some(&keys),
+            LogKind::Ledger,
+            Some(&blanked),
+            &record_hash(3),
+        )
+        .unwrap();
+        assert_ne!(fresh.append.head.log_id, head.log_id);
+        assert_eq!((fresh.index, fresh.append.head.size), (0, 1));
+        assert_eq!(
+            fresh.append.expected,
+            Some(blanked),
+            "still conditional on what was read"
+        );
     }
 }
