@@ -329,16 +329,7 @@ impl Linking {
         // Claim the code: of two concurrent exchanges exactly one writes over this revision.
         let family_id = new_family_id()?;
         body.issued_family = Some(family_id.clone());
-        let claimed = GrantItem {
-            body: to_json(&body),
-            revision: item.revision + 1,
-            ..item.clone()
-        };
-        match self
-            .grants
-            .put_grant(&claimed, Some(item.revision), now_ms)
-            .await
-        {
+        match self.rewrite(&item, to_json(&body), None, now_ms).await {
             Ok(()) => {}
             Err(StoreError::Conflict) => {
                 // Someone else exchanged it in between: that is a replay too.
@@ -453,15 +444,9 @@ impl Linking {
                 // A retry: the token the client lost is dropped, the window is not extended.
                 family.current = next_hash;
             }
-            let rotated = GrantItem {
-                body: to_json(&family),
-                expires_at_ms: now_ms + REFRESH_IDLE_MS,
-                revision: item.revision + 1,
-                ..item.clone()
-            };
+            let idle_until = Some(now_ms + REFRESH_IDLE_MS);
             match self
-                .grants
-                .put_grant(&rotated, Some(item.revision), now_ms)
+                .rewrite(&item, to_json(&family), idle_until, now_ms)
                 .await
             {
                 Ok(()) => return Ok(self.tokens(jwt, &family, family_id, next_token, scope)),
@@ -539,16 +524,7 @@ impl Linking {
                 return Ok(());
             }
             family.revoked = true;
-            let revoked = GrantItem {
-                body: to_json(&family),
-                revision: item.revision + 1,
-                ..item.clone()
-            };
-            match self
-                .grants
-                .put_grant(&revoked, Some(item.revision), now_ms)
-                .await
-            {
+            match self.rewrite(&item, to_json(&family), None, now_ms).await {
                 Ok(()) => return Ok(()),
                 Err(StoreError::Conflict) => continue,
                 Err(error) => return Err(error.into()),
@@ -557,6 +533,26 @@ impl Linking {
         Err(LinkingError::Unavailable(
             "the refresh-token family could not be marked revoked; its access tokens are".into(),
         ))
+    }
+
+    /// Writes `item` again with `body` (and, if given, a new expiry) on condition that it is
+    /// still the revision read: [`StoreError::Conflict`] when another writer came first.
+    async fn rewrite(
+        &self,
+        item: &GrantItem,
+        body: String,
+        expires_at_ms: Option<i64>,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let rewritten = GrantItem {
+            body,
+            expires_at_ms: expires_at_ms.unwrap_or(item.expires_at_ms),
+            revision: item.revision + 1,
+            ..item.clone()
+        };
+        self.grants
+            .put_grant(&rewritten, Some(item.revision), now_ms)
+            .await
     }
 
     fn tokens(
