@@ -26,6 +26,9 @@
     questions: new Map(),
     receipts: [],
     audio: null,
+    // The newest decision-log checkpoint this device has verified: every later trace must
+    // extend it (see tlog.js).
+    keptCheckpoint: null,
   };
 
   // ---- small DOM helpers: text only ----------------------------------------------------------
@@ -376,6 +379,24 @@
       : "Browser check FAILED: " + check.problem + " \u2014 disagrees with the server";
     browser.classList.add(check.ok ? "good" : "bad");
     browser.dataset.agrees = String(check.ok);
+    const log = el("p", { className: "badge", text: "Log check: computing…", data: { check: "log" } });
+    node.appendChild(log);
+    const household = state.household.household_id;
+    const history = async (fromSize) => {
+      const asked = await callTool(turn, "prove_history", { household_id: household, log: "decisions", from_size: fromSize }, false);
+      if (!asked.result.isError) return asked.result.structuredContent;
+      // A kept checkpoint larger than the log: fetch the newest to show how it shrank.
+      const newest = await callTool(turn, "prove_history", { household_id: household, log: "decisions", from_size: 0 }, false);
+      if (newest.result.isError) throw new Error("the server proves no history");
+      return newest.result.structuredContent;
+    };
+    const verdict = await HearthLog.checkTrace(trace, state.keptCheckpoint, history);
+    state.keptCheckpoint = verdict.checkpoint;
+    log.textContent = verdict.ok
+      ? "Log check: " + verdict.text + " \u2014 verified in this browser with the published key"
+      : "Log check FAILED: " + verdict.text;
+    log.classList.add(verdict.ok ? "good" : "bad");
+    log.dataset.agrees = String(verdict.ok);
     return node;
   }
 

@@ -12,7 +12,9 @@ only: it damages the ledger on purpose.
                   server cannot tell; a device's kept checkpoint can (verify_log.py consistency)
 
 Stores: --sqlite PATH (stdlib only), or --dynamodb TABLE --endpoint URL (needs boto3, which
-moto brings into .venv). Every ledger in the store is tampered with.
+moto brings into .venv). Every ledger in the store is tampered with; with --toolset why,
+every decision chain instead (snapshot and restore only make sense there: its records'
+hashes are not re-sealed by edit).
 """
 
 import argparse
@@ -171,7 +173,10 @@ def main():
     parser.add_argument("--sqlite")
     parser.add_argument("--dynamodb")
     parser.add_argument("--endpoint")
+    parser.add_argument("--toolset", choices=["countersign", "why"], default="countersign")
     args = parser.parse_args()
+    global LEDGER_SUFFIX
+    LEDGER_SUFFIX = "/" + args.toolset
     if args.action == "edit" and not (args.seq or "").isdigit():
         parser.error("edit needs the entry's SEQ")
     if args.action in ("snapshot", "restore") and not args.seq:

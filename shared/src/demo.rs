@@ -31,6 +31,7 @@ use crate::telemetry::{RequestLog, request_id};
 const INDEX: &str = include_str!("../../demo/index.html");
 const SCRIPT: &str = include_str!("../../demo/app.js");
 const CANONICAL: &str = include_str!("../../demo/canonical.js");
+const TLOG: &str = include_str!("../../demo/tlog.js");
 const STYLE: &str = include_str!("../../demo/style.css");
 
 /// Everything the page loads comes from this origin; nothing inline, nothing from a CDN.
@@ -53,6 +54,7 @@ async fn asset(Path(name): Path<String>) -> Response {
     match name.as_str() {
         "app.js" => page(SCRIPT, "text/javascript; charset=utf-8"),
         "canonical.js" => page(CANONICAL, "text/javascript; charset=utf-8"),
+        "tlog.js" => page(TLOG, "text/javascript; charset=utf-8"),
         "style.css" => page(STYLE, "text/css; charset=utf-8"),
         _ => StatusCode::NOT_FOUND.into_response(),
     }

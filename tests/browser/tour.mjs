@@ -69,11 +69,13 @@ async function runTour(viewport) {
     check(!(await page.content()).includes(token), "the token must not be in the page");
     await page.screenshot({ path: join(shots, "00-connected.png"), fullPage: true });
 
+    const scratch = mkdtempSync(join(tmpdir(), "hearth-tour-"));
     let step = 0;
     for (const turn of TOUR) {
       step++;
       if (turn.tamper) {
-        execFileSync("python3", [join(ROOT, "scripts", "tamper_ledger.py"), ...turn.tamper.split(" "), "--sqlite", db]);
+        const args = turn.tamper.replaceAll("{dir}", scratch).split(" ");
+        execFileSync("python3", [join(ROOT, "scripts", "tamper_ledger.py"), ...args, "--sqlite", db]);
         continue;
       }
       const before = await page.locator("#cards > li").count();
@@ -110,6 +112,13 @@ async function runTour(viewport) {
         await page.waitForFunction((el) => el.dataset.agrees !== undefined, await badge.elementHandle());
         check((await badge.getAttribute("data-agrees")) === "true", `${label}: ${await badge.textContent()}`);
         check((await badge.textContent()).includes("agrees with the server"), `${label}: browser check text`);
+      }
+      if (turn.log_check || turn.log_failed) {
+        const badge = card.locator("[data-check=log]");
+        await page.waitForFunction((el) => el.dataset.agrees !== undefined, await badge.elementHandle());
+        const text = await badge.textContent();
+        check((await badge.getAttribute("data-agrees")) === String(Boolean(turn.log_check)), `${label}: ${text}`);
+        check(text.includes(turn.log_check || turn.log_failed), `${label}: log check "${text}"`);
       }
       if (turn.listing) {
         const listing = card.locator("[data-field=listing]").first();

@@ -1,0 +1,159 @@
+// The simulated device's own check of the household's transparency log, in the browser:
+// the checkpoint's Ed25519 signature (WebCrypto) against the key the server publishes, every
+// retained record's inclusion proof, and the consistency of the newest checkpoint with the
+// one the device kept from its last look (RFC 9162 sections 2.1.3.2 and 2.1.4.2). The device
+// keeps that checkpoint in memory for the page's life, as a real device would keep it on disk.
+"use strict";
+
+(function () {
+  const encoder = new TextEncoder();
+
+  function fromBase64(text) {
+    const binary = atob(text);
+    return Uint8Array.from(binary, (c) => c.charCodeAt(0));
+  }
+
+  function same(a, b) {
+    return a.length === b.length && a.every((byte, i) => byte === b[i]);
+  }
+
+  async function sha256(bytes) {
+    return new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  }
+
+  function join(...parts) {
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const part of parts) { out.set(part, at); at += part.length; }
+    return out;
+  }
+
+  const leafHash = (data) => sha256(join(Uint8Array.of(0), data));
+  const nodeHash = (left, right) => sha256(join(Uint8Array.of(1), left, right));
+
+  function fromHex(hex) {
+    return Uint8Array.from(hex.match(/../g) || [], (pair) => parseInt(pair, 16));
+  }
+
+  // A signed note's text and signatures; the checkpoint's origin, size and root.
+  function parseNote(note) {
+    const split = note.lastIndexOf("\n\n");
+    if (split < 0 || !note.endsWith("\n")) throw new Error("the checkpoint is not a signed note");
+    const text = note.slice(0, split + 1);
+    const signatures = note.slice(split + 2, -1).split("\n").map((line) => {
+      const match = /^\u2014 (\S+) ([A-Za-z0-9+/=]+)$/.exec(line);
+      if (!match) throw new Error("a malformed signature line");
+      return { name: match[1], blob: fromBase64(match[2]) };
+    });
+    const lines = text.slice(0, -1).split("\n");
+    if (lines.length !== 3 || !/^(0|[1-9][0-9]*)$/.test(lines[1])) throw new Error("the checkpoint is malformed");
+    return { text, signatures, origin: lines[0], size: Number(lines[1]), root: fromBase64(lines[2]) };
+  }
+
+  // The keys of GET /.well-known/hearth/log-keys, ready for WebCrypto.
+  async function loadKeys() {
+    const answer = await fetch("/.well-known/hearth/log-keys");
+    if (!answer.ok) throw new Error("the server publishes no log key");
+    const { keys } = await answer.json();
+    return Promise.all(keys.map(async ({ vkey }) => {
+      const [name, id, key] = [vkey.split("+")[0], vkey.split("+")[1], vkey.split("+").slice(2).join("+")];
+      const raw = fromBase64(key).slice(1);
+      const cryptoKey = await crypto.subtle.importKey("raw", raw, { name: "Ed25519" }, false, ["verify"]);
+      return { name, id: fromHex(id), key: cryptoKey };
+    }));
+  }
+
+  // The checkpoint, if a published key's signature on it verifies.
+  async function verifiedCheckpoint(note, keys) {
+    const checkpoint = parseNote(note);
+    for (const signature of checkpoint.signatures) {
+      const key = keys.find((k) => k.name === signature.name && same(k.id, signature.blob.slice(0, 4)));
+      if (!key) continue;
+      const good = await crypto.subtle.verify({ name: "Ed25519" }, key.key, signature.blob.slice(4), encoder.encode(checkpoint.text));
+      if (!good) throw new Error("the checkpoint's signature does not verify");
+      return checkpoint;
+    }
+    throw new Error("the checkpoint carries no signature by the published key");
+  }
+
+  async function rootFromInclusion(index, size, leaf, path) {
+    if (index >= size) return null;
+    let fn = index, sn = size - 1, r = leaf;
+    for (const p of path) {
+      if (sn === 0) return null;
+      if (fn % 2 === 1 || fn === sn) {
+        r = await nodeHash(p, r);
+        while (fn % 2 === 0 && fn !== 0) { fn = Math.floor(fn / 2); sn = Math.floor(sn / 2); }
+      } else {
+        r = await nodeHash(r, p);
+      }
+      fn = Math.floor(fn / 2); sn = Math.floor(sn / 2);
+    }
+    return sn === 0 ? r : null;
+  }
+
+  // Raises unless `proof` shows the tree (oldSize, oldRoot) is a prefix of (newSize, newRoot).
+  async function checkConsistency(oldSize, oldRoot, newSize, newRoot, proof) {
+    if (newSize < oldSize) throw new Error("the log shrank from " + oldSize + " to " + newSize + " entries");
+    if (oldSize === newSize) {
+      if (proof.length || !same(oldRoot, newRoot)) throw new Error("two different logs of " + oldSize + " entries: it forked");
+      return;
+    }
+    if (oldSize === 0) return;
+    const path = (oldSize & (oldSize - 1)) === 0 ? [oldRoot, ...proof] : [...proof];
+    if (!path.length) throw new Error("the consistency proof is empty");
+    let fn = oldSize - 1, sn = newSize - 1;
+    while (fn % 2 === 1) { fn = Math.floor(fn / 2); sn = Math.floor(sn / 2); }
+    let fr = path[0], sr = path[0];
+    for (const c of path.slice(1)) {
+      if (sn === 0) throw new Error("the consistency proof is too long");
+      if (fn % 2 === 1 || fn === sn) {
+        fr = await nodeHash(c, fr); sr = await nodeHash(c, sr);
+        while (fn % 2 === 0 && fn !== 0) { fn = Math.floor(fn / 2); sn = Math.floor(sn / 2); }
+      } else {
+        sr = await nodeHash(sr, c);
+      }
+      fn = Math.floor(fn / 2); sn = Math.floor(sn / 2);
+    }
+    if (sn !== 0) throw new Error("the consistency proof is too short");
+    if (!same(fr, oldRoot)) throw new Error("the first " + oldSize + " entries were rewritten");
+    if (!same(sr, newRoot)) throw new Error("the consistency proof does not reach the new root");
+  }
+
+  // Checks a trace's checkpoint and inclusion proofs, then the consistency with `kept` (the
+  // checkpoint seen last, or null) through `proveHistory(fromSize)`. Returns {ok, text,
+  // checkpoint}: the checkpoint to keep next, whatever the verdict.
+  async function checkTrace(trace, kept, proveHistory) {
+    try {
+      if (!trace.checkpoint) return { ok: false, text: "the server signs no checkpoint", checkpoint: kept };
+      const keys = await loadKeys();
+      const now = await verifiedCheckpoint(trace.checkpoint, keys);
+      const proofs = trace.inclusion_proofs || [];
+      for (const proof of proofs) {
+        const leaf = await leafHash(fromHex(proof.entry));
+        const root = await rootFromInclusion(proof.index, now.size, leaf, proof.path.map(fromBase64));
+        if (!root || !same(root, now.root)) throw new Error("entry " + proof.index + " is not in the signed log");
+      }
+      if (proofs.length && proofs[proofs.length - 1].index !== now.size - 1) {
+        throw new Error("the newest entries were removed from the trace");
+      }
+      let since = "";
+      if (kept) {
+        const history = await proveHistory(kept.size);
+        const newest = await verifiedCheckpoint(history.checkpoint, keys);
+        if (newest.origin !== kept.origin) throw new Error("the log was replaced by another");
+        await checkConsistency(kept.size, kept.root, newest.size, newest.root, history.consistency.map(fromBase64));
+        since = "; it extends the " + kept.size + " entries seen before";
+      }
+      return {
+        ok: true,
+        text: "signed checkpoint of " + now.size + " entries, " + proofs.length + " inclusion proof(s) checked" + since,
+        checkpoint: now,
+      };
+    } catch (error) {
+      return { ok: false, text: error.message, checkpoint: kept };
+    }
+  }
+
+  window.HearthLog = { checkTrace, checkConsistency, rootFromInclusion, parseNote };
+})();
