@@ -132,6 +132,20 @@ async function runTour(viewport) {
       await page.screenshot({ path: join(shots, String(step).padStart(2, "0") + ".png"), fullPage: true });
     }
 
+    // The page's log check names a fork and a truncation, not only the restored backup above.
+    const verdicts = await page.evaluate(async () => {
+      const a = new Uint8Array(32), b = new Uint8Array(32).fill(1);
+      const outcome = (promise) => promise.then(() => "ok", (error) => error.message);
+      return [
+        await outcome(HearthLog.checkConsistency(3, a, 3, b, [])),
+        await outcome(HearthLog.checkConsistency(5, a, 4, a, [])),
+        await outcome(HearthLog.checkConsistency(4, a, 4, a, [])),
+      ];
+    });
+    check(verdicts[0].includes("forked"), `${viewport.name}: a fork is named: ${verdicts[0]}`);
+    check(verdicts[1].includes("shrank from 5 to 4"), `${viewport.name}: ${verdicts[1]}`);
+    check(verdicts[2] === "ok", `${viewport.name}: the same tree is consistent: ${verdicts[2]}`);
+
     // Read answers aloud asks /tts (here it fails, so the page falls back quietly).
     await page.check("#read-aloud");
     const spoken = page.waitForRequest((request) => request.url().endsWith("/tts") && request.method() === "POST");
