@@ -60,6 +60,60 @@ fn decision<'a>(
     }
 }
 
+/// With the logs signed, an append still costs one read and one conditional write: the log
+/// head comes with the window's Query and goes back in the same transaction.
+#[tokio::test]
+async fn a_signed_log_adds_no_call_to_an_append() {
+    let (store, calls, _) = counted_store(Moto::shared()).await;
+    let keys = hearth_core::transparency::LogKeys::new("hearth.example", &[(1, [7; 32])]).unwrap();
+    let service = WhyService::new(store.clone(), clock()).with_log_keys(Some(Arc::new(keys)));
+    let inputs = Map::new();
+    let me = caller();
+    service
+        .record(&me, decision("home", "first", &inputs))
+        .await
+        .unwrap();
+    assert_eq!(
+        calls.take(),
+        3,
+        "opening a window: Query, registry GetItem, TransactWriteItems"
+    );
+    for n in 2..=30 {
+        let record = service
+            .record(&me, decision("home", &format!("decision {n}"), &inputs))
+            .await
+            .unwrap();
+        assert!(record["tlog_proof"].is_string());
+        assert_eq!(calls.take(), 2, "append {n}: Query, TransactWriteItems");
+    }
+    let trace = service
+        .explain(&me, "home", &Lookup::Action("decision 29".into()))
+        .await
+        .unwrap();
+    calls.take();
+    let traced = service.trace(&me, "home", &trace.trace_id).await.unwrap();
+    assert_eq!(traced.log.unwrap().proofs.len(), 25);
+    assert_eq!(
+        calls.take(),
+        2,
+        "get_trace: the Query, and one BatchGetItem for every proof"
+    );
+    service
+        .history(
+            &me,
+            "home",
+            hearth_core::transparency::LogKind::Decisions,
+            7,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        calls.take(),
+        2,
+        "prove_history: the log head, one BatchGetItem"
+    );
+}
+
 #[tokio::test]
 async fn each_operation_costs_a_fixed_number_of_calls() {
     let (store, calls, _) = counted_store(Moto::shared()).await;
