@@ -229,6 +229,36 @@ fn every_command_answers_one_json_object_with_its_exit_status() {
         assert!(refused.json()["usage"].is_string());
     }
     assert!(run(&["household", "list", "--json"]).json()["households"][0]["linked"] == true);
+
+    // Link codes: shown once, with their expiry; an unknown household has none.
+    let linking = run(&["link-code", &id, "--json"]);
+    assert_eq!(linking.code, 0, "{}", linking.stdout);
+    let linking = linking.json();
+    assert_eq!(keys(&linking), ["code", "expires_at"]);
+    let code = linking["code"].as_str().unwrap();
+    assert!(
+        code.len() == 14 && code.split('-').all(|group| group.len() == 4),
+        "{code}"
+    );
+    assert!(linking["expires_at"].as_str().unwrap().ends_with('Z'));
+    let unknown = run(&["link-code", "hh-00000000000000000000000000000000", "--json"]);
+    assert_eq!(unknown.code, 1);
+    assert!(unknown.error().contains("there is no household"));
+
+    // The log key: the same verifier key every time, for this server's host.
+    let log_key = run(&["log-key", "--json"]);
+    assert_eq!(log_key.code, 0, "{}", log_key.stdout);
+    let log_key = log_key.json();
+    assert_eq!(keys(&log_key), ["public_key", "vkey"]);
+    let vkey = log_key["vkey"].as_str().unwrap();
+    assert!(vkey.starts_with("127.0.0.1/hearth-log/v1+"), "{vkey}");
+    assert!(hearth_core::tlog::note::NoteVerifier::parse(vkey).is_ok());
+    assert_eq!(
+        run(&["log-key", "--json"]).json(),
+        log_key,
+        "kept in the data directory"
+    );
+
     let unlinked = run(&["unlink", &id, "--json"]).json();
     assert_eq!(
         unlinked,

@@ -770,6 +770,35 @@ mod tests {
     }
 
     #[test]
+    fn log_keys_rotate_with_a_version_and_the_previous_secret() {
+        assert!(
+            config(&[]).unwrap().log_key_seeds().is_empty(),
+            "no key, no seeds"
+        );
+        let one = config(&[("HEARTH_LOG_KEY", "secret-one")]).unwrap();
+        let seeds = one.log_key_seeds();
+        assert_eq!(seeds.len(), 1);
+        assert_eq!(seeds[0].0, 1);
+        let rotating = config(&[
+            ("HEARTH_LOG_KEY", "secret-two"),
+            ("HEARTH_LOG_KEY_PREVIOUS", "secret-one"),
+            ("HEARTH_LOG_KEY_VERSION", "2"),
+        ])
+        .unwrap();
+        let both = rotating.log_key_seeds();
+        assert_eq!(
+            both.iter().map(|(version, _)| *version).collect::<Vec<_>>(),
+            vec![2, 1]
+        );
+        assert_eq!(both[1].1, seeds[0].1, "the previous key is the old one");
+        assert_ne!(both[0].1, both[1].1);
+        for bad in ["0", "10000", "two"] {
+            assert!(config(&[("HEARTH_LOG_KEY_VERSION", bad)]).is_err(), "{bad}");
+        }
+        assert!(config(&[("HEARTH_LOG_KEY_VERSION", "9999")]).is_ok());
+    }
+
+    #[test]
     fn disabling_takes_one_or_true() {
         for (value, disabled) in [("1", true), ("TRUE", true), ("0", false), ("false", false)] {
             assert_eq!(
