@@ -199,6 +199,12 @@ def test_the_oauth_function_reaches_counters_linking_records_and_accounts_only()
     ], key=str)
 
 
+def test_the_mcp_function_can_read_proofs_in_one_batch():
+    # prove_history, get_trace and check_receipt read a log's stored hashes with BatchGetItem.
+    actions = {action for actions, _ in table_access("McpFunction") for action in actions}
+    assert "dynamodb:BatchGetItem" in actions
+
+
 def test_account_linking_is_off_until_redirect_uris_are_given():
     parameter = TEMPLATE["Parameters"]["RedirectUris"]
     assert parameter["Default"] == ""
