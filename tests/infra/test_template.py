@@ -172,8 +172,8 @@ def table_access(function):
     access = []
     for policy in role["Properties"]["Policies"]:
         for statement in policy["PolicyDocument"]["Statement"]:
-            if not isinstance(statement, dict):
-                continue
+            if not isinstance(statement, dict) or "Action" not in statement:
+                continue  # an !If around an optional statement (the guardrail)
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             if any(action.startswith("dynamodb:") for action in actions):
                 keys = statement.get("Condition", {}).get("ForAllValues:StringLike", {}).get("dynamodb:LeadingKeys")
