@@ -343,25 +343,33 @@ async fn concurrent_writers_never_sign_a_fork(backend: Backend) {
         }
     };
     let keys = Arc::new(LogKeys::new("hearth.example", &[(1, [5; 32])]).unwrap());
-    let service = Arc::new(
-        WhyService::new(store.clone(), Arc::new(SystemClock)).with_log_keys(Some(keys.clone())),
-    );
+    // Each writer is its own service (its own per-chain lock), as separate Lambda instances
+    // are: their appends really race through the store's conditional writes. A writer told
+    // the chain is busy tries again, as a client would.
     let writers: Vec<_> = (0..8)
         .map(|n| {
-            let service = service.clone();
+            let service = WhyService::new(store.clone(), Arc::new(SystemClock))
+                .with_log_keys(Some(keys.clone()));
             tokio::spawn(async move {
                 let inputs = Map::new();
-                let decision = NewDecision {
-                    household_id: "home",
-                    action: &format!("writer {n}"),
-                    reason: "racing",
-                    inputs: &inputs,
-                    approver: "Dana",
-                };
-                service
-                    .record(&Caller::unattested("race-scope"), decision)
-                    .await
-                    .unwrap()
+                let action = format!("writer {n}");
+                loop {
+                    let decision = NewDecision {
+                        household_id: "home",
+                        action: &action,
+                        reason: "racing",
+                        inputs: &inputs,
+                        approver: "Dana",
+                    };
+                    match service
+                        .record(&Caller::unattested("race-scope"), decision)
+                        .await
+                    {
+                        Ok(record) => return record,
+                        Err(hearth_core::why::WhyError::Busy) => continue,
+                        Err(error) => panic!("writer {n}: {error}"),
+                    }
+                }
             })
         })
         .collect();

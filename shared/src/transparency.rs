@@ -370,6 +370,39 @@ pub async fn window_proofs(
     })
 }
 
+/// Checks that the retained entries (`record_hashes`, oldest first) are exactly the log's last
+/// leaves under its signed checkpoint, in one batch read whatever the window's length: the
+/// frontier of the tree before the window is read, the window's leaves are appended to it in
+/// memory, and the root must be the signed one.
+pub async fn check_window(
+    store: &dyn ChainStore,
+    keys: &LogKeys,
+    kind: LogKind,
+    key: &ChainKey,
+    log: Option<LogHead>,
+    record_hashes: &[&str],
+) -> Result<(), ProofError> {
+    let (log, checkpoint) = signed_head(keys, kind, log)?;
+    let in_log = record_hashes.len().min(log.size as usize);
+    let first = log.size - in_log as u64;
+    let plan = Plan::frontier(first);
+    let hashes = stored_hashes(store, key, plan.needed()).await?;
+    let before = plan
+        .build(&hashes)
+        .map_err(|missing| ProofError::Tampered(missing.to_string()))?;
+    let mut frontier = Frontier::from_parts(first, before)
+        .map_err(|error| ProofError::Tampered(error.to_string()))?;
+    for entry in &record_hashes[record_hashes.len() - in_log..] {
+        frontier.append(leaf_hash(&record_leaf(entry)));
+    }
+    if frontier.root() != checkpoint.root {
+        return Err(ProofError::Tampered(format!(
+            "the retained {in_log} entries are not the signed log's last {in_log} leaves"
+        )));
+    }
+    Ok(())
+}
+
 /// The current signed checkpoint and the RFC 6962 consistency proof from the tree of
 /// `from_size` (which the caller kept) to it.
 pub async fn history(

@@ -211,6 +211,12 @@ fn every_tree_up_to_300_leaves_agrees_with_the_recursive_definitions() {
         }
         let before = Stored::of(&leaves[..size - 1]);
         assert_eq!(
+            stored.prove(&Plan::frontier(size as u64 - 1)),
+            before.frontier.hashes(),
+            "an earlier tree's frontier from stored hashes ({})",
+            size - 1
+        );
+        assert_eq!(
             before.frontier.next_inclusion_proof(),
             naive_path(size - 1, prefix),
             "an append's path is the frontier before it ({size})"

@@ -27,7 +27,7 @@ use crate::store::{
     Append, AppendLocks, ChainKey, ChainStore, ConflictRetry, Head, Retention, Snapshot, StoreError,
 };
 use crate::transparency::{
-    LogKeys, LogKind, ProofCheck, ProofError, check_proof, grow, window_proofs,
+    LogKeys, LogKind, ProofCheck, ProofError, check_proof, check_window, grow,
 };
 
 pub const FORMAT: &str = "hearth.ledger/1";
@@ -522,7 +522,7 @@ impl Ledger {
                     .as_ref()
                     .map(|snapshot| snapshot.records.iter().map(|r| r.hash.as_str()).collect())
                     .unwrap_or_default();
-                let window = window_proofs(
+                let window = check_window(
                     self.store.as_ref(),
                     keys,
                     LogKind::Ledger,

@@ -214,6 +214,8 @@ enum ProofKind {
     Consistency { old: u64, new: u64 },
     /// The root of the tree of `size`.
     Root { size: u64 },
+    /// The frontier of the tree of `size`: its maximal complete subtrees, largest first.
+    Frontier { size: u64 },
 }
 
 impl Plan {
@@ -230,6 +232,13 @@ impl Plan {
     /// The root of the earlier tree of `size`.
     pub fn root(size: u64) -> Self {
         Self::planned(ProofKind::Root { size })
+    }
+
+    /// The frontier of the earlier tree of `size`: with it, the leaves after `size` can be
+    /// appended again in memory and the root compared, checking a whole retained window in one
+    /// read.
+    pub fn frontier(size: u64) -> Self {
+        Self::planned(ProofKind::Frontier { size })
     }
 
     fn planned(kind: ProofKind) -> Self {
@@ -270,7 +279,26 @@ fn run(kind: ProofKind, source: &mut impl Subtrees) -> Vec<Hash> {
         ProofKind::Consistency { .. } => Vec::new(),
         ProofKind::Root { size: 0 } => vec![empty_root()],
         ProofKind::Root { size } => vec![range_hash(0, size, source)],
+        ProofKind::Frontier { size } => subtrees(0, size, source),
     }
+}
+
+/// The hashes of the maximal complete subtrees of leaves `lo..hi`, left to right.
+fn subtrees(lo: u64, hi: u64, source: &mut impl Subtrees) -> Vec<Hash> {
+    let mut hashes = Vec::new();
+    let mut start = lo;
+    while start < hi {
+        let aligned = if start == 0 {
+            63
+        } else {
+            start.trailing_zeros()
+        };
+        let fits = 63 - (hi - start).leading_zeros();
+        let level = aligned.min(fits);
+        hashes.push(source.subtree(level, start >> level));
+        start += 1 << level;
+    }
+    hashes
 }
 
 /// The largest power of two below `n` (`n > 1`).
@@ -281,20 +309,7 @@ fn split_point(n: u64) -> u64 {
 /// The hash of leaves `lo..hi`: its maximal complete subtrees, left to right, folded from the
 /// right. Only `hi` may be unaligned, as in every range the proofs ask for.
 fn range_hash(lo: u64, hi: u64, source: &mut impl Subtrees) -> Hash {
-    let mut subtrees = Vec::new();
-    let mut start = lo;
-    while start < hi {
-        let aligned = if start == 0 {
-            63
-        } else {
-            start.trailing_zeros()
-        };
-        let fits = 63 - (hi - start).leading_zeros();
-        let level = aligned.min(fits);
-        subtrees.push(source.subtree(level, start >> level));
-        start += 1 << level;
-    }
-    let mut hashes = subtrees.into_iter().rev();
+    let mut hashes = subtrees(lo, hi, source).into_iter().rev();
     let last = hashes.next().unwrap_or_else(empty_root);
     hashes.fold(last, |right, left| node_hash(&left, &right))
 }
