@@ -19,20 +19,26 @@ from urllib.parse import urlsplit
 from conftest import ROOT
 from mcp_client import session_flow
 from test_countersign import _host_key, _tamper
+from test_households import _household
 
 VERIFY_LOG = ROOT / "scripts" / "verify_log.py"
 
 
-def _attestation(member, words):
+def _attestation(member, words, device=None):
+    """Signed with the server's host key, or with a household's device key (`device`)."""
     body = {"member_id": member, "turn_id": f"tlog-{uuid.uuid4().hex}", "utterances": [words],
             "issued_at": int(time.time()), "answering": None}
     encoded = base64.urlsafe_b64encode(json.dumps(body).encode()).decode().rstrip("=")
-    signature = hmac.new(_host_key().encode(), encoded.encode(), hashlib.sha256).hexdigest()
-    return {"X-Countersign-Attestation": encoded, "X-Countersign-Signature": signature}
+    key = device["key"] if device else _host_key()
+    signature = hmac.new(key.encode(), encoded.encode(), hashlib.sha256).hexdigest()
+    headers = {"X-Countersign-Attestation": encoded, "X-Countersign-Signature": signature}
+    if device:
+        headers["X-Countersign-Key-Id"] = device["key_id"]
+    return headers
 
 
-def _call(url, token, tool, arguments, words=None):
-    headers = _attestation("dana", words) if words else None
+def _call(url, token, tool, arguments, words=None, device=None):
+    headers = _attestation("dana", words, device) if words else None
 
     async def steps(session, _init):
         result = await session.call_tool(tool, arguments)
@@ -76,13 +82,16 @@ def test_decision_receipts_and_the_retained_window_verify_offline(server_url, ju
     assert _verify("checkpoint", checkpoint, "--vkey", keys) == (0, "OK")
 
 
-def test_a_kept_checkpoint_names_a_rolled_back_ledger_that_the_server_cannot_see(server_url, judge_token, tmp_path):
+def test_a_kept_checkpoint_names_a_rolled_back_ledger_that_the_server_cannot_see(server_url, tmp_path):
+    # A household of its own, so no other test's ledger (or its tampering) is in the way.
+    _, token, device = _household(server_url, tmp_path, "Rollback Home")
     keys = _log_keys(server_url, tmp_path)
     order = {"product_id": "aa-batteries", "variant_id": "4-pack", "quantity": 1}
-    _call(server_url, judge_token, "propose_purchase", order, words="order a 4 pack of AA batteries")
+    words = "order a 4 pack of AA batteries"
+    _call(server_url, token, "propose_purchase", order, words=words, device=device)
     backup = tmp_path / "backup.json"
     _tamper("snapshot", str(backup))
-    newest = _call(server_url, judge_token, "propose_purchase", order, words="order a 4 pack of AA batteries")
+    newest = _call(server_url, token, "propose_purchase", order, words=words, device=device)
     kept_proof = newest["tlog_proof"]
     kept = tmp_path / "kept-checkpoint.txt"
     kept.write_text(kept_proof.split("\n\n", 1)[1])
@@ -91,10 +100,9 @@ def test_a_kept_checkpoint_names_a_rolled_back_ledger_that_the_server_cannot_see
     _tamper("restore", str(backup))
 
     # The server holds a genuinely signed, older log: only the kept receipt shows the loss.
-    checked = _call(server_url, judge_token, "check_receipt", {"receipt": kept_proof}, words="check my receipt")
+    checked = _call(server_url, token, "check_receipt", {"receipt": kept_proof}, words="check my receipt", device=device)
     assert checked["verdict"] == "history_deleted", checked
-    household = json.loads((ROOT / "data" / "household.json").read_text())["household_id"]
-    history = _call(server_url, judge_token, "prove_history", {"household_id": household, "log": "ledger", "from_size": 0})
+    history = _call(server_url, token, "prove_history", {"log": "ledger", "from_size": 0})
     answer = tmp_path / "prove-history.json"
     answer.write_text(json.dumps(history))
     code, out = _verify("consistency", kept, answer, "--vkey", keys)
