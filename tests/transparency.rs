@@ -327,6 +327,16 @@ async fn ledger_tools_hand_out_proofs_that_check_receipt_accepts_and_tampering_b
         )
         .await;
     assert_eq!(refused["isError"], true, "{refused}");
+    // A proof whose checkpoint has no signature line at all: refused, never a crash.
+    let unsigned = "c2sp.org/tlog-proof@v1\nindex 0\n\no\n1\nAAAA\n\n";
+    let refused = device
+        .call(
+            Turn::new("dana", &["check my receipt"]),
+            "check_receipt",
+            json!({"receipt": unsigned}),
+        )
+        .await;
+    assert_eq!(refused["isError"], true, "{refused}");
 }
 
 /// Eight writers at once on one household's log: every receipt proves its entry, and every

@@ -158,8 +158,13 @@ pub fn verify<'a>(note: &'a str, verifiers: &[NoteVerifier]) -> Result<&'a str, 
     }
     let split = note.rfind("\n\n").ok_or(NoteError::Malformed)?;
     let (text, signatures) = (&note[..split + 1], &note[split + 2..]);
+    // At least one signature line, each ending in a newline; an empty block is no signature.
+    let lines = signatures
+        .strip_suffix('\n')
+        .filter(|lines| !lines.is_empty())
+        .ok_or(NoteError::Malformed)?;
     let mut verified = false;
-    for line in signatures[..signatures.len() - 1].split('\n') {
+    for line in lines.split('\n') {
         let rest = line
             .strip_prefix("\u{2014} ")
             .ok_or(NoteError::MalformedSignature)?;
@@ -188,5 +193,24 @@ pub fn verify<'a>(note: &'a str, verifiers: &[NoteVerifier]) -> Result<&'a str, 
         Ok(text)
     } else {
         Err(NoteError::NoKnownSignature)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verifier() -> NoteVerifier {
+        let signer = NoteSigner::from_seed("hearth.example/hearth-log/v1", &[4; 32]).unwrap();
+        NoteVerifier::parse(&signer.vkey()).unwrap()
+    }
+
+    #[test]
+    fn a_note_whose_signature_block_is_empty_is_malformed_not_a_panic() {
+        // What check_receipt hands to verify from a caller's tlog-proof: text, a blank line,
+        // and nothing after it. Found by the tlog fuzz target's seeds.
+        for note in ["o\n1\nAAAA\n\n", "\n\n", "x\n\n\n"] {
+            assert!(verify(note, &[verifier()]).is_err(), "{note:?}");
+        }
     }
 }
