@@ -68,6 +68,25 @@ TOOL_ARGUMENTS = {
 }
 
 
+def tlog_seeds():
+    """A signed checkpoint and a proof file from the fuzz log key (hearth_core::fuzzing::LOG_SEED),
+    and near misses. Signing needs `cryptography` (in .venv)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.from_private_bytes(bytes([9] * 32))
+    name = "fuzz.example/hearth-log/v1"
+    public = key.public_key().public_bytes_raw()
+    key_id = hashlib.sha256(name.encode() + b"\n\x01" + public).digest()[:4]
+    leaf = hashlib.sha256(b"\x00" + bytes(32)).digest()
+    sibling = hashlib.sha256(b"\x00" + bytes([1] * 32)).digest()
+    root = hashlib.sha256(b"\x01" + leaf + sibling).digest()
+    text = f"fuzz.example/hearth/00112233445566778899aabbccddeeff/decisions/1\n2\n{base64.b64encode(root).decode()}\n"
+    note = text + "\n\u2014 " + name + " " + base64.b64encode(key_id + key.sign(text.encode())).decode() + "\n"
+    proof = "c2sp.org/tlog-proof@v1\nindex 0\n" + base64.b64encode(sibling).decode() + "\n\n" + note
+    return [note.encode(), proof.encode(), text.encode(), proof.replace("index 0", "index 1").encode(),
+            proof.replace("index 0", "extra AAAA\nindex 0").encode(), b"c2sp.org/tlog-proof@v1\nindex 18446744073709551615\n\n"]
+
+
 def write(target, seeds):
     directory = ROOT / target
     directory.mkdir(parents=True, exist_ok=True)
@@ -135,6 +154,7 @@ def main():
         b"\x01" + now + attestation(words=("a" * 501,))[0].encode(),
         b"\x01" + now + base64.urlsafe_b64encode(b'{"member_id":"dana"}').decode().rstrip("=").encode(),
     ])
+    write("tlog", tlog_seeds())
     write("oauth", [
         ("Basic " + base64.b64encode(":".join(CLIENT).encode()).decode() + "\ngrant_type=client_credentials&resource=x").encode(),
         b"Basic Zm9vOmJhcg==\ngrant_type=client_credentials&grant_type=client_credentials",

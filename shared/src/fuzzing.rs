@@ -306,3 +306,45 @@ fn linking_parameters(form: &crate::oauth::form::Form) {
         assert!(accepted || form.get("code_challenge_method") != Some("S256"));
     }
 }
+
+/// The seed of the log key the `tlog` target's seeds are signed with.
+pub const LOG_SEED: [u8; 32] = [9; 32];
+/// The host that key's name and the seeds' origins name.
+pub const LOG_HOST: &str = "fuzz.example";
+
+/// The transparency log's readers on arbitrary input: a checkpoint, a tlog-proof file whose
+/// checkpoint is verified against the fuzz log key, and the Merkle verification of what the
+/// file claims, at its own sizes and at fuzzed ones. Nothing may panic, and a signature can
+/// only verify on a note the key really signed (the seeds carry some).
+pub fn tlog(data: &[u8]) {
+    use crate::tlog::checkpoint::{Checkpoint, parse_proof};
+    use crate::tlog::note;
+    use crate::tlog::tree::{root_from_inclusion, verify_consistency};
+    use crate::transparency::LogKeys;
+    static KEYS: OnceLock<LogKeys> = OnceLock::new();
+    let keys = KEYS.get_or_init(|| LogKeys::new(LOG_HOST, &[(1, LOG_SEED)]).expect("a key"));
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let _ = Checkpoint::parse(text);
+    let _ = note::verify(text, keys.verifiers());
+    let Ok(file) = parse_proof(text) else {
+        return;
+    };
+    if let Ok(signed) = note::verify(file.checkpoint, keys.verifiers())
+        && let Ok(checkpoint) = Checkpoint::parse(signed)
+    {
+        let root = root_from_inclusion(file.index, checkpoint.size, &[0; 32], &file.path);
+        let _ = root == Some(checkpoint.root);
+        let _ = verify_consistency(
+            file.index,
+            &[0; 32],
+            checkpoint.size,
+            &checkpoint.root,
+            &file.path,
+        );
+    }
+    let size = file.index.saturating_add(file.path.len() as u64);
+    let _ = root_from_inclusion(file.index, size, &[1; 32], &file.path);
+    let _ = verify_consistency(file.index, &[1; 32], size, &[2; 32], &file.path);
+}
