@@ -22,6 +22,7 @@ use hearth_core::clock::SystemClock;
 use hearth_core::store::ChainStore;
 use hearth_core::store::dynamodb::DynamoStore;
 use hearth_core::store::sqlite::SqliteStore;
+use hearth_core::transparency::LogKeys;
 use hearth_core::why::record::NewDecision;
 use hearth_core::why::{WhyError, WhyService};
 use hearth_testkit::moto::{Moto, unique_name};
@@ -74,14 +75,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             (other, _) => return Err(format!("unknown store {other:?}; sqlite or dynamodb").into()),
         };
         let caller = Caller::unattested("c".repeat(64));
-        let shared = Arc::new(WhyService::new(store.clone(), Arc::new(SystemClock)));
+        // Signed logs, as every deployment has: each append also verifies the log head's
+        // checkpoint, signs the next, and writes two more items in its transaction.
+        let keys = Arc::new(LogKeys::new("contention.example", &[(1, [1; 32])])?);
+        let service = || {
+            Arc::new(
+                WhyService::new(store.clone(), Arc::new(SystemClock))
+                    .with_log_keys(Some(keys.clone())),
+            )
+        };
+        let shared = service();
         let mut tasks = Vec::new();
         for writer in 0..writers {
-            let service = if separate {
-                Arc::new(WhyService::new(store.clone(), Arc::new(SystemClock)))
-            } else {
-                shared.clone()
-            };
+            let service = if separate { service() } else { shared.clone() };
             let caller = caller.clone();
             tasks.push(tokio::spawn(async move {
                 let inputs = Map::new();
