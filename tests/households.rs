@@ -50,31 +50,7 @@ async fn world_over(backend: Backend, client: aws_sdk_dynamodb::Client) -> World
 }
 
 async fn world_with(config: Config, backend: Backend, client: aws_sdk_dynamodb::Client) -> World {
-    let mut shared: Option<Stores> = None;
-    let h = match backend {
-        Backend::Sqlite => common::harness_over(&config, |sqlite| {
-            let stores = Stores::shared(sqlite);
-            shared = Some(stores.clone());
-            stores
-        }),
-        Backend::Dynamo => {
-            let store = DynamoStore::new(client, unique_name("hearth-households"));
-            store.ensure_table().await.expect("create the table");
-            let stores = Stores::shared(Arc::new(store));
-            shared = Some(stores.clone());
-            common::harness_over(&config, |_| stores)
-        }
-    };
-    let stores = shared.expect("the harness chose its stores");
-    let clock: Arc<dyn Clock> = h.clock.clone();
-    let admin = Admin::new(
-        Accounts::new(stores.accounts.clone(), clock.clone()),
-        stores.chains.clone(),
-        stores.grants.clone(),
-        hearth_core::app::household_data(&config).unwrap(),
-        config.jwt_keys(),
-        clock,
-    );
+    let (h, admin) = common::operated(&config, backend, client, "hearth-households").await;
     World { h, admin }
 }
 

@@ -251,6 +251,46 @@ pub async fn access_token(router: &Router, scope: Option<&str>) -> String {
     reply.body["access_token"].as_str().unwrap().to_owned()
 }
 
+/// A server and the operator's `hearth admin` over the same stores: a fresh SQLite file, or a
+/// fresh DynamoDB table (named after `table`) through `client`.
+pub async fn operated(
+    config: &Config,
+    backend: Backend,
+    client: aws_sdk_dynamodb::Client,
+    table: &str,
+) -> (Harness, hearth_core::admin::Admin) {
+    use hearth_core::clock::Clock;
+    let mut shared: Option<Stores> = None;
+    let h = match backend {
+        Backend::Sqlite => harness_over(config, |sqlite| {
+            let stores = Stores::shared(sqlite);
+            shared = Some(stores.clone());
+            stores
+        }),
+        Backend::Dynamo => {
+            let store = hearth_core::store::dynamodb::DynamoStore::new(
+                client,
+                hearth_testkit::moto::unique_name(table),
+            );
+            store.ensure_table().await.expect("create the table");
+            let stores = Stores::shared(Arc::new(store));
+            shared = Some(stores.clone());
+            harness_over(config, |_| stores)
+        }
+    };
+    let stores = shared.expect("the harness chose its stores");
+    let clock: Arc<dyn Clock> = h.clock.clone();
+    let admin = hearth_core::admin::Admin::new(
+        hearth_core::accounts::Accounts::new(stores.accounts.clone(), clock.clone()),
+        stores.chains.clone(),
+        stores.grants.clone(),
+        hearth_core::app::household_data(config).unwrap(),
+        config.jwt_keys(),
+        clock,
+    );
+    (h, admin)
+}
+
 /// Which store a story runs on: the embedded SQLite store, or DynamoDB on moto.
 #[derive(Clone, Copy, Debug)]
 pub enum Backend {
