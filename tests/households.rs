@@ -11,7 +11,7 @@ use common::Backend;
 use std::sync::Arc;
 
 use common::{Harness, Reply, TOKEN, request, settings};
-use hearth_core::accounts::{Accounts, GENERATION_CACHE_MS};
+use hearth_core::accounts::GENERATION_CACHE_MS;
 use hearth_core::admin::Admin;
 use hearth_core::auth::attestation::{Attestation, sign};
 use hearth_core::auth::{Scopes, jwt::now_secs};
@@ -20,9 +20,8 @@ use hearth_core::clock::Clock;
 use hearth_core::config::Config;
 use hearth_core::countersign::household::built_in_policy;
 use hearth_core::store::Stores;
-use hearth_core::store::dynamodb::DynamoStore;
 use hearth_core::store::unconfigured::Unconfigured;
-use hearth_testkit::moto::{Moto, unique_name};
+use hearth_testkit::moto::Moto;
 use http::StatusCode;
 use serde_json::{Value, json};
 

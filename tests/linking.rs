@@ -6,24 +6,20 @@
 mod common;
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use common::{
     Backend, CLIENT_ID, CLIENT_SECRET, Harness, RESOURCE, Reply, basic, request, settings,
 };
-use hearth_core::accounts::{Accounts, GENERATION_CACHE_MS};
+use hearth_core::accounts::GENERATION_CACHE_MS;
 use hearth_core::admin::Admin;
-use hearth_core::clock::Clock;
 use hearth_core::config::Config;
 use hearth_core::linking::{
     AUTHORIZATION_CODE_LIFETIME_MS, LINK_CODE_LIFETIME_MS, REFRESH_GRACE_MS,
 };
 use hearth_core::oauth::{LINK_CODE_ATTEMPTS, MAX_STATE_BYTES};
-use hearth_core::store::Stores;
-use hearth_core::store::dynamodb::DynamoStore;
-use hearth_testkit::moto::{Moto, unique_name};
+use hearth_testkit::moto::Moto;
 use http::StatusCode;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
