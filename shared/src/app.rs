@@ -309,10 +309,12 @@ fn authenticator(config: &Config, backing: &Backing) -> crate::auth::Authenticat
 /// The enabled toolsets over one store and clock.
 pub fn toolsets(config: &Config, backing: &Backing) -> Vec<Arc<dyn Toolset>> {
     let mut toolsets: Vec<Arc<dyn Toolset>> = Vec::new();
+    // Derived once: both toolsets sign with the same keys.
+    let keys = log_keys(config);
     if config.toolsets.iter().any(|name| name == "why") {
         let service = Arc::new(
             WhyService::new(backing.stores.chains.clone(), backing.clock.clone())
-                .with_log_keys(log_keys(config)),
+                .with_log_keys(keys.clone()),
         );
         toolsets.push(Arc::new(WhyToolset::new(service)));
     }
@@ -323,7 +325,7 @@ pub fn toolsets(config: &Config, backing: &Backing) -> Vec<Arc<dyn Toolset>> {
         let mut service = CountersignService::new(
             backing.household.clone(),
             Ledger::new(backing.stores.chains.clone(), backing.clock.clone())
-                .with_log_keys(log_keys(config)),
+                .with_log_keys(keys.clone()),
             backing.judge.clone(),
             backing.stores.counters.clone(),
         )

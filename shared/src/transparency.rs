@@ -238,11 +238,15 @@ fn checked_frontier(
     Ok(frontier)
 }
 
-/// The root the log head's frontier commits to.
-pub fn root_of(log: &LogHead) -> Option<Hash> {
-    Frontier::from_parts(log.size, log.frontier.clone())
-        .ok()
-        .map(|frontier| frontier.root())
+/// The retained entries the log holds (`record_hashes` are oldest first, the newest being the
+/// log's last leaf) and the index of the first: entries recorded before the chain had a log
+/// (an older release) are left out.
+fn in_log<'a, 'b>(log: &LogHead, record_hashes: &'a [&'b str]) -> (u64, &'a [&'b str]) {
+    let held = record_hashes.len().min(log.size as usize);
+    (
+        log.size - held as u64,
+        &record_hashes[record_hashes.len() - held..],
+    )
 }
 
 /// One retained entry's inclusion proof, as `get_trace` hands it out and `verify_log.py window`
@@ -333,9 +337,7 @@ pub async fn window_proofs(
     record_hashes: &[&str],
 ) -> Result<WindowProofs, ProofError> {
     let (log, checkpoint) = signed_head(keys, kind, log)?;
-    let in_log = record_hashes.len().min(log.size as usize);
-    let first = log.size - in_log as u64;
-    let entries = &record_hashes[record_hashes.len() - in_log..];
+    let (first, entries) = in_log(&log, record_hashes);
     let plans: Vec<Plan> = (first..log.size)
         .map(|index| Plan::inclusion(index, log.size))
         .collect();
@@ -346,7 +348,7 @@ pub async fn window_proofs(
     needed.sort_unstable();
     needed.dedup();
     let hashes = stored_hashes(store, key, &needed).await?;
-    let mut proofs = Vec::with_capacity(in_log);
+    let mut proofs = Vec::with_capacity(entries.len());
     for ((plan, index), entry) in plans.iter().zip(first..).zip(entries) {
         let path = plan
             .build(&hashes)
@@ -383,8 +385,7 @@ pub async fn check_window(
     record_hashes: &[&str],
 ) -> Result<(), ProofError> {
     let (log, checkpoint) = signed_head(keys, kind, log)?;
-    let in_log = record_hashes.len().min(log.size as usize);
-    let first = log.size - in_log as u64;
+    let (first, entries) = in_log(&log, record_hashes);
     let plan = Plan::frontier(first);
     let hashes = stored_hashes(store, key, plan.needed()).await?;
     let before = plan
@@ -392,12 +393,13 @@ pub async fn check_window(
         .map_err(|missing| ProofError::Tampered(missing.to_string()))?;
     let mut frontier = Frontier::from_parts(first, before)
         .map_err(|error| ProofError::Tampered(error.to_string()))?;
-    for entry in &record_hashes[record_hashes.len() - in_log..] {
+    for entry in entries {
         frontier.append(leaf_hash(&record_leaf(entry)));
     }
     if frontier.root() != checkpoint.root {
+        let held = entries.len();
         return Err(ProofError::Tampered(format!(
-            "the retained {in_log} entries are not the signed log's last {in_log} leaves"
+            "the retained {held} entries are not the signed log's last {held} leaves"
         )));
     }
     Ok(())

@@ -170,6 +170,20 @@ struct FamilyBody {
     revoked: bool,
 }
 
+impl FamilyBody {
+    /// Whether `presented` (a refresh token's hash) is the family's current token, and if not,
+    /// whether it is the one rotated away last.
+    fn holds(&self, presented: &str) -> (bool, bool) {
+        let current = same_hash(presented, &self.current);
+        let previous = !current
+            && self
+                .previous
+                .as_deref()
+                .is_some_and(|previous| same_hash(presented, previous));
+        (current, previous)
+    }
+}
+
 pub struct Linking {
     grants: Arc<dyn GrantStore>,
     accounts: Arc<Accounts>,
@@ -401,13 +415,8 @@ impl Linking {
             if family.client_id != client_id {
                 return Err(LinkingError::InvalidGrant(OTHER_CLIENT));
             }
-            let is_current = same_hash(&presented, &family.current);
-            let is_retry = !is_current
-                && family
-                    .previous
-                    .as_deref()
-                    .is_some_and(|previous| same_hash(&presented, previous))
-                && now_ms - family.rotated_at_ms <= REFRESH_GRACE_MS;
+            let (is_current, is_previous) = family.holds(&presented);
+            let is_retry = is_previous && now_ms - family.rotated_at_ms <= REFRESH_GRACE_MS;
             if !is_current && !is_retry {
                 self.revoke_family(family_id, &family.household_id).await?;
                 return Err(LinkingError::InvalidGrant(REFRESH_REUSED));
@@ -479,12 +488,8 @@ impl Linking {
                 return Ok(());
             };
             let family: FamilyBody = from_json(&item.body)?;
-            let known = same_hash(&presented, &family.current)
-                || family
-                    .previous
-                    .as_deref()
-                    .is_some_and(|previous| same_hash(&presented, previous));
-            if known && family.client_id == client_id {
+            let (current, previous) = family.holds(&presented);
+            if (current || previous) && family.client_id == client_id {
                 self.revoke_family(family_id, &family.household_id).await?;
             }
             return Ok(());
