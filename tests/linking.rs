@@ -16,7 +16,7 @@ use hearth_core::accounts::GENERATION_CACHE_MS;
 use hearth_core::admin::Admin;
 use hearth_core::config::Config;
 use hearth_core::linking::{
-    AUTHORIZATION_CODE_LIFETIME_MS, LINK_CODE_LIFETIME_MS, REFRESH_GRACE_MS,
+    AUTHORIZATION_CODE_LIFETIME_MS, LINK_CODE_LIFETIME_MS, REFRESH_GRACE_MS, REFRESH_IDLE_MS,
 };
 use hearth_core::oauth::{LINK_CODE_ATTEMPTS, MAX_STATE_BYTES};
 use hearth_testkit::moto::Moto;
@@ -397,6 +397,21 @@ async fn a_lost_refresh_response_may_be_retried_within_the_grace_window_and_not_
     assert_eq!(refused.status, StatusCode::UNAUTHORIZED, "{}", refused.raw);
 }
 
+async fn a_family_lives_90_idle_days_and_not_one_millisecond_more(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Idle House").await;
+    let linked = w.link(&household).await;
+    w.advance_ms(REFRESH_IDLE_MS - 1);
+    let kept = w.refresh(linked["refresh_token"].as_str().unwrap()).await;
+    assert_eq!(kept.status, StatusCode::OK, "{}", kept.raw);
+    // Each refresh starts the idle time again.
+    w.advance_ms(REFRESH_IDLE_MS);
+    let expired = w
+        .refresh(kept.body["refresh_token"].as_str().unwrap())
+        .await;
+    assert_eq!(expired.body["error"], "invalid_grant", "{}", expired.raw);
+}
+
 async fn a_replayed_code_is_refused_and_revokes_what_it_issued(backend: Backend) {
     let w = world(backend).await;
     let household = w.household("Replay House").await;
@@ -471,6 +486,7 @@ on_both_stores!(
     a_household_links_through_the_consent_page_and_uses_its_own_token,
     a_lost_refresh_response_may_be_retried_within_the_grace_window_and_not_after,
     a_replayed_code_is_refused_and_revokes_what_it_issued,
+    a_family_lives_90_idle_days_and_not_one_millisecond_more,
     unlinking_ends_every_family_and_unused_link_code,
     revocation_ends_a_family_and_answers_200_for_anything,
 );
@@ -512,6 +528,18 @@ async fn every_authorization_refusal_is_a_page_or_a_redirect_as_rfc_6749_says() 
         assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{case}");
         assert!(!reply.raw.contains("evil.example"), "{case}");
     }
+    // The query holds 4,096 bytes and not one more (a parameter the request does not know is
+    // ignored, so it pads).
+    let base = format!("{}&pad=", authorize_query(&[]));
+    let at_limit = format!(
+        "{base}{}",
+        "p".repeat(hearth_core::oauth::MAX_FORM_BYTES - base.len())
+    );
+    let page = w.get(&format!("/oauth/authorize?{at_limit}"), &[]).await;
+    assert_eq!(page.status, StatusCode::OK, "at the limit");
+    let past = w.get(&format!("/oauth/authorize?{at_limit}p"), &[]).await;
+    assert_eq!(past.status, StatusCode::URI_TOO_LONG, "one past it");
+    assert!(is_error_page(&past));
     let repeated = w
         .get(
             &format!("/oauth/authorize?{}&client_id=x", authorize_query(&[])),

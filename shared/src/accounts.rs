@@ -505,6 +505,45 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn an_account_remembers_100_revoked_families_and_unlinks_on_the_101st() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            Arc::new(crate::store::sqlite::SqliteStore::open(&dir.path().join("a.db")).unwrap());
+        let accounts = Accounts::new(store, Arc::new(crate::clock::SystemClock));
+        let id = new_household_id();
+        accounts.create(&id, "Families", None).await.unwrap();
+        let far = i64::MAX;
+        for n in 0..MAX_REVOKED_FAMILIES {
+            accounts
+                .revoke_family(&id, &format!("f{n}"), far)
+                .await
+                .unwrap();
+        }
+        let item = accounts.get(&id).await.unwrap();
+        assert_eq!(
+            item.revoked_families.len(),
+            MAX_REVOKED_FAMILIES,
+            "at the limit"
+        );
+        assert_eq!(item.generation, 0);
+        assert_eq!(
+            accounts.standing(&id, 0, Some("f7")).await,
+            Standing::Revoked
+        );
+        assert_eq!(
+            accounts.standing(&id, 0, Some("other")).await,
+            Standing::Current
+        );
+        accounts.revoke_family(&id, "one-more", far).await.unwrap();
+        let item = accounts.get(&id).await.unwrap();
+        assert_eq!(
+            item.generation, 1,
+            "one past it, the household is unlinked instead"
+        );
+        assert!(item.revoked_families.is_empty());
+    }
+
     #[test]
     fn names_hold_100_characters_and_not_101() {
         assert!(check_name(&"n".repeat(NAME_MAX_CHARS)).is_ok());
