@@ -304,6 +304,60 @@ async fn invalid_utf8_is_a_parse_error() {
     assert!(reply.raw.contains("UTF-8"), "{}", reply.raw);
 }
 
+/// Hearth answers JSON only, so every client that takes JSON is served: curl's `*/*`,
+/// `application/json` alone and no Accept header at all, as well as what the SDKs send.
+#[tokio::test]
+async fn any_accept_that_allows_json_is_served_and_others_get_a_json_406() {
+    let h = harness(&[]);
+    let ping = json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}).to_string();
+    for accept in [
+        "*/*",
+        "application/json",
+        "application/*",
+        "",
+        "application/json, text/event-stream",
+    ] {
+        let reply = send(&h, "POST", &ping, &[("accept", accept)]).await;
+        assert_eq!(reply.status, StatusCode::OK, "{accept:?}: {}", reply.raw);
+        assert_eq!(reply.body["id"], 7, "{accept:?}: {}", reply.raw);
+        assert_eq!(reply.header("content-type"), "application/json");
+    }
+    for accept in ["text/event-stream", "text/html", "application/json;q=0"] {
+        let reply = send(&h, "POST", &ping, &[("accept", accept)]).await;
+        assert_eq!(reply.status, StatusCode::NOT_ACCEPTABLE, "{accept:?}");
+        assert_eq!(reply.body["jsonrpc"], "2.0", "{accept:?}: {}", reply.raw);
+        assert_eq!(reply.body["error"]["code"], -32000);
+        assert!(
+            reply.body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("application/json")
+        );
+    }
+}
+
+/// A `Host` outside the allowed list (a rebound DNS name) is refused by rmcp; the refusal
+/// still has a JSON-RPC body, like every other refusal on `/mcp`.
+#[tokio::test]
+async fn a_rebound_host_is_refused_with_a_json_rpc_body() {
+    let h = harness(&[]);
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    let reply = send(&h, "POST", &ping, &[("host", "evil.example")]).await;
+    assert_eq!(reply.status, StatusCode::FORBIDDEN, "{}", reply.raw);
+    assert_eq!(reply.header("content-type"), "application/json");
+    assert_eq!(reply.body["error"]["code"], -32000);
+    assert!(
+        reply.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Host"),
+        "{}",
+        reply.raw
+    );
+    let allowed = send(&h, "POST", &ping, &[("host", "127.0.0.1:8787")]).await;
+    assert_eq!(allowed.status, StatusCode::OK, "{}", allowed.raw);
+}
+
 #[tokio::test]
 async fn bodies_nest_64_levels_and_not_65() {
     let h = harness(&[]);
@@ -688,6 +742,45 @@ async fn whats_changed_lists_later_decisions_oldest_first() {
     )
     .await;
     assert!(text(&naive).contains("no timezone"));
+}
+
+/// Every `format` in every listed schema is one JSON Schema defines (the TypeScript SDK's
+/// validator warns about any other), and unsigned numbers still say they are not negative.
+#[tokio::test]
+async fn listed_schemas_use_only_standard_formats() {
+    fn formats<'a>(value: &'a Value, found: &mut Vec<&'a str>, unsigned: &mut usize) {
+        match value {
+            Value::Object(object) => {
+                if let Some(format) = object.get("format").and_then(Value::as_str) {
+                    found.push(format);
+                }
+                if object.get("type") == Some(&json!("integer"))
+                    && object.get("minimum") == Some(&json!(0))
+                {
+                    *unsigned += 1;
+                }
+                object.values().for_each(|v| formats(v, found, unsigned));
+            }
+            Value::Array(items) => items.iter().for_each(|v| formats(v, found, unsigned)),
+            _ => {}
+        }
+    }
+    let h = harness(&[]);
+    let listed = rpc(
+        &h.router,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    )
+    .await;
+    let (mut found, mut unsigned) = (Vec::new(), 0);
+    formats(&listed.body["result"]["tools"], &mut found, &mut unsigned);
+    assert!(
+        found.iter().all(|format| *format == "date-time"),
+        "{found:?}"
+    );
+    assert!(
+        unsigned > 10,
+        "unsigned integers keep minimum 0: {unsigned}"
+    );
 }
 
 /// Every tool's annotations against what it does, in one table: a host may ask before

@@ -319,7 +319,12 @@ pub fn toolsets(config: &Config, backing: &Backing) -> Vec<Arc<dyn Toolset>> {
         toolsets.push(Arc::new(WhyToolset::new(service)));
     }
     if config.toolsets.iter().any(|name| name == "aion") {
-        toolsets.push(Arc::new(AionToolset::new(guide(config))));
+        match guide(config) {
+            Some(guide) => toolsets.push(Arc::new(AionToolset::new(guide))),
+            None => tracing::warn!(
+                "the aion toolset is left out: under Lambda ask_aion needs AION_BACKEND_URL, or MOCK_AION_BACKEND=true for the canned answers"
+            ),
+        }
     }
     if config.toolsets.iter().any(|name| name == "countersign") {
         let mut service = CountersignService::new(
@@ -348,15 +353,19 @@ pub fn toolsets(config: &Config, backing: &Backing) -> Vec<Arc<dyn Toolset>> {
     toolsets
 }
 
-/// The guide `ask_aion` asks: the configured backend, or the mock without one.
-fn guide(config: &Config) -> Arc<dyn Guide> {
-    match &config.aion_backend_url {
-        Some(url) => Arc::new(HttpGuide::new(
+/// The guide `ask_aion` asks: the mock when `MOCK_AION_BACKEND` says so, else the configured
+/// backend, else the mock on a local server. Under Lambda with neither, there is none: a
+/// deployment never serves canned answers it did not ask for.
+fn guide(config: &Config) -> Option<Arc<dyn Guide>> {
+    match (&config.aion_backend_url, config.aion_mock, config.runtime) {
+        (_, true, _) => Some(Arc::new(MockGuide)),
+        (Some(url), false, _) => Some(Arc::new(HttpGuide::new(
             url.clone(),
             config.credentials.aion_api_key.clone(),
             BACKEND_TIMEOUT,
-        )),
-        None => Arc::new(MockGuide),
+        ))),
+        (None, false, Runtime::Local) => Some(Arc::new(MockGuide)),
+        (None, false, Runtime::Lambda) => None,
     }
 }
 

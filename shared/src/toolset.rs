@@ -2,6 +2,8 @@
 //! arguments with generated input and output schemas, and annotations) and answers calls for
 //! the caller the HTTP layer authenticated. Toolsets never see HTTP or JSON-RPC.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use rmcp::model::{JsonObject, Resource, ResourceContents, Tool, ToolAnnotations};
 use schemars::JsonSchema;
@@ -86,11 +88,68 @@ where
     Args: JsonSchema + 'static,
     Output: JsonSchema + 'static,
 {
-    Tool::new(name, description, JsonObject::new())
+    let mut tool = Tool::new(name, description, JsonObject::new())
         .with_title(title)
         .with_input_schema::<Args>()
         .with_output_schema::<Output>()
-        .annotate(annotations)
+        .annotate(annotations);
+    tool.input_schema = Arc::new(standard_formats_only(&tool.input_schema));
+    tool.output_schema = tool
+        .output_schema
+        .map(|schema| Arc::new(standard_formats_only(&schema)));
+    tool
+}
+
+/// The `format` values JSON Schema 2020-12 defines (§7.3). Validators such as Ajv, which the
+/// TypeScript SDK runs over every listed schema, warn about any other value.
+const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// `schema` without the `format` annotations schemars adds for Rust number types (`uint64`,
+/// `uint32`, `uint`, `int64`, `double`, ...), which are not JSON Schema formats. The range
+/// they stood for stays as `minimum`/`maximum`, which schemars writes beside them.
+pub fn standard_formats_only(schema: &JsonObject) -> JsonObject {
+    fn clean(value: &mut Value) {
+        match value {
+            Value::Object(object) => {
+                let non_standard = object
+                    .get("format")
+                    .and_then(Value::as_str)
+                    .is_some_and(|format| !STANDARD_FORMATS.contains(&format));
+                if non_standard {
+                    object.remove("format");
+                }
+                object.values_mut().for_each(clean);
+            }
+            Value::Array(items) => items.iter_mut().for_each(clean),
+            _ => {}
+        }
+    }
+    let mut value = Value::Object(schema.clone());
+    clean(&mut value);
+    match value {
+        Value::Object(object) => object,
+        _ => unreachable!("an object stays an object"),
+    }
 }
 
 /// Decodes tool arguments into `Args`, with a plain message a model can act on when they do
@@ -98,4 +157,42 @@ where
 pub fn decode<Args: DeserializeOwned>(arguments: JsonObject) -> Result<Args, ToolOutput> {
     serde_json::from_value(Value::Object(arguments))
         .map_err(|error| ToolOutput::Failure(format!("Invalid arguments: {error}.")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn rust_number_formats_go_and_their_ranges_and_standard_formats_stay() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "count": {"type": "integer", "format": "uint64", "minimum": 0},
+                "at": {"type": "string", "format": "date-time"},
+                // A property that happens to be called `format` is a schema, not a format.
+                "format": {"type": "string", "format": "uint"},
+                "nested": {"anyOf": [{"type": "number", "format": "double"}, {"type": "null"}]},
+            },
+            "required": ["format"],
+        });
+        let Value::Object(schema) = schema else {
+            unreachable!()
+        };
+        let cleaned = Value::Object(standard_formats_only(&schema));
+        assert_eq!(
+            cleaned,
+            json!({
+                "type": "object",
+                "properties": {
+                    "count": {"type": "integer", "minimum": 0},
+                    "at": {"type": "string", "format": "date-time"},
+                    "format": {"type": "string"},
+                    "nested": {"anyOf": [{"type": "number"}, {"type": "null"}]},
+                },
+                "required": ["format"],
+            })
+        );
+    }
 }

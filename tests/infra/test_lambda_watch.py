@@ -62,6 +62,8 @@ def watch(tmp_path_factory):
         HEARTH_TABLE=table,
         MCP_RESOURCE_URL="https://abc123xyz.execute-api.us-east-1.amazonaws.com/mcp",
         AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH="true",
+        # As the template sets it while AionBackendUrl is empty: the fixtures list ask_aion.
+        MOCK_AION_BACKEND="true",
     )
     logs = tmp_path_factory.mktemp("watch")
     # One emulator per function: the workspace root is itself a package (the local server),

@@ -225,3 +225,11 @@ def test_the_table_keeps_its_data():
     assert properties["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
     assert properties["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
     assert properties["DeletionProtectionEnabled"] is True
+
+
+def test_the_guide_is_mocked_exactly_when_no_backend_is_given():
+    variables = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
+    assert variables["AION_BACKEND_URL"] == {"Ref": "AionBackendUrl"}
+    assert variables["MOCK_AION_BACKEND"] == {"Fn::If": ["NoAionBackend", "true", "false"]}
+    assert TEMPLATE["Conditions"]["NoAionBackend"] == {"Fn::Equals": [{"Ref": "AionBackendUrl"}, ""]}
+    assert TEMPLATE["Parameters"]["AionBackendUrl"]["Default"] == ""

@@ -104,8 +104,13 @@ pub struct Config {
     /// `HEARTH_TOOLSETS`, default every known toolset.
     pub toolsets: Vec<String>,
     pub rate_limits: RateLimits,
-    /// `AION_BACKEND_URL`: the AionRealm guide endpoint; unset means the built-in mock.
+    /// `AION_BACKEND_URL`: the AionRealm guide endpoint. Unset, a local server answers from
+    /// the built-in mock guide, and under Lambda the `aion` toolset is left out unless
+    /// `MOCK_AION_BACKEND` asks for the mock.
     pub aion_backend_url: Option<String>,
+    /// `MOCK_AION_BACKEND` (1/true): answer `ask_aion` from the mock guide even when a backend
+    /// URL is configured.
+    pub aion_mock: bool,
     /// `COUNTERSIGN_NOTIFY_URL`: where requests waiting for a guardian are announced.
     pub notify_url: Option<String>,
     /// `POLLY_VOICE`, default `Ruth`.
@@ -191,17 +196,22 @@ impl Config {
         if allow_no_auth && runtime == Runtime::Lambda {
             return Err(ConfigError::NoAuthUnderLambda);
         }
-        let disabled = match get("MCP_DISABLED").map(|v| v.trim().to_ascii_lowercase()) {
-            None => false,
-            Some(value) if value == "1" || value == "true" => true,
-            Some(value) if value == "0" || value == "false" => false,
-            Some(_) => {
-                return Err(ConfigError::Invalid {
-                    name: "MCP_DISABLED",
-                    reason: "expected 1 or true to disable, 0 or false to serve".into(),
-                });
-            }
+        let switch = |name: &'static str, meaning: &str| match get(name)
+            .map(|v| v.trim().to_ascii_lowercase())
+        {
+            None => Ok(false),
+            Some(value) if value == "1" || value == "true" => Ok(true),
+            Some(value) if value == "0" || value == "false" => Ok(false),
+            Some(_) => Err(ConfigError::Invalid {
+                name,
+                reason: format!("expected 1 or true to {meaning}, 0 or false not to"),
+            }),
         };
+        let disabled = switch("MCP_DISABLED", "disable the server")?;
+        let aion_mock = switch(
+            "MOCK_AION_BACKEND",
+            "answer ask_aion from the built-in mock guide",
+        )?;
         let urls = match get("MCP_RESOURCE_URL") {
             Some(url) => Some(PublicUrls::from_resource(url.trim()).map_err(|reason| {
                 ConfigError::Invalid {
@@ -307,6 +317,7 @@ impl Config {
             polly_voice: get("POLLY_VOICE").unwrap_or_else(|| "Ruth".into()),
             polly_engine,
             aion_backend_url,
+            aion_mock,
             notify_url,
             runtime,
             addr,

@@ -3,7 +3,8 @@
 //! Checks run cheapest and most general first, and each failure has its own status:
 //! 405 (not POST), 403 (Origin not allowed), 400 (a token in the query string), 429 or 503
 //! (rate limit reached or limiter unreachable), 401 (no valid bearer token), 415 (not JSON),
-//! 400 (unsupported `MCP-Protocol-Version`), 413 (body over 64 KiB), 400 with a JSON-RPC parse
+//! 406 (an `Accept` that rules JSON out; no header, `*/*` and `application/json` alone are
+//! served), 400 (unsupported `MCP-Protocol-Version`), 413 (body over 64 KiB), 400 with a JSON-RPC parse
 //! error (not UTF-8, not JSON) or invalid-request error (not JSON-RPC, or nesting deeper than
 //! [`body::MAX_NESTING_DEPTH`]), 403 (`insufficient_scope` for the method), 401 with
 //! `account_linking_required` (a client-credentials token, where account linking is
@@ -37,7 +38,7 @@ use crate::auth::attestation::{AttestationRefusal, AttestationVerifier, HostClai
 use crate::auth::{AuthFailure, Authenticator, Scope};
 use crate::config::PublicUrls;
 use crate::gate::{Gate, Refusal, client_ip};
-use crate::media::{has_media_type, read_body};
+use crate::media::{accepts_json, has_media_type, read_body};
 use crate::oauth::metadata;
 use crate::telemetry::{RequestLog, request_id};
 use crate::transparency::LogKeys;
@@ -297,6 +298,13 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
             "Content-Type must be application/json",
         );
     }
+    if !accepts_json(headers) {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            -32000,
+            "Not Acceptable: Hearth answers every request with application/json",
+        );
+    }
     if let Some(version) = headers.get("mcp-protocol-version") {
         let supported = version
             .to_str()
@@ -406,6 +414,13 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
         }
     }
     parts.extensions.insert(caller);
+    // Hearth answers JSON only (rmcp runs in JSON-response mode), so any client that takes
+    // JSON is served, including curl's `*/*` and no Accept header; rmcp itself insists that
+    // both JSON and an event stream are named.
+    parts.headers.insert(
+        header::ACCEPT,
+        HeaderValue::from_static("application/json, text/event-stream"),
+    );
     let response = endpoint
         .service
         .handle(http::Request::from_parts(parts, Full::new(bytes)))
@@ -414,6 +429,21 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
     // checked above, so that can only mean an invalid request.
     if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
         return invalid_request();
+    }
+    // rmcp's own refusals (a Host outside the allowed list, for one) are plain text; every
+    // refusal on /mcp carries a JSON-RPC error body instead, with the same status and words.
+    if !response.status().is_success() && !has_media_type(response.headers(), "application/json") {
+        let status = response.status();
+        let bytes = http_body_util::BodyExt::collect(response.into_body())
+            .await
+            .map(|collected| collected.to_bytes())
+            .unwrap_or_default();
+        let message = String::from_utf8_lossy(&bytes);
+        let message = match message.trim() {
+            "" => status.canonical_reason().unwrap_or("Refused"),
+            text => text,
+        };
+        return rpc_error(status, -32000, message);
     }
     response.map(Body::new)
 }
