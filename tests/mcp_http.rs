@@ -860,3 +860,78 @@ async fn record_decision_accepts_the_predecessors_session_id_and_stores_nothing_
         text(&refused)
     );
 }
+
+/// The skills are prompts: one per enabled toolset, each with a description, fetched whole;
+/// an unknown name or arguments are invalid params, and the capability is advertised.
+#[tokio::test]
+async fn each_toolsets_skill_is_a_prompt() {
+    let h = harness(&[]);
+    let init = post(
+        &h,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+    )
+    .await;
+    assert!(
+        init.body["result"]["capabilities"]["prompts"].is_object(),
+        "{}",
+        init.raw
+    );
+    let listed = post(
+        &h,
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "prompts/list"}),
+    )
+    .await;
+    let prompts = listed.body["result"]["prompts"].as_array().unwrap();
+    let names: Vec<&str> = prompts
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["hearth-why", "hearth-aion", "hearth-countersign"]);
+    assert!(
+        prompts
+            .iter()
+            .all(|p| p["description"].as_str().unwrap().len() > 40)
+    );
+    let got = post(
+        &h,
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "prompts/get",
+            "params": {"name": "hearth-countersign"}}),
+    )
+    .await;
+    let message = &got.body["result"]["messages"][0];
+    assert_eq!(message["role"], "user");
+    let text = message["content"]["text"].as_str().unwrap();
+    assert!(text.contains("Read `say` aloud word for word"), "{text}");
+    assert!(
+        !text.starts_with("---"),
+        "the front matter is not part of the text"
+    );
+    for (params, says) in [
+        (json!({"name": "hearth-nothing"}), "Unknown prompt"),
+        (
+            json!({"name": "hearth-why", "arguments": {"x": "1"}}),
+            "takes no arguments",
+        ),
+    ] {
+        let reply = post(
+            &h,
+            &json!({"jsonrpc": "2.0", "id": 4, "method": "prompts/get", "params": params}),
+        )
+        .await;
+        assert_eq!(reply.body["error"]["code"], -32602, "{}", reply.raw);
+        assert!(reply.raw.contains(says), "{}", reply.raw);
+    }
+    let only_why = harness(&[("HEARTH_TOOLSETS", "why")]);
+    let listed = post(
+        &only_why,
+        &json!({"jsonrpc": "2.0", "id": 5, "method": "prompts/list"}),
+    )
+    .await;
+    assert_eq!(listed.body["result"]["prompts"][0]["name"], "hearth-why");
+    assert_eq!(
+        listed.body["result"]["prompts"].as_array().unwrap().len(),
+        1
+    );
+}

@@ -31,6 +31,7 @@ pub mod oauth;
 pub mod random;
 pub mod ratelimit;
 pub mod scholia;
+pub mod skills;
 pub mod speech;
 pub mod store;
 pub mod telemetry;

@@ -53,6 +53,7 @@ const KNOWN_METHODS: &[&str] = &[
     "resources/read",
     "resources/templates/list",
     "prompts/list",
+    "prompts/get",
     "notifications/initialized",
     "notifications/cancelled",
 ];

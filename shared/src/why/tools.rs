@@ -234,7 +234,10 @@ impl Toolset for WhyToolset {
             describe::<ProveHistoryArgs, ProveHistoryOutput>(
                 PROVE_HISTORY,
                 "Prove history",
-                "Return the household's current signed log checkpoint (decisions or ledger) and                  the consistency proof from the size of a checkpoint kept earlier: with the                  published log key, scripts/verify_log.py shows offline that nothing before it                  was changed or removed.",
+                "Return the household's current signed log checkpoint (decisions or ledger) and \
+                 the consistency proof from the size of a checkpoint kept earlier: with the \
+                 published log key, scripts/verify_log.py shows offline that nothing before it \
+                 was changed or removed.",
                 annotations("Prove history", true),
             ),
         ]
