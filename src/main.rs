@@ -1,6 +1,7 @@
 //! `hearth`: the whole product on one local address with an embedded SQLite store.
 //!
-//! `hearth admin` manages household accounts (see `admin.rs`).
+//! `hearth admin` manages household accounts (see `admin.rs`). `hearth assistant` runs one
+//! turn of the model-driven assistant, playing the device (see `assistant.rs`).
 //!
 //! `hearth` (or `hearth serve`) serves every router with the same paths as API Gateway. With no
 //! credentials configured it creates private development credentials in the data directory
@@ -8,6 +9,7 @@
 //! authentication stays on.
 
 mod admin;
+mod assistant;
 
 use std::process::ExitCode;
 
@@ -15,7 +17,7 @@ use anyhow::bail;
 use hearth_core::auth::dev_credentials::{self, DevCredentials};
 use hearth_core::config::{Config, CredentialSource, Runtime};
 
-const USAGE: &str = "usage: hearth [serve] | hearth admin COMMAND [--json] (hearth admin --help) | hearth eval [--cases FILE] [--split dev|test] [--judge rules|bedrock] [--json] [--save DIR] | hearth routes";
+const USAGE: &str = "usage: hearth [serve] | hearth admin COMMAND [--json] (hearth admin --help) | hearth assistant --member ID [--household H] [--json] \"words\" | hearth eval [--cases FILE] [--split dev|test] [--judge rules|bedrock] [--json] [--save DIR] | hearth routes";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -28,6 +30,11 @@ async fn main() -> ExitCode {
             Ok(())
         }
         ["admin", rest @ ..] => return admin::run(rest).await,
+        ["assistant", "-h" | "--help" | "help"] => {
+            println!("{}", assistant::USAGE);
+            Ok(())
+        }
+        ["assistant", rest @ ..] => return assistant::run(rest).await,
         ["eval", rest @ ..] => eval(rest).await,
         ["routes"] => {
             // Every route and the function serving it, as JSON: what the template must route.

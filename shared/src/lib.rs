@@ -13,6 +13,8 @@ pub mod accounts;
 pub mod admin;
 pub mod aion;
 pub mod app;
+#[cfg(feature = "aws")]
+pub mod assistant;
 pub mod auth;
 #[cfg(feature = "aws")]
 pub mod aws;

@@ -1,5 +1,6 @@
 //! Test support shared by Hearth's test suites (never a dependency of shipped code).
 
+pub mod converse;
 pub mod moto;
 
 use std::sync::Arc;

@@ -29,6 +29,10 @@ pub enum Runtime {
 /// The toolsets this build can serve.
 pub const KNOWN_TOOLSETS: &[&str] = &["why", "aion", "countersign"];
 
+/// The assistant's model unless `COUNTERSIGN_ASSISTANT_MODEL` names another: not the judge's
+/// (a model that misread the request should not grade its own reading).
+pub const DEFAULT_ASSISTANT_MODEL: &str = "us.amazon.nova-pro-v1:0";
+
 /// Which store runs. `HEARTH_TABLE` selects DynamoDB. Otherwise, locally, the default is a
 /// SQLite file in the data directory; under Lambda a SQLite file is used only when `HEARTH_DB`
 /// names one explicitly (a function's disk is not durable), and otherwise decision tools report
@@ -117,6 +121,9 @@ pub struct Config {
     pub polly_voice: String,
     /// `POLLY_ENGINE`, default `generative` (retried once with `neural` if Polly refuses it).
     pub polly_engine: String,
+    /// `COUNTERSIGN_ASSISTANT_MODEL`: the Bedrock model `hearth assistant` runs on, by default
+    /// a different one from the judge's.
+    pub assistant_model: String,
     /// The purchase guard's intent judge.
     pub judge: JudgeSettings,
     /// `HEARTH_DEMO_DEVICE=1`: serve `POST /demo/device`, which signs attestations for the
@@ -311,6 +318,9 @@ impl Config {
             }
         };
         Ok(Self {
+            assistant_model: get("COUNTERSIGN_ASSISTANT_MODEL")
+                .map(|model| model.trim().to_owned())
+                .unwrap_or_else(|| DEFAULT_ASSISTANT_MODEL.into()),
             demo_device,
             judge,
             countersign_data: get("COUNTERSIGN_DATA").map(|dir| PathBuf::from(dir.trim())),
@@ -578,6 +588,8 @@ mod tests {
         assert_eq!(config.aion_backend_url, None);
         assert!(!config.judge.bedrock, "rules locally");
         assert_eq!(config.judge.model, "us.amazon.nova-premier-v1:0");
+        assert_eq!(config.assistant_model, "us.amazon.nova-pro-v1:0");
+        assert_ne!(config.assistant_model, config.judge.model);
         assert_eq!(config.urls.unwrap().resource(), "http://127.0.0.1:8787/mcp");
         assert_eq!(
             config.rate_limits,

@@ -1,0 +1,220 @@
+//! `hearth assistant --member ID [--household H] [--json] "words"`: one turn of the
+//! model-driven assistant, with this process playing the device (see
+//! `hearth_core::assistant`).
+//!
+//! The device's configuration:
+//! - Hearth's `/mcp` is `MCP_RESOURCE_URL` (locally `http://127.0.0.1:8787/mcp` by default);
+//! - the bearer token is `HEARTH_TOKEN`, or else the local server's development judge token;
+//! - without `--household` the device signs with `COUNTERSIGN_HOST_KEY` and speaks for the
+//!   built-in household; with `--household H` it signs with the household device key
+//!   `HEARTH_DEVICE_KEY` (`KEY_ID:KEY`, from `hearth admin device-key add H`) and needs
+//!   `HEARTH_TOKEN` to be that household's token (`hearth admin token H`);
+//! - the model is `COUNTERSIGN_ASSISTANT_MODEL` on Bedrock, with the usual AWS settings.
+//!
+//! The device remembers, per person, which request's question it last read aloud, in
+//! `<data dir>/assistant-device.json`, so that "yes" in the next invocation answers it.
+
+use std::process::ExitCode;
+
+use hearth_core::assistant::device::{DeviceKey, DeviceMemory, Heard};
+use hearth_core::assistant::{self, Assistant, Connection, TurnOutcome};
+use hearth_core::auth::{Secret, dev_credentials};
+use hearth_core::config::Config;
+use serde_json::json;
+
+pub const USAGE: &str = "usage: hearth assistant --member ID [--household H] [--json] \"words\"";
+
+#[derive(Debug)]
+struct Args {
+    member: String,
+    household: Option<String>,
+    json: bool,
+    words: String,
+}
+
+fn parse(args: &[&str]) -> Result<Args, String> {
+    let (mut member, mut household, mut json, mut words) = (None, None, false, Vec::new());
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match *arg {
+            "--json" => json = true,
+            "--member" | "--household" => {
+                let value = rest.next().ok_or(format!("{arg} needs a value"))?;
+                let slot = if *arg == "--member" {
+                    &mut member
+                } else {
+                    &mut household
+                };
+                if slot.replace(value.to_string()).is_some() {
+                    return Err(format!("{arg} is given twice"));
+                }
+            }
+            flag if flag.starts_with("--") => return Err(format!("unknown flag {flag}")),
+            word => words.push(word),
+        }
+    }
+    let member = member.ok_or("--member is required")?;
+    let words = words.join(" ");
+    if words.trim().is_empty() {
+        return Err("say something: the words are the last argument".into());
+    }
+    Ok(Args {
+        member,
+        household,
+        json,
+        words,
+    })
+}
+
+pub async fn run(args: &[&str]) -> ExitCode {
+    let json = args.contains(&"--json");
+    let args = match parse(args) {
+        Ok(args) => args,
+        Err(problem) => {
+            if json {
+                println!("{}", json!({"error": problem, "usage": USAGE}));
+            } else {
+                eprintln!("hearth assistant: {problem}\n{USAGE}");
+            }
+            return ExitCode::from(2);
+        }
+    };
+    match turn(&args).await {
+        Ok(outcome) => {
+            if args.json {
+                println!("{}", serde_json::to_string(&outcome).unwrap_or_default());
+            } else {
+                print_human(&outcome);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(problem) => {
+            if args.json {
+                println!("{}", json!({"error": problem}));
+            } else {
+                eprintln!("hearth assistant: {problem}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn turn(args: &Args) -> Result<TurnOutcome, String> {
+    let config = Config::from_env().map_err(|error| error.to_string())?;
+    let url = config
+        .urls
+        .as_ref()
+        .map(|urls| urls.resource().to_owned())
+        .ok_or("MCP_RESOURCE_URL is not set: the device does not know where Hearth is")?;
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let (token, key, household) = match &args.household {
+        Some(household) => {
+            let token = env("HEARTH_TOKEN").ok_or(format!(
+                "set HEARTH_TOKEN to the household's token (hearth admin token {household})"
+            ))?;
+            let key = env("HEARTH_DEVICE_KEY").ok_or(format!(
+                "set HEARTH_DEVICE_KEY to a device key of the household (hearth admin device-key add {household})"
+            ))?;
+            (token, DeviceKey::parse_household(&key)?, household.clone())
+        }
+        None => {
+            let token = match env("HEARTH_TOKEN") {
+                Some(token) => token,
+                None => development_token(&config)?,
+            };
+            let key = config.host_key().ok_or(
+                "COUNTERSIGN_HOST_KEY is not set: the device has no key to sign attestations with",
+            )?;
+            let household = hearth_core::app::household_data(&config)
+                .map_err(|error| format!("{error:#}"))?
+                .household
+                .household_id
+                .clone();
+            (token, DeviceKey::host(key), household)
+        }
+    };
+    let memory_path = DeviceMemory::path(&config.data_dir);
+    let mut memory = DeviceMemory::load(&memory_path)?;
+    let turn_id = hearth_core::random::os_bytes::<8>()
+        .map(|bytes| format!("cli-{}", hex::encode(bytes)))
+        .map_err(|_| "the OS random source failed")?;
+    let heard = Heard {
+        member_id: args.member.clone(),
+        turn_id,
+        words: args.words.clone(),
+        answering: memory.questions.get(&args.member).cloned(),
+    };
+    let assistant = Assistant::new(
+        assistant::bedrock_model(&config).await,
+        Connection {
+            url,
+            token: Secret::new(token),
+            key,
+        },
+    );
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let outcome = assistant.turn(&heard, Some(&household), now).await?;
+    memory.remember(&args.member, &outcome.question);
+    memory.save(&memory_path)?;
+    Ok(outcome)
+}
+
+/// The judge token of the local server's development credentials, if it made some.
+fn development_token(config: &Config) -> Result<String, String> {
+    let path = dev_credentials::path(&config.data_dir);
+    let bytes = std::fs::read(&path).map_err(|_| {
+        format!(
+            "set HEARTH_TOKEN, or start the local server first (cargo run), which writes {}",
+            path.display()
+        )
+    })?;
+    serde_json::from_slice::<dev_credentials::DevCredentials>(&bytes)
+        .map(|credentials| credentials.judge_token)
+        .map_err(|_| format!("{} is not a Hearth credentials file", path.display()))
+}
+
+fn print_human(outcome: &TurnOutcome) {
+    for call in &outcome.tool_calls {
+        let marker = if call.is_error { " (error)" } else { "" };
+        println!("  tool {} {}{marker}", call.name, call.arguments);
+    }
+    match &outcome.say {
+        // Countersign's words are what the person hears; the model's reply is shown beside.
+        Some(say) => {
+            println!("device says: {say}");
+            println!("(assistant's reply: {})", outcome.reply);
+        }
+        None => println!("device says: {}", outcome.reply),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_names_what_is_missing_or_unknown() {
+        let args = parse(&["--member", "dana", "--json", "order", "batteries"]).unwrap();
+        assert_eq!((args.member.as_str(), args.json), ("dana", true));
+        assert_eq!(args.words, "order batteries");
+        assert_eq!(parse(&["order"]).unwrap_err(), "--member is required");
+        assert!(parse(&["--member"]).unwrap_err().contains("needs a value"));
+        assert!(
+            parse(&["--member", "a", "--member", "b", "x"])
+                .unwrap_err()
+                .contains("twice")
+        );
+        assert!(
+            parse(&["--member", "dana"])
+                .unwrap_err()
+                .contains("say something")
+        );
+        assert!(
+            parse(&["--member", "dana", "--loud", "x"])
+                .unwrap_err()
+                .contains("unknown flag")
+        );
+        let household = parse(&["--household", "hh-1", "--member", "dana", "hi"]).unwrap();
+        assert_eq!(household.household.as_deref(), Some("hh-1"));
+    }
+}
