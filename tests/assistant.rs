@@ -450,3 +450,65 @@ async fn the_command_line_plays_the_device_across_turns() {
     assert_eq!(household.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&household.stderr).contains("HEARTH_DEVICE_KEY"));
 }
+
+/// A household's own device: its token names the household, and the device signs with one of
+/// the household's device keys (sent with its key id). The order lands in that household.
+#[tokio::test]
+async fn a_households_device_signs_with_its_own_key() {
+    let config = common::config(
+        &common::settings(&[])
+            .iter()
+            .map(|(n, v)| (*n, v.as_str()))
+            .collect::<Vec<_>>(),
+    );
+    // The SQLite store is used; the DynamoDB client is never called.
+    let unused = aws_sdk_dynamodb::Client::from_conf(
+        aws_sdk_dynamodb::Config::builder()
+            .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+            .endpoint_url("http://127.0.0.1:9")
+            .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
+            .build(),
+    );
+    let (h, admin) = common::operated(&config, common::Backend::Sqlite, unused, "unused").await;
+    let mut policy = hearth_core::countersign::household::built_in_policy();
+    policy.as_object_mut().unwrap().remove("household_id");
+    policy.as_object_mut().unwrap().remove("name");
+    let created = admin.create("The Birch household", Some(policy)).await.unwrap();
+    let token = admin.token(&created.household_id, 1).await.unwrap();
+    let key = admin.add_device_key(&created.household_id).await.unwrap();
+    let url = serve(&h).await;
+    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/assistant/scripts.json");
+    let (converse_url, seen) = converse::start(Scripts::load(&scripts)).await;
+    let device = |key: DeviceKey| {
+        Assistant::new(
+            Model::new(bedrock_client(&converse_url), MODEL.into(), Duration::from_secs(2)),
+            Connection {
+                url: url.clone(),
+                token: Secret::new(token.access_token.clone()),
+                key,
+            },
+        )
+    };
+    let heard = Heard {
+        member_id: "dana".into(),
+        turn_id: "birch-1".into(),
+        words: "Order two packs of AA batteries".into(),
+        answering: None,
+    };
+    let now = h.clock.now().unix_timestamp();
+    let own = DeviceKey::parse_household(&format!("{}:{}", key.key_id, key.key)).unwrap();
+    let outcome = device(own).turn(&heard, None, now).await.unwrap();
+    assert!(outcome.tool_calls.iter().all(|c| !c.is_error), "{outcome:?}");
+    assert!(outcome.say.unwrap().contains("I ordered 2"));
+    let system = seen.lock().unwrap()[0].1["system"][0]["text"].as_str().unwrap().to_owned();
+    assert!(!system.contains("household_id`, it is"), "the token names the household");
+
+    // The deployment's host key attests nothing for a household token.
+    let heard = Heard {
+        turn_id: "birch-2".into(),
+        ..heard
+    };
+    let host = DeviceKey::host(Secret::new(HOST_KEY));
+    let refused = device(host).turn(&heard, None, now).await.unwrap();
+    assert!(refused.tool_calls[1].is_error, "{refused:?}");
+}
