@@ -473,7 +473,10 @@ async fn a_households_device_signs_with_its_own_key() {
     let mut policy = hearth_core::countersign::household::built_in_policy();
     policy.as_object_mut().unwrap().remove("household_id");
     policy.as_object_mut().unwrap().remove("name");
-    let created = admin.create("The Birch household", Some(policy)).await.unwrap();
+    let created = admin
+        .create("The Birch household", Some(policy))
+        .await
+        .unwrap();
     let token = admin.token(&created.household_id, 1).await.unwrap();
     let key = admin.add_device_key(&created.household_id).await.unwrap();
     let url = serve(&h).await;
@@ -481,7 +484,11 @@ async fn a_households_device_signs_with_its_own_key() {
     let (converse_url, seen) = converse::start(Scripts::load(&scripts)).await;
     let device = |key: DeviceKey| {
         Assistant::new(
-            Model::new(bedrock_client(&converse_url), MODEL.into(), Duration::from_secs(2)),
+            Model::new(
+                bedrock_client(&converse_url),
+                MODEL.into(),
+                Duration::from_secs(2),
+            ),
             Connection {
                 url: url.clone(),
                 token: Secret::new(token.access_token.clone()),
@@ -498,10 +505,19 @@ async fn a_households_device_signs_with_its_own_key() {
     let now = h.clock.now().unix_timestamp();
     let own = DeviceKey::parse_household(&format!("{}:{}", key.key_id, key.key)).unwrap();
     let outcome = device(own).turn(&heard, None, now).await.unwrap();
-    assert!(outcome.tool_calls.iter().all(|c| !c.is_error), "{outcome:?}");
+    assert!(
+        outcome.tool_calls.iter().all(|c| !c.is_error),
+        "{outcome:?}"
+    );
     assert!(outcome.say.unwrap().contains("I ordered 2"));
-    let system = seen.lock().unwrap()[0].1["system"][0]["text"].as_str().unwrap().to_owned();
-    assert!(!system.contains("household_id`, it is"), "the token names the household");
+    let system = seen.lock().unwrap()[0].1["system"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        !system.contains("household_id`, it is"),
+        "the token names the household"
+    );
 
     // The deployment's host key attests nothing for a household token.
     let heard = Heard {

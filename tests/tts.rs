@@ -233,7 +233,10 @@ async fn any_other_failure_is_503_voice_unavailable() {
     );
     let reply = speak(&h, &text("hello"), &[]).await;
     assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(reply.body, json!({"error": "voice unavailable"}));
+    assert_eq!(
+        reply.body,
+        json!({"error": "voice unavailable", "reason": "Amazon Polly: ServiceFailureException"})
+    );
     assert_eq!(
         engines.lock().unwrap().len(),
         1,
@@ -249,15 +252,67 @@ async fn any_other_failure_is_503_voice_unavailable() {
             "neural",
         ),
     );
-    assert_eq!(
-        speak(&nowhere, &text("hello"), &[]).await.status,
-        StatusCode::SERVICE_UNAVAILABLE
-    );
+    let reply = speak(&nowhere, &text("hello"), &[]).await;
+    assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(reply.body["reason"], "Amazon Polly: connection failed");
     // No voice configured at all.
     let silent = harness(&[]);
     let reply = speak(&silent, &text("hello"), &[]).await;
     assert_eq!(
         (reply.status, reply.body["error"].as_str()),
         (StatusCode::SERVICE_UNAVAILABLE, Some("voice unavailable"))
+    );
+    assert_eq!(
+        reply.body["reason"],
+        "speech is not configured on this server"
+    );
+}
+
+/// Locally, with no AWS region configured, Polly is asked in us-east-1 rather than failing,
+/// and without credentials the answer says so.
+#[test]
+fn a_local_server_without_a_region_still_speaks_and_says_why_when_it_cannot() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (url, engines) = runtime.block_on(polly_stand_in(None));
+    let token_hash = hearth_core::chain::sha256_hex(common::TOKEN);
+    let bearer = format!("Bearer {}", common::TOKEN);
+    let speak = |vars: &[(&str, String)]| {
+        let data = tempfile::tempdir().unwrap();
+        let mut all = vec![
+            ("MCP_JUDGE_TOKEN_HASHES", token_hash.clone()),
+            ("AWS_ENDPOINT_URL_POLLY", url.clone()),
+        ];
+        all.extend(vars.iter().cloned());
+        let server = common::process::Server::start(data.path(), &all);
+        let answer = common::process::http(
+            server.port,
+            "POST",
+            "/tts",
+            &[
+                ("authorization", &bearer),
+                ("content-type", "application/json"),
+            ],
+            r#"{"text": "hello"}"#,
+        );
+        server.stop();
+        answer
+    };
+    let (status, body) = speak(&[
+        ("AWS_ACCESS_KEY_ID", "testing".into()),
+        ("AWS_SECRET_ACCESS_KEY", "testing".into()),
+    ]);
+    assert_eq!((status, body.as_str()), (200, "ID3-neural-audio"));
+    assert_eq!(*engines.lock().unwrap(), ["generative", "neural"]);
+    // HOME points nowhere, so no shared credentials file is found either.
+    let (status, body) = speak(&[("HOME", "/nonexistent".into())]);
+    assert_eq!(status, 503, "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["error"], "voice unavailable");
+    assert!(
+        body["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("Amazon Polly: "),
+        "{body}"
     );
 }

@@ -3,7 +3,10 @@
 //! The same checks as `/mcp` run first (kill switch, Origin, bearer token, rate limits). The
 //! body is `{"text": "…"}`; the text is sanitised as decision text is, and must be 1 to 300
 //! characters after that. The answer is MP3 (`audio/mpeg`, `Cache-Control: no-store`), or 503
-//! `voice unavailable` for any failure behind it. The text never reaches the logs.
+//! `{"error": "voice unavailable", "reason"}` for any failure behind it, the reason saying
+//! why in a few fixed words (speech not configured, no AWS credentials or region, Polly
+//! unreachable or its error code), so an operator can act on it. The text never reaches the
+//! logs or the reason.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -11,7 +14,7 @@ use std::time::Instant;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use http::{HeaderValue, StatusCode, header};
 use serde::Deserialize;
@@ -93,7 +96,7 @@ async fn handle(endpoint: &TtsEndpoint, request: Request, log: &mut RequestLog) 
         );
     }
     let Some(voice) = &endpoint.voice else {
-        return error(StatusCode::SERVICE_UNAVAILABLE, "voice unavailable");
+        return unavailable("speech is not configured on this server");
     };
     match voice.speak(&spoken).await {
         Ok(audio) => {
@@ -103,9 +106,18 @@ async fn handle(endpoint: &TtsEndpoint, request: Request, log: &mut RequestLog) 
             headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
             response
         }
-        Err(unavailable) => {
-            tracing::warn!(cause = %unavailable, "tts: no audio");
-            error(StatusCode::SERVICE_UNAVAILABLE, "voice unavailable")
+        Err(failure) => {
+            tracing::warn!(cause = %failure, "tts: no audio");
+            unavailable(&format!("Amazon Polly: {}", failure.0))
         }
     }
+}
+
+fn unavailable(reason: &str) -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
+        axum::Json(serde_json::json!({"error": "voice unavailable", "reason": reason})),
+    )
+        .into_response()
 }
