@@ -166,3 +166,112 @@ async fn the_device_names_the_speakers_it_knows_to_a_token_holder() {
     // Roles and limits come only from the rules resource, which needs a signed speaker.
     assert!(!known.raw.contains("role"), "{}", known.raw);
 }
+
+/// `POST /demo/assistant`, the page's assistant option, in a `hearth` process whose Bedrock
+/// endpoint is the scripted Converse stand-in: a fooled assistant's turn comes back with
+/// Countersign's `say` and the question to remember; bad input is 400, a failing model 502.
+#[test]
+fn the_assistant_option_answers_what_the_device_should_say() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let scripts =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/assistant/scripts.json");
+    let (converse_url, _) = runtime.block_on(hearth_testkit::converse::start(
+        hearth_testkit::converse::Scripts::load(&scripts),
+    ));
+    let data = tempfile::tempdir().unwrap();
+    let vars = [
+        (
+            "MCP_JUDGE_TOKEN_HASHES",
+            hearth_core::chain::sha256_hex(TOKEN),
+        ),
+        ("HEARTH_DEMO_DEVICE", "1".to_owned()),
+        ("COUNTERSIGN_HOST_KEY", HOST_KEY.to_owned()),
+        ("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", converse_url),
+        ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "testing".to_owned()),
+    ];
+    let server = common::process::Server::start(data.path(), &vars);
+    let bearer = format!("Bearer {TOKEN}");
+    let ask = |body: Value| {
+        let (status, text) = common::process::http(
+            server.port,
+            "POST",
+            "/demo/assistant",
+            &[
+                ("authorization", &bearer),
+                ("content-type", "application/json"),
+            ],
+            &body.to_string(),
+        );
+        (
+            status,
+            serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text)),
+        )
+    };
+    let (status, turn) = ask(
+        json!({"member_id": "dana", "words": "Get two tubes of kids toothpaste", "answering": null}),
+    );
+    assert_eq!(status, 200, "{turn}");
+    assert_eq!(turn["tool_calls"][1]["arguments"]["quantity"], 20);
+    assert!(
+        turn["say"].as_str().unwrap().contains("Should I order 20"),
+        "{turn}"
+    );
+    assert_eq!(turn["question"]["kind"], "asked");
+    let request = turn["question"]["request_id"].as_str().unwrap().to_owned();
+    let (status, answer) =
+        ask(json!({"member_id": "dana", "words": "Cancel it", "answering": request}));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["question"], json!({"kind": "settled"}));
+
+    let (status, refused) = ask(json!({"member_id": "nobody", "words": "hi", "answering": null}));
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (400, Some("member_id is not a household member"))
+    );
+    let (status, refused) =
+        ask(json!({"member_id": "dana", "words": "a".repeat(501), "answering": null}));
+    assert_eq!(status, 400, "{refused}");
+    assert!(refused["error"].as_str().unwrap().contains("cannot sign"));
+    let (status, refused) = ask(json!({"member_id": "dana"}));
+    assert_eq!(status, 400, "{refused}");
+    let (status, failed) =
+        ask(json!({"member_id": "dana", "words": "throttle", "answering": null}));
+    assert_eq!(status, 502, "{failed}");
+    assert!(
+        failed["error"]
+            .as_str()
+            .unwrap()
+            .contains("ThrottlingException"),
+        "{failed}"
+    );
+    let (status, _) = common::process::http(
+        server.port,
+        "POST",
+        "/demo/assistant",
+        &[("content-type", "application/json")],
+        "{}",
+    );
+    assert_eq!(status, 401);
+    let log = server.stop();
+    assert!(
+        !log.contains("toothpaste") && !log.contains("Cancel it"),
+        "the words stay out of the log"
+    );
+    assert!(log.contains("demo_assistant"), "{log}");
+    // Without HEARTH_DEMO_DEVICE there is no assistant endpoint either: only the asset
+    // route, which takes GET (405) and has no such asset.
+    let plain = common::process::Server::start(data.path(), &vars[..1]);
+    let (status, _) = common::process::http(
+        plain.port,
+        "POST",
+        "/demo/assistant",
+        &[
+            ("authorization", &bearer),
+            ("content-type", "application/json"),
+        ],
+        "{}",
+    );
+    assert_eq!(status, 405);
+    plain.stop();
+}

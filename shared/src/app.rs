@@ -470,6 +470,19 @@ pub fn local_router_with(config: &Config, backing: &Backing) -> Router {
             backing.household.clone(),
         );
         router = router.merge(crate::demo::device_router(Arc::new(device)));
+        #[cfg(feature = "aws")]
+        if let Some(urls) = &config.urls {
+            let assistant = crate::demo::assistant::AssistantEndpoint::new(
+                authenticator(config, backing),
+                gate(config, backing),
+                config.host_key(),
+                backing.clock.clone(),
+                backing.household.clone(),
+                urls.resource().to_owned(),
+                config.assistant_model.clone(),
+            );
+            router = router.merge(crate::demo::assistant::router(Arc::new(assistant)));
+        }
     }
     kill_switch(router, config.disabled)
 }

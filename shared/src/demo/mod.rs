@@ -9,6 +9,9 @@
 //! call it can speak as any household member: that is exactly the simulation, and why it is
 //! never deployed.
 
+#[cfg(feature = "aws")]
+pub mod assistant;
+
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -28,11 +31,11 @@ use crate::gate::{Gate, client_ip};
 use crate::json_endpoint::{admit, authorize, error};
 use crate::telemetry::{RequestLog, request_id};
 
-const INDEX: &str = include_str!("../../demo/index.html");
-const SCRIPT: &str = include_str!("../../demo/app.js");
-const CANONICAL: &str = include_str!("../../demo/canonical.js");
-const TLOG: &str = include_str!("../../demo/tlog.js");
-const STYLE: &str = include_str!("../../demo/style.css");
+const INDEX: &str = include_str!("../../../demo/index.html");
+const SCRIPT: &str = include_str!("../../../demo/app.js");
+const CANONICAL: &str = include_str!("../../../demo/canonical.js");
+const TLOG: &str = include_str!("../../../demo/tlog.js");
+const STYLE: &str = include_str!("../../../demo/style.css");
 
 /// Everything the page loads comes from this origin; nothing inline, nothing from a CDN.
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
