@@ -1,15 +1,18 @@
 // The simulated device. It exchanges a judge token for an access token (kept in this
 // closure only: never in storage, cookies or the page), reads the household from the rules
 // resource, maps typed or spoken phrases to MCP tool calls with a small deterministic router
-// (no language model), has the local demo device endpoint sign who is speaking, and shows
-// every answer as a card built with textContent only, so returned text can never become
-// markup.
+// (no language model) or, as an option, hands them to the assistant model (POST
+// /demo/assistant, which runs hearth assistant on Bedrock), has the local demo device
+// endpoint sign who is speaking, and shows every answer as a card built with textContent
+// only, so returned text can never become markup.
 "use strict";
 
 (function () {
   const $ = (id) => document.getElementById(id);
   const PROTOCOL = "2025-11-25";
   const WHY_HASH_FIELD = "trace_id";
+  // How long the decision window keeps decisions (the why toolset's retention).
+  const RETAINED_HOURS = 72;
 
   const state = {
     token: null,
@@ -26,6 +29,10 @@
     questions: new Map(),
     receipts: [],
     audio: null,
+    // Speech in flight: the /tts request still being fetched, and a counter that every stop
+    // raises, so audio that arrives after a stop is never played.
+    speechFetch: null,
+    speechGeneration: 0,
     // The newest decision-log checkpoint this device has verified: every later trace must
     // extend it (see tlog.js).
     keptCheckpoint: null,
@@ -99,6 +106,7 @@
   }
 
   function disconnect(message, isError = false) {
+    stopSpeaking();
     state.token = null;
     clearTimeout(state.expiryTimer);
     for (const id of ["speaker", "words", "send", "mic"]) $(id).disabled = true;
@@ -106,10 +114,11 @@
   }
 
   // ---- MCP over Streamable HTTP (JSON responses) ----------------------------------------------
-  async function post(path, body, extraHeaders = {}) {
+  async function post(path, body, extraHeaders = {}, signal = undefined) {
     if (!state.token) throw new Error("not connected");
     const response = await fetch(path, {
       method: "POST",
+      signal,
       headers: Object.assign({
         "Authorization": "Bearer " + state.token,
         "Content-Type": "application/json",
@@ -162,6 +171,7 @@
     let m;
     if ((m = /^(?:record|remember|note)\s+(?:that\s+)?(.+?)\s+because\s+(.+)$/i.exec(text))) return { kind: "record", action: m[1], reason: m[2] };
     if (/\bwhy\b/i.test(text)) return { kind: "why" };
+    if ((m = /^ask (?:the guide|aion)\b[\s,:]*(.*)$/i.exec(text))) return { kind: "guide", question: m[1] || text };
     if (/what(?:'s| has)? changed/i.test(text)) return { kind: "changed" };
     if (/\btrace\b/i.test(text)) return { kind: "trace" };
     if (/\b(verify|check)\b.*\bledger\b/i.test(text)) return { kind: "verify" };
@@ -198,9 +208,24 @@
     return best;
   }
 
+  // The assistant option: the model chooses the tools (hearth assistant, on the server), and
+  // the page still plays the device: it remembers the question read aloud to each person.
+  async function askAssistant(turn) {
+    const question = state.questions.get(turn.member);
+    const response = await post("/demo/assistant", {
+      member_id: turn.member, words: turn.words, answering: question ? question.id : null,
+    });
+    const body = await response.json().catch(() => ({}));
+    if (!response.ok) return noteCard(turn, "The assistant could not answer: " + (body.error || response.status));
+    if (body.question.kind === "asked") state.questions.set(turn.member, { id: body.question.request_id, guardian: false });
+    if (body.question.kind === "settled") state.questions.delete(turn.member);
+    return assistantCard(turn, body);
+  }
+
   async function handle(words) {
     const member = $("speaker").value;
     const turn = { id: "demo-" + Date.now().toString(36) + "-" + (++state.turns), member, words };
+    if ($("router").value === "assistant") return askAssistant(turn);
     const intent = route(words);
     const household = state.household.household_id;
     const name = memberName(member);
@@ -218,9 +243,14 @@
         return whyCard(turn, result);
       }
       case "changed": {
-        const since = new Date(Date.now() - 24 * 3600 * 1000).toISOString();
-        const { result } = await callTool(turn, "whats_changed", { household_id: household, since }, false);
-        return changedCard(turn, result);
+        // Decisions are kept for 72 hours, so "what changed" covers exactly that window.
+        const since = new Date(Date.now() - RETAINED_HOURS * 3600 * 1000);
+        const { result } = await callTool(turn, "whats_changed", { household_id: household, since: since.toISOString() }, false);
+        return changedCard(turn, result, since);
+      }
+      case "guide": {
+        const { result } = await callTool(turn, "ask_aion", { question: intent.question }, false);
+        return guideCard(turn, result);
       }
       case "trace": {
         if (!state.lastTraceId) return noteCard(turn, "Record or ask about a decision first; then ask for its trace.");
@@ -349,12 +379,43 @@
     return node;
   }
 
-  function changedCard(turn, result) {
+  function changedCard(turn, result, since) {
     const node = card(turn, "whats_changed", result);
     if (result.isError) return node;
     const decisions = result.structuredContent.decisions;
-    node.appendChild(el("p", { className: "say", text: decisions.length + " decision(s) in the last day.", data: { field: "say" } }));
+    const from = since.toLocaleString("en-GB", { weekday: "short", day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" });
+    node.appendChild(el("p", {
+      className: "say",
+      text: decisions.length + " decision(s) in the last " + RETAINED_HOURS + " hours, since " + from + ". That is all Hearth keeps: older decisions are gone from the window.",
+      data: { field: "say" },
+    }));
+    node.appendChild(el("p", { className: "muted", text: "Period: the retained window, the last " + RETAINED_HOURS + " hours", data: { field: "period" } }));
     node.appendChild(list(decisions.map((d) => d.action + ": " + d.reason), "decisions"));
+    return node;
+  }
+
+  function guideCard(turn, result) {
+    const node = card(turn, "ask_aion", result);
+    node.appendChild(el("p", {
+      className: "badge warn",
+      text: "Relay to an outside service, the AionRealm guide: only the question was sent, and its answer is outside text, quoted and never obeyed.",
+      data: { field: "relay" },
+    }));
+    if (result.isError) return node;
+    const answer = result.structuredContent;
+    node.appendChild(el("p", { className: "say", text: "The guide says: " + answer.text, data: { field: "say" } }));
+    if (answer.meta && answer.meta.source === "mock") node.appendChild(el("p", { className: "muted", text: "(a canned answer from the mock guide: no backend is configured)" }));
+    return node;
+  }
+
+  function assistantCard(turn, body) {
+    const tools = body.tool_calls.map((call) => call.name).join(" \u2192 ") || "none";
+    const node = card(turn, tools, null);
+    node.dataset.router = "assistant";
+    // The device reads Countersign's own words when there are any, not the model's.
+    node.appendChild(el("p", { className: "say", text: body.say || body.reply, data: { field: "say" } }));
+    if (body.say) node.appendChild(el("p", { className: "muted", text: "The assistant model said: " + body.reply, data: { field: "reply" } }));
+    node.appendChild(list(body.tool_calls.map((call) => call.name + " " + JSON.stringify(call.arguments) + (call.is_error ? " (refused)" : "")), "calls"));
     return node;
   }
 
@@ -481,7 +542,11 @@
   }
 
   // ---- speech --------------------------------------------------------------------------------
+  // Stops speech that is playing and speech still being fetched: Stop, turning speech off,
+  // reconnecting and the microphone all call this.
   function stopSpeaking() {
+    state.speechGeneration++;
+    if (state.speechFetch) { state.speechFetch.abort(); state.speechFetch = null; }
     if (state.audio) { state.audio.pause(); URL.revokeObjectURL(state.audio.src); state.audio = null; }
     if (window.speechSynthesis) window.speechSynthesis.cancel();
   }
@@ -489,14 +554,27 @@
   async function speak(text) {
     if (!$("read-aloud").checked || !text) return;
     stopSpeaking();
+    const generation = state.speechGeneration;
+    const stopped = () => generation !== state.speechGeneration;
+    const fetching = new AbortController();
+    state.speechFetch = fetching;
     try {
-      const response = await post("/tts", { text: text.slice(0, 300) });
-      if (!response.ok) throw new Error("tts " + response.status);
-      const audio = new Audio(URL.createObjectURL(await response.blob()));
+      const response = await post("/tts", { text: text.slice(0, 300) }, {}, fetching.signal);
+      if (stopped()) return;
+      if (!response.ok) {
+        const body = await response.json().catch(() => ({}));
+        $("speech-status").textContent = "Amazon Polly is unavailable (" + (body.reason || body.error || response.status) + "); using this browser's voice.";
+        throw new Error("tts " + response.status);
+      }
+      const blob = await response.blob();
+      if (stopped()) return;
+      const audio = new Audio(URL.createObjectURL(blob));
       state.audio = audio;
       await audio.play();
     } catch (_error) {
-      browserVoice(text);
+      if (!stopped()) browserVoice(text);
+    } finally {
+      if (state.speechFetch === fetching) state.speechFetch = null;
     }
   }
 
@@ -527,7 +605,12 @@
       $("words").value = event.results[0][0].transcript;
       $("talk").requestSubmit();
     };
-    recognition.start();
+    recognition.onerror = (event) => setStatus("The microphone did not hear anything (" + event.error + ").", true);
+    try {
+      recognition.start();
+    } catch (error) {
+      setStatus("The microphone could not start: " + error.message, true);
+    }
   }
 
   // ---- wiring --------------------------------------------------------------------------------
@@ -553,6 +636,7 @@
     $("connect").addEventListener("submit", connect);
     $("talk").addEventListener("submit", (event) => { document.body.dataset.busy = "true"; talk(event); });
     $("stop").addEventListener("click", stopSpeaking);
+    $("read-aloud").addEventListener("change", () => { if (!$("read-aloud").checked) stopSpeaking(); });
     $("mic").addEventListener("click", listen);
   });
 })();

@@ -2,10 +2,13 @@
 // playwright-core), at a phone width and at a desktop width, each against its own fresh
 // local server. Every card is checked for what it must show, including the browser's own
 // hash check and a listing's markup shown literally; screenshots go to the output folder.
+// The assistant option's turns run against the Converse stand-in (target/debug/
+// converse-stand-in with tests/assistant/scripts.json), and speech still being fetched is
+// checked to stop with Stop, speech off, the microphone and reconnecting.
 //
 // Usage: node tests/browser/tour.mjs OUTPUT_DIR   (scripts/test runs it)
 
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, mkdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -19,8 +22,25 @@ const VIEWPORTS = [
   { name: "desktop", width: 1280, height: 900 },
 ];
 
+// The scripted Converse stand-in the assistant option's model calls go to.
+async function startStandIn() {
+  const standIn = spawn(join(ROOT, "target", "debug", "converse-stand-in"),
+    [join(ROOT, "tests", "assistant", "scripts.json")], { stdio: ["ignore", "pipe", "inherit"] });
+  const url = await new Promise((done, fail) => {
+    let out = "";
+    standIn.stdout.on("data", (chunk) => {
+      out += chunk;
+      const match = /listening on (\S+)/.exec(out);
+      if (match) done(match[1]);
+    });
+    standIn.on("exit", (code) => fail(new Error("the Converse stand-in exited: " + code)));
+  });
+  return { standIn, url };
+}
+
 async function startServer() {
   const token = "demo-" + randomBytes(16).toString("hex");
+  const { standIn, url: converse } = await startStandIn();
   const { server, base, dataDir } = await startHearth({
     HEARTH_DEMO_DEVICE: "1",
     COUNTERSIGN_HOST_KEY: randomBytes(24).toString("hex"),
@@ -31,8 +51,12 @@ async function startServer() {
     // Polly is not reachable from the test: /tts answers 503 and the page falls back.
     AWS_REGION: "us-east-1", AWS_ACCESS_KEY_ID: "testing", AWS_SECRET_ACCESS_KEY: "testing",
     AWS_ENDPOINT_URL: "http://127.0.0.1:9",
+    AWS_ENDPOINT_URL_BEDROCK_RUNTIME: converse,
+    // Every request comes from 127.0.0.1, and an assistant turn is a dozen MCP requests; the
+    // limits at their defaults are tested in Rust.
+    HEARTH_RATE_LIMIT_PER_SUBJECT: "1000000", HEARTH_RATE_LIMIT_PER_IP: "1000000",
   });
-  return { server, base, token, db: join(dataDir, "hearth.db") };
+  return { server, standIn, base, token, db: join(dataDir, "hearth.db") };
 }
 
 async function newestCard(page) {
@@ -40,7 +64,7 @@ async function newestCard(page) {
 }
 
 async function runTour(viewport) {
-  const { server, base, token, db } = await startServer();
+  const { server, standIn, base, token, db } = await startServer();
   const profile = mkdtempSync(join(tmpdir(), "hearth-chromium-"));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: "/usr/bin/chromium",
@@ -73,6 +97,10 @@ async function runTour(viewport) {
     let step = 0;
     for (const turn of TOUR) {
       step++;
+      if (turn.router) {
+        await page.selectOption("#router", turn.router);
+        continue;
+      }
       if (turn.tamper) {
         const args = turn.tamper.replaceAll("{dir}", scratch).split(" ");
         execFileSync("python3", [join(ROOT, "scripts", "tamper_ledger.py"), ...args, "--sqlite", db]);
@@ -125,6 +153,11 @@ async function runTour(viewport) {
         check((await listing.textContent()).includes(turn.listing), `${label}: the markup must show literally`);
         check((await card.locator("b").count()) === 0, `${label}: listing markup became HTML`);
       }
+      for (const field of ["period", "relay", "reply"]) {
+        if (!turn[field]) continue;
+        const shown = (await card.locator(`[data-field=${field}]`).first().textContent()) || "";
+        check(shown.includes(turn[field]), `${label}: ${field} "${shown}"`);
+      }
       if (turn.chart) {
         const spend = await card.locator("[data-field=spend]").textContent();
         check(spend.includes(turn.chart), `${label}: chart "${spend}"`);
@@ -153,7 +186,52 @@ async function runTour(viewport) {
     await page.fill("#words", "why are the lights dim?");
     await page.click("#send");
     await spoken;
+    await page.waitForFunction(() => document.querySelector("[data-testid=speech-status]").textContent !== "");
     await page.click("#stop");
+    const speechStatus = await page.textContent("[data-testid=speech-status]");
+    check(speechStatus.includes("Amazon Polly is unavailable (Amazon Polly: connection failed)"), `${viewport.name}: speech status "${speechStatus}"`);
+
+    // Speech still being fetched is cancelled, not played late: count what the page starts
+    // playing (audio or the browser's voice) while /tts answers only when released.
+    await page.evaluate(() => {
+      window.__spoken = 0;
+      HTMLMediaElement.prototype.play = function () { window.__spoken++; return Promise.resolve(); };
+      if (window.speechSynthesis) window.speechSynthesis.speak = () => { window.__spoken++; };
+    });
+    // A gate /tts answers through: closed before each case, opened after its cancel.
+    let gate, release;
+    const closeGate = () => { gate = new Promise((done) => { release = done; }); };
+    await page.route("**/tts", async (route) => {
+      await gate;
+      await route.fulfill({ status: 200, contentType: "audio/mpeg", body: Buffer.from("ID3") }).catch(() => {});
+    });
+    const cancels = {
+      nothing: async () => {},
+      stop: () => page.click("#stop"),
+      "speech off": () => page.uncheck("#read-aloud"),
+      reconnect: async () => {
+        await page.fill("#judge-token", token);
+        await page.click("#connect-button");
+        await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("Connected"));
+      },
+    };
+    if (!(await page.isDisabled("#mic"))) cancels.microphone = () => page.click("#mic");
+    console.log(`${viewport.name}: speech in flight is cancelled by ${Object.keys(cancels).filter((how) => how !== "nothing").join(", ")}`);
+    for (const [how, cancel] of Object.entries(cancels)) {
+      closeGate();
+      await page.check("#read-aloud");
+      await page.evaluate(() => { window.__spoken = 0; });
+      const fetching = page.waitForRequest((request) => request.url().endsWith("/tts"));
+      await page.fill("#words", "why are the lights dim?");
+      await page.click("#send");
+      await fetching;
+      await cancel();
+      release();
+      await page.waitForTimeout(300);
+      const spokenCount = await page.evaluate(() => window.__spoken);
+      check(spokenCount === (how === "nothing" ? 1 : 0), `${viewport.name}: after ${how}, ${spokenCount} speech(es) started`);
+    }
+    await page.unroute("**/tts");
 
     // An expired or revoked token: the page says so and asks to reconnect.
     await page.route("**/mcp", (route) => route.fulfill({ status: 401, body: "" }));
@@ -171,6 +249,7 @@ async function runTour(viewport) {
   } finally {
     await context.close();
     server.kill();
+    standIn.kill();
   }
 }
 
