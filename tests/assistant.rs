@@ -41,7 +41,8 @@ async fn world() -> World {
     let model = Model::new(
         bedrock_client(&converse_url),
         MODEL.into(),
-        Duration::from_secs(2),
+        // Generous: the SDK retries a throttled call with backoff, on a busy machine too.
+        Duration::from_secs(15),
     );
     let assistant = Assistant::new(
         model,
@@ -281,10 +282,6 @@ async fn every_bound_and_failure_is_one_clear_sentence() {
         refused("throttle").await.contains("could not be reached"),
         "throttled"
     );
-    assert_eq!(
-        refused("answer slowly").await,
-        "the assistant model did not answer within 2 s"
-    );
     assert!(refused("ramble").await.contains("cut off at 1024 tokens"));
     assert!(refused("filtered").await.contains("content filter"));
     let long = "a".repeat(501);
@@ -342,6 +339,23 @@ async fn every_bound_and_failure_is_one_clear_sentence() {
     assert_eq!(
         hurried.turn(&heard, None, now).await.unwrap_err(),
         "the assistant did not finish the turn within 0.5 s"
+    );
+    // One model call's bound (the stand-in's slow step takes 5 s).
+    let impatient = Assistant::new(
+        Model::new(
+            bedrock_client(&converse_url),
+            MODEL.into(),
+            Duration::from_secs(1),
+        ),
+        Connection {
+            url: w.url.clone(),
+            token: Secret::new(TOKEN),
+            key: DeviceKey::host(Secret::new(HOST_KEY)),
+        },
+    );
+    assert_eq!(
+        impatient.turn(&heard, None, now).await.unwrap_err(),
+        "the assistant model did not answer within 1 s"
     );
 }
 
@@ -487,7 +501,7 @@ async fn a_households_device_signs_with_its_own_key() {
             Model::new(
                 bedrock_client(&converse_url),
                 MODEL.into(),
-                Duration::from_secs(2),
+                Duration::from_secs(15),
             ),
             Connection {
                 url: url.clone(),

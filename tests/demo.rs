@@ -235,6 +235,17 @@ fn the_assistant_option_answers_what_the_device_should_say() {
     assert!(refused["error"].as_str().unwrap().contains("cannot sign"));
     let (status, refused) = ask(json!({"member_id": "dana"}));
     assert_eq!(status, 400, "{refused}");
+    // The body is read up to 4,096 bytes: at the limit it is judged (the words are too long
+    // to sign), one past it is 413.
+    let sized = |total: usize| {
+        let frame = json!({"member_id": "dana", "words": "", "answering": null})
+            .to_string()
+            .len();
+        json!({"member_id": "dana", "words": "a".repeat(total - frame), "answering": null})
+    };
+    assert_eq!(sized(4096).to_string().len(), 4096);
+    assert_eq!(ask(sized(4096)).0, 400);
+    assert_eq!(ask(sized(4097)).0, 413);
     let (status, failed) =
         ask(json!({"member_id": "dana", "words": "throttle", "answering": null}));
     assert_eq!(status, 502, "{failed}");

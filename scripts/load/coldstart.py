@@ -181,6 +181,8 @@ def main():
         "HEARTH_TABLE": table,
         "MCP_RESOURCE_URL": "https://abc123xyz.execute-api.us-east-1.amazonaws.com/mcp",
         "COUNTERSIGN_JUDGE": "bedrock",
+        # The template sets this while AionBackendUrl is empty.
+        "MOCK_AION_BACKEND": "true",
     }
     results = {}
     for name, event_file in EVENTS.items():

@@ -462,22 +462,20 @@ pub fn local_router_with(config: &Config, backing: &Backing) -> Router {
         router = router.merge(tts_routes(config, backing));
     }
     if config.demo_device {
-        let device = DeviceEndpoint::new(
-            authenticator(config, backing),
-            gate(config, backing),
-            config.host_key(),
-            backing.clock.clone(),
-            backing.household.clone(),
-        );
-        router = router.merge(crate::demo::device_router(Arc::new(device)));
-        #[cfg(feature = "aws")]
-        if let Some(urls) = &config.urls {
-            let assistant = crate::demo::assistant::AssistantEndpoint::new(
+        let device = || {
+            DeviceEndpoint::new(
                 authenticator(config, backing),
                 gate(config, backing),
                 config.host_key(),
                 backing.clock.clone(),
                 backing.household.clone(),
+            )
+        };
+        router = router.merge(crate::demo::device_router(Arc::new(device())));
+        #[cfg(feature = "aws")]
+        if let Some(urls) = &config.urls {
+            let assistant = crate::demo::assistant::AssistantEndpoint::new(
+                device(),
                 urls.resource().to_owned(),
                 config.assistant_model.clone(),
             );

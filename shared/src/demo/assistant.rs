@@ -18,13 +18,11 @@ use http::{HeaderValue, StatusCode, header};
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
+use super::DeviceEndpoint;
 use crate::assistant::converse::Model;
 use crate::assistant::device::{DeviceKey, Heard, QuestionChange};
 use crate::assistant::{Assistant, Connection, MODEL_CALL_TIMEOUT, ToolCall};
-use crate::auth::{Authenticator, Secret};
-use crate::clock::Clock;
-use crate::countersign::household::HouseholdData;
-use crate::gate::Gate;
+use crate::auth::Secret;
 use crate::json_endpoint::{admit, error};
 use crate::telemetry::{RequestLog, request_id};
 
@@ -32,11 +30,8 @@ use crate::telemetry::{RequestLog, request_id};
 pub const MAX_ASSISTANT_BODY_BYTES: usize = 4096;
 
 pub struct AssistantEndpoint {
-    auth: Authenticator,
-    gate: Gate,
-    host_key: Option<Secret>,
-    clock: Arc<dyn Clock>,
-    household: Arc<HouseholdData>,
+    /// The simulated device's checks and key: the assistant signs as it does.
+    device: DeviceEndpoint,
     /// Hearth's own `/mcp`, which the assistant calls like any host.
     mcp_url: String,
     model_id: String,
@@ -44,21 +39,9 @@ pub struct AssistantEndpoint {
 }
 
 impl AssistantEndpoint {
-    pub fn new(
-        auth: Authenticator,
-        gate: Gate,
-        host_key: Option<Secret>,
-        clock: Arc<dyn Clock>,
-        household: Arc<HouseholdData>,
-        mcp_url: String,
-        model_id: String,
-    ) -> Self {
+    pub fn new(device: DeviceEndpoint, mcp_url: String, model_id: String) -> Self {
         Self {
-            auth,
-            gate,
-            host_key,
-            clock,
-            household,
+            device,
             mcp_url,
             model_id,
             client: OnceCell::new(),
@@ -118,8 +101,8 @@ async fn handle(endpoint: &AssistantEndpoint, request: Request, log: &mut Reques
         .and_then(|value| value.strip_prefix("Bearer "))
         .map(|token| Secret::new(token.trim()));
     let bytes = match admit(
-        &endpoint.auth,
-        &endpoint.gate,
+        &endpoint.device.auth,
+        &endpoint.device.gate,
         request,
         MAX_ASSISTANT_BODY_BYTES,
         log,
@@ -138,17 +121,9 @@ async fn handle(endpoint: &AssistantEndpoint, request: Request, log: &mut Reques
             "the body must be {\"member_id\", \"words\", \"answering\"}",
         );
     };
-    if endpoint.household.member(&asked.member_id).is_none() {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "member_id is not a household member",
-        );
-    }
-    let Some(key) = &endpoint.host_key else {
-        return error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "no host key (COUNTERSIGN_HOST_KEY) to sign with",
-        );
+    let key = match endpoint.device.signing_key(&asked.member_id) {
+        Ok(key) => key,
+        Err(refusal) => return refusal,
     };
     let Ok(turn) = crate::random::os_bytes::<8>() else {
         return error(
@@ -162,7 +137,7 @@ async fn handle(endpoint: &AssistantEndpoint, request: Request, log: &mut Reques
         words: asked.words,
         answering: asked.answering,
     };
-    let now = endpoint.clock.now().unix_timestamp();
+    let now = endpoint.device.clock.now().unix_timestamp();
     let key = DeviceKey::host(key.clone());
     // Words or ids the attestation contract refuses are the caller's mistake, named here.
     if let Err(problem) = heard.sign(&key, now) {
@@ -176,7 +151,7 @@ async fn handle(endpoint: &AssistantEndpoint, request: Request, log: &mut Reques
             key,
         },
     );
-    let household = &endpoint.household.household.household_id;
+    let household = &endpoint.device.household.household.household_id;
     match assistant.turn(&heard, Some(household), now).await {
         Ok(outcome) => {
             let mut response = axum::Json(Answered {

@@ -113,6 +113,25 @@ impl DeviceEndpoint {
     }
 }
 
+impl DeviceEndpoint {
+    /// The key to sign for `member` with: refused when the household has no such member, or
+    /// the server no host key.
+    fn signing_key(&self, member: &str) -> Result<&Secret, Response> {
+        if self.household.member(member).is_none() {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                "member_id is not a household member",
+            ));
+        }
+        self.host_key.as_ref().ok_or_else(|| {
+            error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "no host key (COUNTERSIGN_HOST_KEY) to sign with",
+            )
+        })
+    }
+}
+
 pub fn device_router(endpoint: Arc<DeviceEndpoint>) -> Router {
     Router::new()
         .route("/demo/device", any(device))
@@ -197,17 +216,9 @@ async fn sign(endpoint: &DeviceEndpoint, request: Request, log: &mut RequestLog)
             "the body must be {\"member_id\", \"turn_id\", \"utterances\", \"answering\"}",
         );
     };
-    if endpoint.household.member(&heard.member_id).is_none() {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "member_id is not a household member",
-        );
-    }
-    let Some(key) = &endpoint.host_key else {
-        return error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "no host key (COUNTERSIGN_HOST_KEY) to sign with",
-        );
+    let key = match endpoint.signing_key(&heard.member_id) {
+        Ok(key) => key,
+        Err(refusal) => return refusal,
     };
     let attestation = Attestation {
         member_id: heard.member_id,
