@@ -123,7 +123,7 @@ async fn handle(endpoint: &AssistantEndpoint, request: Request, log: &mut Reques
     };
     let key = match endpoint.device.signing_key(&asked.member_id) {
         Ok(key) => key,
-        Err(refusal) => return refusal,
+        Err((status, why)) => return error(status, why),
     };
     let Ok(turn) = crate::random::os_bytes::<8>() else {
         return error(

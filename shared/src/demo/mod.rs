@@ -114,21 +114,19 @@ impl DeviceEndpoint {
 }
 
 impl DeviceEndpoint {
-    /// The key to sign for `member` with: refused when the household has no such member, or
-    /// the server no host key.
-    fn signing_key(&self, member: &str) -> Result<&Secret, Response> {
+    /// The key to sign for `member` with, or why not (the status and the sentence): the
+    /// household has no such member, or the server no host key.
+    fn signing_key(&self, member: &str) -> Result<&Secret, (StatusCode, &'static str)> {
         if self.household.member(member).is_none() {
-            return Err(error(
+            return Err((
                 StatusCode::BAD_REQUEST,
                 "member_id is not a household member",
             ));
         }
-        self.host_key.as_ref().ok_or_else(|| {
-            error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "no host key (COUNTERSIGN_HOST_KEY) to sign with",
-            )
-        })
+        self.host_key.as_ref().ok_or((
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no host key (COUNTERSIGN_HOST_KEY) to sign with",
+        ))
     }
 }
 
@@ -218,7 +216,7 @@ async fn sign(endpoint: &DeviceEndpoint, request: Request, log: &mut RequestLog)
     };
     let key = match endpoint.signing_key(&heard.member_id) {
         Ok(key) => key,
-        Err(refusal) => return refusal,
+        Err((status, why)) => return error(status, why),
     };
     let attestation = Attestation {
         member_id: heard.member_id,
