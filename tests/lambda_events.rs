@@ -47,6 +47,8 @@ async fn replay_to(function: Function, file: &str) -> Value {
             "MCP_RESOURCE_URL",
             "https://abc123xyz.execute-api.us-east-1.amazonaws.com/mcp",
         ),
+        // As the template sets it while AionBackendUrl is empty: the fixtures list ask_aion.
+        ("MOCK_AION_BACKEND", "true"),
     ];
     // The OAuth function's fixtures include the consent page, which needs linking configured;
     // the MCP fixtures keep the client-credentials token reaching every tool.
@@ -242,6 +244,7 @@ async fn a_token_issued_by_the_oauth_function_opens_the_mcp_function() {
                 "MCP_RESOURCE_URL",
                 "https://abc123xyz.execute-api.us-east-1.amazonaws.com/mcp",
             ),
+            ("MOCK_AION_BACKEND", "true"),
         ]);
         config.credentials = Credentials::from_secret_json(&fixture("events/credentials.json"))
             .unwrap()
