@@ -133,21 +133,30 @@ async fn a_whole_session_logs_no_credential_and_nothing_the_caller_wrote() {
             .map(String::as_str)
             .collect();
         fields.sort_unstable();
-        assert_eq!(
-            fields,
-            [
-                "latency_us",
-                "level",
-                "method",
-                "request_id",
-                "status",
-                "subject",
-                "target",
-                "timestamp",
-                "tool"
-            ],
-            "{line}"
-        );
+        // The logged facts, then the embedded metrics (by tool for a known tool's call).
+        let mut expected = vec![
+            "Errors",
+            "Function",
+            "Latency",
+            "Requests",
+            "Throttled",
+            "ToolErrors",
+            "_aws",
+            "latency_us",
+            "level",
+            "method",
+            "request_id",
+            "status",
+            "subject",
+            "target",
+            "timestamp",
+            "tool",
+        ];
+        if line["tool"] != "-" {
+            expected.insert(5, "Tool");
+        }
+        assert_eq!(fields, expected, "{line}");
+        assert_eq!(line["_aws"]["CloudWatchMetrics"][0]["Namespace"], "Hearth");
     }
     let methods: Vec<&str> = requests
         .iter()

@@ -1,14 +1,29 @@
 //! Structured JSON logs. One line per `/mcp` request with only what operators need and nothing
 //! a caller wrote: method, known tool name, status, latency, hashed subject and request id.
 //! Tokens, arguments, reasons and utterances are never logged.
+//!
+//! Each request line is also a CloudWatch Embedded Metric Format record (namespace
+//! [`METRIC_NAMESPACE`]): `Requests`, `Errors` (5xx), `Throttled` (429), `ToolErrors` (a tool
+//! result with `isError`) and `Latency` in milliseconds, by `Function` (the Lambda function's
+//! name, `local` off Lambda) and, for a tool call, by `Function` and `Tool`. CloudWatch Logs
+//! turns them into metrics as it ingests the line: no API call, and nothing on the request
+//! path beyond formatting the line.
 
+use std::fmt::Write as _;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use axum::extract::Request;
 use http::StatusCode;
 use lambda_http::RequestExt;
 use rand::RngExt;
+use serde_json::{Map, Value, json};
+use tracing::field::{Field, Visit};
+use tracing::{Event, Subscriber};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::format::{Format, Json, Writer};
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::registry::LookupSpan;
 
 use crate::auth::Caller;
 
@@ -41,14 +56,139 @@ where
 {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=off"));
-    tracing_subscriber::fmt()
+    let json = tracing_subscriber::fmt::format()
         .json()
         .flatten_event(true)
         .with_current_span(false)
-        .with_span_list(false)
+        .with_span_list(false);
+    tracing_subscriber::fmt()
+        .json()
+        .event_format(RequestMetrics { json })
         .with_env_filter(filter)
         .with_writer(writer)
         .finish()
+}
+
+/// The CloudWatch namespace of the request metrics.
+pub const METRIC_NAMESPACE: &str = "Hearth";
+
+/// The target of the one line per request.
+const REQUEST_TARGET: &str = "hearth::request";
+
+/// Formats every line as tracing's JSON does, and the request lines as JSON with their
+/// metrics embedded (the `_aws` object EMF reads must be a JSON object, which tracing's
+/// formatter cannot write, so those lines are written here).
+struct RequestMetrics {
+    json: Format<Json>,
+}
+
+impl<S, N> FormatEvent<S, N> for RequestMetrics
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        context: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> std::fmt::Result {
+        if event.metadata().target() != REQUEST_TARGET {
+            return self.json.format_event(context, writer, event);
+        }
+        let mut fields = Fields(Map::new());
+        event.record(&mut fields);
+        let now = time::OffsetDateTime::now_utc();
+        let line = metric_line(fields.0, now, function_name());
+        writeln!(writer, "{line}")
+    }
+}
+
+/// The request line's fields, as JSON values.
+struct Fields(Map<String, Value>);
+
+impl Visit for Fields {
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.0.insert(field.name().to_owned(), value.into());
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.0.insert(field.name().to_owned(), value.into());
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.0.insert(field.name().to_owned(), value.into());
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.into());
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        let mut text = String::new();
+        let _ = write!(text, "{value:?}");
+        self.0.insert(field.name().to_owned(), text.into());
+    }
+}
+
+/// The function name the metrics carry: Lambda's, or `local`.
+fn function_name() -> &'static str {
+    static NAME: OnceLock<String> = OnceLock::new();
+    NAME.get_or_init(|| {
+        std::env::var("AWS_LAMBDA_FUNCTION_NAME")
+            .ok()
+            .filter(|name| !name.is_empty())
+            .unwrap_or_else(|| "local".to_owned())
+    })
+}
+
+/// One request line: the logged fields, the time and level as tracing writes them, and the
+/// EMF metrics.
+fn metric_line(mut fields: Map<String, Value>, now: time::OffsetDateTime, function: &str) -> Value {
+    let status = fields.get("status").and_then(Value::as_u64).unwrap_or(0);
+    let latency_us = fields
+        .get("latency_us")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let tool_failed = fields.remove("tool_failed").and_then(|v| v.as_bool()) == Some(true);
+    let tool = fields
+        .get("tool")
+        .and_then(Value::as_str)
+        .filter(|tool| *tool != "-")
+        .map(str::to_owned);
+    let timestamp = now
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    let mut line = Map::new();
+    line.insert("timestamp".into(), timestamp.into());
+    line.insert("level".into(), "INFO".into());
+    line.insert("target".into(), REQUEST_TARGET.into());
+    line.append(&mut fields);
+    line.insert("Function".into(), function.into());
+    let mut dimensions = vec![json!(["Function"])];
+    if let Some(tool) = tool {
+        line.insert("Tool".into(), tool.into());
+        dimensions.push(json!(["Function", "Tool"]));
+    }
+    line.insert("Requests".into(), 1.into());
+    line.insert("Errors".into(), u8::from(status >= 500).into());
+    line.insert("Throttled".into(), u8::from(status == 429).into());
+    line.insert("ToolErrors".into(), u8::from(tool_failed).into());
+    line.insert("Latency".into(), (latency_us as f64 / 1000.0).into());
+    line.insert(
+        "_aws".into(),
+        json!({
+            "Timestamp": (now.unix_timestamp_nanos() / 1_000_000) as i64,
+            "CloudWatchMetrics": [{
+                "Namespace": METRIC_NAMESPACE,
+                "Dimensions": dimensions,
+                "Metrics": [
+                    {"Name": "Requests", "Unit": "Count"},
+                    {"Name": "Errors", "Unit": "Count"},
+                    {"Name": "Throttled", "Unit": "Count"},
+                    {"Name": "ToolErrors", "Unit": "Count"},
+                    {"Name": "Latency", "Unit": "Milliseconds"},
+                ],
+            }],
+        }),
+    );
+    Value::Object(line)
 }
 
 /// The request id API Gateway assigned, or a fresh random one off Lambda.
@@ -69,6 +209,7 @@ pub struct RequestLog {
     method: Option<&'static str>,
     tool: Option<String>,
     subject: Option<String>,
+    tool_failed: bool,
 }
 
 impl RequestLog {
@@ -78,7 +219,13 @@ impl RequestLog {
             method: None,
             tool: None,
             subject: None,
+            tool_failed: false,
         }
+    }
+
+    /// The tool call answered with an `isError` result (counted as `ToolErrors`).
+    pub fn tool_failed(&mut self) {
+        self.tool_failed = true;
     }
 
     /// A known MCP method name, or `None` for anything else.
@@ -98,13 +245,81 @@ impl RequestLog {
 
     pub fn finish(self, status: StatusCode, latency: Duration) {
         tracing::info!(
-            target: "hearth::request",
+            target: REQUEST_TARGET,
             request_id = %self.request_id,
             method = self.method.unwrap_or("-"),
             tool = self.tool.as_deref().unwrap_or("-"),
             status = status.as_u16(),
             latency_us = latency.as_micros() as u64,
             subject = self.subject.as_deref().unwrap_or("-"),
+            tool_failed = self.tool_failed,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_calls_line_is_an_emf_record_by_function_and_tool() {
+        let fields = json!({"request_id": "r1", "method": "tools/call", "tool": "explain_why",
+            "status": 200, "latency_us": 1500, "subject": "abcd", "tool_failed": true});
+        let Value::Object(fields) = fields else {
+            unreachable!()
+        };
+        let now = time::macros::datetime!(2026-12-01 12:00:00 UTC);
+        let line = metric_line(fields, now, "hearth-McpFunction-1");
+        assert_eq!(line["Function"], "hearth-McpFunction-1");
+        assert_eq!(line["Tool"], "explain_why");
+        assert_eq!(
+            (line["Requests"].clone(), line["Errors"].clone()),
+            (json!(1), json!(0))
+        );
+        assert_eq!(
+            (line["ToolErrors"].clone(), line["Throttled"].clone()),
+            (json!(1), json!(0))
+        );
+        assert_eq!(line["Latency"], 1.5);
+        assert!(
+            line.get("tool_failed").is_none(),
+            "the flag becomes the metric"
+        );
+        let emf = &line["_aws"];
+        assert_eq!(emf["Timestamp"], 1_796_126_400_000_i64);
+        let directive = &emf["CloudWatchMetrics"][0];
+        assert_eq!(directive["Namespace"], "Hearth");
+        assert_eq!(
+            directive["Dimensions"],
+            json!([["Function"], ["Function", "Tool"]])
+        );
+        // Every metric the directive names is a number on the line.
+        for metric in directive["Metrics"].as_array().unwrap() {
+            assert!(
+                line[metric["Name"].as_str().unwrap()].is_number(),
+                "{metric}"
+            );
+        }
+    }
+
+    #[test]
+    fn other_lines_are_by_function_only_and_count_5xx_and_429() {
+        for (status, errors, throttled) in [(503, 1, 0), (429, 0, 1), (401, 0, 0)] {
+            let fields =
+                json!({"method": "initialize", "tool": "-", "status": status, "latency_us": 10});
+            let Value::Object(fields) = fields else {
+                unreachable!()
+            };
+            let line = metric_line(fields, time::OffsetDateTime::UNIX_EPOCH, "local");
+            assert!(line.get("Tool").is_none());
+            assert_eq!(
+                line["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+                json!([["Function"]])
+            );
+            assert_eq!(
+                (line["Errors"].as_u64(), line["Throttled"].as_u64()),
+                (Some(errors), Some(throttled))
+            );
+        }
     }
 }

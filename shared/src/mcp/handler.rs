@@ -19,7 +19,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
-use super::MAX_TOOL_ARGUMENT_BYTES;
+use super::{MAX_TOOL_ARGUMENT_BYTES, ToolOutcome};
 
 /// Hearth's protocol versions as rmcp values; see [`super::PROTOCOL_VERSIONS`].
 const SUPPORTED_VERSIONS: &[ProtocolVersion] = &[
@@ -252,7 +252,17 @@ impl ServerHandler for HearthServer {
         let caller = caller(&context)?;
         let name = request.name.clone();
         match self.call(&caller, request).await {
-            Some(result) => Ok(result.into()),
+            Some(result) => {
+                if result.is_error == Some(true)
+                    && let Some(outcome) = context
+                        .extensions
+                        .get::<http::request::Parts>()
+                        .and_then(|parts| parts.extensions.get::<ToolOutcome>())
+                {
+                    outcome.fail();
+                }
+                Ok(result.into())
+            }
             None => Err(McpError::invalid_params(
                 format!("Unknown tool: {name}"),
                 None,

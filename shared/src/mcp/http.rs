@@ -33,7 +33,7 @@ use serde_json::value::RawValue;
 
 use super::body;
 use super::handler::HearthServer;
-use super::{MAX_BODY_BYTES, PROTOCOL_VERSIONS};
+use super::{MAX_BODY_BYTES, PROTOCOL_VERSIONS, ToolOutcome};
 use crate::auth::attestation::{AttestationRefusal, AttestationVerifier, HostClaim};
 use crate::auth::{AuthFailure, Authenticator, Scope};
 use crate::config::PublicUrls;
@@ -380,6 +380,7 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
                     );
                 }
                 if let Some(place) = body::oversized_integer(arguments) {
+                    log.tool_failed();
                     return tool_error(
                         peek.id,
                         &format!(
@@ -415,6 +416,8 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
         }
     }
     parts.extensions.insert(caller);
+    let outcome = ToolOutcome::default();
+    parts.extensions.insert(outcome.clone());
     // Hearth answers JSON only (rmcp runs in JSON-response mode), so any client that takes
     // JSON is served, including curl's `*/*` and no Accept header; rmcp itself insists that
     // both JSON and an event stream are named.
@@ -430,6 +433,9 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
     // checked above, so that can only mean an invalid request.
     if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
         return invalid_request();
+    }
+    if outcome.failed() {
+        log.tool_failed();
     }
     // rmcp's own refusals (a Host outside the allowed list, for one) are plain text; every
     // refusal on /mcp carries a JSON-RPC error body instead, with the same status and words.

@@ -16,3 +16,18 @@ pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26
 pub const MAX_TOOL_ARGUMENT_BYTES: usize = 8192;
 /// Largest HTTP request body on `/mcp`.
 pub const MAX_BODY_BYTES: usize = 65_536;
+
+/// Set by the handler when a tool call's result is an `isError` result, for the request's log
+/// line (the `ToolErrors` metric); the HTTP layer puts one in each request's extensions.
+#[derive(Debug, Clone, Default)]
+pub struct ToolOutcome(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl ToolOutcome {
+    pub fn fail(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn failed(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
