@@ -18,7 +18,8 @@ RESOURCES = TEMPLATE["Resources"]
 HEARTH = ROOT / "target" / "debug" / "hearth"
 
 # Read by the code but provided by the platform, not configured.
-PLATFORM = {"AWS_LAMBDA_RUNTIME_API"}
+# Set by Lambda itself in every function.
+PLATFORM = {"AWS_LAMBDA_RUNTIME_API", "AWS_LAMBDA_FUNCTION_NAME"}
 
 
 def served_routes():
@@ -233,3 +234,66 @@ def test_the_guide_is_mocked_exactly_when_no_backend_is_given():
     assert variables["MOCK_AION_BACKEND"] == {"Fn::If": ["NoAionBackend", "true", "false"]}
     assert TEMPLATE["Conditions"]["NoAionBackend"] == {"Fn::Equals": [{"Ref": "AionBackendUrl"}, ""]}
     assert TEMPLATE["Parameters"]["AionBackendUrl"]["Default"] == ""
+
+
+def test_api_access_logs_hold_only_the_request_id_route_status_and_latency():
+    stage = RESOURCES["HttpApiStage"]["Properties"]
+    settings = stage["AccessLogSettings"]
+    assert settings["DestinationArn"] == {"Fn::GetAtt": ["ApiAccessLogGroup", "Arn"]}
+    assert json.loads(settings["Format"]) == {
+        "requestId": "$context.requestId", "routeKey": "$context.routeKey",
+        "status": "$context.status", "responseLatency": "$context.responseLatency"}
+    group = RESOURCES["ApiAccessLogGroup"]["Properties"]
+    assert group["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+
+
+def test_reserved_concurrency_is_optional_and_unset_by_default():
+    for function, parameter in [("McpFunction", "McpReservedConcurrency"),
+                                ("OAuthFunction", "OAuthReservedConcurrency"),
+                                ("TtsFunction", "TtsReservedConcurrency")]:
+        assert TEMPLATE["Parameters"][parameter]["Default"] == ""
+        pattern = re.compile(TEMPLATE["Parameters"][parameter]["AllowedPattern"])
+        assert pattern.match("") and pattern.match("25") and not pattern.match("0")
+        reserved = RESOURCES[function]["Properties"]["ReservedConcurrentExecutions"]
+        assert reserved["Fn::If"][1:] == [{"Ref": parameter}, {"Ref": "AWS::NoValue"}]
+
+
+def alarm_metrics(alarm):
+    """(namespace, metric name) of everything an alarm watches."""
+    properties = RESOURCES[alarm]["Properties"]
+    if "MetricName" in properties:
+        return {(properties["Namespace"], properties["MetricName"])}
+    return {(m["MetricStat"]["Metric"]["Namespace"], m["MetricStat"]["Metric"]["MetricName"])
+            for m in properties["Metrics"] if "MetricStat" in m}
+
+
+def test_alarms_cover_errors_throttles_latency_and_the_table():
+    alarms = [name for name, r in RESOURCES.items() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    watched = set().union(*(alarm_metrics(a) for a in alarms))
+    for expected in [("AWS/ApiGateway", "5xx"), ("Hearth", "Throttled"), ("AWS/Lambda", "Errors"),
+                     ("AWS/Lambda", "Throttles"), ("AWS/Lambda", "Duration"),
+                     ("AWS/DynamoDB", "ReadThrottleEvents"), ("AWS/DynamoDB", "WriteThrottleEvents"),
+                     ("AWS/DynamoDB", "ConditionalCheckFailedRequests")]:
+        assert expected in watched, expected
+    latency = {RESOURCES[a]["Properties"]["Dimensions"][0]["Value"]["Ref"]
+               for a in alarms if alarm_metrics(a) == {("AWS/Lambda", "Duration")}}
+    assert latency == {"McpFunction", "OAuthFunction", "TtsFunction"}
+    for alarm in alarms:
+        actions = RESOURCES[alarm]["Properties"]["AlarmActions"]
+        assert actions["Fn::If"][0] == "HasAlarmTopic", alarm
+    # Each alarm is explained to the operator.
+    readme = (ROOT / "README.md").read_text()
+    for alarm in alarms:
+        assert f"`{alarm}`" in readme, f"{alarm} has no operator note in the README"
+
+
+def test_the_dashboard_shows_every_function_the_api_the_table_and_the_tools():
+    body = RESOURCES["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    names = set(re.findall(r"\$\{([A-Za-z:]+)\}", body))
+    assert names == {"AWS::Region", "HttpApi", "McpFunction", "OAuthFunction", "TtsFunction", "Table"}
+    widgets = json.loads(re.sub(r"\$\{[A-Za-z:]+\}", "x", body))["widgets"]
+    text = json.dumps(widgets)
+    for metric in ["Duration", "Errors", "Throttles", "5xx", "ToolErrors", "Throttled",
+                   "ConditionalCheckFailedRequests", "WriteThrottleEvents"]:
+        assert f'"{metric}"' in text, metric
+    assert "SEARCH('{Hearth,Function,Tool} MetricName=\\\"Latency\\\"" in text
