@@ -174,8 +174,8 @@ async fn each_operation_costs_a_fixed_number_of_calls() {
     assert_eq!(admitted, Admission::Admitted);
     assert_eq!(
         calls.take(),
-        1,
-        "the rate limiter: one TransactWriteItems for both counters"
+        2,
+        "the rate limiter: one conditional UpdateItem per counter (address and subject), sent together"
     );
 }
 
@@ -405,7 +405,11 @@ async fn a_counter_outage_counts_locally_and_the_table_takes_over_when_it_return
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
     counter.take();
     assert_eq!(common::rpc(&h.router, &ping).await.status, 200);
-    assert_eq!(counter.take(), 1, "counted in the table");
+    assert_eq!(
+        counter.take(),
+        2,
+        "counted in the table: address and subject"
+    );
 
     moto.stop();
     for _ in 0..3 {
@@ -424,7 +428,7 @@ async fn a_counter_outage_counts_locally_and_the_table_takes_over_when_it_return
         hearth_core::ratelimit::RETRY_STORE_MS,
     ));
     assert_eq!(common::rpc(&h.router, &ping).await.status, 200);
-    assert_eq!(counter.take(), 1, "the table counts again, by itself");
+    assert_eq!(counter.take(), 2, "the table counts again, by itself");
 }
 
 #[tokio::test]

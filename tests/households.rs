@@ -573,8 +573,8 @@ async fn a_household_token_costs_one_read_a_minute_and_one_per_attested_call() {
         .await);
     assert_eq!(
         counter.take(),
-        3,
-        "the rate limiter, then Query and TransactWriteItems: the generation is cached"
+        4,
+        "the rate limiter's two counters, then Query and TransactWriteItems: the generation is cached"
     );
     world
         .h
@@ -585,7 +585,7 @@ async fn a_household_token_costs_one_read_a_minute_and_one_per_attested_call() {
         .await);
     assert_eq!(
         counter.take(),
-        4,
+        5,
         "once a minute, one GetItem for the generation"
     );
     let order = |product: &str, variant: &str| json!({"product_id": product, "variant_id": variant, "quantity": 1});
@@ -608,8 +608,8 @@ async fn a_household_token_costs_one_read_a_minute_and_one_per_attested_call() {
         .await);
     assert_eq!(
         counter.take(),
-        5,
-        "the rate limiter, one GetItem of the account (device key and policy), the acting-call counter, Query, TransactWriteItems"
+        6,
+        "the rate limiter's two counters, one GetItem of the account (device key and policy), the acting-call counter, Query, TransactWriteItems"
     );
 }
 

@@ -1017,8 +1017,8 @@ async fn each_linking_step_costs_a_known_number_of_dynamodb_calls() {
     );
     assert_eq!(
         counter.take(),
-        3,
-        "the first call: the rate limiter, GetItem of the account (standing, then cached), Query"
+        4,
+        "the first call: the rate limiter's two counters, GetItem of the account (standing, then cached), Query"
     );
     assert_eq!(
         w.call(access, "explain_why", json!({"action": "anything"}))
@@ -1028,7 +1028,7 @@ async fn each_linking_step_costs_a_known_number_of_dynamodb_calls() {
     );
     assert_eq!(
         counter.take(),
-        2,
-        "every call within the minute: the rate limiter and the Query, as with any token"
+        3,
+        "every call within the minute: the rate limiter's two counters (sent together) and the Query, as with any token"
     );
 }

@@ -396,10 +396,16 @@ pub enum Taken {
 
 #[async_trait]
 pub trait CounterStore: Send + Sync + 'static {
-    /// Counts one request against every counter atomically: if any counter already holds its
-    /// limit, nothing changes and the first such counter is named. A counter lives until
-    /// `expires_at_ms`, after which the backend may remove it (a TTL); callers name each window
-    /// with its own key, so an expired counter is never counted again.
+    /// Counts one request against each counter that is below its limit, and names the first
+    /// counter, if any, that already holds its limit (that counter is left unchanged, so no
+    /// counter ever passes its limit, however takes interleave). The counters are **not**
+    /// all-or-nothing: a request refused by one counter is still counted by the others. For
+    /// the rate limiter that means a refused request from a subject still counts against its
+    /// address (and the other way round), which only makes the limits stricter for a client
+    /// already over one; in exchange each counter is one independent conditional write,
+    /// issued together. A counter lives until `expires_at_ms`, after which the backend may
+    /// remove it (a TTL); callers name each window with its own key, so an expired counter is
+    /// never counted again.
     async fn take(
         &self,
         counters: &[Counter],

@@ -736,23 +736,32 @@ impl CounterStore for SqliteStore {
             let transaction = connection
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(unavailable)?;
+            // As DynamoDB counts them: each counter below its limit counts the request, a
+            // counter at its limit is left alone (see `CounterStore::take`).
             let mut opened_a_window = false;
+            let mut refused = None;
             for (index, counter) in counters.iter().enumerate() {
-                let hits: i64 = transaction
+                let counted: Option<i64> = transaction
                     .prepare_cached(
                         "INSERT INTO rate_counters (key, hits, expires_at_ms) VALUES (?1, 1, ?2)
-                         ON CONFLICT (key) DO UPDATE SET hits = hits + 1
+                         ON CONFLICT (key) DO UPDATE SET hits = hits + 1 WHERE hits < ?3
                          RETURNING hits",
                     )
                     .and_then(|mut statement| {
-                        statement.query_row(params![counter.key, expires_at_ms], |row| row.get(0))
+                        statement
+                            .query_row(
+                                params![counter.key, expires_at_ms, i64::from(counter.limit)],
+                                |row| row.get(0),
+                            )
+                            .optional()
                     })
                     .map_err(unavailable)?;
-                if hits > i64::from(counter.limit) {
-                    // Dropping the transaction rolls every increment back.
-                    return Ok(Taken::Refused { index });
+                match counted {
+                    Some(hits) => opened_a_window |= hits == 1,
+                    None => {
+                        refused.get_or_insert(index);
+                    }
                 }
-                opened_a_window |= hits == 1;
             }
             if opened_a_window {
                 // Counters of past windows are never read again; clear them as windows turn.
@@ -764,7 +773,10 @@ impl CounterStore for SqliteStore {
                     .map_err(unavailable)?;
             }
             transaction.commit().map_err(unavailable)?;
-            Ok(Taken::Granted)
+            Ok(match refused {
+                Some(index) => Taken::Refused { index },
+                None => Taken::Granted,
+            })
         })
     }
 }

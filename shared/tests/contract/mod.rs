@@ -399,7 +399,10 @@ pub async fn counters_grant_up_to_their_limit_and_refuse_one_past(backend: Backe
     assert_eq!(other, Taken::Granted, "each key counts alone");
 }
 
-pub async fn a_refused_take_changes_no_counter(backend: Backend) {
+/// The counters are not all-or-nothing (see `CounterStore::take`): a take refused by one
+/// counter is still counted by the counters with room, and the full counter stays at its
+/// limit.
+pub async fn a_refused_take_still_counts_where_there_is_room(backend: Backend) {
     let counters = backend.counters.as_ref();
     let ends = NOW + 60_000;
     let both = [counter("ip/a", 5), counter("subject/s", 1)];
@@ -411,14 +414,30 @@ pub async fn a_refused_take_changes_no_counter(backend: Backend) {
         counters.take(&both, ends, NOW).await.unwrap(),
         Taken::Refused { index: 1 }
     );
-    // `ip/a` holds 1, not 2: the refused take left it alone.
-    let single = [counter("ip/a", 2)];
+    // `ip/a` holds 2: the refused take counted there. With room for one more it grants once.
+    let address = [counter("ip/a", 3)];
     assert_eq!(
-        counters.take(&single, ends, NOW).await.unwrap(),
+        counters.take(&address, ends, NOW).await.unwrap(),
         Taken::Granted
     );
     assert_eq!(
-        counters.take(&single, ends, NOW).await.unwrap(),
+        counters.take(&address, ends, NOW).await.unwrap(),
+        Taken::Refused { index: 0 }
+    );
+    // `subject/s` still holds 1: a counter at its limit is never pushed past it.
+    let subject = [counter("subject/s", 2)];
+    assert_eq!(
+        counters.take(&subject, ends, NOW).await.unwrap(),
+        Taken::Granted
+    );
+    assert_eq!(
+        counters.take(&subject, ends, NOW).await.unwrap(),
+        Taken::Refused { index: 0 }
+    );
+    // The first full counter is named when several are.
+    let both_full = [counter("ip/a", 3), counter("subject/s", 2)];
+    assert_eq!(
+        counters.take(&both_full, ends, NOW).await.unwrap(),
         Taken::Refused { index: 0 }
     );
 }
@@ -936,7 +955,7 @@ macro_rules! contract_tests {
                 concurrent_writers_lose_and_duplicate_nothing,
                 decision_windows_follow_the_retention_rules,
                 counters_grant_up_to_their_limit_and_refuse_one_past,
-                a_refused_take_changes_no_counter,
+                a_refused_take_still_counts_where_there_is_room,
                 each_window_counts_alone,
                 concurrent_takes_never_pass_the_limit,
                 accounts_are_created_once_read_back_and_listed,
