@@ -412,3 +412,59 @@ async fn a_linking_session_logs_no_code_token_or_state() {
         assert!(!logs.contains(secret), "the log holds {secret:?}:\n{logs}");
     }
 }
+
+/// Each request line carries its metrics: a tool call's `isError` result counts as a tool
+/// error, by function and tool; a refusal by the HTTP layer is counted by function only.
+#[tokio::test]
+async fn request_lines_count_tool_errors_by_tool() {
+    let captured = common::capture::Captured::default();
+    let sink = captured.clone();
+    let _logs =
+        tracing::subscriber::set_default(hearth_core::telemetry::subscriber(move || sink.clone()));
+    let h = common::harness(&[]);
+    let record = json!({"household_id": "home", "action": "dim lights", "reason": "movie",
+        "inputs": {}, "approver": "Parent"});
+    common::call_tool(&h.router, "record_decision", record).await;
+    common::call_tool(
+        &h.router,
+        "record_decision",
+        json!({"household_id": "home"}),
+    )
+    .await;
+    common::request(
+        &h.router,
+        "POST",
+        "/mcp",
+        &[("content-type", "application/json")],
+        "{}",
+    )
+    .await;
+    let lines: Vec<Value> = captured
+        .text()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .filter(|line: &Value| line["target"] == "hearth::request")
+        .collect();
+    let metrics: Vec<(Value, Value, Value)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["Tool"].clone(),
+                l["ToolErrors"].clone(),
+                l["status"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        metrics,
+        [
+            (json!("record_decision"), json!(0), json!(200)),
+            (json!("record_decision"), json!(1), json!(200)),
+            (Value::Null, json!(0), json!(401)),
+        ]
+    );
+    assert_eq!(
+        lines[1]["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+        json!([["Function"], ["Function", "Tool"]])
+    );
+}

@@ -71,24 +71,22 @@ CREATE TABLE IF NOT EXISTS grants (
 CREATE INDEX IF NOT EXISTS grants_by_expiry ON grants (expires_at_ms);
 ";
 
-/// The rate counters live in an in-memory SQLite database owned by this store, on a connection
-/// of their own so counter writes never queue behind chain reads. They are written on every
-/// request and matter for one minute, so durability buys nothing locally: a restart starts
-/// every window afresh. A file cost about 45% of `explain_why` throughput even without fsync
-/// (WAL frames on every commit); see the README's performance notes. The local server is one
-/// process, so one process's memory is the whole picture; under Lambda the counters live in
-/// DynamoDB, shared by every instance.
-const COUNTER_SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS rate_counters (
-    key TEXT NOT NULL PRIMARY KEY,
-    hits INTEGER NOT NULL,
-    expires_at_ms INTEGER NOT NULL
-) WITHOUT ROWID;
-";
+/// The rate counters live in this process, in a table of their own so counter writes never
+/// queue behind chain reads. They are written on every request and matter for one minute, so
+/// durability buys nothing locally: a restart starts every window afresh. A file cost about
+/// 45% of `explain_why` throughput even without fsync, and an in-memory SQLite database (two
+/// upserts in a transaction per request) still cost more than this map; see the README's
+/// performance notes. The local server is one process, so one process's memory is the whole
+/// picture; under Lambda the counters live in DynamoDB, shared by every instance.
+#[derive(Default)]
+struct CounterTable {
+    /// Counter key → (hits, the window's end in Unix ms).
+    hits: HashMap<String, (u32, i64)>,
+}
 
 pub struct SqliteStore {
     connection: Mutex<Connection>,
-    counters: Mutex<Connection>,
+    counters: Mutex<CounterTable>,
 }
 
 impl SqliteStore {
@@ -130,16 +128,9 @@ impl SqliteStore {
             .set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
             .map_err(unavailable)?;
         connection.execute_batch(SCHEMA).map_err(unavailable)?;
-        let counters = Connection::open_in_memory().map_err(unavailable)?;
-        counters
-            .set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
-            .map_err(unavailable)?;
-        counters
-            .execute_batch(COUNTER_SCHEMA)
-            .map_err(unavailable)?;
         Ok(Self {
             connection: Mutex::new(connection),
-            counters: Mutex::new(counters),
+            counters: Mutex::new(CounterTable::default()),
         })
     }
 
@@ -732,51 +723,34 @@ impl CounterStore for SqliteStore {
         expires_at_ms: i64,
         now_ms: i64,
     ) -> Result<Taken, StoreError> {
-        locked(&self.counters, |connection| {
-            let transaction = connection
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(unavailable)?;
-            // As DynamoDB counts them: each counter below its limit counts the request, a
-            // counter at its limit is left alone (see `CounterStore::take`).
-            let mut opened_a_window = false;
-            let mut refused = None;
-            for (index, counter) in counters.iter().enumerate() {
-                let counted: Option<i64> = transaction
-                    .prepare_cached(
-                        "INSERT INTO rate_counters (key, hits, expires_at_ms) VALUES (?1, 1, ?2)
-                         ON CONFLICT (key) DO UPDATE SET hits = hits + 1 WHERE hits < ?3
-                         RETURNING hits",
-                    )
-                    .and_then(|mut statement| {
-                        statement
-                            .query_row(
-                                params![counter.key, expires_at_ms, i64::from(counter.limit)],
-                                |row| row.get(0),
-                            )
-                            .optional()
-                    })
-                    .map_err(unavailable)?;
-                match counted {
-                    Some(hits) => opened_a_window |= hits == 1,
-                    None => {
-                        refused.get_or_insert(index);
-                    }
-                }
+        let mut table = self
+            .counters
+            .lock()
+            .map_err(|_| StoreError::Unavailable("counter lock poisoned".into()))?;
+        // As DynamoDB counts them: each counter below its limit counts the request, a counter
+        // at its limit is left alone (see `CounterStore::take`).
+        let mut opened_a_window = false;
+        let mut refused = None;
+        for (index, counter) in counters.iter().enumerate() {
+            let (hits, _) = table
+                .hits
+                .entry(counter.key.clone())
+                .or_insert((0, expires_at_ms));
+            if *hits >= counter.limit {
+                refused.get_or_insert(index);
+            } else {
+                *hits += 1;
+                opened_a_window |= *hits == 1;
             }
-            if opened_a_window {
-                // Counters of past windows are never read again; clear them as windows turn.
-                // The table holds one row per active client and subject, so a scan is cheap and
-                // spares every increment the upkeep of an expiry index.
-                transaction
-                    .prepare_cached("DELETE FROM rate_counters WHERE expires_at_ms <= ?1")
-                    .and_then(|mut statement| statement.execute(params![now_ms]))
-                    .map_err(unavailable)?;
-            }
-            transaction.commit().map_err(unavailable)?;
-            Ok(match refused {
-                Some(index) => Taken::Refused { index },
-                None => Taken::Granted,
-            })
+        }
+        if opened_a_window {
+            // Counters of past windows are never read again; clear them as windows turn. The
+            // table holds one entry per active client and subject, so a sweep is cheap.
+            table.hits.retain(|_, (_, expires)| *expires > now_ms);
+        }
+        Ok(match refused {
+            Some(index) => Taken::Refused { index },
+            None => Taken::Granted,
         })
     }
 }

@@ -64,7 +64,11 @@ async fn main() {
         unreachable!()
     };
     let floor = Floor {
-        tools: Arc::new(vec![Tool::new("explain_why", "Answers a fixed sentence.", schema)]),
+        tools: Arc::new(vec![Tool::new(
+            "explain_why",
+            "Answers a fixed sentence.",
+            schema,
+        )]),
     };
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
@@ -78,6 +82,8 @@ async fn main() {
         config,
     );
     let app = axum::Router::new().route_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind(&addr).await.expect("the address is free");
+    let listener = tokio::net::TcpListener::bind(&addr)
+        .await
+        .expect("the address is free");
     axum::serve(listener, app).await.expect("the floor serves");
 }
