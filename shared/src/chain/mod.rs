@@ -131,6 +131,96 @@ pub fn verify_parsed<'a, View>(
 where
     View: Deserialize<'a> + Linked,
 {
+    verify_checking(records, anchor, head_hash, |_, record| {
+        hash_matches(&record.body, &record.hash)
+    })
+}
+
+/// [`verify_parsed`], with the hashes that `memo` has already seen match their bodies checked
+/// by comparing bytes instead of hashing them again (equal bytes hash equally, so this is the
+/// same check). Every other check runs as always; the bodies that newly matched are
+/// remembered.
+pub fn verify_parsed_remembering<'a, View>(
+    records: &'a [Sealed],
+    anchor: Option<&str>,
+    head_hash: &str,
+    memo: &VerifiedBodies,
+) -> Result<Vec<View>, IntegrityError>
+where
+    View: Deserialize<'a> + Linked,
+{
+    let known = memo.known(records);
+    let views = verify_checking(records, anchor, head_hash, |index, record| {
+        known[index] || hash_matches(&record.body, &record.hash)
+    })?;
+    memo.remember(records, &known);
+    Ok(views)
+}
+
+/// Record bodies already hashed and found to match their hashes: a window read again is then
+/// checked with a byte comparison per record rather than a SHA-256 (the costliest part of
+/// every `explain_why`; see the README's performance notes). Holds at most `capacity` bodies;
+/// when full it starts afresh, so memory stays bounded (about 1 KB a record).
+pub struct VerifiedBodies {
+    capacity: usize,
+    seen: std::sync::RwLock<std::collections::HashMap<String, String>>,
+}
+
+impl VerifiedBodies {
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            capacity,
+            seen: std::sync::RwLock::default(),
+        }
+    }
+
+    /// For each record, whether its exact body was seen to match its exact hash.
+    fn known(&self, records: &[Sealed]) -> Vec<bool> {
+        let Ok(seen) = self.seen.read() else {
+            return vec![false; records.len()];
+        };
+        records
+            .iter()
+            .map(|record| seen.get(&record.hash) == Some(&record.body))
+            .collect()
+    }
+
+    /// Remembers the bodies of `records` that were not `known` (they have just matched).
+    fn remember(&self, records: &[Sealed], known: &[bool]) {
+        if known.iter().all(|known| *known) {
+            return;
+        }
+        let Ok(mut seen) = self.seen.write() else {
+            return;
+        };
+        for (record, _) in records.iter().zip(known).filter(|(_, known)| !**known) {
+            if seen.len() >= self.capacity {
+                seen.clear();
+            }
+            seen.insert(record.hash.clone(), record.body.clone());
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.seen.read().map_or(0, |seen| seen.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The chain checks, with `hash_ok(index, record)` deciding whether a record's body matches
+/// its hash.
+fn verify_checking<'a, View>(
+    records: &'a [Sealed],
+    anchor: Option<&str>,
+    head_hash: &str,
+    hash_ok: impl Fn(usize, &Sealed) -> bool,
+) -> Result<Vec<View>, IntegrityError>
+where
+    View: Deserialize<'a> + Linked,
+{
     let fail = |index: usize, problem| IntegrityError {
         position: index + 1,
         problem,
@@ -139,7 +229,7 @@ where
     let mut expected_prev = anchor;
     let mut expected_seq: Option<u64> = None;
     for (index, record) in records.iter().enumerate() {
-        if !hash_matches(&record.body, &record.hash) {
+        if !hash_ok(index, record) {
             return Err(fail(index, Problem::HashMismatch));
         }
         let view: View =
@@ -195,6 +285,40 @@ mod tests {
         records[2].body = records[2].body.replace("30", "31");
         let error = verify(&records, None, &records[4].hash.clone()).unwrap_err();
         assert_eq!((error.position, error.problem), (3, Problem::HashMismatch));
+    }
+
+    #[test]
+    fn remembered_bodies_are_checked_by_their_bytes_and_an_edit_is_still_caught() {
+        let memo = VerifiedBodies::new(100);
+        let records = chain(5);
+        let head = records[4].hash.clone();
+        let first: Vec<Link<'_>> = verify_parsed_remembering(&records, None, &head, &memo).unwrap();
+        assert_eq!((first.len(), memo.len()), (5, 5));
+        let again: Vec<Link<'_>> = verify_parsed_remembering(&records, None, &head, &memo).unwrap();
+        assert_eq!(again.len(), 5);
+        // The stored body changes under a remembered hash: the bytes differ, so it is hashed
+        // again and named.
+        let mut edited = records.clone();
+        edited[2].body = edited[2].body.replace("30", "31");
+        let error = verify_parsed_remembering::<Link<'_>>(&edited, None, &head, &memo).unwrap_err();
+        assert_eq!((error.position, error.problem), (3, Problem::HashMismatch));
+        // Links and the head are checked as always, remembered or not.
+        let error =
+            verify_parsed_remembering::<Link<'_>>(&records[..4], None, &head, &memo).unwrap_err();
+        assert_eq!(error.problem, Problem::MissingNewest);
+        let mut swapped = records.clone();
+        swapped.swap(1, 2);
+        assert!(verify_parsed_remembering::<Link<'_>>(&swapped, None, &head, &memo).is_err());
+    }
+
+    #[test]
+    fn the_memo_holds_at_most_its_capacity() {
+        let memo = VerifiedBodies::new(3);
+        let records = chain(5);
+        let _: Vec<Link<'_>> =
+            verify_parsed_remembering(&records, None, &records[4].hash, &memo).unwrap();
+        assert!(memo.len() <= 3, "{}", memo.len());
+        assert!(!memo.is_empty());
     }
 
     #[test]

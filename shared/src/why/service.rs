@@ -103,7 +103,12 @@ pub struct WhyService {
     clock: Arc<dyn Clock>,
     /// This process's appends to one chain take turns (see [`AppendLocks`]).
     turns: AppendLocks,
+    /// Bodies this process has already hashed (see [`chain::VerifiedBodies`]).
+    verified_bodies: chain::VerifiedBodies,
 }
+
+/// How many verified record bodies the service remembers: 40 households' whole windows.
+pub const REMEMBERED_BODIES: usize = 1_000;
 
 impl WhyService {
     pub fn new(store: Arc<dyn ChainStore>, clock: Arc<dyn Clock>) -> Self {
@@ -112,7 +117,18 @@ impl WhyService {
             clock,
             turns: AppendLocks::default(),
             log_keys: None,
+            verified_bodies: chain::VerifiedBodies::new(REMEMBERED_BODIES),
         }
+    }
+
+    /// Verifies the whole retained chain and returns each record's view, parsed once.
+    fn verified<'a>(&self, snapshot: &'a Snapshot) -> Result<Vec<RecordView<'a>>, WhyError> {
+        Ok(chain::verify_parsed_remembering(
+            &snapshot.records,
+            snapshot.head.anchor.as_deref(),
+            &snapshot.head.last_hash,
+            &self.verified_bodies,
+        )?)
     }
 
     /// The same service signing each household's decision log with `keys`.
@@ -149,7 +165,7 @@ impl WhyService {
             let now_ms = unix_ms(now);
             let (current, log) = self.store.load_for_append(&key, now_ms).await?;
             if let Some(snapshot) = &current {
-                verified(snapshot)?;
+                self.verified(snapshot)?;
             }
             let recorded_at = timestamp(now);
             let mut append = Append::next(
@@ -197,7 +213,7 @@ impl WhyService {
     ) -> Result<Explanation, WhyError> {
         let key = chain_key(caller, household_id)?;
         let snapshot = self.retained(&key).await?;
-        let views = verified(&snapshot)?;
+        let views = self.verified(&snapshot)?;
         let records = &snapshot.records;
         let index = match lookup {
             Lookup::TraceId(trace_id) => find_trace(records, trace_id)?,
@@ -239,7 +255,7 @@ impl WhyService {
         let key = chain_key(caller, household_id)?;
         let since = parse_since(since)?;
         let snapshot = self.retained(&key).await?;
-        let views = verified(&snapshot)?;
+        let views = self.verified(&snapshot)?;
         let mut changed = Vec::new();
         for (index, (sealed, view)) in snapshot.records.iter().zip(&views).enumerate() {
             let recorded_at = OffsetDateTime::parse(&view.recorded_at, &Rfc3339)
@@ -265,7 +281,7 @@ impl WhyService {
             .load_for_append(&key, unix_ms(self.clock.now()))
             .await?;
         let snapshot = snapshot.ok_or_else(no_decisions)?;
-        verified(&snapshot)?;
+        self.verified(&snapshot)?;
         let index = find_trace(&snapshot.records, trace_id)?;
         let records = snapshot
             .records
@@ -340,15 +356,6 @@ impl WhyService {
             .await?
             .ok_or_else(no_decisions)
     }
-}
-
-/// Verifies the whole retained chain and returns each record's view, parsed once.
-fn verified(snapshot: &Snapshot) -> Result<Vec<RecordView<'_>>, WhyError> {
-    Ok(chain::verify_parsed(
-        &snapshot.records,
-        snapshot.head.anchor.as_deref(),
-        &snapshot.head.last_hash,
-    )?)
 }
 
 fn no_decisions() -> WhyError {
