@@ -94,7 +94,7 @@ pub trait Linked {
 }
 
 /// The two fields every chain record carries for linking; the rest is the toolset's business.
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 struct Link<'a> {
     seq: u64,
     #[serde(borrow)]
