@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Sends `tools/call explain_why` requests one after another over one keep-alive connection
-(for scripts/bench/profile). With --seed it first records the 25 decisions they ask about."""
+(scripts/bench/profile seeds and warms up with it). With --seed it first records the 25
+decisions they ask about."""
 
 import argparse
 import http.client
