@@ -38,20 +38,8 @@ async fn world() -> World {
     let url = serve(&h).await;
     let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/assistant/scripts.json");
     let (converse_url, seen) = converse::start(Scripts::load(&scripts)).await;
-    let model = Model::new(
-        bedrock_client(&converse_url),
-        MODEL.into(),
-        // Generous: the SDK retries a throttled call with backoff, on a busy machine too.
-        Duration::from_secs(15),
-    );
-    let assistant = Assistant::new(
-        model,
-        Connection {
-            url: url.clone(),
-            token: Secret::new(TOKEN),
-            key: DeviceKey::host(Secret::new(HOST_KEY)),
-        },
-    );
+    // Generous: the SDK retries a throttled call with backoff, on a busy machine too.
+    let assistant = host_assistant(&converse_url, Duration::from_secs(15), &url);
     World {
         h,
         assistant,
@@ -59,6 +47,19 @@ async fn world() -> World {
         url,
         turns: std::cell::Cell::new(0),
     }
+}
+
+/// An assistant on the model at `converse_url`, each call bounded by `model_timeout`, reaching
+/// Hearth at `mcp_url` with the fixture token and signing with the host key.
+fn host_assistant(converse_url: &str, model_timeout: Duration, mcp_url: &str) -> Assistant {
+    Assistant::new(
+        Model::new(bedrock_client(converse_url), MODEL.into(), model_timeout),
+        Connection {
+            url: mcp_url.to_owned(),
+            token: Secret::new(TOKEN),
+            key: DeviceKey::host(Secret::new(HOST_KEY)),
+        },
+    )
 }
 
 async fn serve(h: &Harness) -> String {
@@ -293,17 +294,10 @@ async fn every_bound_and_failure_is_one_clear_sentence() {
     );
 
     // Hearth unreachable, and a whole turn's bound.
-    let gone = Assistant::new(
-        Model::new(
-            bedrock_client("http://127.0.0.1:9"),
-            MODEL.into(),
-            Duration::from_secs(1),
-        ),
-        Connection {
-            url: "http://127.0.0.1:9/mcp".into(),
-            token: Secret::new(TOKEN),
-            key: DeviceKey::host(Secret::new(HOST_KEY)),
-        },
+    let gone = host_assistant(
+        "http://127.0.0.1:9",
+        Duration::from_secs(1),
+        "http://127.0.0.1:9/mcp",
     );
     let heard = Heard {
         member_id: "dana".into(),
@@ -318,19 +312,8 @@ async fn every_bound_and_failure_is_one_clear_sentence() {
     );
     let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/assistant/scripts.json");
     let (converse_url, _) = converse::start(Scripts::load(&scripts)).await;
-    let hurried = Assistant::new(
-        Model::new(
-            bedrock_client(&converse_url),
-            MODEL.into(),
-            Duration::from_secs(10),
-        ),
-        Connection {
-            url: w.url.clone(),
-            token: Secret::new(TOKEN),
-            key: DeviceKey::host(Secret::new(HOST_KEY)),
-        },
-    )
-    .with_bounds(8, Duration::from_millis(500));
+    let hurried = host_assistant(&converse_url, Duration::from_secs(10), &w.url)
+        .with_bounds(8, Duration::from_millis(500));
     let heard = Heard {
         words: "answer slowly".into(),
         ..heard
@@ -341,18 +324,7 @@ async fn every_bound_and_failure_is_one_clear_sentence() {
         "the assistant did not finish the turn within 0.5 s"
     );
     // One model call's bound (the stand-in's slow step takes 5 s).
-    let impatient = Assistant::new(
-        Model::new(
-            bedrock_client(&converse_url),
-            MODEL.into(),
-            Duration::from_secs(1),
-        ),
-        Connection {
-            url: w.url.clone(),
-            token: Secret::new(TOKEN),
-            key: DeviceKey::host(Secret::new(HOST_KEY)),
-        },
-    );
+    let impatient = host_assistant(&converse_url, Duration::from_secs(1), &w.url);
     assert_eq!(
         impatient.turn(&heard, None, now).await.unwrap_err(),
         "the assistant model did not answer within 1 s"
