@@ -271,6 +271,7 @@ async fn a_hostile_judge_answer_never_reaches_what_is_spoken() {
             Arc::new(HouseholdData::built_in().unwrap()),
             Ledger::new(store.clone(), clock.clone()),
             Arc::new(judge),
+            store.clone(),
             store,
         );
         let caller = Caller {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::device::{Device, HOST_KEY, Turn, ok, refusal};
+use common::device::{Device, HOST_KEY, Turn, ok, refusal, refusal_code, refusal_reason};
 use common::harness;
 use hearth_core::chain::Sealed;
 use rusqlite::Connection;
@@ -46,9 +46,7 @@ async fn a_parent_ordering_what_they_said_from_a_known_merchant_is_placed_with_a
     assert_eq!(placed["placed"]["receipt"]["household_id"], "maple-house");
     assert_eq!(
         text(&placed["say"]),
-        format!(
-            "Done. I ordered 2 of PowerCell AA Alkaline Batteries, 12 pack, from Corner Electrics, for $25.98. Order {order_id}."
-        )
+        "Done. I ordered 2 of PowerCell AA Alkaline Batteries, 12 pack, from Corner Electrics, for $25.98."
     );
     assert_eq!(result["content"][0]["text"], placed["say"]);
 }
@@ -92,7 +90,10 @@ async fn a_yes_counts_only_from_the_same_person_in_a_later_turn_answering_that_q
             json!({"request_id": other}),
         )
         .await;
-    assert!(refusal(&early).contains("later turn"), "{early}");
+    assert!(
+        refusal_code(&early) == "answer_in_questions_turn",
+        "{early}"
+    );
 
     // Someone else's yes.
     let chris = device
@@ -102,7 +103,10 @@ async fn a_yes_counts_only_from_the_same_person_in_a_later_turn_answering_that_q
             args.clone(),
         )
         .await;
-    assert!(refusal(&chris).contains("Only Dana"), "{chris}");
+    assert!(
+        refusal_code(&chris) == "only_requester_confirms" && refusal(&chris).contains("Only Dana"),
+        "{chris}"
+    );
 
     // A yes to some other question.
     let stray = device
@@ -113,7 +117,7 @@ async fn a_yes_counts_only_from_the_same_person_in_a_later_turn_answering_that_q
         )
         .await;
     assert!(
-        refusal(&stray).contains("not given to this request's question"),
+        refusal_code(&stray) == "answer_not_to_this_request",
         "{stray}"
     );
 
@@ -127,7 +131,7 @@ async fn a_yes_counts_only_from_the_same_person_in_a_later_turn_answering_that_q
         )
         .await;
     assert!(
-        refusal(&stale).contains("not the last question read to you"),
+        refusal_code(&stale) == "answer_not_to_newest_question",
         "{stale}"
     );
     let read = device
@@ -238,7 +242,10 @@ async fn a_child_saying_its_mum_is_still_the_child_and_a_guardian_decides_only_w
             approve.clone(),
         )
         .await;
-    assert!(refusal(&mum).contains("Mia is not a guardian"), "{mum}");
+    assert!(
+        refusal_code(&mum) == "not_a_guardian" && refusal(&mum).contains("Mia is not a guardian"),
+        "{mum}"
+    );
     let confirm = device
         .call(
             Turn::new("mia", &["yes"]).answering(&id),
@@ -246,10 +253,7 @@ async fn a_child_saying_its_mum_is_still_the_child_and_a_guardian_decides_only_w
             json!({"request_id": id}),
         )
         .await;
-    assert!(
-        refusal(&confirm).contains("waits for a guardian"),
-        "{confirm}"
-    );
+    assert!(refusal_code(&confirm) == "waits_for_guardian", "{confirm}");
 
     let unread = device
         .call(
@@ -259,7 +263,7 @@ async fn a_child_saying_its_mum_is_still_the_child_and_a_guardian_decides_only_w
         )
         .await;
     assert!(
-        refusal(&unread).contains("not the last question read to you"),
+        refusal_code(&unread) == "answer_not_to_newest_question",
         "{unread}"
     );
 
@@ -288,7 +292,10 @@ async fn a_child_saying_its_mum_is_still_the_child_and_a_guardian_decides_only_w
             approve.clone(),
         )
         .await;
-    assert!(refusal(&same_turn).contains("later turn"), "{same_turn}");
+    assert!(
+        refusal_code(&same_turn) == "answer_in_questions_turn",
+        "{same_turn}"
+    );
     let contradicted = device
         .call(
             Turn::new("dana", &["yes"]).answering(&id),
@@ -297,7 +304,7 @@ async fn a_child_saying_its_mum_is_still_the_child_and_a_guardian_decides_only_w
         )
         .await;
     assert!(
-        refusal(&contradicted).contains("Your words say yes"),
+        refusal_code(&contradicted) == "decision_against_words",
         "{contradicted}"
     );
 
@@ -381,11 +388,16 @@ async fn instructions_hidden_in_a_listing_are_caught_and_never_spoken() {
 #[tokio::test]
 async fn the_weekly_budget_is_rebuilt_from_the_ledger_and_restarts_on_monday() {
     let (device, harness) = device();
-    // Nine 12-packs are $116.91; three fit in the $400 budget, a fourth does not.
-    for _ in 0..3 {
+    // Nine 12-packs are $116.91; three fit in the $400 budget, a fourth does not. Each is
+    // asked for in words of its own: words that backed one order back no other.
+    for words in [
+        "order nine packs of double A batteries",
+        "nine more packs of double A batteries",
+        "and another nine packs of double A batteries",
+    ] {
         let placed = device
             .call(
-                Turn::new("chris", &["order nine packs of double A batteries"]),
+                Turn::new("chris", &[words]),
                 "propose_purchase",
                 propose("aa-batteries", "12-pack", 9),
             )
@@ -394,7 +406,7 @@ async fn the_weekly_budget_is_rebuilt_from_the_ledger_and_restarts_on_monday() {
     }
     let fourth = device
         .call(
-            Turn::new("chris", &["order nine packs of double A batteries"]),
+            Turn::new("chris", &["nine packs of double A batteries once more"]),
             "propose_purchase",
             propose("aa-batteries", "12-pack", 9),
         )
@@ -432,7 +444,7 @@ async fn the_weekly_budget_is_rebuilt_from_the_ledger_and_restarts_on_monday() {
     assert_eq!(ok(&next_week)["spent_cents"], 0);
     let fifth = device
         .call(
-            Turn::new("chris", &["order nine packs of double A batteries"]),
+            Turn::new("chris", &["please order nine packs of double A batteries"]),
             "propose_purchase",
             propose("aa-batteries", "12-pack", 9),
         )
@@ -514,7 +526,7 @@ async fn tools_that_act_or_reveal_refuse_without_a_valid_attestation_and_say_why
     for (tool, args) in &acting {
         let bare = device.call_with(&[], tool, args.clone()).await;
         assert!(
-            refusal(&bare).contains("no device attestation"),
+            refusal_code(&bare) == "attestation_missing",
             "{tool}: {bare}"
         );
     }
@@ -533,7 +545,7 @@ async fn tools_that_act_or_reveal_refuse_without_a_valid_attestation_and_say_why
         )
         .await;
     assert!(
-        refusal(&forged).contains("signature does not match"),
+        refusal_code(&forged) == "attestation_bad_signature",
         "{forged}"
     );
 
@@ -549,10 +561,7 @@ async fn tools_that_act_or_reveal_refuse_without_a_valid_attestation_and_say_why
             acting[0].1.clone(),
         )
         .await;
-    assert!(
-        refusal(&stale).contains("older than five minutes"),
-        "{stale}"
-    );
+    assert!(refusal_code(&stale) == "attestation_expired", "{stale}");
 
     let stranger = device
         .call(
@@ -561,7 +570,7 @@ async fn tools_that_act_or_reveal_refuse_without_a_valid_attestation_and_say_why
             propose("gift-card", "100", 1),
         )
         .await;
-    assert!(refusal(&stranger).contains("not a member"), "{stranger}");
+    assert!(refusal_code(&stranger) == "not_a_member", "{stranger}");
 
     // Searching reveals nothing of the household and needs no attestation.
     let search = device
@@ -581,7 +590,7 @@ async fn without_a_host_key_every_acting_tool_refuses() {
             propose("aa-batteries", "4-pack", 1),
         )
         .await;
-    assert!(refusal(&result).contains("no host key"), "{result}");
+    assert!(refusal_code(&result) == "no_host_key", "{result}");
 }
 
 #[tokio::test]
@@ -620,7 +629,8 @@ async fn arguments_are_bounded_at_their_limits() {
         )
         .await;
     assert!(
-        refusal(&unknown).contains("has no variant with that id; it has 4-pack, 12-pack"),
+        refusal_code(&unknown) == "unknown_variant"
+            && refusal_reason(&unknown).contains("the product has 4-pack, 12-pack"),
         "{unknown}"
     );
     let extra = device
@@ -643,7 +653,10 @@ async fn arguments_are_bounded_at_their_limits() {
             json!({"query": format!("{query}a")}),
         )
         .await;
-    assert!(refusal(&long).contains("limit is 200"), "{long}");
+    assert!(
+        refusal_code(&long) == "search_too_long" && refusal_reason(&long).contains("limit is 200"),
+        "{long}"
+    );
     let ten = device
         .call_with(
             &[],
@@ -659,13 +672,16 @@ async fn arguments_are_bounded_at_their_limits() {
             json!({"query": "the", "max_results": 11}),
         )
         .await;
-    assert!(refusal(&eleven).contains("between 1 and 10"), "{eleven}");
+    assert!(
+        refusal_code(&eleven) == "search_results_out_of_range",
+        "{eleven}"
+    );
 
     let id = "R".repeat(64);
     let at = device
         .call(speak(), "confirm_purchase", json!({"request_id": id}))
         .await;
-    assert!(refusal(&at).contains("no request with that id"), "{at}");
+    assert!(refusal_code(&at) == "unknown_request", "{at}");
     let over = device
         .call(
             speak(),
@@ -673,7 +689,7 @@ async fn arguments_are_bounded_at_their_limits() {
             json!({"request_id": format!("{id}R")}),
         )
         .await;
-    assert!(refusal(&over).contains("1 to 64 characters"), "{over}");
+    assert!(refusal_code(&over) == "request_id_out_of_range", "{over}");
 }
 
 #[tokio::test]
@@ -850,7 +866,8 @@ async fn an_edited_entry_is_named_and_stops_every_purchase() {
         )
         .await;
     assert!(
-        refusal(&refused).contains("failed its check at entry 2"),
+        refusal_code(&refused) == "ledger_tampered"
+            && refusal_reason(&refused).contains("failed its check at entry 2"),
         "{refused}"
     );
 }
@@ -956,5 +973,8 @@ async fn receipts_for_another_household_or_malformed_are_told_apart() {
             json!({"receipt": bad}),
         )
         .await;
-    assert!(refusal(&result).contains("64 hexadecimal"), "{result}");
+    assert!(
+        refusal_code(&result) == "receipt_hash_malformed",
+        "{result}"
+    );
 }

@@ -51,6 +51,7 @@ fn service(url: &str, dir: &tempfile::TempDir) -> CountersignService {
         Arc::new(HouseholdData::built_in().unwrap()),
         Ledger::new(store.clone(), Arc::new(SystemClock)),
         Arc::new(RulesJudge),
+        store.clone(),
         store,
     )
     .with_notifier(Arc::new(Notifier::new(

@@ -15,7 +15,7 @@ use hearth_core::countersign::ledger::{Ledger, Settled, Status};
 use hearth_core::countersign::service::CountersignError;
 use hearth_core::store::dynamodb::DynamoStore;
 use hearth_core::store::sqlite::SqliteStore;
-use hearth_core::store::{ChainStore, CounterStore};
+use hearth_core::store::{ChainStore, CounterStore, GrantStore};
 use hearth_testkit::moto::{Moto, unique_name};
 
 const RACERS: usize = 8;
@@ -26,12 +26,13 @@ struct Household {
 }
 
 impl Household {
-    fn over<S: ChainStore + CounterStore>(store: Arc<S>) -> Self {
+    fn over<S: ChainStore + CounterStore + GrantStore>(store: Arc<S>) -> Self {
         let clock = Arc::new(ManualClock::new(time::OffsetDateTime::now_utc()));
         let service = CountersignService::new(
             Arc::new(HouseholdData::built_in().unwrap()),
             Ledger::new(store.clone(), clock.clone()),
             Arc::new(RulesJudge),
+            store.clone(),
             store,
         );
         Self {
@@ -56,7 +57,7 @@ impl Household {
 }
 
 /// Every racer answers yes; exactly one places the order and the others find it settled.
-async fn racing_yeses_place_one_order<S: ChainStore + CounterStore>(store: Arc<S>) {
+async fn racing_yeses_place_one_order<S: ChainStore + CounterStore + GrantStore>(store: Arc<S>) {
     let home = Household::over(store);
     let held = home
         .service
@@ -113,7 +114,9 @@ async fn racing_yeses_place_one_order<S: ChainStore + CounterStore>(store: Arc<S
 }
 
 /// Both guardians approve a child's request at once; one order.
-async fn racing_guardians_place_one_order<S: ChainStore + CounterStore>(store: Arc<S>) {
+async fn racing_guardians_place_one_order<S: ChainStore + CounterStore + GrantStore>(
+    store: Arc<S>,
+) {
     let home = Household::over(store);
     let held = home
         .service
@@ -170,9 +173,9 @@ async fn dynamodb() -> Arc<DynamoStore> {
 }
 
 /// What each purchase-guard operation costs in DynamoDB calls: a change is the member's
-/// acting-call counter (one `TransactWriteItems`), one `Query` and one conditional
-/// `TransactWriteItems` (plus the household registry read when the ledger opens); a report
-/// is one `Query`.
+/// acting-call counter and the host-key turn's claim on this ledger (two conditional writes,
+/// sent together), one `Query` and one conditional `TransactWriteItems` (plus the household
+/// registry read when the ledger opens); a report is one `Query`.
 #[tokio::test]
 async fn each_ledger_operation_costs_a_fixed_number_of_dynamodb_calls() {
     let calls = hearth_testkit::CallCounter::default();
@@ -199,8 +202,8 @@ async fn each_ledger_operation_costs_a_fixed_number_of_dynamodb_calls() {
         .unwrap();
     assert_eq!(
         calls.take(),
-        4,
-        "opening the ledger: counter, Query, registry GetItem, TransactWriteItems"
+        5,
+        "opening the ledger: counter and turn claim, Query, registry GetItem, TransactWriteItems"
     );
     let held = home
         .service
@@ -212,18 +215,22 @@ async fn each_ledger_operation_costs_a_fixed_number_of_dynamodb_calls() {
         )
         .await
         .unwrap();
-    assert_eq!(calls.take(), 3, "counter, Query, TransactWriteItems");
+    assert_eq!(
+        calls.take(),
+        4,
+        "counter and turn claim, Query, TransactWriteItems"
+    );
     home.service
         .list_waiting(&speak("t3", "what's waiting"))
         .await
         .unwrap();
-    assert_eq!(calls.take(), 3);
+    assert_eq!(calls.take(), 4);
     let answer = home.speaking("dana", "t4", "yes", Some(&held.request_id));
     home.service
         .confirm(&answer, &held.request_id)
         .await
         .unwrap();
-    assert_eq!(calls.take(), 3);
+    assert_eq!(calls.take(), 4);
     home.service
         .activity(&speak("t5", "what did we buy"))
         .await

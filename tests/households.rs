@@ -172,6 +172,15 @@ fn refusal(result: &Value) -> String {
         .to_owned()
 }
 
+/// The technical reason of a Countersign refusal (its `_meta`), for developers.
+fn reason(result: &Value) -> String {
+    refusal(result);
+    result["_meta"]["hearth/reason"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no refusal reason: {result}"))
+        .to_owned()
+}
+
 fn record(action: &str) -> Value {
     json!({"action": action, "reason": "Movie time", "inputs": {}, "approver": "Dana"})
 }
@@ -287,14 +296,14 @@ async fn two_households_stay_apart(backend: Backend) {
 
     // Attesting: A's device key speaks for nobody in B, even naming its own key id.
     let crossed = spoken(&a.key_id, &a.key, BATTERIES, world.now());
-    let refused = refusal(&world.buy_batteries(&b.token, &crossed).await);
+    let refused = reason(&world.buy_batteries(&b.token, &crossed).await);
     assert!(refused.contains("not one of this household's"), "{refused}");
     let forged = spoken(&b.key_id, &a.key, BATTERIES, world.now());
-    let refused = refusal(&world.buy_batteries(&b.token, &forged).await);
+    let refused = reason(&world.buy_batteries(&b.token, &forged).await);
     assert!(refused.contains("signature does not match"), "{refused}");
     // Nor does the deployment's host key, which only credentials' tokens use.
     let hosted = spoken(&b.key_id, HOST_KEY, BATTERIES, world.now());
-    let refused = refusal(&world.buy_batteries(&b.token, &hosted).await);
+    let refused = reason(&world.buy_batteries(&b.token, &hosted).await);
     assert!(refused.contains("signature does not match"), "{refused}");
 
     // The rules resource is the household's own.
@@ -328,7 +337,7 @@ async fn revoked_and_missing_device_keys_attest_nothing(backend: Backend) {
         world.now(),
     );
     unnamed.retain(|(name, _)| name != "x-countersign-key-id");
-    let refused = refusal(
+    let refused = reason(
         &world
             .call(&a.token, "propose_purchase", order.clone(), &unnamed)
             .await,
@@ -347,7 +356,7 @@ async fn revoked_and_missing_device_keys_attest_nothing(backend: Backend) {
         );
         named.retain(|(name, _)| name != "x-countersign-key-id");
         named.push(("x-countersign-key-id".into(), "k".repeat(length)));
-        let refused = refusal(
+        let refused = reason(
             &world
                 .call(&a.token, "propose_purchase", order.clone(), &named)
                 .await,
@@ -381,7 +390,7 @@ async fn revoked_and_missing_device_keys_attest_nothing(backend: Backend) {
         .await
         .unwrap();
     let revoked = spoken(&a.key_id, &a.key, BATTERIES, world.now());
-    let refused = refusal(&world.buy_batteries(&a.token, &revoked).await);
+    let refused = reason(&world.buy_batteries(&a.token, &revoked).await);
     assert!(refused.contains("or it was revoked"), "{refused}");
     let fresh = spoken(
         &second.key_id,

@@ -155,6 +155,16 @@ async fn a_whole_session_logs_no_credential_and_nothing_the_caller_wrote() {
         if line["tool"] != "-" {
             expected.insert(5, "Tool");
         }
+        // A refused call's line names why with a fixed code, and nothing the caller sent.
+        if let Some(reason) = line.get("reason") {
+            let code = reason.as_str().unwrap_or_default();
+            assert!(
+                !code.is_empty() && code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{line}"
+            );
+            expected.push("reason");
+            expected.sort_unstable();
+        }
         assert_eq!(fields, expected, "{line}");
         assert_eq!(line["_aws"]["CloudWatchMetrics"][0]["Namespace"], "Hearth");
     }
@@ -467,4 +477,39 @@ async fn request_lines_count_tool_errors_by_tool() {
         lines[1]["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
         json!([["Function"], ["Function", "Tool"]])
     );
+}
+
+/// A refused purchase call's line says why with the refusal's fixed code (`reason`), never
+/// its spoken sentence or anything the caller sent; other lines have no `reason`.
+#[tokio::test]
+async fn a_refused_tool_calls_line_names_its_code() {
+    let captured = common::capture::Captured::default();
+    let sink = captured.clone();
+    let _logs =
+        tracing::subscriber::set_default(hearth_core::telemetry::subscriber(move || sink.clone()));
+    let h = common::harness(&[]);
+    let refused = common::call_tool(
+        &h.router,
+        "propose_purchase",
+        json!({"product_id": "aa-batteries", "variant_id": "4-pack", "quantity": 1}),
+    )
+    .await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    common::call_tool(&h.router, "search_products", json!({"query": "batteries"})).await;
+    let lines: Vec<Value> = captured
+        .text()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .filter(|line: &Value| line["target"] == "hearth::request")
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(
+        lines[0]["reason"], refused["_meta"]["hearth/code"],
+        "{}",
+        lines[0]
+    );
+    assert_eq!(lines[0]["ToolErrors"], 1);
+    assert!(lines[1].get("reason").is_none(), "{}", lines[1]);
+    let spoken = refused["content"][0]["text"].as_str().unwrap();
+    assert!(!captured.text().contains(spoken));
 }

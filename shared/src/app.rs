@@ -333,6 +333,7 @@ pub fn toolsets(config: &Config, backing: &Backing) -> Vec<Arc<dyn Toolset>> {
                 .with_log_keys(keys.clone()),
             backing.judge.clone(),
             backing.stores.counters.clone(),
+            backing.stores.grants.clone(),
         )
         .with_accounts(backing.accounts.clone());
         match (&config.notify_url, &config.credentials.notify_key) {

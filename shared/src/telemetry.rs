@@ -1,5 +1,6 @@
 //! Structured JSON logs. One line per `/mcp` request with only what operators need and nothing
-//! a caller wrote: method, known tool name, status, latency, hashed subject and request id.
+//! a caller wrote: method, known tool name, status, latency, hashed subject, request id and,
+//! for a refused tool call, the refusal's fixed code (`reason`).
 //! Tokens, arguments, reasons and utterances are never logged.
 //!
 //! Each request line is also a CloudWatch Embedded Metric Format record (namespace
@@ -210,6 +211,7 @@ pub struct RequestLog {
     tool: Option<String>,
     subject: Option<String>,
     tool_failed: bool,
+    reason: Option<&'static str>,
 }
 
 impl RequestLog {
@@ -220,12 +222,18 @@ impl RequestLog {
             tool: None,
             subject: None,
             tool_failed: false,
+            reason: None,
         }
     }
 
     /// The tool call answered with an `isError` result (counted as `ToolErrors`).
     pub fn tool_failed(&mut self) {
         self.tool_failed = true;
+    }
+
+    /// Why a tool refused: a fixed code chosen by Hearth, never words a caller sent.
+    pub fn reason(&mut self, code: Option<&'static str>) {
+        self.reason = code;
     }
 
     /// A known MCP method name, or `None` for anything else.
@@ -253,6 +261,8 @@ impl RequestLog {
             latency_us = latency.as_micros() as u64,
             subject = self.subject.as_deref().unwrap_or("-"),
             tool_failed = self.tool_failed,
+            // Present only on a refused tool call's line.
+            reason = self.reason,
         );
     }
 }

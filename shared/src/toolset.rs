@@ -14,11 +14,26 @@ use crate::auth::Caller;
 
 /// The result of a tool call: structured content with a short text; a negative verdict that
 /// still carries structured content (an `isError` result with `structuredContent`, e.g. a lint
-/// report that found errors); or a plain failure message that becomes an `isError` result.
+/// report that found errors); a refusal a voice may read; or a plain failure message that
+/// becomes an `isError` result.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolOutput {
-    Success { text: String, structured: Value },
-    Rejected { text: String, structured: Value },
+    Success {
+        text: String,
+        structured: Value,
+    },
+    Rejected {
+        text: String,
+        structured: Value,
+    },
+    /// An `isError` result whose text a host may read aloud (`say`), with the technical
+    /// `reason` for developers in the result's `_meta` and a fixed `code` for the request's
+    /// log line.
+    Refused {
+        say: String,
+        reason: String,
+        code: &'static str,
+    },
     Failure(String),
 }
 

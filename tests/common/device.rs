@@ -130,3 +130,24 @@ pub fn refusal(result: &Value) -> String {
         .unwrap_or_default()
         .to_owned()
 }
+
+/// The fixed code of a refusal a voice may read (its `_meta`), after checking that its text
+/// keeps the rules for spoken text.
+pub fn refusal_code(result: &Value) -> String {
+    let say = refusal(result);
+    if let Err(broken) = hearth_core::countersign::refusal::check_spoken(&say) {
+        panic!("the refusal read aloud has {broken}: {say:?}");
+    }
+    result["_meta"]["hearth/code"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no refusal code: {result}"))
+        .to_owned()
+}
+
+/// The technical reason of a refusal, for developers (its `_meta`).
+pub fn refusal_reason(result: &Value) -> String {
+    result["_meta"]["hearth/reason"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no refusal reason: {result}"))
+        .to_owned()
+}

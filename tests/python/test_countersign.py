@@ -102,9 +102,13 @@ def test_the_device_story_then_tampering_caught_by_receipts_and_the_chain(server
     async def verify(session, _init):
         return await session.call_tool("verify_ledger", {})
 
-    # Without an attestation the tool refuses, and says why.
+    # Without an attestation the tool refuses: a sentence a voice may read, with what to do
+    # next, and the technical reason beside it for developers.
     result = asyncio.run(session_flow(server_url, judge_token, verify))
-    assert result.is_error and "no device attestation" in result.content[0].text
+    assert result.is_error
+    assert result.content[0].text.startswith("I can't do that without knowing who is speaking. Please ask")
+    assert result.meta["hearth/code"] == "attestation_missing"
+    assert "X-Countersign-Attestation" in result.meta["hearth/reason"]
 
 
 def test_search_needs_no_attestation_and_marks_listing_text_as_data(server_url, judge_token):

@@ -314,6 +314,38 @@ pub enum LedgerError {
     HouseholdLimit,
 }
 
+impl LedgerError {
+    /// What a voice may read (see `refusal`): the entry, the cause and the limit stay in the
+    /// technical text, which is this error's `Display`.
+    pub fn say(&self) -> &'static str {
+        match self {
+            LedgerError::Tampered { .. } | LedgerError::LogTampered(_) => {
+                "The household's purchase record failed its check, so nothing can be bought or decided until it is repaired. Please ask whoever runs Hearth to look at it."
+            }
+            LedgerError::Unavailable => {
+                "I can't reach the household's purchase record right now. Please try again in a minute."
+            }
+            LedgerError::Busy => {
+                "The household's purchase record is busy with another change. Please try again."
+            }
+            LedgerError::HouseholdLimit => {
+                "This account already keeps as many households as it may. Please ask whoever runs Hearth for help."
+            }
+        }
+    }
+
+    /// A fixed name for the log line.
+    pub fn code(&self) -> &'static str {
+        match self {
+            LedgerError::Tampered { .. } => "ledger_tampered",
+            LedgerError::LogTampered(_) => "log_tampered",
+            LedgerError::Unavailable => "ledger_unavailable",
+            LedgerError::Busy => "ledger_busy",
+            LedgerError::HouseholdLimit => "household_limit",
+        }
+    }
+}
+
 impl From<StoreError> for LedgerError {
     fn from(error: StoreError) -> Self {
         match error {
@@ -868,6 +900,20 @@ impl LedgerView {
                 _ => None,
             })
             .collect()
+    }
+
+    /// Every retained proposal `member_id` made, oldest first.
+    pub fn proposals_by<'a>(
+        &'a self,
+        member_id: &'a str,
+    ) -> impl Iterator<Item = &'a ProposalEvent> + 'a {
+        self.entries
+            .iter()
+            .filter(move |entry| entry.member_id == member_id)
+            .filter_map(|entry| match &entry.event {
+                Event::Proposal(proposal) => Some(&**proposal),
+                _ => None,
+            })
     }
 
     /// Whether entries written at or after `since` may have been evicted, so that the

@@ -14,6 +14,7 @@ pub mod ledger;
 pub mod money;
 pub mod notify;
 pub mod policy;
+pub mod refusal;
 pub mod say;
 pub mod service;
 pub mod tools;

@@ -36,11 +36,9 @@ pub fn reasons(reasons: &[String]) -> String {
     read.join("; ")
 }
 
-pub fn placed(proposal: &ProposalEvent, order_id: &str) -> String {
-    format!(
-        "Done. I ordered {}. Order {order_id}.",
-        order_phrase(proposal)
-    )
+/// The order number is in the structured result, not read aloud: a voice reads no ids.
+pub fn placed(proposal: &ProposalEvent) -> String {
+    format!("Done. I ordered {}.", order_phrase(proposal))
 }
 
 pub fn confirmation_question(proposal: &ProposalEvent) -> String {

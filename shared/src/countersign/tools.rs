@@ -293,13 +293,18 @@ impl Toolset for CountersignToolset {
 }
 
 /// A service result as a tool result: success with the `say` text, or a refusal or ledger
-/// problem as an `isError` result whose text is a sentence the device can read.
+/// problem as an `isError` result whose text a voice may read, with the technical reason
+/// beside it for developers.
 fn output<T: Serialize>(
     result: Result<T, CountersignError>,
     say: impl FnOnce(&T) -> &String,
 ) -> ToolOutput {
     match result {
         Ok(value) => ToolOutput::success(say(&value).clone(), &value),
-        Err(error) => ToolOutput::failure(error.to_string()),
+        Err(error) => ToolOutput::Refused {
+            say: error.say(),
+            reason: error.reason(),
+            code: error.code(),
+        },
     }
 }

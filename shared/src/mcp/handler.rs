@@ -11,10 +11,10 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, Prompt, PromptMessage, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, Role,
-    ServerCapabilities, ServerConfig, Tool,
+    GetPromptResponse, GetPromptResult, Implementation, JsonObject, ListPromptsResult,
+    ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams, Prompt,
+    PromptMessage, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, Role, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -30,6 +30,10 @@ const SUPPORTED_VERSIONS: &[ProtocolVersion] = &[
 use crate::auth::Caller;
 use crate::skills::{self, Skill};
 use crate::toolset::{ToolOutput, Toolset};
+
+/// The `_meta` keys of a refusal: its technical reason and fixed code, for developers.
+pub const REASON_META: &str = "hearth/reason";
+pub const CODE_META: &str = "hearth/code";
 
 const INSTRUCTIONS: &str = "Hearth keeps a verifiable memory of why household actions were \
 taken. Record each decision with record_decision; answer 'why' questions with explain_why; \
@@ -107,19 +111,23 @@ impl HearthServer {
         self.inner.owners.contains_key(name)
     }
 
-    /// Runs one tool call for `caller`. `None` means no such tool.
+    /// Runs one tool call for `caller`. `None` means no such tool. With the result comes a
+    /// refusal's fixed code, for the request's log line.
     pub async fn call(
         &self,
         caller: &Caller,
         request: CallToolRequestParams,
-    ) -> Option<CallToolResult> {
+    ) -> Option<(CallToolResult, Option<&'static str>)> {
         let owner = *self.inner.owners.get(request.name.as_ref())?;
         let arguments = request.arguments.unwrap_or_default();
         let size = serde_json::to_vec(&arguments).map_or(usize::MAX, |bytes| bytes.len());
         if size > MAX_TOOL_ARGUMENT_BYTES {
-            return Some(CallToolResult::error(vec![ContentBlock::text(format!(
-                "The tool arguments are {size} bytes; the limit is {MAX_TOOL_ARGUMENT_BYTES}."
-            ))]));
+            return Some((
+                CallToolResult::error(vec![ContentBlock::text(format!(
+                    "The tool arguments are {size} bytes; the limit is {MAX_TOOL_ARGUMENT_BYTES}."
+                ))]),
+                None,
+            ));
         }
         let output = self.inner.toolsets[owner]
             .call(caller, &request.name, arguments)
@@ -128,16 +136,28 @@ impl HearthServer {
             ToolOutput::Success { text, structured } => {
                 let mut result = CallToolResult::structured(structured);
                 result.content = vec![ContentBlock::text(text)];
-                result
+                (result, None)
             }
             ToolOutput::Rejected { text, structured } => {
                 let mut result = CallToolResult::structured_error(structured);
                 result.content = vec![ContentBlock::text(text)];
-                result
+                (result, None)
             }
-            ToolOutput::Failure(message) => {
-                CallToolResult::error(vec![ContentBlock::text(message)])
+            ToolOutput::Refused { say, reason, code } => {
+                // No structuredContent: an `isError` result's would still be checked against
+                // the tool's output schema by the TypeScript SDK. `_meta` is for developers and
+                // is not read aloud.
+                let mut result = CallToolResult::error(vec![ContentBlock::text(say)]);
+                let mut meta = JsonObject::new();
+                meta.insert(REASON_META.into(), reason.into());
+                meta.insert(CODE_META.into(), code.into());
+                result.meta = Some(MetaObject(meta));
+                (result, Some(code))
             }
+            ToolOutput::Failure(message) => (
+                CallToolResult::error(vec![ContentBlock::text(message)]),
+                None,
+            ),
         })
     }
 }
@@ -252,14 +272,14 @@ impl ServerHandler for HearthServer {
         let caller = caller(&context)?;
         let name = request.name.clone();
         match self.call(&caller, request).await {
-            Some(result) => {
+            Some((result, code)) => {
                 if result.is_error == Some(true)
                     && let Some(outcome) = context
                         .extensions
                         .get::<http::request::Parts>()
                         .and_then(|parts| parts.extensions.get::<ToolOutcome>())
                 {
-                    outcome.fail();
+                    outcome.fail(code);
                 }
                 Ok(result.into())
             }

@@ -436,6 +436,7 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
     }
     if outcome.failed() {
         log.tool_failed();
+        log.reason(outcome.reason());
     }
     // rmcp's own refusals (a Host outside the allowed list, for one) are plain text; every
     // refusal on /mcp carries a JSON-RPC error body instead, with the same status and words.

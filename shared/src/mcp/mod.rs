@@ -18,16 +18,23 @@ pub const MAX_TOOL_ARGUMENT_BYTES: usize = 8192;
 pub const MAX_BODY_BYTES: usize = 65_536;
 
 /// Set by the handler when a tool call's result is an `isError` result, for the request's log
-/// line (the `ToolErrors` metric); the HTTP layer puts one in each request's extensions.
+/// line (the `ToolErrors` metric, and a refusal's fixed code as its `reason`); the HTTP layer
+/// puts one in each request's extensions.
 #[derive(Debug, Clone, Default)]
-pub struct ToolOutcome(std::sync::Arc<std::sync::atomic::AtomicBool>);
+pub struct ToolOutcome(std::sync::Arc<std::sync::OnceLock<Option<&'static str>>>);
 
 impl ToolOutcome {
-    pub fn fail(&self) {
-        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    /// The call failed, for the reason `code` names if it is a refusal.
+    pub fn fail(&self, code: Option<&'static str>) {
+        let _ = self.0.set(code);
     }
 
     pub fn failed(&self) -> bool {
-        self.0.load(std::sync::atomic::Ordering::Relaxed)
+        self.0.get().is_some()
+    }
+
+    /// The refusal's code, if the call was refused.
+    pub fn reason(&self) -> Option<&'static str> {
+        self.0.get().copied().flatten()
     }
 }

@@ -832,6 +832,37 @@ impl GrantStore for DynamoStore {
         }
     }
 
+    async fn claim_grant(&self, item: &GrantItem, now_ms: i64) -> Result<bool, StoreError> {
+        let mut stored = key_of(&grant_pk(item.kind, &item.key), "grant");
+        stored.insert("revision".into(), n(item.revision as i64));
+        stored.insert("body".into(), s(&item.body));
+        stored.insert("expires_at_ms".into(), n(item.expires_at_ms));
+        stored.insert(TTL_ATTRIBUTE.into(), n(ttl_seconds(item.expires_at_ms)));
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(stored))
+            .condition_expression(
+                "attribute_not_exists(pk) OR expires_at_ms <= :now OR body = :body",
+            )
+            .expression_attribute_values(":now", n(now_ms))
+            .expression_attribute_values(":body", s(&item.body))
+            .send()
+            .await;
+        match put {
+            Ok(_) => Ok(true),
+            Err(error)
+                if error
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(error) => Err(sdk_unavailable(error)),
+        }
+    }
+
     async fn delete_grant(
         &self,
         kind: GrantKind,

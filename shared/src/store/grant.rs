@@ -1,8 +1,9 @@
-//! Account-linking records as the store keeps them: link codes, authorization codes and
-//! refresh-token families. Each is one small record with a revision for compare-and-swap, an
+//! Short-lived single-purpose records as the store keeps them: account linking's link codes,
+//! authorization codes and refresh-token families, and Countersign's turn bindings. Each is
+//! one small record with a revision for compare-and-swap, an
 //! expiry after which no read returns it (DynamoDB's TTL, or a sweep locally, removes it
-//! later), and a body the `linking` module owns. The store never sees a code or a token, only
-//! the key `linking` derives from it (a SHA-256, or a family id).
+//! later), and a body its owner writes. The store never sees a code or a token, only
+//! the key its owner derives from it (a SHA-256, or a family id).
 
 use async_trait::async_trait;
 
@@ -17,6 +18,9 @@ pub enum GrantKind {
     AuthorizationCode,
     /// One refresh-token family: the chain of refresh tokens one code exchange started.
     RefreshFamily,
+    /// The ledger a host-key attestation's (member, turn) first acted for; it acts for no
+    /// other while the attestation can be accepted.
+    TurnBinding,
 }
 
 impl GrantKind {
@@ -26,6 +30,7 @@ impl GrantKind {
             GrantKind::LinkCode => "link",
             GrantKind::AuthorizationCode => "code",
             GrantKind::RefreshFamily => "family",
+            GrantKind::TurnBinding => "turn",
         }
     }
 }
@@ -36,7 +41,7 @@ pub struct GrantItem {
     pub kind: GrantKind,
     /// Derived from the secret (its SHA-256 as hex) or opaque (a family id); never a secret.
     pub key: String,
-    /// JSON owned by `linking`.
+    /// Owned by whoever writes the kind (JSON for `linking`).
     pub body: String,
     /// Unix milliseconds; from this instant on the record reads as absent.
     pub expires_at_ms: i64,
@@ -63,6 +68,13 @@ pub trait GrantStore: Send + Sync + 'static {
         expected: Option<u64>,
         now_ms: i64,
     ) -> Result<(), StoreError>;
+
+    /// Claims `item.key` for `item.body`: stores `item` unless a live record under the key
+    /// holds another body. `true` when the key now holds `item.body` (a repeat of the same
+    /// claim is written again, with the new expiry), `false` when a live record holds another
+    /// body (nothing changes). One conditional write: whichever claim lands first wins, and
+    /// racing claims of two bodies cannot both see `true`.
+    async fn claim_grant(&self, item: &GrantItem, now_ms: i64) -> Result<bool, StoreError>;
 
     /// Deletes the record if it is live at `now_ms` with revision `expected`; `false` if it is
     /// not (absent, expired, or rewritten since it was read). Exactly one of two concurrent

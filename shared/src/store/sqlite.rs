@@ -683,6 +683,42 @@ impl GrantStore for SqliteStore {
         })
     }
 
+    async fn claim_grant(&self, item: &GrantItem, now_ms: i64) -> Result<bool, StoreError> {
+        self.with_connection(|connection| {
+            let transaction = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(unavailable)?;
+            // Written when the key is free, expired, or already this body's.
+            let written = transaction
+                .execute(
+                    "INSERT INTO grants (kind, key, revision, body, expires_at_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (kind, key) DO UPDATE SET
+                       revision = excluded.revision, body = excluded.body,
+                       expires_at_ms = excluded.expires_at_ms
+                     WHERE grants.expires_at_ms <= ?6 OR grants.body = excluded.body",
+                    params![
+                        item.kind.as_str(),
+                        item.key,
+                        item.revision as i64,
+                        item.body,
+                        item.expires_at_ms,
+                        now_ms
+                    ],
+                )
+                .map_err(unavailable)?;
+            // The sweep `put_grant` makes, for the same reason.
+            transaction
+                .execute(
+                    "DELETE FROM grants WHERE expires_at_ms <= ?1",
+                    params![now_ms],
+                )
+                .map_err(unavailable)?;
+            transaction.commit().map_err(unavailable)?;
+            Ok(written == 1)
+        })
+    }
+
     async fn delete_grant(
         &self,
         kind: GrantKind,

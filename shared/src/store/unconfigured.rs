@@ -121,6 +121,10 @@ impl GrantStore for Unconfigured {
         Err(StoreError::Unavailable(REASON.into()))
     }
 
+    async fn claim_grant(&self, _item: &GrantItem, _now_ms: i64) -> Result<bool, StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+
     async fn delete_grant(
         &self,
         _kind: GrantKind,

@@ -722,6 +722,87 @@ pub async fn a_grant_is_written_once_and_then_only_over_its_revision(backend: Ba
     );
 }
 
+pub async fn a_claim_keeps_its_first_body_until_it_expires(backend: Backend) {
+    let grants = backend.grants.as_ref();
+    let claim = |body: &str, expires_at_ms| GrantItem {
+        kind: GrantKind::TurnBinding,
+        key: "turn-1".into(),
+        body: body.into(),
+        expires_at_ms,
+        revision: 1,
+    };
+    assert!(
+        grants
+            .claim_grant(&claim("ledger-a", NOW + 1000), NOW)
+            .await
+            .unwrap()
+    );
+    // The same claim again holds, with its new expiry; another body does not.
+    assert!(
+        grants
+            .claim_grant(&claim("ledger-a", NOW + 2000), NOW)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !grants
+            .claim_grant(&claim("ledger-b", NOW + 2000), NOW + 1999)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        grants
+            .grant(GrantKind::TurnBinding, "turn-1", NOW + 1999)
+            .await
+            .unwrap(),
+        Some(claim("ledger-a", NOW + 2000))
+    );
+    // Once expired, the key is free for another body.
+    assert!(
+        grants
+            .claim_grant(&claim("ledger-b", NOW + HOUR), NOW + 2000)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        grants
+            .grant(GrantKind::TurnBinding, "turn-1", NOW + 2000)
+            .await
+            .unwrap()
+            .map(|g| g.body),
+        Some("ledger-b".into())
+    );
+}
+
+pub async fn racing_claims_of_two_bodies_see_one_winner(backend: Backend) {
+    let tasks: Vec<_> = (0..8)
+        .map(|i| {
+            let grants = backend.grants.clone();
+            tokio::spawn(async move {
+                let item = GrantItem {
+                    kind: GrantKind::TurnBinding,
+                    key: "contested".into(),
+                    body: format!("ledger-{}", i % 2),
+                    expires_at_ms: NOW + HOUR,
+                    revision: 1,
+                };
+                (
+                    item.body.clone(),
+                    grants.claim_grant(&item, NOW).await.unwrap(),
+                )
+            })
+        })
+        .collect();
+    let mut winners = std::collections::HashSet::new();
+    for task in tasks {
+        let (body, won) = task.await.unwrap();
+        if won {
+            winners.insert(body);
+        }
+    }
+    assert_eq!(winners.len(), 1, "{winners:?}");
+}
+
 pub async fn an_expired_grant_reads_as_absent_and_can_be_replaced(backend: Backend) {
     let grants = backend.grants.as_ref();
     let item = grant(GrantKind::LinkCode, "k2", 1, NOW + 1000);
@@ -965,6 +1046,8 @@ macro_rules! contract_tests {
                 a_grant_is_written_once_and_then_only_over_its_revision,
                 an_expired_grant_reads_as_absent_and_can_be_replaced,
                 a_grant_delete_is_a_single_use_claim,
+                a_claim_keeps_its_first_body_until_it_expires,
+                racing_claims_of_two_bodies_see_one_winner,
                 a_log_grows_with_its_chain_and_outlives_its_window,
                 a_log_append_over_a_stale_log_head_is_a_conflict_and_changes_nothing,
                 a_removed_log_keeps_its_id_with_the_next_epoch,

@@ -22,13 +22,14 @@ use super::household::{Household, HouseholdData, Member, Product, Variant};
 use super::judge::Judge;
 use super::ledger::{Ledger, LedgerError};
 use super::notify::Notifier;
+use super::refusal::Refusal;
 use super::say;
 use crate::accounts::{AccountError, Accounts};
 use crate::auth::Caller;
-use crate::auth::attestation::{Attestation, HostClaim};
-use crate::chain::short_hash;
+use crate::auth::attestation::{Attestation, HostClaim, MAX_AGE_SECS, MAX_CLOCK_AHEAD_SECS};
+use crate::chain::{sha256_hex, short_hash};
 use crate::clock::unix_ms;
-use crate::store::{CounterStore, Taken, Window};
+use crate::store::{CounterStore, GrantItem, GrantKind, GrantStore, Taken, Window};
 
 /// The most units of one product in one order.
 pub const MAX_QUANTITY: u32 = 99;
@@ -43,6 +44,8 @@ pub const REQUEST_ID_MAX_CHARS: usize = 64;
 /// entries that say what a live attestation already did or which question was last read.
 pub const ACTING_CALLS_PER_MEMBER: u32 = 20;
 pub const ACTING_WINDOW_MS: i64 = 10 * 60 * 1000;
+/// How long a host-key turn's binding to its ledger outlives the attestation's acceptance.
+const TURN_BINDING_MARGIN_MS: i64 = 10 * 60 * 1000;
 // The bound above, checked when the crate builds: raising a limit past it fails the build.
 const _: () = assert!(
     super::household::MAX_MEMBERS * ACTING_CALLS_PER_MEMBER as usize * 2 < super::ledger::CAPACITY
@@ -50,15 +53,45 @@ const _: () = assert!(
 
 #[derive(Debug, thiserror::Error)]
 pub enum CountersignError {
-    /// Not allowed or not possible; the message is a sentence the device can read aloud.
-    #[error("{0}")]
-    Refused(String),
+    /// Not allowed or not possible. `Display` is what a voice may read; the refusal itself
+    /// also gives the technical reason and a code.
+    #[error("{}", .0.say())]
+    Refused(Refusal),
+    /// `Display` is technical; [`LedgerError::say`] is what a voice may read.
     #[error(transparent)]
     Ledger(#[from] LedgerError),
 }
 
-fn refused(message: impl Into<String>) -> CountersignError {
-    CountersignError::Refused(message.into())
+impl From<Refusal> for CountersignError {
+    fn from(refusal: Refusal) -> Self {
+        CountersignError::Refused(refusal)
+    }
+}
+
+impl CountersignError {
+    /// The sentence a voice may read.
+    pub fn say(&self) -> String {
+        match self {
+            CountersignError::Refused(refusal) => refusal.say(),
+            CountersignError::Ledger(error) => error.say().to_owned(),
+        }
+    }
+
+    /// The technical cause, for developers.
+    pub fn reason(&self) -> String {
+        match self {
+            CountersignError::Refused(refusal) => refusal.reason(),
+            CountersignError::Ledger(error) => error.to_string(),
+        }
+    }
+
+    /// A fixed name for the request's log line.
+    pub fn code(&self) -> &'static str {
+        match self {
+            CountersignError::Refused(refusal) => refusal.code(),
+            CountersignError::Ledger(error) => error.code(),
+        }
+    }
 }
 
 // ---- the service ---------------------------------------------------------------------------
@@ -73,6 +106,8 @@ pub struct CountersignService {
     judge: Arc<dyn Judge>,
     /// Per-member counters of acting calls ([`ACTING_CALLS_PER_MEMBER`]).
     counters: Arc<dyn CounterStore>,
+    /// Where each host-key attestation's turn is bound to the first ledger it acts for.
+    turns: Arc<dyn GrantStore>,
     /// Where requests that wait for a guardian are announced, if anywhere.
     notifier: Option<Arc<Notifier>>,
 }
@@ -90,6 +125,7 @@ impl CountersignService {
         ledger: Ledger,
         judge: Arc<dyn Judge>,
         counters: Arc<dyn CounterStore>,
+        turns: Arc<dyn GrantStore>,
     ) -> Self {
         Self {
             ledger,
@@ -97,6 +133,7 @@ impl CountersignService {
             accounts: None,
             judge,
             counters,
+            turns,
             notifier: None,
         }
     }
@@ -119,9 +156,7 @@ impl CountersignService {
         let Some(household) = &caller.household else {
             return Ok(self.data.clone());
         };
-        let household_id = caller
-            .household_for(None)
-            .map_err(|refusal| refused(refusal.to_string()))?;
+        let household_id = caller.household_for(None).map_err(Refusal::Household)?;
         // The attestation check read the account in this request; otherwise read it now.
         let account = match &household.account {
             Some(account) => account.clone(),
@@ -131,9 +166,7 @@ impl CountersignService {
                     .get(household_id)
                     .await
                     .map_err(|error| match error {
-                        AccountError::NotFound(_) => {
-                            refused("This household's account no longer exists.")
-                        }
+                        AccountError::NotFound(_) => CountersignError::from(Refusal::AccountGone),
                         error => {
                             tracing::warn!(%error, "household account unavailable");
                             LedgerError::Unavailable.into()
@@ -142,17 +175,11 @@ impl CountersignService {
                 Arc::new(account)
             }
         };
-        let policy = account.policy.as_ref().ok_or_else(|| {
-            refused(
-                "This household has no purchase rules yet, so nothing can be bought; an operator sets them with hearth admin household set-policy.",
-            )
-        })?;
+        let policy = account.policy.as_ref().ok_or(Refusal::NoRules)?;
         let data = HouseholdData::for_account(policy, household_id, &self.data.catalogue).map_err(
             |error| {
                 tracing::error!(%error, "a stored household policy does not load");
-                refused(
-                    "This household's purchase rules could not be read, so nothing can be bought.",
-                )
+                Refusal::RulesUnreadable
             },
         )?;
         Ok(Arc::new(data))
@@ -166,14 +193,12 @@ impl CountersignService {
         let attestation = match &caller.host {
             HostClaim::Verified(attestation) => attestation,
             HostClaim::Refused(refusal) => {
-                return Err(refused(format!(
-                    "I can't do that without knowing who is speaking: {refusal}."
-                )));
+                return Err(Refusal::NoSpeaker(refusal.clone()).into());
             }
         };
-        let member = home.member(&attestation.member_id).ok_or_else(|| {
-            refused("The device attested a speaker who is not a member of this household.")
-        })?;
+        let member = home
+            .member(&attestation.member_id)
+            .ok_or(Refusal::NotAMember)?;
         Ok(Speaker {
             attestation,
             member,
@@ -188,9 +213,25 @@ impl CountersignService {
         Ok(home.household.clone())
     }
 
-    /// Counts one acting call by the speaker: at most [`ACTING_CALLS_PER_MEMBER`] per
+    /// Admits one acting call by the speaker: the turn must be this ledger's (see
+    /// [`Self::bind_turn`]), and the speaker may make at most [`ACTING_CALLS_PER_MEMBER`] per
     /// [`ACTING_WINDOW_MS`]. The counter is kept in the store, so every instance shares it.
     async fn count_acting(
+        &self,
+        caller: &Caller,
+        speaker: &Speaker<'_>,
+    ) -> Result<(), CountersignError> {
+        // Two independent conditional writes, sent together: one round trip.
+        let (bound, counted) = tokio::join!(
+            self.bind_turn(caller, speaker),
+            self.take_acting_counter(caller, speaker)
+        );
+        bound?;
+        counted
+    }
+
+    /// Counts the call against the speaker's acting-call counter.
+    async fn take_acting_counter(
         &self,
         caller: &Caller,
         speaker: &Speaker<'_>,
@@ -208,14 +249,62 @@ impl CountersignService {
             Ok(Taken::Granted) => Ok(()),
             Ok(Taken::Refused { .. }) => {
                 let minutes = (window.end_ms - now_ms).div_euclid(60_000) + 1;
-                Err(refused(format!(
-                    "{} has made {ACTING_CALLS_PER_MEMBER} requests in ten minutes, the most one person may. Please try again in {}.",
-                    say::member_name(speaker.home, &speaker.member.id),
-                    count(minutes as usize, "minute", "minutes"),
-                )))
+                Err(Refusal::TooManyRequests {
+                    name: say::member_name(speaker.home, &speaker.member.id),
+                    minutes,
+                }
+                .into())
             }
             Err(error) => {
                 tracing::warn!(%error, "acting-call counters unavailable");
+                Err(LedgerError::Unavailable.into())
+            }
+        }
+    }
+
+    /// A host-key attestation names no household or credential: the deployment's one key
+    /// signs for every ledger. So the first ledger an attested turn acts for is the only one
+    /// it may act for, recorded deployment-wide under (member, turn) for as long as the
+    /// attestation can be accepted. Replayed under another credential's token, or for another
+    /// household of the same credential, it acts nowhere else. A household token's device
+    /// keys are its household's alone, so its turns need no record.
+    async fn bind_turn(
+        &self,
+        caller: &Caller,
+        speaker: &Speaker<'_>,
+    ) -> Result<(), CountersignError> {
+        if caller.household.is_some() {
+            return Ok(());
+        }
+        let attestation = speaker.attestation;
+        let key = sha256_hex(format!(
+            "{}\n{}",
+            attestation.member_id, attestation.turn_id
+        ));
+        let ledger = sha256_hex(format!("{}\n{}", caller.scope, speaker.home.id()));
+        let now_ms = unix_ms(self.ledger.now());
+        // The attestation is accepted until `issued_at` + five minutes (plus a device clock
+        // up to 30 s ahead); every call of the turn writes the claim again, so ten minutes
+        // more covers a device that signs the turn's later calls afresh, and instance clocks
+        // that differ.
+        let accepted_until_ms = attestation
+            .issued_at
+            .saturating_add(MAX_AGE_SECS + MAX_CLOCK_AHEAD_SECS)
+            .saturating_mul(1000);
+        let claim = GrantItem {
+            kind: GrantKind::TurnBinding,
+            key,
+            body: ledger,
+            expires_at_ms: accepted_until_ms
+                .max(now_ms)
+                .saturating_add(TURN_BINDING_MARGIN_MS),
+            revision: 1,
+        };
+        match self.turns.claim_grant(&claim, now_ms).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Refusal::TurnUsedElsewhere.into()),
+            Err(error) => {
+                tracing::warn!(%error, "turn bindings unavailable");
                 Err(LedgerError::Unavailable.into())
             }
         }
@@ -226,23 +315,17 @@ impl CountersignService {
         product_id: &str,
         variant_id: &str,
     ) -> Result<(&Product, &Variant), CountersignError> {
-        let product = self.data.catalogue.product(product_id).ok_or_else(|| {
-            refused(
-                "There is no product with that id in the catalogue; search_products lists them.",
-            )
-        })?;
-        let variant = product.variant(variant_id).ok_or_else(|| {
-            refused(format!(
-                "{} has no variant with that id; it has {}.",
-                product.title,
-                product
-                    .variants
-                    .iter()
-                    .map(|v| v.id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })?;
+        let product = self
+            .data
+            .catalogue
+            .product(product_id)
+            .ok_or(Refusal::UnknownProduct)?;
+        let variant = product
+            .variant(variant_id)
+            .ok_or_else(|| Refusal::UnknownVariant {
+                title: product.title.clone(),
+                variants: product.variants.iter().map(|v| v.id.clone()).collect(),
+            })?;
         Ok((product, variant))
     }
 }

@@ -3,9 +3,9 @@
 
 use time::OffsetDateTime;
 
-use super::{
-    CountersignError, CountersignService, MAX_QUANTITY, REQUEST_ID_MAX_CHARS, Speaker, refused,
-};
+use std::collections::HashSet;
+
+use super::{CountersignError, CountersignService, MAX_QUANTITY, REQUEST_ID_MAX_CHARS, Speaker};
 use super::{
     DecisionOutput, ListWaitingOutput, OrderSummary, PlacedOrder, ProposeOutput, WaitingRequest,
 };
@@ -13,21 +13,28 @@ use crate::auth::Caller;
 use crate::auth::attestation::{Attestation, MAX_CLOCK_AHEAD_SECS};
 use crate::clock::unix_ms;
 use crate::countersign::answer::{Answer, read_latest};
-use crate::countersign::household::{HouseholdData, Product};
-use crate::countersign::judge::Proposal;
+use crate::countersign::household::{HouseholdData, Product, Variant};
+use crate::countersign::judge::{Judgement, Proposal, ReasonCode, Verdict};
 use crate::countersign::ledger::{
-    ANSWER_CLOCK_SKEW_SECS, ANSWER_WITHIN_SECS, Event, IntentRecord, LedgerView,
+    ANSWER_CLOCK_SKEW_SECS, ANSWER_WITHIN_SECS, Event, IntentRecord, LedgerError, LedgerView,
     MAX_PROPOSALS_PER_TURN, NewEntry, ProposalEvent, Request, Resolution, Settled, SpokenAnswer,
     Status, Step, fresh_id,
 };
 use crate::countersign::notify::WaitingNotice;
 use crate::countersign::policy::{self, Order, Outcome};
+use crate::countersign::refusal::Refusal;
 use crate::countersign::say;
-use crate::speech::sanitize::sanitize;
 
 impl CountersignService {
     /// Checks a proposed order against the speaker's words and the household's rules, and
     /// places it, holds it for confirmation or a guardian, or blocks it.
+    ///
+    /// Words back one order of a product: a device may carry a person's recent words into
+    /// later turns, so words that already backed a proposal of this product (whatever became
+    /// of it) are set aside, and the intent check judges only the rest (see
+    /// [`unused_words`]). The judge may call a model, so it runs before the ledger's
+    /// conditional append; the append checks again that the words it judged are still the
+    /// unused ones, and otherwise the judge runs once more on those.
     pub async fn propose(
         &self,
         caller: &Caller,
@@ -38,9 +45,7 @@ impl CountersignService {
         let home = self.home(caller).await?;
         let speaker = self.speaker(caller, &home)?;
         if !(1..=MAX_QUANTITY).contains(&quantity) {
-            return Err(refused(format!(
-                "The quantity must be between 1 and {MAX_QUANTITY}."
-            )));
+            return Err(Refusal::QuantityOutOfRange.into());
         }
         let (product, variant) = self.listing(product_id, variant_id)?;
         self.count_acting(caller, &speaker).await?;
@@ -49,32 +54,82 @@ impl CountersignService {
             .catalogue
             .merchant_name(&product.merchant)
             .to_owned();
+        let listing = Proposal {
+            title: product.title.clone(),
+            variant: variant.label.clone(),
+            merchant,
+            unit_price_cents: variant.unit_price_cents,
+            text: product.text.clone(),
+            quantity,
+        };
+        let order = Listed {
+            product,
+            variant,
+            listing,
+        };
+        // Most proposals carry no used words and are judged once.
+        let mut words = speaker.attestation.utterances.clone();
+        for _ in 0..2 {
+            let judgement = self.judge_words(&words, &order.listing).await;
+            match self
+                .record_proposal(caller, &home, &speaker, &order, &words, judgement)
+                .await?
+            {
+                Proposed::Recorded(output) => return Ok(*output),
+                Proposed::WordsChanged(unused) => words = unused,
+            }
+        }
+        // Proposals of this product raced this one twice: let the person ask again.
+        Err(LedgerError::Busy.into())
+    }
+
+    /// The intent check on `words`; with none left, `unclear` without asking the judge.
+    async fn judge_words(&self, words: &[String], listing: &Proposal) -> Judgement {
+        if words.is_empty() {
+            return Judgement::found(
+                Verdict::Unclear,
+                vec![(
+                    ReasonCode::Unclear,
+                    "every word said already backed an earlier request for this product".into(),
+                )],
+            );
+        }
+        self.judge.judge(words, listing).await
+    }
+
+    /// Appends the proposal judged on `words`, unless those are no longer exactly the
+    /// speaker's unused words for this product.
+    async fn record_proposal(
+        &self,
+        caller: &Caller,
+        home: &HouseholdData,
+        speaker: &Speaker<'_>,
+        order: &Listed<'_>,
+        words: &[String],
+        judgement: Judgement,
+    ) -> Result<Proposed, CountersignError> {
+        let Listed {
+            product,
+            variant,
+            listing,
+        } = order;
+        let quantity = listing.quantity;
         let total_cents = variant.unit_price_cents * u64::from(quantity);
-        let judgement = self
-            .judge
-            .judge(
-                &speaker.attestation.utterances,
-                &Proposal {
-                    title: product.title.clone(),
-                    variant: variant.label.clone(),
-                    merchant: merchant.clone(),
-                    unit_price_cents: variant.unit_price_cents,
-                    text: product.text.clone(),
-                    quantity,
-                },
-            )
-            .await;
         let intent = IntentRecord {
             judge: self.judge.name().to_owned(),
             verdict: judgement.verdict,
             codes: judgement.codes.clone(),
             reasons: judgement.notes.clone(),
         };
-        let (output, appended) = self
+        let (step, appended) = self
             .ledger
             .transition(caller, home.id(), &home.weeks, |view, now| {
                 if let Err(refusal) = check_turn(view, speaker.attestation, product) {
                     return Step::Leave(Err(refusal));
+                }
+                let unused = unused_words(view, speaker.attestation, &product.id);
+                if unused != words {
+                    return Step::Leave(Ok(Judged::WordsChanged(unused)));
                 }
                 let spent = view.spent_this_week(home.weeks.start_of(now));
                 let order = Order {
@@ -83,17 +138,17 @@ impl CountersignService {
                     total_cents,
                     ordered_from_before: view.has_ordered_from(&product.merchant),
                 };
-                let assessment = policy::assess(&home, &order, spent, &judgement);
+                let assessment = policy::assess(home, &order, spent, &judgement);
                 let request_id = unused_id(view, "REQ-");
                 let order_id = (assessment.outcome == Outcome::Placed).then(|| fresh_id("SIM-"));
                 let proposal = ProposalEvent {
-                    words: speaker.attestation.utterances.clone(),
+                    words: words.to_vec(),
                     product_id: product.id.clone(),
                     variant_id: variant.id.clone(),
                     title: product.title.clone(),
                     variant: variant.label.clone(),
                     merchant_id: product.merchant.clone(),
-                    merchant: merchant.clone(),
+                    merchant: listing.merchant.clone(),
                     unit_price_cents: variant.unit_price_cents,
                     quantity,
                     total_cents,
@@ -104,9 +159,7 @@ impl CountersignService {
                 };
                 let status = Status::from(assessment.outcome);
                 let say = match assessment.outcome {
-                    Outcome::Placed => {
-                        say::placed(&proposal, order_id.as_deref().unwrap_or_default())
-                    }
+                    Outcome::Placed => say::placed(&proposal),
                     Outcome::NeedsConfirmation => say::needs_confirmation(&proposal),
                     Outcome::NeedsGuardian => say::needs_guardian(&proposal),
                     Outcome::Blocked => say::blocked(&proposal),
@@ -128,10 +181,13 @@ impl CountersignService {
                     turn_id: speaker.attestation.turn_id.clone(),
                     event: Event::Proposal(Box::new(proposal)),
                 };
-                Step::Append(entry, Ok((output, order_id)))
+                Step::Append(entry, Ok(Judged::Output(Box::new(output), order_id)))
             })
             .await?;
-        let (mut output, order_id) = output?;
+        let (mut output, order_id) = match step? {
+            Judged::WordsChanged(unused) => return Ok(Proposed::WordsChanged(unused)),
+            Judged::Output(output, order_id) => (output, order_id),
+        };
         if let (Some(order_id), Some(appended)) = (order_id, &appended) {
             output.placed = Some(PlacedOrder {
                 order_id,
@@ -154,7 +210,7 @@ impl CountersignService {
                 sent_at: self.ledger.now().unix_timestamp(),
             });
         }
-        Ok(output)
+        Ok(Proposed::Recorded(output))
     }
 
     /// The proposer answers their own waiting request: a clear yes in a later turn, answering
@@ -172,18 +228,14 @@ impl CountersignService {
         self.settle(caller, &home, request_id, |view, request, now| {
             match request.status {
                 Status::WaitingForConfirmation => {}
-                Status::WaitingForGuardian => {
-                    return Err(refused(
-                        "That request waits for a guardian; only a guardian can decide it.",
-                    ));
-                }
+                Status::WaitingForGuardian => return Err(Refusal::WaitsForGuardian.into()),
                 _ => return Ok(None),
             }
             if request.member_id != speaker.member.id {
-                return Err(refused(format!(
-                    "Only {}, who asked for it, can confirm this order.",
-                    say::member_name(&home, &request.member_id)
-                )));
+                return Err(Refusal::OnlyRequesterConfirms {
+                    requester: say::member_name(&home, &request.member_id),
+                }
+                .into());
             }
             check_answer(view, speaker.attestation, request)?;
             let answer = read_latest(&speaker.attestation.utterances);
@@ -204,20 +256,20 @@ impl CountersignService {
         let speaker = self.speaker(caller, &home)?;
         check_request_id(request_id)?;
         if !home.is_guardian(&speaker.member.id) {
-            return Err(refused(format!(
-                "Only a guardian can decide requests, and {} is not a guardian.",
-                say::member_name(&home, &speaker.member.id)
-            )));
+            return Err(Refusal::NotAGuardian {
+                name: say::member_name(&home, &speaker.member.id),
+            }
+            .into());
         }
         self.count_acting(caller, &speaker).await?;
         self.settle(caller, &home, request_id, |view, request, now| {
             match request.status {
                 Status::WaitingForGuardian => {}
                 Status::WaitingForConfirmation => {
-                    return Err(refused(format!(
-                        "That request waits for {}'s own confirmation, not a guardian's.",
-                        say::member_name(&home, &request.member_id)
-                    )));
+                    return Err(Refusal::WaitsForRequester {
+                        requester: say::member_name(&home, &request.member_id),
+                    }
+                    .into());
                 }
                 _ => return Ok(None),
             }
@@ -234,11 +286,7 @@ impl CountersignService {
             if let Some(said) = said
                 && said != approve
             {
-                return Err(refused(format!(
-                    "Your words say {}, but the decision sent was to {}. Nothing was decided.",
-                    if said { "yes" } else { "no" },
-                    if approve { "approve" } else { "decline" }
-                )));
+                return Err(Refusal::DecisionAgainstWords { said_yes: said }.into());
             }
             Ok(Some(self.resolve(view, request, now, answer, &speaker)))
         })
@@ -247,21 +295,15 @@ impl CountersignService {
 
     /// Why `speaker` cannot decide the request they made themselves.
     fn own_request(&self, speaker: &Speaker<'_>) -> CountersignError {
-        let name = say::member_name(speaker.home, &speaker.member.id);
-        if speaker
-            .home
-            .other_guardians(&speaker.member.id)
-            .next()
-            .is_some()
-        {
-            refused(format!(
-                "{name} asked for it, and nobody decides their own request: another guardian must."
-            ))
-        } else {
-            refused(format!(
-                "{name} asked for it, and nobody decides their own request. {name} is the household's only guardian, so it cannot be approved."
-            ))
+        Refusal::OwnRequest {
+            name: say::member_name(speaker.home, &speaker.member.id),
+            another_guardian: speaker
+                .home
+                .other_guardians(&speaker.member.id)
+                .next()
+                .is_some(),
         }
+        .into()
     }
 
     /// What a strictly read answer does to a waiting request: the proposer's answer is a
@@ -322,7 +364,7 @@ impl CountersignService {
         };
         let order_id = (result == Settled::Placed).then(|| fresh_id("SIM-"));
         let say = match &order_id {
-            Some(order_id) => say::placed(proposal, order_id),
+            Some(_) => say::placed(proposal),
             None => say,
         };
         Resolved::Changed {
@@ -369,9 +411,7 @@ impl CountersignService {
             .transition(caller, home.id(), &home.weeks, |view, now| {
                 let requests = view.requests(now);
                 let Some(request) = requests.iter().find(|r| r.request_id == request_id) else {
-                    return Step::Leave(Err(refused(
-                        "There is no request with that id in this household's ledger.",
-                    )));
+                    return Step::Leave(Err(Refusal::UnknownRequest.into()));
                 };
                 let base = |status, result, reasons, say| DecisionOutput {
                     request_id: request.request_id.clone(),
@@ -386,13 +426,10 @@ impl CountersignService {
                 match decide(view, request, now) {
                     Err(error) => Step::Leave(Err(error)),
                     Ok(None) => {
-                        let mut say = format!(
-                            "That request was already settled: it is {}.",
+                        let say = format!(
+                            "That request was already settled: it is {}. Ask what is waiting to hear anything else.",
                             request.status.spoken()
                         );
-                        if let Some(placed) = &request.placed {
-                            say.push_str(&format!(" Order {}.", placed.order_id));
-                        }
                         let mut output = base(request.status, None, Vec::new(), say);
                         output.placed = request.placed.as_ref().map(|placed| PlacedOrder {
                             order_id: placed.order_id.clone(),
@@ -531,21 +568,17 @@ fn check_turn(
     )
     .unwrap_or(OffsetDateTime::UNIX_EPOCH);
     if view.may_have_evicted_since(turn_began) {
-        return Err(refused(
-            "I can't tell what this turn already ordered, because the ledger no longer holds all of it. Please ask again in a new turn.",
-        ));
+        return Err(Refusal::TurnPartlyEvicted.into());
     }
     let earlier = view.proposals_in_turn(&attestation.member_id, &attestation.turn_id);
     if earlier.iter().any(|p| p.product_id == product.id) {
-        return Err(refused(format!(
-            "This turn already proposed {}: what was said backs one order of each product. Ask again in a new turn to order more.",
-            sanitize(&product.title, 80)
-        )));
+        return Err(Refusal::TurnAlreadyProposed {
+            title: product.title.clone(),
+        }
+        .into());
     }
     if earlier.len() >= MAX_PROPOSALS_PER_TURN {
-        return Err(refused(format!(
-            "What was said can back at most {MAX_PROPOSALS_PER_TURN} orders in one turn. Ask again in a new turn for the rest."
-        )));
+        return Err(Refusal::TurnFull.into());
     }
     Ok(())
 }
@@ -560,9 +593,7 @@ fn check_answer(
     request: &Request,
 ) -> Result<(), CountersignError> {
     if attestation.answering.as_deref() != Some(request.request_id.as_str()) {
-        return Err(refused(
-            "That answer was not given to this request's question, so it does not count. Ask what is waiting, and answer the question you hear.",
-        ));
+        return Err(Refusal::AnswerNotToThisRequest.into());
     }
     // A guardian's question is only ever read by `list_waiting`, and a proposal asks only its
     // own proposer, so the newest question names which kind of answer this is.
@@ -570,39 +601,84 @@ fn check_answer(
         .newest_question_to(&attestation.member_id)
         .filter(|question| question.request_id == request.request_id)
     else {
-        return Err(refused(
-            "That request is not the last question read to you, so the answer does not count. Ask what is waiting, and answer the question you hear.",
-        ));
+        return Err(Refusal::AnswerNotToNewestQuestion.into());
     };
     if question.turn_id == attestation.turn_id {
-        return Err(refused(
-            "An answer must come in a later turn than the question it answers.",
-        ));
+        return Err(Refusal::AnswerInQuestionsTurn.into());
     }
     // Whole milliseconds on both sides; i128 because `issued_at` is any signed integer.
     let issued_ms = i128::from(attestation.issued_at) * 1000;
     let read_ms = i128::from(unix_ms(question.at));
     if issued_ms < read_ms - i128::from(ANSWER_CLOCK_SKEW_SECS) * 1000 {
-        return Err(refused(
-            "That answer was given before the question was read, so it does not count. Answer the question you hear.",
-        ));
+        return Err(Refusal::AnswerBeforeQuestion.into());
     }
     if issued_ms > read_ms + i128::from(ANSWER_WITHIN_SECS) * 1000 {
-        return Err(refused(format!(
-            "That answer came too long after the question was read (more than {} minutes). Ask what is waiting, and answer again.",
-            ANSWER_WITHIN_SECS / 60
-        )));
+        return Err(Refusal::AnswerTooLate.into());
     }
     Ok(())
 }
 
 fn check_request_id(request_id: &str) -> Result<(), CountersignError> {
     if request_id.is_empty() || request_id.chars().count() > REQUEST_ID_MAX_CHARS {
-        return Err(refused(format!(
-            "request_id must be 1 to {REQUEST_ID_MAX_CHARS} characters."
-        )));
+        return Err(Refusal::RequestIdOutOfRange.into());
     }
     Ok(())
+}
+
+/// A product and variant from the catalogue, and the proposal the intent check reads.
+struct Listed<'a> {
+    product: &'a Product,
+    variant: &'a Variant,
+    listing: Proposal,
+}
+
+/// What one attempt at recording a proposal came to.
+enum Proposed {
+    Recorded(Box<ProposeOutput>),
+    /// The words judged are not the speaker's unused words any more: judge these instead.
+    WordsChanged(Vec<String>),
+}
+
+/// What the ledger transition of a proposal decided.
+enum Judged {
+    Output(Box<ProposeOutput>, Option<String>),
+    WordsChanged(Vec<String>),
+}
+
+/// The attested utterances that have backed no proposal of `product_id` by the same member
+/// in the retained ledger, in the order said. Words back one order: a device may carry a
+/// person's words into later turns (the host contract allows up to three recent ones), and
+/// without this every turn that carries "order two packs of batteries" would back another
+/// order. Any earlier proposal counts, whatever became of it: a cancelled or declined
+/// order's words must not bring it back either. Utterances compare with case and spacing
+/// set aside; an answer ("yes") is read by `confirm_purchase` and `decide_request`, which
+/// this does not touch.
+pub(super) fn unused_words(
+    view: &LedgerView,
+    attestation: &Attestation,
+    product_id: &str,
+) -> Vec<String> {
+    let used: HashSet<String> = view
+        .proposals_by(&attestation.member_id)
+        .filter(|proposal| proposal.product_id == product_id)
+        .flat_map(|proposal| proposal.words.iter().map(|words| comparable(words)))
+        .collect();
+    attestation
+        .utterances
+        .iter()
+        .filter(|words| !used.contains(&comparable(words)))
+        .cloned()
+        .collect()
+}
+
+/// Words as compared for reuse: lower case, single spaces, no surrounding punctuation.
+fn comparable(words: &str) -> String {
+    words
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .trim_matches(|c: char| c.is_ascii_punctuation())
+        .to_lowercase()
 }
 
 fn unused_id(view: &LedgerView, prefix: &str) -> String {

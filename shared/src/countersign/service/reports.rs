@@ -7,7 +7,7 @@ use super::{
     ActivityItem, ActivityOutput, LedgerCheck, OrderSummary, ReceiptOutput, ReceiptVerdict,
     VerifyOutput,
 };
-use super::{CountersignError, CountersignService, count, refused};
+use super::{CountersignError, CountersignService, count};
 use crate::auth::Caller;
 use crate::clock::timestamp;
 use crate::countersign::household::HouseholdData;
@@ -15,6 +15,7 @@ use crate::countersign::ledger::{
     Check, LedgerError, Receipt, ReceiptArg, Status, WINDOW_MS, parse_time, window_label,
 };
 use crate::countersign::money::dollars;
+use crate::countersign::refusal::Refusal;
 use crate::transparency::ProofCheck;
 
 impl CountersignService {
@@ -141,12 +142,10 @@ impl CountersignService {
         if receipt.entry_hash.len() != 64
             || !receipt.entry_hash.bytes().all(|b| b.is_ascii_hexdigit())
         {
-            return Err(refused(
-                "The receipt's entry_hash must be 64 hexadecimal characters.",
-            ));
+            return Err(Refusal::ReceiptHashMalformed.into());
         }
         if receipt.seq == 0 {
-            return Err(refused("The receipt's seq must be 1 or more."));
+            return Err(Refusal::ReceiptSeqZero.into());
         }
         let verdict = if receipt.household_id != home.id() {
             ReceiptVerdict::OtherHousehold
@@ -229,9 +228,7 @@ impl CountersignService {
             .ledger
             .check_tlog_proof(caller, home.id(), text)
             .await?
-            .ok_or_else(|| {
-                refused("This server has no log key, so a tlog-proof cannot be checked here.")
-            })?;
+            .ok_or(Refusal::NoLogKey)?;
         let (verdict, say) = match check {
             ProofCheck::Holds { index, size } => (
                 ReceiptVerdict::Matches,
@@ -240,9 +237,7 @@ impl CountersignService {
                 ),
             ),
             ProofCheck::NotOurs(reason) => {
-                return Err(refused(format!(
-                    "That is not a proof from this server: {reason}."
-                )));
+                return Err(Refusal::NotOurProof { reason }.into());
             }
             ProofCheck::OtherLog => (
                 ReceiptVerdict::OtherHousehold,

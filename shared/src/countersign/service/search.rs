@@ -1,9 +1,10 @@
 //! Searching the household's simulated catalogue.
 
-use super::{CountersignError, CountersignService, MAX_SEARCH_RESULTS, QUERY_MAX_CHARS, refused};
+use super::{CountersignError, CountersignService, MAX_SEARCH_RESULTS, QUERY_MAX_CHARS};
 use super::{ProductMatch, SearchOutput, VariantOffer};
 use crate::countersign::household::Product;
 use crate::countersign::money::dollars;
+use crate::countersign::refusal::Refusal;
 
 impl CountersignService {
     /// Products whose title, variants, category or merchant share words with `query`.
@@ -14,14 +15,10 @@ impl CountersignService {
     ) -> Result<SearchOutput, CountersignError> {
         let length = query.chars().count();
         if length > QUERY_MAX_CHARS {
-            return Err(refused(format!(
-                "The search is {length} characters; the limit is {QUERY_MAX_CHARS}."
-            )));
+            return Err(Refusal::SearchTooLong { chars: length }.into());
         }
         if !(1..=MAX_SEARCH_RESULTS).contains(&max_results) {
-            return Err(refused(format!(
-                "max_results must be between 1 and {MAX_SEARCH_RESULTS}."
-            )));
+            return Err(Refusal::SearchResultsOutOfRange.into());
         }
         let wanted = search_words(query);
         let catalogue = &self.data.catalogue;
