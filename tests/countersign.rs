@@ -978,3 +978,61 @@ async fn receipts_for_another_household_or_malformed_are_told_apart() {
         "{result}"
     );
 }
+
+/// Over HTTP, as the review reproduced it: the same signed attestation sent again with the
+/// client-credentials token acts for nothing there, and words carried into later turns back
+/// one order.
+#[tokio::test]
+async fn one_attestation_acts_for_one_credential_and_carried_words_for_one_order() {
+    let (device, harness) = device();
+    let turn = Turn::new("dana", &["order two packs of double A batteries"]).in_turn("replayed");
+    let (attestation, signature) = device.headers(&turn, HOST_KEY);
+    let signed = [
+        ("x-countersign-attestation", attestation.as_str()),
+        ("x-countersign-signature", signature.as_str()),
+    ];
+    let placed = device
+        .call_with(
+            &signed,
+            "propose_purchase",
+            propose("aa-batteries", "12-pack", 2),
+        )
+        .await;
+    assert_eq!(ok(&placed)["outcome"], "placed");
+    let client = common::access_token(&harness.router, None).await;
+    let bearer = format!("Bearer {client}");
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "propose_purchase", "arguments": propose("aa-batteries", "12-pack", 2)}});
+    let mut headers = vec![
+        ("authorization", bearer.as_str()),
+        ("content-type", "application/json"),
+        ("accept", "application/json"),
+    ];
+    headers.extend_from_slice(&signed);
+    let replayed = common::request(&harness.router, "POST", "/mcp", &headers, &body.to_string())
+        .await
+        .body["result"]
+        .clone();
+    assert_eq!(refusal_code(&replayed), "turn_used_elsewhere", "{replayed}");
+
+    // The same words carried into two later turns, beside new ones, place nothing more.
+    for newest in ["thanks", "great"] {
+        harness.clock.advance(time::Duration::seconds(20));
+        let carried = device
+            .call(
+                Turn::new("dana", &["order two packs of double A batteries", newest]),
+                "propose_purchase",
+                propose("aa-batteries", "12-pack", 2),
+            )
+            .await;
+        assert_eq!(ok(&carried)["outcome"], "needs_confirmation", "{carried}");
+    }
+    let activity = device
+        .call(
+            Turn::new("leo", &["what did we buy this week"]),
+            "household_activity",
+            json!({}),
+        )
+        .await;
+    assert_eq!(ok(&activity)["placed"].as_array().unwrap().len(), 1);
+}
