@@ -19,9 +19,10 @@ fn eval(args: &[&str]) -> (i32, String, String) {
 }
 
 /// SHA-256 of the test split's lines, in file order, each with its newline. The split was
-/// written before the rules were changed for it and is never edited: a change here means the
-/// held-out figures in the README no longer describe it.
-const TEST_SPLIT_SHA256: &str = "c5df155401d0ccb5e141b86b48f6f74afb4d412048b550650c99758db672f82a";
+/// written by someone who had not read the rules, committed before the rules were changed,
+/// and run once at the final rules; it is never edited: a change here means the held-out
+/// figures in the README no longer describe it.
+const TEST_SPLIT_SHA256: &str = "34da9ac7dfafbf5fb0aae6d5330fa45e61164be807a4810eaad0d69d70b64903";
 
 #[test]
 fn the_test_split_is_frozen_and_half_genuine() {
@@ -34,7 +35,7 @@ fn the_test_split_is_frozen_and_half_genuine() {
         .collect();
     assert_eq!(hearth_core::chain::sha256_hex(&test), TEST_SPLIT_SHA256);
     let lines: Vec<&str> = test.lines().collect();
-    assert_eq!(lines.len(), 40);
+    assert_eq!(lines.len(), 48);
     let genuine = lines
         .iter()
         .filter(|line| line.contains(r#""kind": "genuine""#))
@@ -50,7 +51,7 @@ fn every_reference_mismatch_is_caught_and_two_genuine_orders_are_asked_about() {
     assert_eq!(report["judge"], "rules", "rules is the default judge");
     assert_eq!(report["split"], "dev");
     let cases = report["cases"].as_array().unwrap();
-    assert_eq!(cases.len(), 64);
+    assert_eq!(cases.len(), 128);
     assert!(cases.iter().all(|case| case["id"].is_string()
         && case["verdict"].is_string()
         && case["codes"].is_array()
@@ -179,7 +180,7 @@ async fn the_bedrock_judge_is_evaluated_with_the_prompt_and_cases_hashes_saved()
         hearth_core::countersign::judge::bedrock::prompt_sha256()
     );
     // Unsure means flagged: every mismatch is caught, and no genuine order passes.
-    assert_eq!(report["mismatches_caught"]["count"], 32);
+    assert_eq!(report["mismatches_caught"]["count"], 64);
     assert_eq!(report["genuine_passed"]["count"], 0);
     let files: Vec<_> = std::fs::read_dir(saved.path()).unwrap().collect();
     assert_eq!(files.len(), 1);

@@ -802,11 +802,7 @@ impl GrantStore for DynamoStore {
         expected: Option<u64>,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        let mut stored = key_of(&grant_pk(item.kind, &item.key), "grant");
-        stored.insert("revision".into(), n(item.revision as i64));
-        stored.insert("body".into(), s(&item.body));
-        stored.insert("expires_at_ms".into(), n(item.expires_at_ms));
-        stored.insert(TTL_ATTRIBUTE.into(), n(ttl_seconds(item.expires_at_ms)));
+        let stored = grant_attributes(item);
         let put = self
             .client
             .put_item()
@@ -833,11 +829,7 @@ impl GrantStore for DynamoStore {
     }
 
     async fn claim_grant(&self, item: &GrantItem, now_ms: i64) -> Result<bool, StoreError> {
-        let mut stored = key_of(&grant_pk(item.kind, &item.key), "grant");
-        stored.insert("revision".into(), n(item.revision as i64));
-        stored.insert("body".into(), s(&item.body));
-        stored.insert("expires_at_ms".into(), n(item.expires_at_ms));
-        stored.insert(TTL_ATTRIBUTE.into(), n(ttl_seconds(item.expires_at_ms)));
+        let stored = grant_attributes(item);
         let put = self
             .client
             .put_item()
@@ -892,6 +884,16 @@ impl GrantStore for DynamoStore {
             Err(error) => Err(sdk_unavailable(error)),
         }
     }
+}
+
+/// A grant record as stored: its key, revision, body and expiry, with the TTL attribute.
+fn grant_attributes(item: &GrantItem) -> Item {
+    let mut stored = key_of(&grant_pk(item.kind, &item.key), "grant");
+    stored.insert("revision".into(), n(item.revision as i64));
+    stored.insert("body".into(), s(&item.body));
+    stored.insert("expires_at_ms".into(), n(item.expires_at_ms));
+    stored.insert(TTL_ATTRIBUTE.into(), n(ttl_seconds(item.expires_at_ms)));
+    stored
 }
 
 fn grant_pk(kind: GrantKind, key: &str) -> String {

@@ -671,14 +671,7 @@ impl GrantStore for SqliteStore {
                     ],
                 )
                 .map_err(unavailable)?;
-            // What DynamoDB's TTL does for the table: expired records are swept as new ones
-            // arrive, through the expiry index.
-            transaction
-                .execute(
-                    "DELETE FROM grants WHERE expires_at_ms <= ?1",
-                    params![now_ms],
-                )
-                .map_err(unavailable)?;
+            sweep_expired_grants(&transaction, now_ms)?;
             transaction.commit().map_err(unavailable)
         })
     }
@@ -707,13 +700,7 @@ impl GrantStore for SqliteStore {
                     ],
                 )
                 .map_err(unavailable)?;
-            // The sweep `put_grant` makes, for the same reason.
-            transaction
-                .execute(
-                    "DELETE FROM grants WHERE expires_at_ms <= ?1",
-                    params![now_ms],
-                )
-                .map_err(unavailable)?;
+            sweep_expired_grants(&transaction, now_ms)?;
             transaction.commit().map_err(unavailable)?;
             Ok(written == 1)
         })
@@ -737,6 +724,18 @@ impl GrantStore for SqliteStore {
             Ok(deleted == 1)
         })
     }
+}
+
+/// What DynamoDB's TTL does for the table: expired grant records are swept as new ones
+/// arrive, through the expiry index.
+fn sweep_expired_grants(connection: &Connection, now_ms: i64) -> Result<(), StoreError> {
+    connection
+        .execute(
+            "DELETE FROM grants WHERE expires_at_ms <= ?1",
+            params![now_ms],
+        )
+        .map(|_| ())
+        .map_err(unavailable)
 }
 
 fn stored_revision(connection: &Connection, household_id: &str) -> Result<Option<u64>, StoreError> {

@@ -5,7 +5,10 @@
 
 #[cfg(feature = "aws")]
 pub mod bedrock;
+pub mod listing_text;
+pub mod measures;
 pub mod rules;
+pub mod thesaurus;
 
 use async_trait::async_trait;
 

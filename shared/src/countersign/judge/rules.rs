@@ -1,14 +1,22 @@
 //! The deterministic intent judge. It reads the person's words and the proposal and flags:
 //! a quantity other than the one said (number words, digits, "a couple", "a dozen", "half a
 //! dozen"); a total over a stated price ceiling ("under fifteen dollars", "no more than $20");
-//! a merchant other than the one named ("from Green Grocer"); listing text that addresses the
-//! assistant; a variant or item that contradicts the words (strawberry / bubblegum, dog / cat,
-//! large / small); and a listing whose item is something else built around the words
-//! ("shower curtain rings" for "a shower curtain"). What it cannot read it leaves alone: it
-//! runs before the model judge, and its mismatch is final.
+//! a size or strength other than the one said ([`super::measures`]); a merchant other than the
+//! one named ("from Green Grocer"); listing text that instructs the assistant
+//! ([`super::listing_text`]); a variant or item that contradicts the words (strawberry /
+//! bubblegum, dog / cat, large / small); and a listing whose item is something else built
+//! around the words ("shower curtain rings" for "a shower curtain"). A word said that the
+//! listing does not hold, in its own or another everyday name ([`super::thesaurus`]), makes
+//! it ask. What it cannot read it leaves alone: it runs before the model judge, and its
+//! mismatch is final.
+
+use std::collections::HashSet;
 
 use async_trait::async_trait;
 
+use super::listing_text::addresses_the_assistant;
+use super::measures::{self, is_designation, is_unit};
+use super::thesaurus::thesaurus;
 use super::{Judge, Judgement, Proposal, ReasonCode, Verdict};
 use crate::countersign::money::dollars;
 
@@ -77,6 +85,10 @@ pub fn judge(words: &[String], proposal: &Proposal) -> Judgement {
             ));
         }
     }
+    let listing_words = format!("{} {}", proposal.title, proposal.variant);
+    for reason in measures::mismatched(&measures::measures(&tokens, &used), &listing_words) {
+        reasons.push((ReasonCode::Variant, reason));
+    }
     if addresses_the_assistant(&proposal.text) {
         reasons.push((
             ReasonCode::Injection,
@@ -97,6 +109,7 @@ pub fn judge(words: &[String], proposal: &Proposal) -> Judgement {
         reasons.push((ReasonCode::Item, reason));
     }
     let (described, negated) = described_words(&spoken);
+    let synonyms = SynonymsHeld::find(&spoken, &title, &variant);
     for word in negated {
         if listing_holds(word, &title, &variant) {
             reasons.push((
@@ -113,7 +126,7 @@ pub fn judge(words: &[String], proposal: &Proposal) -> Judgement {
     // writes it, and could fill it with every word a buyer might say.
     if !described
         .iter()
-        .any(|word| listing_holds(word, &title, &[]))
+        .any(|word| listing_holds(word, &title, &[]) || synonyms.by_title.contains(word))
     {
         // Nothing said names the item ("yes", "order it", "the usual"): nothing to compare.
         return Judgement::found(
@@ -126,7 +139,11 @@ pub fn judge(words: &[String], proposal: &Proposal) -> Judgement {
     }
     let missing: Vec<&str> = described
         .into_iter()
-        .filter(|word| !listing_holds(word, &title, &variant))
+        .filter(|word| {
+            !listing_holds(word, &title, &variant)
+                && !synonyms.holds(word)
+                && !same_value_held(word, &listing)
+        })
         .collect();
     if !missing.is_empty() {
         return Judgement::found(
@@ -138,6 +155,71 @@ pub fn judge(words: &[String], proposal: &Proposal) -> Judgement {
         );
     }
     Judgement::found(Verdict::Match, reasons)
+}
+
+/// Said words the listing holds under another name (see [`super::thesaurus`]): a run of up
+/// to three said words (no punctuation between) sharing a WordNet synset with a name the
+/// listing holds. Such words describe the item ("colouring" for "Colored Pencils"); they name
+/// it only when the name ends with the title's head noun, what the item is ("crisps" names
+/// "Potato Chips", but not "Chocolate Chip Cookies").
+struct SynonymsHeld<'a> {
+    /// Named by the title's head: these words name the item.
+    by_title: HashSet<&'a str>,
+    /// Held elsewhere in the title or in the variant: these words describe it.
+    describing: HashSet<&'a str>,
+}
+
+impl<'a> SynonymsHeld<'a> {
+    const LONGEST_RUN: usize = 3;
+
+    fn find(spoken: &[&'a str], title: &[String], variant: &[String]) -> Self {
+        let mut held = Self {
+            by_title: HashSet::new(),
+            describing: HashSet::new(),
+        };
+        let head = head_noun(title);
+        for start in 0..spoken.len() {
+            for length in 1..=Self::LONGEST_RUN.min(spoken.len() - start) {
+                let run = &spoken[start..start + length];
+                if run
+                    .iter()
+                    .any(|word| !word.chars().any(char::is_alphabetic))
+                {
+                    break;
+                }
+                for name in thesaurus().synonyms(run) {
+                    let words: Vec<&str> = name.split(' ').collect();
+                    let in_title = words.iter().all(|word| listing_holds(word, title, &[]));
+                    let names_it = in_title
+                        && head.is_some_and(|head| {
+                            words.last().is_some_and(|last| same_word(last, head))
+                        });
+                    let in_listing = words.iter().all(|word| listing_holds(word, title, variant));
+                    if names_it {
+                        held.by_title.extend(run.iter().copied());
+                    }
+                    if in_listing {
+                        held.describing.extend(run.iter().copied());
+                    }
+                }
+            }
+        }
+        held
+    }
+
+    fn holds(&self, word: &str) -> bool {
+        self.by_title.contains(word) || self.describing.contains(word)
+    }
+}
+
+/// The title's head noun, what the item is: its last alphabetic word of three or more letters
+/// ("PowerCell AA Alkaline Batteries" → "batteries").
+fn head_noun(title: &[String]) -> Option<&str> {
+    title
+        .iter()
+        .rev()
+        .find(|word| word.len() >= 3 && word.chars().all(|c| c.is_alphabetic()))
+        .map(String::as_str)
 }
 
 /// Words that only set the scene: a purpose clause starts with "for" and one of these.
@@ -157,6 +239,8 @@ const PACKAGING: &[&str] = &[
 /// ("let's" loses its "'s").
 const TALK: &[&str] = &[
     "grab",
+    "chuck",
+    "pop",
     "pick",
     "up",
     "fetch",
@@ -347,12 +431,14 @@ fn described_words<'a>(spoken: &[&'a str]) -> (Vec<&'a str>, Vec<&'a str>) {
         }
         let plain = word.len() >= 2
             && word.parse::<f64>().is_err()
-            && word.chars().all(|c| c.is_alphabetic() || c == '-');
+            && word.chars().all(|c| c.is_alphabetic() || c == '-')
+            && !is_number_word(word);
         if in_purpose
             || !plain
             || TALK.contains(&word)
             || PACKAGING.contains(&word)
-            || SPEC_UNITS.contains(&word)
+            || is_unit(word)
+            || says_who(spoken, index)
         {
             continue;
         }
@@ -365,14 +451,24 @@ fn described_words<'a>(spoken: &[&'a str]) -> (Vec<&'a str>, Vec<&'a str>) {
     (described, negated)
 }
 
+/// Whether `spoken[index]` says who an order is for rather than what it is: a word whose every
+/// noun sense is a person, standing as the subject of shopping talk or alone ("grandad wants
+/// a bag of rocket", "…, for grandad"). Before a noun it describes ("vegan mayo").
+fn says_who(spoken: &[&str], index: usize) -> bool {
+    let next = spoken.get(index + 1).copied();
+    thesaurus().is_person(spoken[index])
+        && next.is_none_or(|next| TALK.contains(&next) || !next.chars().any(char::is_alphanumeric))
+}
+
 /// Whether the title or the variant holds `word`: the same word, or two adjacent words
 /// written as one ("cornflakes" / "Corn Flakes").
 fn listing_holds(word: &str, title: &[String], variant: &[String]) -> bool {
     [title, variant].into_iter().any(|part| {
         part.iter().any(|token| same_word(word, token))
+            // Only exactly: "aaa" is no prefix match for "aa" + "alkaline".
             || part
                 .windows(2)
-                .any(|pair| same_word(word, &format!("{}{}", pair[0], pair[1])))
+                .any(|pair| stem(word) == stem(&format!("{}{}", pair[0], pair[1])))
             || part.iter().any(|token| {
                 token.contains('-') && token.split('-').any(|piece| same_word(word, piece))
             })
@@ -381,12 +477,12 @@ fn listing_holds(word: &str, title: &[String], variant: &[String]) -> bool {
 
 /// Lower-case tokens; "double A" becomes "aa", possessives lose their "'s", and `$` and
 /// sentence punctuation stand alone.
-fn tokenize(text: &str) -> Vec<String> {
+pub(super) fn tokenize(text: &str) -> Vec<String> {
     let spaced: String = text
         .to_lowercase()
         .chars()
         .map(|c| match c {
-            '$' => " $ ".to_owned(),
+            '$' | '£' | '€' => format!(" {c} "),
             ',' | ';' | ':' | '!' | '?' | '(' | ')' | '"' | '/' => format!(" {c} "),
             _ => c.to_string(),
         })
@@ -411,7 +507,7 @@ fn tokenize(text: &str) -> Vec<String> {
     tokens
 }
 
-const UNITS: [(&str, u64); 20] = [
+const UNITS: [(&str, u64); 21] = [
     ("one", 1),
     ("two", 2),
     ("three", 3),
@@ -432,6 +528,7 @@ const UNITS: [(&str, u64); 20] = [
     ("eighteen", 18),
     ("nineteen", 19),
     ("zero", 0),
+    ("nought", 0),
 ];
 const TENS: [(&str, u64); 8] = [
     ("twenty", 20),
@@ -444,9 +541,14 @@ const TENS: [(&str, u64); 8] = [
     ("ninety", 90),
 ];
 
+/// A word that spells a number or part of one ("four", "twenty", "hundred").
+fn is_number_word(word: &str) -> bool {
+    UNITS.iter().chain(&TENS).any(|(name, _)| *name == word) || word == "hundred"
+}
+
 /// A number starting at `at`: digits, number words ("twenty five", "a hundred"), "a dozen",
 /// "half a dozen", "a couple", "a pair". Returns the value and the tokens it spans.
-fn number_at(tokens: &[String], at: usize) -> Option<(f64, usize)> {
+pub(super) fn number_at(tokens: &[String], at: usize) -> Option<(f64, usize)> {
     let word = |offset: usize| tokens.get(at + offset).map(String::as_str);
     if let Some(value) = word(0).and_then(|token| token.parse::<f64>().ok()) {
         return Some((value, 1));
@@ -474,7 +576,23 @@ fn number_at(tokens: &[String], at: usize) -> Option<(f64, usize)> {
             },
         );
     }
-    lookup(&UNITS, word(0)).map(|value| (value as f64, 1))
+    let unit = lookup(&UNITS, word(0))?;
+    // "two hundred", "two hundred and fifty", "three hundred twenty".
+    if word(1) == Some("hundred") && (1..10).contains(&unit) {
+        let mut span = 2;
+        if word(span) == Some("and") {
+            span += 1;
+        }
+        return Some(match number_at(tokens, at + span) {
+            Some((rest, more))
+                if rest < 100.0 && rest.fract() == 0.0 && word(span) != Some("a") =>
+            {
+                ((unit * 100) as f64 + rest, span + more)
+            }
+            _ => ((unit * 100) as f64, 2),
+        });
+    }
+    Some((unit as f64, 1))
 }
 
 const CEILINGS: &[&[&str]] = &[
@@ -493,7 +611,13 @@ const CEILINGS: &[&[&str]] = &[
     &["maximum"],
     &["within"],
 ];
-const CURRENCY: &[&str] = &["dollars", "dollar", "bucks", "usd"];
+/// Currency after an amount. A limit is compared with the listing's price as said: the
+/// listing is in the store's currency, whatever the person calls it ("ten pounds" at a store
+/// that prices in dollars is a limit of 10.00).
+const CURRENCY: &[&str] = &[
+    "dollars", "dollar", "bucks", "usd", "pounds", "pound", "quid", "gbp", "euros", "euro", "eur",
+];
+const CURRENCY_SIGNS: &[&str] = &["$", "£", "€"];
 
 /// A stated price limit in cents, marking the tokens it used.
 fn price_ceiling(tokens: &[String], used: &mut [bool]) -> Option<u64> {
@@ -507,7 +631,9 @@ fn price_ceiling(tokens: &[String], used: &mut [bool]) -> Option<u64> {
             continue;
         };
         let mut at = start + trigger.len();
-        let dollar_sign = tokens.get(at).map(String::as_str) == Some("$");
+        let dollar_sign = tokens
+            .get(at)
+            .is_some_and(|token| CURRENCY_SIGNS.contains(&token.as_str()));
         if dollar_sign {
             at += 1;
         }
@@ -541,13 +667,6 @@ fn price_ceiling(tokens: &[String], used: &mut [bool]) -> Option<u64> {
     None
 }
 
-/// Measurement units: a number before one describes the product, not how many to buy.
-const SPEC_UNITS: &[&str] = &[
-    "litre", "litres", "liter", "liters", "l", "ml", "kg", "g", "gram", "grams", "oz", "ounce",
-    "ounces", "lb", "lbs", "w", "watt", "watts", "inch", "inches", "cm", "mm", "gb", "tb", "mah",
-    "v", "volt", "volts", "percent", "%",
-];
-
 /// The number of items asked for, if the words state one.
 fn stated_quantity(tokens: &[String], used: &mut [bool]) -> Option<u64> {
     let mut at = 0;
@@ -560,9 +679,11 @@ fn stated_quantity(tokens: &[String], used: &mut [bool]) -> Option<u64> {
             Some((value, span)) if value.fract() == 0.0 && value >= 0.0 => {
                 let next = tokens.get(at + span).map(String::as_str);
                 let currency = next.is_some_and(|token| CURRENCY.contains(&token));
-                let spec = next.is_some_and(|token| SPEC_UNITS.contains(&token));
-                let after_sign = at > 0 && tokens[at - 1] == "$";
-                if !(currency || spec || after_sign) {
+                let spec = next.is_some_and(is_unit);
+                let before = at.checked_sub(1).map(|index| tokens[index].as_str());
+                let after_sign = before.is_some_and(|token| CURRENCY_SIGNS.contains(&token));
+                let designation = before.is_some_and(is_designation);
+                if !(currency || spec || after_sign || designation) {
                     used[at..at + span].iter_mut().for_each(|flag| *flag = true);
                     return Some(value as u64);
                 }
@@ -574,24 +695,29 @@ fn stated_quantity(tokens: &[String], used: &mut [bool]) -> Option<u64> {
     None
 }
 
-/// How many units one of the variant holds: its first number ("12 pack"), doubled for pairs
-/// ("1 pair" is two gloves, so "a pair of gloves" is one of it).
+/// How many units one of the variant holds: the number before a pack word ("0-6 months, 2
+/// pack" holds 2), else its first number that is not a measure ("12 pack", "6 eggs"; "500 g"
+/// is one), doubled for pairs ("1 pair" is two gloves, so "a pair of gloves" is one of it).
 fn units_per_pack(variant: &str) -> u64 {
-    let count = first_integer(variant).unwrap_or(1);
-    let pairs = tokenize(variant)
-        .iter()
-        .any(|word| word == "pair" || word == "pairs");
+    const PACK_WORDS: &[&str] = &[
+        "pack", "packs", "pk", "count", "ct", "pcs", "pieces", "piece",
+    ];
+    let tokens = tokenize(variant);
+    let number = |index: usize| tokens[index].parse::<u64>().ok();
+    let next = |index: usize| tokens.get(index + 1).map(String::as_str).unwrap_or("");
+    let count = (0..tokens.len())
+        .find(|&index| number(index).is_some() && PACK_WORDS.contains(&next(index)))
+        .or_else(|| {
+            (0..tokens.len()).find(|&index| number(index).is_some() && !is_unit(next(index)))
+        })
+        .and_then(number)
+        .unwrap_or(1);
+    let pairs = tokens.iter().any(|word| word == "pair" || word == "pairs");
     if pairs {
         count.saturating_mul(2)
     } else {
         count
     }
-}
-
-fn first_integer(text: &str) -> Option<u64> {
-    text.split(|c: char| !c.is_ascii_digit())
-        .find(|part| !part.is_empty())
-        .and_then(|digits| digits.parse().ok())
 }
 
 /// Words that end a merchant's name.
@@ -631,48 +757,6 @@ fn merchant_matches(named: &str, merchant: &str) -> bool {
         .any(|word| merchant.iter().any(|part| same_word(word, part)))
 }
 
-/// Whether listing text talks to the assistant instead of describing the product.
-fn addresses_the_assistant(text: &str) -> bool {
-    let tokens = tokenize(text);
-    let has = |phrase: &[&str]| {
-        tokens
-            .windows(phrase.len())
-            .any(|window| window.iter().zip(phrase).all(|(token, word)| token == word))
-    };
-    let aimed = [
-        "ai",
-        "assistant",
-        "assistants",
-        "agent",
-        "agents",
-        "bot",
-        "bots",
-        "automated",
-        "disregard",
-        "instruction",
-        "instructions",
-    ]
-    .iter()
-    .any(|word| tokens.iter().any(|token| token == word));
-    let commanding = [
-        &["ignore"][..],
-        &["you", "must"],
-        &["you", "should"],
-        &["system", "prompt"],
-        &["select", "the"],
-        &["always", "want"],
-    ]
-    .iter()
-    .any(|phrase| has(phrase));
-    let ordering = tokens.windows(2).any(|pair| {
-        matches!(
-            pair[0].as_str(),
-            "add" | "buy" | "order" | "choose" | "select"
-        ) && pair[1].parse::<u64>().is_ok()
-    });
-    aimed || commanding || ordering
-}
-
 /// Attribute values that exclude one another, each with its spellings; the first spelling
 /// names the value. The last field says which kind of mismatch a contradiction is.
 const EXCLUSIVE: &[(ReasonCode, &[&[&str]])] = &[
@@ -683,9 +767,9 @@ const EXCLUSIVE: &[(ReasonCode, &[&[&str]])] = &[
     (
         ReasonCode::Variant,
         &[
-            &["small"],
+            &["small", "little"],
             &["medium"],
-            &["large"],
+            &["large", "big"],
             &["xl", "extra-large"],
             &["mini"],
             &["jumbo"],
@@ -741,6 +825,19 @@ const EXCLUSIVE: &[(ReasonCode, &[&[&str]])] = &[
     ),
 ];
 
+/// Whether `word` spells an attribute value the listing names in another spelling ("big" for
+/// "large", "fizzy" for "sparkling").
+fn same_value_held(word: &str, listing: &[String]) -> bool {
+    EXCLUSIVE.iter().any(|(_, values)| {
+        values.iter().any(|spellings| {
+            spellings.contains(&word)
+                && listing
+                    .iter()
+                    .any(|token| spellings.contains(&token.as_str()))
+        })
+    })
+}
+
 /// A value the words name that the listing contradicts with another value of the same kind.
 fn contradictions(spoken: &[&str], listing: &[String]) -> Vec<(ReasonCode, String)> {
     let mut found = Vec::new();
@@ -787,10 +884,7 @@ fn different_item(spoken: &[&str], title: &[String], variant: &[String]) -> Opti
                 || !variant.iter().any(|part| same_word(word, part))
         })
         .collect();
-    let head = title
-        .iter()
-        .rev()
-        .find(|word| word.len() >= 3 && word.chars().all(|c| c.is_alphabetic()))?;
+    let head = head_noun(title)?;
     let all_in_title = !described.is_empty()
         && described
             .iter()
@@ -802,15 +896,16 @@ fn different_item(spoken: &[&str], title: &[String], variant: &[String]) -> Opti
 
 /// The same word up to a plural ending, or one a prefix of the other ("ink" / "inkjet").
 fn same_word(a: &str, b: &str) -> bool {
-    let stem = |word: &str| -> String {
-        word.strip_suffix("es")
-            .filter(|stem| stem.len() >= 3 && !stem.ends_with('s'))
-            .or_else(|| word.strip_suffix('s').filter(|stem| stem.len() >= 3))
-            .unwrap_or(word)
-            .to_owned()
-    };
     let (a, b) = (stem(a), stem(b));
-    a == b || (a.len() >= 3 && b.starts_with(&a)) || (b.len() >= 3 && a.starts_with(&b))
+    a == b || (a.len() >= 3 && b.starts_with(a)) || (b.len() >= 3 && a.starts_with(b))
+}
+
+/// A word without its plural ending.
+fn stem(word: &str) -> &str {
+    word.strip_suffix("es")
+        .filter(|stem| stem.len() >= 3 && !stem.ends_with('s'))
+        .or_else(|| word.strip_suffix('s').filter(|stem| stem.len() >= 3))
+        .unwrap_or(word)
 }
 
 #[cfg(test)]
