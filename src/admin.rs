@@ -27,6 +27,8 @@ usage: hearth admin COMMAND [--json]
   token HOUSEHOLD [--days N]        (N from 1 to 90, default 30)
   link-code HOUSEHOLD               (one-time, for the consent page; 15 minutes)
   log-key                           (the verifier key of the households' logs)
+  log-key re-sign (--all | HOUSEHOLD)
+                                    (sign log heads again with the current key and host)
   unlink HOUSEHOLD
 HOUSEHOLD is the household id that `household create` printed.";
 
@@ -61,6 +63,8 @@ enum Command {
     },
     LinkCode(String),
     LogKey,
+    /// `None`: every household.
+    ResignLogs(Option<String>),
     Unlink(String),
 }
 
@@ -168,6 +172,13 @@ fn parse(words: &[&str]) -> Result<Command, Usage> {
         }
         ["link-code", household] => Command::LinkCode(household.to_string()),
         ["log-key"] => Command::LogKey,
+        ["log-key", "re-sign", "--all"] => Command::ResignLogs(None),
+        ["log-key", "re-sign", household] if !household.starts_with("--") => {
+            Command::ResignLogs(Some(household.to_string()))
+        }
+        ["log-key", "re-sign", ..] => {
+            return usage("log-key re-sign takes --all or one HOUSEHOLD");
+        }
         ["unlink", household] => Command::Unlink(household.to_string()),
         [] => return usage("no command given"),
         _ => {
@@ -211,7 +222,7 @@ async fn execute(command: Command) -> anyhow::Result<Value> {
     if matches!(command, Command::Token { .. }) {
         credentials_for_tokens(&mut config).await?;
     }
-    if matches!(command, Command::LogKey) {
+    if matches!(command, Command::LogKey | Command::ResignLogs(_)) {
         hearth_core::app::load_credentials(&mut config).await;
     }
     let admin = hearth_core::app::admin(&config).await?;
@@ -240,6 +251,9 @@ async fn execute(command: Command) -> anyhow::Result<Value> {
         }
         Command::LinkCode(household) => serde_json::to_value(admin.link_code(&household).await?),
         Command::LogKey => serde_json::to_value(admin.log_key()?),
+        Command::ResignLogs(household) => {
+            serde_json::to_value(admin.resign_logs(household.as_deref()).await?)
+        }
         Command::Unlink(household) => serde_json::to_value(admin.unlink(&household).await?),
     };
     Ok(value?)

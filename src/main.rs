@@ -73,9 +73,17 @@ async fn serve() -> anyhow::Result<()> {
     } else if config.credential_source == CredentialSource::None {
         let dev = dev_credentials::ensure(&config.data_dir)?;
         let configured = std::mem::replace(&mut config.credentials, dev.credentials());
+        // The development credentials stand in for the OAuth client, the judge token and the
+        // JWT secret only: every other key the environment sets is used as a deployment uses
+        // it, the log keys included (a log key given for a rotation must not be silently
+        // replaced by the generated one).
         config.credentials.aion_api_key = configured.aion_api_key;
         config.credentials.host_key = configured.host_key;
         config.credentials.notify_key = configured.notify_key;
+        if configured.log_key.is_some() {
+            config.credentials.log_key = configured.log_key;
+            config.credentials.log_key_previous = configured.log_key_previous;
+        }
         print_dev_banner(&config, &dev);
     }
     if config.demo_device {

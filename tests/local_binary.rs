@@ -144,3 +144,63 @@ fn bad_settings_are_refused_with_one_line() {
     assert!(refused(&[("MCP_DISABLED", "maybe")]).contains("MCP_DISABLED"));
     assert!(refused(&[("MCP_RESOURCE_URL", "http://hearth.example/mcp")]).contains("https"));
 }
+
+/// With the development credentials, the log keys still come from the environment when it
+/// sets them, as a deployment's do: the published keys are those of `HEARTH_LOG_KEY` and
+/// `HEARTH_LOG_KEY_PREVIOUS` at `HEARTH_LOG_KEY_VERSION`, not the generated file's.
+#[test]
+fn development_credentials_honour_the_log_keys_in_the_environment() {
+    let data = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let log_keys = [
+        ("HEARTH_LOG_KEY", "the second log key"),
+        ("HEARTH_LOG_KEY_PREVIOUS", "the first log key"),
+        ("HEARTH_LOG_KEY_VERSION", "2"),
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .env_clear()
+        .env("HEARTH_ADDR", format!("127.0.0.1:{port}"))
+        .env("HEARTH_DATA_DIR", data.path())
+        .envs(log_keys)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (status, body) = http(port, "GET", "/.well-known/hearth/log-keys", &[], "");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(status, 200, "{body}");
+    let published: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let expected = hearth_core::transparency::LogKeys::new(
+        "127.0.0.1",
+        &common::config(&log_keys).log_key_seeds(),
+    )
+    .unwrap()
+    .published();
+    let vkeys: Vec<&str> = published["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|key| key["verify_only"] != true)
+        .map(|key| key["vkey"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        vkeys,
+        expected
+            .iter()
+            .map(|key| key.vkey.as_str())
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        vkeys[0].starts_with("127.0.0.1/hearth-log/v2+"),
+        "{vkeys:?}"
+    );
+}

@@ -429,3 +429,46 @@ async fn concurrent_writers_never_sign_a_fork(backend: Backend) {
 }
 
 on_both_stores!(concurrent_writers_never_sign_a_fork);
+
+/// The ledger's history, like every other ledger read, is for a signed speaker: without one
+/// `prove_history` refuses for the ledger, and still answers for the decisions.
+#[tokio::test]
+async fn proving_the_ledgers_history_needs_a_signed_speaker() {
+    let h = harness(&[("COUNTERSIGN_HOST_KEY", HOST_KEY)]);
+    let device = Device::new(h.router.clone(), h.clock.clone());
+    let placed = device
+        .call(
+            Turn::new("dana", &["order a 4 pack of AA batteries"]),
+            "propose_purchase",
+            json!({"product_id": "aa-batteries", "variant_id": "4-pack", "quantity": 1}),
+        )
+        .await;
+    let household = ok(&placed)["placed"]["receipt"]["household_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let arguments = json!({"household_id": household, "log": "ledger", "from_size": 0});
+    let unsigned = call_tool(&h.router, "prove_history", arguments.clone()).await;
+    assert_eq!(unsigned["isError"], true, "{unsigned}");
+    assert!(
+        unsigned["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("without knowing who is speaking"),
+        "{unsigned}"
+    );
+    let signed = device
+        .call(
+            Turn::new("dana", &["prove what we bought"]),
+            "prove_history",
+            arguments,
+        )
+        .await;
+    assert_eq!(
+        ok(&signed)["checkpoint"].as_str().unwrap().lines().nth(1),
+        Some("1")
+    );
+    call_tool(&h.router, "record_decision", decision("dim the lights")).await;
+    let decisions = prove(&h.router, "decisions", 0).await;
+    assert_ne!(decisions["isError"], true, "{decisions}");
+}

@@ -19,7 +19,7 @@ use crate::countersign::household::{HouseholdData, account_policy};
 use crate::countersign::ledger;
 use crate::linking::Linking;
 use crate::store::{AccountItem, AccountSummary, ChainKey, ChainStore, GrantStore, StoreError};
-use crate::transparency::LogKeys;
+use crate::transparency::{self, LogKeys, LogKind, ProofError, Resigned};
 use crate::why;
 
 /// The longest a household token minted by `hearth admin token` may live, in days.
@@ -131,6 +131,19 @@ pub struct LogKey {
 }
 
 #[derive(Debug, Serialize)]
+pub struct ResignedLogs {
+    pub households: Vec<ResignedHousehold>,
+}
+
+/// What re-signing did to one household's two logs.
+#[derive(Debug, Serialize)]
+pub struct ResignedHousehold {
+    pub household_id: String,
+    pub decisions: Resigned,
+    pub ledger: Resigned,
+}
+
+#[derive(Debug, Serialize)]
 pub struct Unlinked {
     pub household_id: String,
     /// What stopped working: `access_tokens`, those issued since the last unlink.
@@ -194,6 +207,57 @@ impl Admin {
             vkey: current.vkey,
             public_key: current.public_key,
         })
+    }
+
+    /// `log-key re-sign [--all | HOUSEHOLD]`: signs every household's log heads (or one
+    /// household's) again with the current log key under the current host, where an earlier
+    /// key or host signed them. An idle household's head is otherwise re-signed only on its
+    /// next append, and must be before the earlier key's identity is dropped.
+    pub async fn resign_logs(&self, household: Option<&str>) -> Result<ResignedLogs, AdminError> {
+        let keys = self.log_keys.as_ref().ok_or_else(|| {
+            AdminError::NotConfigured("re-signing needs HEARTH_LOG_KEY and MCP_RESOURCE_URL".into())
+        })?;
+        let households: Vec<String> = match household {
+            Some(id) => {
+                self.accounts.get(id).await?;
+                vec![id.to_owned()]
+            }
+            None => self
+                .accounts
+                .list()
+                .await?
+                .into_iter()
+                .map(|summary| summary.household_id)
+                .collect(),
+        };
+        let mut report = Vec::with_capacity(households.len());
+        for id in households {
+            let scope = household_scope(&id);
+            let mut logs = [Resigned::NoLog; 2];
+            for (slot, (kind, key)) in [
+                (LogKind::Decisions, why::service::chain_key_in(&scope, &id)),
+                (LogKind::Ledger, ledger::chain_key_in(&scope, &id)),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                logs[slot] = transparency::resign(self.chains.as_ref(), keys, kind, &key)
+                    .await
+                    .map_err(|error| match error {
+                        ProofError::Store(error) => AdminError::from(error),
+                        error => AdminError::Invalid(format!(
+                            "household {id}'s {} log: {error}",
+                            kind.as_str()
+                        )),
+                    })?;
+            }
+            report.push(ResignedHousehold {
+                household_id: id,
+                decisions: logs[0],
+                ledger: logs[1],
+            });
+        }
+        Ok(ResignedLogs { households: report })
     }
 
     /// `household create NAME [--policy FILE]`: a new household; a given policy must not name

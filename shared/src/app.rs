@@ -290,7 +290,9 @@ pub fn log_keys(config: &Config) -> Option<Arc<LogKeys>> {
     if seeds.is_empty() {
         return None;
     }
-    match LogKeys::new(urls.host(), &seeds) {
+    match LogKeys::new(urls.host(), &seeds)
+        .and_then(|keys| keys.with_previous(&config.log_key_names_previous))
+    {
         Ok(keys) => Some(Arc::new(keys)),
         Err(error) => {
             tracing::error!(%error, "the log keys could not be made");

@@ -15,7 +15,7 @@ use base64::engine::general_purpose::STANDARD;
 use std::collections::HashMap;
 
 use crate::random::os_bytes;
-use crate::store::{ChainKey, ChainStore, LogAppend, LogHead, StoreError};
+use crate::store::{ChainKey, ChainStore, LogAppend, LogHead, LogRead, StoreError};
 use crate::tlog::checkpoint::{Checkpoint, parse_proof, proof_text};
 use crate::tlog::note::{self, NoteSigner, NoteVerifier};
 use crate::tlog::tree::{
@@ -54,15 +54,28 @@ pub struct PublishedKey {
     pub name: String,
     /// The Ed25519 public key, base64.
     pub public_key: String,
+    /// `true` for an earlier key or host that no longer signs: checkpoints it signed still
+    /// verify, and the next append re-signs their log with the current key.
+    pub verify_only: bool,
 }
 
-/// The deployment's log signing keys: the first is current, any others are older ones still
-/// signing during a rotation's overlap. Their names are deployment-wide
+/// The deployment's log keys: the first signing key is current, any others are older ones
+/// still signing during a rotation's overlap. Their names are deployment-wide
 /// (`<host>/hearth-log/v<version>`), unlike the origins, which name each household's log.
+///
+/// Earlier identities verify without signing (`HEARTH_LOG_KEY_NAMES_PREVIOUS`): a key that
+/// was dropped after a rotation, or this deployment's keys under the name of a host it was
+/// once served from. A checkpoint signed by any of them verifies, an origin under any of
+/// their hosts names the same log, and a head they signed is re-signed with the current key
+/// on its log's next append (or by `hearth admin log-key re-sign`).
 pub struct LogKeys {
     host: String,
+    /// Hosts of earlier identities: their origins name this deployment's logs too.
+    earlier_hosts: Vec<String>,
     signers: Vec<NoteSigner>,
+    /// The signers' verifiers, then the verify-only ones.
     verifiers: Vec<NoteVerifier>,
+    signing: usize,
 }
 
 impl LogKeys {
@@ -82,19 +95,55 @@ impl LogKeys {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             host: host.to_owned(),
+            earlier_hosts: Vec::new(),
+            signing: verifiers.len(),
             signers,
             verifiers,
         })
     }
 
-    /// Every key a verifier should know, current first.
+    /// The same keys also verifying `previous` identities, each either a whole verifier key
+    /// (`name+id+key`: a key no longer held) or a key name alone (`<host>/hearth-log/v<N>`:
+    /// this deployment's signing keys under an earlier name, after the host changed).
+    pub fn with_previous(mut self, previous: &[String]) -> Result<Self, String> {
+        for identity in previous {
+            let verifiers = if identity.contains('+') {
+                vec![NoteVerifier::parse(identity).map_err(|error| {
+                    format!("HEARTH_LOG_KEY_NAMES_PREVIOUS: {identity:?}: {error}")
+                })?]
+            } else {
+                self.signers
+                    .iter()
+                    .map(|signer| NoteVerifier::new(identity, &signer.public_key()))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|error| format!("HEARTH_LOG_KEY_NAMES_PREVIOUS: {error}"))?
+            };
+            for verifier in verifiers {
+                if let Some(host) = host_of(verifier.name())
+                    && host != self.host
+                    && !self.earlier_hosts.iter().any(|known| known == host)
+                {
+                    self.earlier_hosts.push(host.to_owned());
+                }
+                if !self.verifiers.contains(&verifier) {
+                    self.verifiers.push(verifier);
+                }
+            }
+        }
+        Ok(self)
+    }
+
+    /// Every key a verifier should know: the signing keys, current first, then the
+    /// verify-only ones.
     pub fn published(&self) -> Vec<PublishedKey> {
-        self.signers
+        self.verifiers
             .iter()
-            .map(|signer| PublishedKey {
-                vkey: signer.vkey(),
-                name: signer.name().to_owned(),
-                public_key: STANDARD.encode(signer.public_key()),
+            .enumerate()
+            .map(|(index, verifier)| PublishedKey {
+                vkey: verifier.vkey(),
+                name: verifier.name().to_owned(),
+                public_key: STANDARD.encode(verifier.public_key()),
+                verify_only: index >= self.signing,
             })
             .collect()
     }
@@ -105,13 +154,69 @@ impl LogKeys {
 
     /// The origin line of a log: `<host>/hearth/<log id>/<kind>/<epoch>`.
     pub fn origin(&self, log_id: &str, kind: LogKind, epoch: u64) -> String {
-        format!("{}/hearth/{log_id}/{}/{epoch}", self.host, kind.as_str())
+        origin_under(&self.host, log_id, kind, epoch)
+    }
+
+    /// Whether `origin` names this log under the current host or an earlier one.
+    pub fn names(&self, origin: &str, log_id: &str, kind: LogKind, epoch: u64) -> bool {
+        std::iter::once(&self.host)
+            .chain(&self.earlier_hosts)
+            .any(|host| origin == origin_under(host, log_id, kind, epoch))
+    }
+
+    /// What `origin` names, if it is an origin of one of this deployment's logs (under the
+    /// current host or an earlier one).
+    pub fn parse_origin(&self, origin: &str) -> Option<Origin> {
+        let mut parts = origin.rsplitn(5, '/');
+        let epoch = parts.next()?.parse().ok()?;
+        let kind = LogKind::parse(parts.next()?)?;
+        let log_id = parts.next()?.to_owned();
+        if parts.next()? != "hearth" {
+            return None;
+        }
+        let host = parts.next()?;
+        (host == self.host || self.earlier_hosts.iter().any(|known| known == host)).then_some(
+            Origin {
+                log_id,
+                kind,
+                epoch,
+            },
+        )
+    }
+
+    /// Whether `checkpoint` (a signed note) is signed by the current key under the current
+    /// host, so that re-signing it would change nothing.
+    fn signed_by_current(&self, checkpoint: &str) -> bool {
+        note::verify(checkpoint, &self.verifiers[..1]).is_ok()
     }
 
     fn sign(&self, checkpoint: &Checkpoint) -> String {
         let signers: Vec<&NoteSigner> = self.signers.iter().collect();
         note::sign(&checkpoint.text(), &signers)
     }
+}
+
+/// What an origin names: a log of one household and kind, in one epoch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub log_id: String,
+    pub kind: LogKind,
+    pub epoch: u64,
+}
+
+fn origin_under(host: &str, log_id: &str, kind: LogKind, epoch: u64) -> String {
+    format!("{host}/hearth/{log_id}/{}/{epoch}", kind.as_str())
+}
+
+/// The host in a key name `<host>/hearth-log/v<N>`.
+fn host_of(key_name: &str) -> Option<&str> {
+    let (host, version) = key_name.rsplit_once("/hearth-log/v")?;
+    version.parse::<u32>().ok().map(|_| host)
+}
+
+/// The first characters of a log id, enough to tell two apart in a message.
+fn short(log_id: &str) -> &str {
+    &log_id[..log_id.len().min(8)]
 }
 
 /// The name of log key `version` of `host`.
@@ -124,6 +229,12 @@ pub fn key_name(host: &str, version: u32) -> String {
 pub enum LogError {
     #[error("the stored log does not match its signed checkpoint: {0}")]
     Tampered(&'static str),
+    /// The chain's window names a log, and the log's head is gone or its signature blanked.
+    #[error("the log head was removed")]
+    Removed,
+    /// The chain's window names one log, and the head stored is another's.
+    #[error("the log was replaced")]
+    Replaced,
     #[error("the OS random source failed")]
     Random,
 }
@@ -141,13 +252,18 @@ pub struct Growth {
 }
 
 /// Grows `log` (as read with the window; `None` for a chain without one) by the record whose
-/// hash is `record_hash` (hex).
+/// hash is `record_hash` (hex). `named` is the log the chain's window head names
+/// ([`crate::store::Head::log_id`]).
 pub fn grow(
     keys: Option<&LogKeys>,
     kind: LogKind,
+    named: Option<&str>,
     log: Option<&LogHead>,
     record_hash: &str,
 ) -> Result<Growth, LogError> {
+    if keys.is_some() {
+        head_as_named(named, log)?;
+    }
     // A log that holds entries but no signature (it grew while no key was configured, or its
     // checkpoint was blanked in the database) is never signed over: with a key, the chain
     // starts a new log under a new id instead, so no signed origin can fork.
@@ -198,6 +314,22 @@ pub fn grow(
     })
 }
 
+/// Whether the log head read is the one the chain's window names: a window that names a log
+/// whose head is gone or blanked is tampering ("the log head was removed"), and one whose head
+/// is another log's is too ("the log was replaced"). A window that names none was written
+/// before logs existed, or opens a new one.
+fn head_as_named(named: Option<&str>, log: Option<&LogHead>) -> Result<(), LogError> {
+    let Some(named) = named else {
+        return Ok(());
+    };
+    match log {
+        None => Err(LogError::Removed),
+        Some(log) if log.size > 0 && log.checkpoint.is_empty() => Err(LogError::Removed),
+        Some(log) if log.log_id != named => Err(LogError::Replaced),
+        Some(_) => Ok(()),
+    }
+}
+
 /// A log's leaf data: the 32 raw bytes of the entry's record hash. A record hash that is not
 /// 64 hex digits (no record of Hearth's) is hashed as its text instead, still one leaf.
 pub fn record_leaf(record_hash: &str) -> Vec<u8> {
@@ -227,7 +359,7 @@ fn checked_frontier(
         .map_err(|_| LogError::Tampered("its checkpoint's signature does not verify"))?;
     let checkpoint =
         Checkpoint::parse(text).map_err(|_| LogError::Tampered("its checkpoint is malformed"))?;
-    if checkpoint.origin != keys.origin(&log.log_id, kind, log.epoch) {
+    if !keys.names(&checkpoint.origin, &log.log_id, kind, log.epoch) {
         return Err(LogError::Tampered("its checkpoint names another log"));
     }
     if checkpoint.size != log.size || checkpoint.root != frontier.root() {
@@ -277,6 +409,10 @@ pub enum ProofError {
     Invalid(String),
     #[error("the log does not match its signed checkpoint: {0}")]
     Tampered(String),
+    #[error("the log head was removed")]
+    Removed,
+    #[error("the log was replaced")]
+    Replaced,
     #[error("storage unavailable: {0}")]
     Store(#[from] StoreError),
 }
@@ -303,12 +439,17 @@ async fn stored_hashes(
 }
 
 /// The log head with its checkpoint verified against the keys, the head itself, and the tree
-/// it signs.
+/// it signs. `named` is the log the chain's window head names.
 fn signed_head(
     keys: &LogKeys,
     kind: LogKind,
+    named: Option<&str>,
     log: Option<LogHead>,
 ) -> Result<(LogHead, Checkpoint), ProofError> {
+    head_as_named(named, log.as_ref()).map_err(|error| match error {
+        LogError::Replaced => ProofError::Replaced,
+        _ => ProofError::Removed,
+    })?;
     let log = log
         .filter(|log| !log.checkpoint.is_empty())
         .ok_or(ProofError::NoLog)?;
@@ -333,10 +474,10 @@ pub async fn window_proofs(
     keys: &LogKeys,
     kind: LogKind,
     key: &ChainKey,
-    log: Option<LogHead>,
+    read: LogRead,
     record_hashes: &[&str],
 ) -> Result<WindowProofs, ProofError> {
-    let (log, checkpoint) = signed_head(keys, kind, log)?;
+    let (log, checkpoint) = signed_head(keys, kind, read.named.as_deref(), read.log)?;
     let (first, entries) = in_log(&log, record_hashes);
     let plans: Vec<Plan> = (first..log.size)
         .map(|index| Plan::inclusion(index, log.size))
@@ -381,10 +522,10 @@ pub async fn check_window(
     keys: &LogKeys,
     kind: LogKind,
     key: &ChainKey,
-    log: Option<LogHead>,
+    read: LogRead,
     record_hashes: &[&str],
 ) -> Result<(), ProofError> {
-    let (log, checkpoint) = signed_head(keys, kind, log)?;
+    let (log, checkpoint) = signed_head(keys, kind, read.named.as_deref(), read.log)?;
     let (first, entries) = in_log(&log, record_hashes);
     let plan = Plan::frontier(first);
     let hashes = stored_hashes(store, key, plan.needed()).await?;
@@ -414,7 +555,8 @@ pub async fn history(
     key: &ChainKey,
     from_size: u64,
 ) -> Result<(String, Vec<String>), ProofError> {
-    let (log, _) = signed_head(keys, kind, store.log_head(key).await?)?;
+    let read = store.log_head(key).await?;
+    let (log, _) = signed_head(keys, kind, read.named.as_deref(), read.log)?;
     if from_size > log.size {
         return Err(ProofError::Invalid(format!(
             "`from_size` is {from_size}, but the log holds {} entries: a kept checkpoint larger than the log means the log was truncated or forked.",
@@ -432,6 +574,47 @@ pub async fn history(
     ))
 }
 
+/// What re-signing a log's head did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Resigned {
+    /// The head was signed by an earlier key or under an earlier host, and now by the current
+    /// key under the current host: the same tree.
+    Resigned,
+    /// Already signed by the current key under the current host.
+    Current,
+    /// The chain has no signed log.
+    NoLog,
+}
+
+/// Signs `key`'s log head again with the current key under the current host, when an earlier
+/// key or host signed it: what an append does, for a log nobody is appending to. The head is
+/// verified first (any known key), and written on condition that it is still as read.
+pub async fn resign(
+    store: &dyn ChainStore,
+    keys: &LogKeys,
+    kind: LogKind,
+    key: &ChainKey,
+) -> Result<Resigned, ProofError> {
+    let read = store.log_head(key).await?;
+    let (log, checkpoint) = match signed_head(keys, kind, read.named.as_deref(), read.log) {
+        Ok(signed) => signed,
+        Err(ProofError::NoLog) => return Ok(Resigned::NoLog),
+        Err(error) => return Err(error),
+    };
+    let origin = keys.origin(&log.log_id, kind, log.epoch);
+    if checkpoint.origin == origin && keys.signed_by_current(&log.checkpoint) {
+        return Ok(Resigned::Current);
+    }
+    let signed = keys.sign(&Checkpoint {
+        origin,
+        size: checkpoint.size,
+        root: checkpoint.root,
+    });
+    store.resign_log(key, &log, &signed).await?;
+    Ok(Resigned::Resigned)
+}
+
 /// What checking a kept tlog-proof against the current log found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProofCheck {
@@ -440,8 +623,11 @@ pub enum ProofCheck {
     Holds { index: u64, size: u64 },
     /// It is not a proof this server signed (malformed, or another key's).
     NotOurs(String),
-    /// It is a proof of another log: another household's, or another epoch's.
+    /// It is a proof of another kind of log (a decision log's, given for the ledger).
     OtherLog,
+    /// It is a proof of another log of the same kind: the log was replaced (an operator's
+    /// `log reset`, or tampering), or the proof is another household's.
+    Replaced(String),
     /// The log now holds fewer entries than the proof's tree: entries were removed.
     Truncated(String),
     /// The entry, or the history before the proof's tree, differs from what was signed.
@@ -471,9 +657,28 @@ pub async fn check_proof(
     let Ok(kept) = Checkpoint::parse(signed) else {
         return Ok(ProofCheck::NotOurs("its checkpoint is malformed".into()));
     };
-    let (log, _) = signed_head(keys, kind, store.log_head(key).await?)?;
-    if kept.origin != keys.origin(&log.log_id, kind, log.epoch) {
-        return Ok(ProofCheck::OtherLog);
+    let read = store.log_head(key).await?;
+    let (log, _) = signed_head(keys, kind, read.named.as_deref(), read.log)?;
+    match keys.parse_origin(&kept.origin) {
+        None => {
+            return Ok(ProofCheck::NotOurs(
+                "its origin names no log of this server".into(),
+            ));
+        }
+        Some(origin) if origin.kind != kind => return Ok(ProofCheck::OtherLog),
+        Some(origin) if origin.log_id != log.log_id || origin.epoch != log.epoch => {
+            // Same deployment, same kind of log, another log id or epoch: this household's
+            // log was replaced (or the proof is another household's, which cannot be told
+            // apart here; either way it does not prove this log).
+            return Ok(ProofCheck::Replaced(format!(
+                "the proof is from log {}/{}, and the household's log is now {}/{}",
+                short(&origin.log_id),
+                origin.epoch,
+                short(&log.log_id),
+                log.epoch
+            )));
+        }
+        Some(_) => {}
     }
     if kept.size > log.size {
         return Ok(ProofCheck::Truncated(format!(
@@ -536,6 +741,7 @@ mod tests {
             let growth = grow(
                 Some(&keys),
                 LogKind::Decisions,
+                None,
                 log.as_ref(),
                 &record_hash(n),
             )
@@ -559,10 +765,11 @@ mod tests {
     #[test]
     fn a_head_edited_in_the_store_is_refused_not_signed_over() {
         let keys = keys();
-        let first = grow(Some(&keys), LogKind::Ledger, None, &record_hash(1)).unwrap();
+        let first = grow(Some(&keys), LogKind::Ledger, None, None, &record_hash(1)).unwrap();
         let second = grow(
             Some(&keys),
             LogKind::Ledger,
+            None,
             Some(&first.append.head),
             &record_hash(2),
         )
@@ -578,7 +785,13 @@ mod tests {
         for (case, bad) in [("frontier", edited), ("size", truncated), ("log id", moved)] {
             assert!(
                 matches!(
-                    grow(Some(&keys), LogKind::Ledger, Some(&bad), &record_hash(3)),
+                    grow(
+                        Some(&keys),
+                        LogKind::Ledger,
+                        None,
+                        Some(&bad),
+                        &record_hash(3)
+                    ),
                     Err(LogError::Tampered(_))
                 ),
                 "{case}"
@@ -589,6 +802,7 @@ mod tests {
                 grow(
                     Some(&keys),
                     LogKind::Decisions,
+                    None,
                     Some(&head),
                     &record_hash(3)
                 ),
@@ -596,13 +810,23 @@ mod tests {
             ),
             "a ledger's head is not a decision log's"
         );
-        assert!(grow(Some(&keys), LogKind::Ledger, Some(&head), &record_hash(3)).is_ok());
+        assert!(
+            grow(
+                Some(&keys),
+                LogKind::Ledger,
+                None,
+                Some(&head),
+                &record_hash(3)
+            )
+            .is_ok()
+        );
         // A blanked checkpoint is not signed over: the entry starts a new log.
         let mut blanked = head.clone();
         blanked.checkpoint.clear();
         let fresh = grow(
             Some(&keys),
             LogKind::Ledger,
+            None,
             Some(&blanked),
             &record_hash(3),
         )

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use hearth_core::auth::Caller;
 use hearth_core::clock::SystemClock;
 use hearth_core::store::{
-    APPEND_BUDGET, Append, ChainKey, ChainStore, LogHead, Snapshot, StoreError,
+    APPEND_BUDGET, Append, ChainKey, ChainStore, LogHead, LogRead, Snapshot, StoreError,
 };
 use hearth_core::why::record::NewDecision;
 use hearth_core::why::{WhyError, WhyService};
@@ -35,8 +35,12 @@ impl ChainStore for Contested {
         Ok((None, None))
     }
 
-    async fn log_head(&self, _: &ChainKey) -> Result<Option<LogHead>, StoreError> {
-        Ok(None)
+    async fn log_head(&self, _: &ChainKey) -> Result<LogRead, StoreError> {
+        Ok(LogRead::default())
+    }
+
+    async fn resign_log(&self, _: &ChainKey, _: &LogHead, _: &str) -> Result<(), StoreError> {
+        Ok(())
     }
 
     async fn log_hashes(

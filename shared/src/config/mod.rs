@@ -103,6 +103,11 @@ pub struct Config {
     /// `HEARTH_LOG_KEY_VERSION`: the version in the current log key's name (1 to 9999, default
     /// 1); during a rotation the previous key is the version before.
     pub log_key_version: u32,
+    /// `HEARTH_LOG_KEY_NAMES_PREVIOUS`: earlier log key identities that still verify but no
+    /// longer sign, comma-separated. Each is a whole verifier key (`name+id+key`, a key
+    /// dropped after a rotation) or a key name alone (`<host>/hearth-log/v<N>`, this
+    /// deployment's keys under the name of a host it was served from before).
+    pub log_key_names_previous: Vec<String>,
     /// `HEARTH_ALLOWED_HOSTS`: extra accepted `Host` values for a local server behind a proxy.
     pub extra_hosts: Vec<String>,
     /// `HEARTH_TOOLSETS`, default every known toolset.
@@ -248,6 +253,21 @@ impl Config {
                     reason: "expected a whole number from 1 to 9999".into(),
                 })?,
         };
+        let log_key_names_previous =
+            split_list(&get("HEARTH_LOG_KEY_NAMES_PREVIOUS").unwrap_or_default());
+        for identity in &log_key_names_previous {
+            let valid = if identity.contains('+') {
+                crate::tlog::note::NoteVerifier::parse(identity).map(|_| ())
+            } else if crate::tlog::note::is_key_name(identity) {
+                Ok(())
+            } else {
+                Err("not a key name (no spaces or +)".to_owned())
+            };
+            valid.map_err(|reason| ConfigError::Invalid {
+                name: "HEARTH_LOG_KEY_NAMES_PREVIOUS",
+                reason: format!("{identity:?}: {reason}"),
+            })?;
+        }
         let toolsets = match get("HEARTH_TOOLSETS") {
             Some(list) => {
                 let names = split_list(&list);
@@ -341,6 +361,7 @@ impl Config {
             urls,
             redirect_uris,
             log_key_version,
+            log_key_names_previous,
             extra_hosts: split_list(&get("HEARTH_ALLOWED_HOSTS").unwrap_or_default()),
             toolsets,
             rate_limits,

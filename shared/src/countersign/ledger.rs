@@ -24,7 +24,8 @@ use crate::auth::Caller;
 use crate::chain::{self, IntegrityError, Linked, Problem, Sealed};
 use crate::clock::{Clock, timestamp, unix_ms};
 use crate::store::{
-    Append, AppendLocks, ChainKey, ChainStore, ConflictRetry, Head, Retention, Snapshot, StoreError,
+    Append, AppendLocks, ChainKey, ChainStore, ConflictRetry, Head, LogRead, Retention, Snapshot,
+    StoreError,
 };
 use crate::transparency::{
     LogKeys, LogKind, ProofCheck, ProofError, check_proof, check_window, grow,
@@ -493,7 +494,7 @@ impl Ledger {
                 Step::Append(entry, outcome) => (entry, outcome),
             };
             let week = view.tally_after(&entry, weeks.start_of(now));
-            let mut append = Append::next(
+            let append = Append::next(
                 view.head.as_ref(),
                 &view.records,
                 self.retention,
@@ -503,11 +504,12 @@ impl Ledger {
             let growth = grow(
                 self.log_keys.as_deref(),
                 LogKind::Ledger,
+                view.head.as_ref().and_then(|head| head.log_id.as_deref()),
                 log.as_ref(),
                 &append.record.hash,
             )
             .map_err(|error| LedgerError::LogTampered(error.to_string()))?;
-            append.log = Some(growth.append);
+            let append = append.with_log(growth.append);
             let receipt = Receipt {
                 household_id: view.household_id.clone(),
                 window: window_label(&append.head),
@@ -554,12 +556,18 @@ impl Ledger {
                     .as_ref()
                     .map(|snapshot| snapshot.records.iter().map(|r| r.hash.as_str()).collect())
                     .unwrap_or_default();
+                let read = LogRead {
+                    log,
+                    named: retained
+                        .as_ref()
+                        .and_then(|snapshot| snapshot.head.log_id.clone()),
+                };
                 let window = check_window(
                     self.store.as_ref(),
                     keys,
                     LogKind::Ledger,
                     &key,
-                    log,
+                    read,
                     &hashes,
                 );
                 match window.await {
@@ -1039,6 +1047,7 @@ mod tests {
                 last_seq: 7,
                 last_hash: "cd".into(),
                 anchor: anchor.map(str::to_owned),
+                log_id: None,
             }),
             records: Vec::new(),
             entries: vec![entry],

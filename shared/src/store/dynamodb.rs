@@ -8,7 +8,7 @@
 //!
 //! | item           | `pk`                     | `sk`              | attributes |
 //! |----------------|--------------------------|-------------------|------------|
-//! | chain head     | `chain#<scope>#<name>`   | `head`            | `window_started_ms`, `expires_at_ms`, `first_seq`, `last_seq`, `last_hash`, `anchor` (absent until an eviction), `expires_at` |
+//! | chain head     | `chain#<scope>#<name>`   | `head`            | `window_started_ms`, `expires_at_ms`, `first_seq`, `last_seq`, `last_hash`, `anchor` (absent until an eviction), `log_id` (the chain's log, absent before it has one), `expires_at` |
 //! | chain record   | `chain#<scope>#<name>`   | `rec#<seq, 10 digits>` | `seq`, `hash`, `body`, `window_started_ms`, `expires_at` |
 //! | log head       | `chain#<scope>#<name>`   | `log`             | `log_id`, `epoch`, `tree_size`, `frontier` (hex, absent when empty), `checkpoint` (absent when none); no TTL |
 //! | log hashes     | `chain#<scope>#<name>`   | `hash#<leaf, 20 digits>` | `hashes` (hex: the leaf's hash, then the interior hashes it completed); no TTL |
@@ -16,7 +16,7 @@
 //! | rate counter   | `rate#<counter key>`     | `counter`         | `hits`, `expires_at_ms`, `expires_at`; one conditional `UpdateItem` each, issued together |
 //! | account        | `account#<household id>` | `account`         | `revision`, `body` (the account as JSON); no TTL |
 //! | account index  | `accounts`               | `<household id>`  | `name`, `linked`; written in the same transaction as the account, so a listing is one `Query` |
-//! | linking record | `grant#<kind>#<key>`     | `grant`           | `revision`, `body`, `expires_at_ms`, `expires_at`; kind is `link`, `code` or `family`, key a hash or family id |
+//! | linking record | `grant#<kind>#<key>`     | `grant`           | `revision`, `body`, `expires_at_ms`, `expires_at`; kind is `link`, `code`, `family` or `turn` (a host-key turn's ledger), key a hash or family id |
 //!
 //! Cost per call: a read is one strongly consistent `Query` of the chain's partition from
 //! `head` on (the head, the log head and the records sort together; the log's hashes sort
@@ -42,7 +42,7 @@ use aws_sdk_dynamodb::types::{
 
 use super::{
     AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, Counter, CounterStore,
-    GrantItem, GrantKind, GrantStore, Head, LogHead, Snapshot, StoreError, Taken,
+    GrantItem, GrantKind, GrantStore, Head, LogHead, LogRead, Snapshot, StoreError, Taken,
 };
 use crate::chain::Sealed;
 
@@ -306,12 +306,65 @@ impl ChainStore for DynamoStore {
         }
     }
 
-    async fn log_head(&self, key: &ChainKey) -> Result<Option<LogHead>, StoreError> {
-        self.get(&chain_pk(key), "log")
-            .await?
-            .as_ref()
-            .map(log_from)
-            .transpose()
+    async fn log_head(&self, key: &ChainKey) -> Result<LogRead, StoreError> {
+        // `head` and `log` sort next to each other: one Query of two items.
+        let page = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :head AND :log")
+            .expression_attribute_values(":pk", s(&chain_pk(key)))
+            .expression_attribute_values(":head", s("head"))
+            .expression_attribute_values(":log", s("log"))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(sdk_unavailable)?;
+        let mut read = LogRead::default();
+        for item in page.items() {
+            match sort_key(item) {
+                Some("log") => read.log = Some(log_from(item)?),
+                Some("head") => read.named = head_from(item)?.log_id,
+                _ => {}
+            }
+        }
+        Ok(read)
+    }
+
+    async fn resign_log(
+        &self,
+        key: &ChainKey,
+        expected: &LogHead,
+        checkpoint: &str,
+    ) -> Result<(), StoreError> {
+        let updated = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key_of(&chain_pk(key), "log")))
+            .update_expression("SET #checkpoint = :new")
+            .condition_expression(
+                "log_id = :log_id AND epoch = :epoch AND tree_size = :size AND #checkpoint = :old",
+            )
+            .expression_attribute_names("#checkpoint", "checkpoint")
+            .expression_attribute_values(":new", s(checkpoint))
+            .expression_attribute_values(":old", s(&expected.checkpoint))
+            .expression_attribute_values(":log_id", s(&expected.log_id))
+            .expression_attribute_values(":epoch", n(expected.epoch as i64))
+            .expression_attribute_values(":size", n(expected.size as i64))
+            .send()
+            .await;
+        match updated {
+            Ok(_) => Ok(()),
+            Err(error)
+                if error
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Err(StoreError::Conflict)
+            }
+            Err(error) => Err(sdk_unavailable(error)),
+        }
     }
 
     async fn log_hashes(
@@ -1033,6 +1086,9 @@ fn head_item(pk: &str, head: &Head, first_seq: u64) -> Item {
     if let Some(anchor) = &head.anchor {
         item.insert("anchor".into(), s(anchor));
     }
+    if let Some(log_id) = &head.log_id {
+        item.insert("log_id".into(), s(log_id));
+    }
     item.insert(TTL_ATTRIBUTE.into(), n(ttl_seconds(head.expires_at_ms)));
     item
 }
@@ -1148,6 +1204,10 @@ fn head_from(item: &Item) -> Result<Head, StoreError> {
         last_hash: string(item.get("last_hash"), "last_hash")?,
         anchor: item
             .get("anchor")
+            .and_then(|value| value.as_s().ok())
+            .cloned(),
+        log_id: item
+            .get("log_id")
             .and_then(|value| value.as_s().ok())
             .cloned(),
     })

@@ -45,6 +45,10 @@ pub struct Head {
     pub last_hash: String,
     /// Hash of the last evicted record, `None` while nothing has been evicted.
     pub anchor: Option<String>,
+    /// The log this chain's records go into, once one has: kept with the window so that a log
+    /// head removed or swapped behind the chain's back is named as tampering, never taken for
+    /// a chain that has no log yet. `None` for a window written before logs existed.
+    pub log_id: Option<String>,
 }
 
 impl Head {
@@ -77,6 +81,14 @@ pub struct LogAppend {
     pub expected: Option<LogHead>,
     pub head: LogHead,
     pub hashes: Vec<[u8; 32]>,
+}
+
+/// A chain's log head and what its window says of it, as [`ChainStore::log_head`] reads them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LogRead {
+    pub log: Option<LogHead>,
+    /// The log id the chain's window head names ([`Head::log_id`]).
+    pub named: Option<String>,
 }
 
 /// 32-byte hashes stored back to back, as both stores keep a log's frontier and hashes.
@@ -165,12 +177,23 @@ impl Append {
                 last_seq: seq,
                 last_hash: record.hash.clone(),
                 anchor,
+                log_id: head.and_then(|head| head.log_id.clone()),
             },
             record,
             evict_below_seq,
             max_live_chains: retention.max_live_chains,
             log: None,
         }
+    }
+}
+
+impl Append {
+    /// The same append growing the chain's log: the log's head, written in the same step, and
+    /// the log's id kept with the window's head.
+    pub fn with_log(mut self, log: LogAppend) -> Self {
+        self.head.log_id = Some(log.head.log_id.clone());
+        self.log = Some(log);
+        self
     }
 }
 
@@ -314,8 +337,19 @@ pub trait ChainStore: Send + Sync + 'static {
         now_ms: i64,
     ) -> Result<(Option<Snapshot>, Option<LogHead>), StoreError>;
 
-    /// The chain's log head, if it has a log.
-    async fn log_head(&self, key: &ChainKey) -> Result<Option<LogHead>, StoreError>;
+    /// The chain's log head, if it has a log, and the id of the log its window's head names
+    /// (live window or expired), in one read.
+    async fn log_head(&self, key: &ChainKey) -> Result<LogRead, StoreError>;
+
+    /// Replaces the log head's signed checkpoint (the same tree, signed again: after a key
+    /// rotation or a change of host), on condition that the head is still exactly `expected`.
+    /// Anything else is a [`StoreError::Conflict`] and changes nothing.
+    async fn resign_log(
+        &self,
+        key: &ChainKey,
+        expected: &LogHead,
+        checkpoint: &str,
+    ) -> Result<(), StoreError>;
 
     /// The hashes the appends of `leaves` stored (each leaf's hash, then the interior hashes
     /// it completed), by leaf index, in one read. A leaf the log does not hold is absent.

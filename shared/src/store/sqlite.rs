@@ -15,7 +15,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::{
     AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, Counter, CounterStore,
-    GrantItem, GrantKind, GrantStore, Head, LogHead, Snapshot, StoreError, Taken,
+    GrantItem, GrantKind, GrantStore, Head, LogHead, LogRead, Snapshot, StoreError, Taken,
 };
 use crate::chain::Sealed;
 
@@ -28,6 +28,7 @@ CREATE TABLE IF NOT EXISTS chain_heads (
     last_seq INTEGER NOT NULL,
     last_hash TEXT NOT NULL,
     anchor TEXT,
+    log_id TEXT,
     PRIMARY KEY (scope, name)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS chain_records (
@@ -128,6 +129,21 @@ impl SqliteStore {
             .set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
             .map_err(unavailable)?;
         connection.execute_batch(SCHEMA).map_err(unavailable)?;
+        // Stores made before chain heads named their log gain the column (empty: such a
+        // window is taken as written before logs).
+        let named: bool = connection
+            .query_row(
+                "SELECT COUNT(*) FROM pragma_table_info('chain_heads') WHERE name = 'log_id'",
+                [],
+                |row| row.get::<_, i64>(0),
+            )
+            .map_err(unavailable)?
+            > 0;
+        if !named {
+            connection
+                .execute_batch("ALTER TABLE chain_heads ADD COLUMN log_id TEXT")
+                .map_err(unavailable)?;
+        }
         Ok(Self {
             connection: Mutex::new(connection),
             counters: Mutex::new(CounterTable::default()),
@@ -213,7 +229,7 @@ fn write_log(connection: &Connection, key: &ChainKey, log: &LogHead) -> Result<(
 fn read_head(connection: &Connection, key: &ChainKey) -> Result<Option<Head>, StoreError> {
     connection
         .prepare_cached(
-            "SELECT window_started_ms, expires_at_ms, last_seq, last_hash, anchor
+            "SELECT window_started_ms, expires_at_ms, last_seq, last_hash, anchor, log_id
              FROM chain_heads WHERE scope = ?1 AND name = ?2",
         )
         .and_then(|mut statement| {
@@ -225,6 +241,7 @@ fn read_head(connection: &Connection, key: &ChainKey) -> Result<Option<Head>, St
                         last_seq: row.get::<_, i64>(2)? as u64,
                         last_hash: row.get(3)?,
                         anchor: row.get(4)?,
+                        log_id: row.get(5)?,
                     })
                 })
                 .optional()
@@ -241,7 +258,7 @@ impl ChainStore for SqliteStore {
             let mut statement = connection
                 .prepare_cached(
                     "SELECT h.window_started_ms, h.expires_at_ms, h.last_seq, h.last_hash, h.anchor,
-                            r.seq, r.hash, r.body
+                            r.seq, r.hash, r.body, h.log_id
                      FROM chain_heads h
                      LEFT JOIN chain_records r ON r.scope = h.scope AND r.name = h.name
                      WHERE h.scope = ?1 AND h.name = ?2
@@ -262,6 +279,7 @@ impl ChainStore for SqliteStore {
                             last_seq: row.get::<_, i64>(2).map_err(unavailable)? as u64,
                             last_hash: row.get(3).map_err(unavailable)?,
                             anchor: row.get(4).map_err(unavailable)?,
+                            log_id: row.get(8).map_err(unavailable)?,
                         },
                         records: Vec::new(),
                     }),
@@ -288,8 +306,44 @@ impl ChainStore for SqliteStore {
         Ok((snapshot, log))
     }
 
-    async fn log_head(&self, key: &ChainKey) -> Result<Option<LogHead>, StoreError> {
-        self.with_connection(|connection| read_log(connection, key))
+    async fn log_head(&self, key: &ChainKey) -> Result<LogRead, StoreError> {
+        self.with_connection(|connection| {
+            Ok(LogRead {
+                log: read_log(connection, key)?,
+                named: read_head(connection, key)?.and_then(|head| head.log_id),
+            })
+        })
+    }
+
+    async fn resign_log(
+        &self,
+        key: &ChainKey,
+        expected: &LogHead,
+        checkpoint: &str,
+    ) -> Result<(), StoreError> {
+        self.with_connection(|connection| {
+            let changed = connection
+                .execute(
+                    "UPDATE chain_logs SET checkpoint = ?1
+                     WHERE scope = ?2 AND name = ?3 AND log_id = ?4 AND epoch = ?5
+                       AND size = ?6 AND checkpoint = ?7",
+                    params![
+                        checkpoint,
+                        key.scope,
+                        key.name,
+                        expected.log_id,
+                        expected.epoch as i64,
+                        expected.size as i64,
+                        expected.checkpoint
+                    ],
+                )
+                .map_err(unavailable)?;
+            if changed == 1 {
+                Ok(())
+            } else {
+                Err(StoreError::Conflict)
+            }
+        })
     }
 
     async fn log_hashes(
@@ -379,14 +433,16 @@ impl ChainStore for SqliteStore {
             transaction
                 .execute(
                     "INSERT INTO chain_heads
-                       (scope, name, window_started_ms, expires_at_ms, last_seq, last_hash, anchor)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                       (scope, name, window_started_ms, expires_at_ms, last_seq, last_hash, anchor,
+                        log_id)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                      ON CONFLICT (scope, name) DO UPDATE SET
                        window_started_ms = excluded.window_started_ms,
                        expires_at_ms = excluded.expires_at_ms,
                        last_seq = excluded.last_seq,
                        last_hash = excluded.last_hash,
-                       anchor = excluded.anchor",
+                       anchor = excluded.anchor,
+                       log_id = excluded.log_id",
                     params![
                         key.scope,
                         key.name,
@@ -394,7 +450,8 @@ impl ChainStore for SqliteStore {
                         head.expires_at_ms,
                         head.last_seq as i64,
                         head.last_hash,
-                        head.anchor
+                        head.anchor,
+                        head.log_id
                     ],
                 )
                 .map_err(unavailable)?;
@@ -451,8 +508,10 @@ impl ChainStore for SqliteStore {
             transaction
                 .execute(
                     "INSERT INTO chain_heads
-                       (scope, name, window_started_ms, expires_at_ms, last_seq, last_hash, anchor)
-                     SELECT ?3, ?4, window_started_ms, expires_at_ms, last_seq, last_hash, anchor
+                       (scope, name, window_started_ms, expires_at_ms, last_seq, last_hash, anchor,
+                        log_id)
+                     SELECT ?3, ?4, window_started_ms, expires_at_ms, last_seq, last_hash, anchor,
+                            log_id
                      FROM chain_heads WHERE scope = ?1 AND name = ?2",
                     params![from.scope, from.name, to.scope, to.name],
                 )

@@ -27,7 +27,16 @@ impl ChainStore for Unconfigured {
         Err(StoreError::Unavailable(REASON.into()))
     }
 
-    async fn log_head(&self, _key: &ChainKey) -> Result<Option<LogHead>, StoreError> {
+    async fn log_head(&self, _key: &ChainKey) -> Result<super::LogRead, StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+
+    async fn resign_log(
+        &self,
+        _key: &ChainKey,
+        _expected: &LogHead,
+        _checkpoint: &str,
+    ) -> Result<(), StoreError> {
         Err(StoreError::Unavailable(REASON.into()))
     }
 

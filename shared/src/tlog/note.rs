@@ -114,6 +114,43 @@ pub struct NoteVerifier {
 }
 
 impl NoteVerifier {
+    /// The verifier of `name` (see [`is_key_name`]) with an Ed25519 public key.
+    pub fn new(name: &str, public_key: &[u8; 32]) -> Result<Self, String> {
+        if !is_key_name(name) {
+            return Err(format!(
+                "{name:?} is not a key name (non-empty, no spaces, no +)"
+            ));
+        }
+        let key = VerifyingKey::from_bytes(public_key)
+            .map_err(|_| "the public key is not a point on the curve".to_owned())?;
+        Ok(Self {
+            name: name.to_owned(),
+            id: key_id(name, public_key),
+            key,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The public key, 32 bytes.
+    pub fn public_key(&self) -> [u8; 32] {
+        self.key.to_bytes()
+    }
+
+    /// This verifier as a verifier key, `<name>+<hex id>+<base64(0x01 || key)>`.
+    pub fn vkey(&self) -> String {
+        let mut key = vec![ED25519];
+        key.extend_from_slice(&self.public_key());
+        format!(
+            "{}+{}+{}",
+            self.name,
+            hex::encode(self.id),
+            STANDARD.encode(key)
+        )
+    }
+
     /// Parses a verifier key `<name>+<hex id>+<base64(0x01 || key)>`; its id must match.
     pub fn parse(vkey: &str) -> Result<Self, String> {
         let mut parts = vkey.splitn(3, '+');

@@ -11,10 +11,11 @@ use super::limits::*;
 use super::matching::best_match;
 use super::record::{self, HASH_FIELD, NewDecision, RecordView};
 use crate::auth::Caller;
+use crate::auth::attestation::HostClaim;
 use crate::chain::{self, IntegrityError, Sealed};
 use crate::clock::{Clock, timestamp, unix_ms};
 use crate::store::{
-    Append, AppendLocks, ChainKey, ChainStore, ConflictRetry, Snapshot, StoreError,
+    Append, AppendLocks, ChainKey, ChainStore, ConflictRetry, LogRead, Snapshot, StoreError,
 };
 use crate::transparency::{
     LogError, LogKeys, LogKind, ProofError, WindowProofs, grow, history, window_proofs,
@@ -44,6 +45,11 @@ pub enum WhyError {
     /// The retained window or the log's stored hashes disagree with the signed checkpoint.
     #[error("{0}. The decision history cannot be trusted and is not used.")]
     LogMismatch(String),
+    /// The purchase ledger's history asked for without a signed speaker.
+    #[error(
+        "I can't show the household's purchase history without knowing who is speaking. Please ask on the device that knows your voice."
+    )]
+    NoSpeaker,
 }
 
 impl From<StoreError> for WhyError {
@@ -168,7 +174,7 @@ impl WhyService {
                 self.verified(snapshot)?;
             }
             let recorded_at = timestamp(now);
-            let mut append = Append::next(
+            let append = Append::next(
                 current.as_ref().map(|snapshot| &snapshot.head),
                 current.as_ref().map_or(&[], |snapshot| &snapshot.records),
                 RETENTION,
@@ -179,10 +185,13 @@ impl WhyService {
             let growth = grow(
                 self.log_keys.as_deref(),
                 LogKind::Decisions,
+                current
+                    .as_ref()
+                    .and_then(|snapshot| snapshot.head.log_id.as_deref()),
                 log.as_ref(),
                 &sealed.hash,
             )?;
-            append.log = Some(growth.append);
+            let append = append.with_log(growth.append);
             match self.store.append(&key, append, now_ms).await {
                 Ok(()) => {
                     let mut record = sealed
@@ -293,12 +302,16 @@ impl WhyService {
             None => None,
             Some(keys) => {
                 let hashes: Vec<&str> = snapshot.records.iter().map(|r| r.hash.as_str()).collect();
+                let read = LogRead {
+                    log: log_head,
+                    named: snapshot.head.log_id.clone(),
+                };
                 match window_proofs(
                     self.store.as_ref(),
                     keys,
                     LogKind::Decisions,
                     &key,
-                    log_head,
+                    read,
                     &hashes,
                 )
                 .await
@@ -331,6 +344,11 @@ impl WhyService {
         let key = chain_key(caller, household_id)?;
         let key = match kind {
             LogKind::Decisions => key,
+            // Like every other read of the ledger, its history is for a signed speaker: it
+            // tells when, and how often, the household bought.
+            LogKind::Ledger if !matches!(caller.host, HostClaim::Verified(_)) => {
+                return Err(WhyError::NoSpeaker);
+            }
             LogKind::Ledger => crate::countersign::ledger::chain_key_in(&caller.scope, &key.name),
         };
         let keys = self.log_keys.as_ref().ok_or_else(|| {

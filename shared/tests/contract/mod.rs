@@ -64,6 +64,7 @@ async fn fill(
             last_seq: seq,
             last_hash: record.hash.clone(),
             anchor,
+            log_id: None,
         };
         let evict_below_seq = (seq + 1).saturating_sub(keep as u64).max(1);
         store
@@ -199,6 +200,7 @@ pub async fn the_scope_cap_counts_live_chains_only(backend: Backend) {
             last_seq: 1,
             last_hash: record.hash.clone(),
             anchor: None,
+            log_id: None,
         },
         record: record.clone(),
         evict_below_seq: 1,
@@ -655,6 +657,7 @@ pub async fn relocating_moves_a_window_exactly_as_stored(backend: Backend) {
         last_seq: 31,
         last_hash: record.hash.clone(),
         anchor: Some(after.records[0].hash.clone()),
+        log_id: None,
         ..after.head.clone()
     };
     store
@@ -927,7 +930,7 @@ pub async fn a_log_grows_with_its_chain_and_outlives_its_window(backend: Backend
         (log.size, log.epoch, log.checkpoint.as_str()),
         (5, 1, "checkpoint of 5\n")
     );
-    assert_eq!(store.log_head(&key).await.unwrap(), Some(log.clone()));
+    assert_eq!(store.log_head(&key).await.unwrap().log, Some(log.clone()));
     // The window expires; the log does not, and the next append extends it.
     let later = NOW + 2 * HOUR;
     let (window, kept) = store.load_for_append(&key, later).await.unwrap();
@@ -988,7 +991,7 @@ pub async fn a_removed_log_keeps_its_id_with_the_next_epoch(backend: Backend) {
     append_logged(store, &key, NOW, 1).await;
     append_logged(store, &key, NOW, 2).await;
     store.remove(&key).await.unwrap();
-    let retired = store.log_head(&key).await.unwrap().unwrap();
+    let retired = store.log_head(&key).await.unwrap().log.unwrap();
     assert_eq!(
         (retired.log_id.as_str(), retired.epoch, retired.size),
         ("log-a", 2, 0)
@@ -1009,9 +1012,9 @@ pub async fn relocating_moves_the_log_with_the_window(backend: Backend) {
     append_logged(store, &from, NOW, 1).await;
     let moved = append_logged(store, &from, NOW, 2).await;
     assert_eq!(store.relocate(&from, &to, NOW).await.unwrap(), 2);
-    assert_eq!(store.log_head(&to).await.unwrap(), Some(moved));
+    assert_eq!(store.log_head(&to).await.unwrap().log, Some(moved));
     assert_eq!(store.log_hashes(&to, &[0, 1]).await.unwrap().len(), 2);
-    let left = store.log_head(&from).await.unwrap().unwrap();
+    let left = store.log_head(&from).await.unwrap().log.unwrap();
     assert_eq!(
         (left.epoch, left.size),
         (2, 0),

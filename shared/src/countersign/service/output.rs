@@ -195,6 +195,9 @@ pub enum ReceiptVerdict {
     NotRetained,
     /// The receipt is for another household.
     OtherHousehold,
+    /// The receipt's proof names another log of this kind: the household's log was replaced
+    /// (an operator's reset, or tampering), or the proof is another household's.
+    LogReplaced,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]

@@ -206,6 +206,8 @@ impl CountersignService {
                 receipt.seq
             ),
             ReceiptVerdict::OtherHousehold => "That receipt is for another household.".to_owned(),
+            // Only a tlog-proof names a log; a receipt names a window.
+            ReceiptVerdict::LogReplaced => "Warning: the log was replaced.".to_owned(),
         };
         Ok(ReceiptOutput {
             valid: verdict == ReceiptVerdict::Matches,
@@ -241,7 +243,11 @@ impl CountersignService {
             }
             ProofCheck::OtherLog => (
                 ReceiptVerdict::OtherHousehold,
-                "That proof is for another household's log.".to_owned(),
+                "That proof is for another kind of log, not the purchase record.".to_owned(),
+            ),
+            ProofCheck::Replaced(_) => (
+                ReceiptVerdict::LogReplaced,
+                "Warning: the log was replaced. That proof is from a log this household no longer has. Please ask whoever runs Hearth why.".to_owned(),
             ),
             ProofCheck::Truncated(reason) => (
                 ReceiptVerdict::HistoryDeleted,
