@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use hearth_core::admin::{AdminError, TOKEN_DAYS_DEFAULT, TOKEN_DAYS_MAX};
 use hearth_core::auth::dev_credentials;
 use hearth_core::config::{Config, CredentialSource};
+use hearth_core::transparency::LogKind;
 use serde_json::{Value, json};
 
 pub const USAGE: &str = "\
@@ -29,6 +30,8 @@ usage: hearth admin COMMAND [--json]
   log-key                           (the verifier key of the households' logs)
   log-key re-sign (--all | HOUSEHOLD)
                                     (sign log heads again with the current key and host)
+  log reset HOUSEHOLD --yes [--log decisions|ledger]
+                                    (start the household's logs anew; see the README)
   unlink HOUSEHOLD
 HOUSEHOLD is the household id that `household create` printed.";
 
@@ -65,6 +68,11 @@ enum Command {
     LogKey,
     /// `None`: every household.
     ResignLogs(Option<String>),
+    ResetLog {
+        household: String,
+        /// `None`: both logs.
+        only: Option<LogKind>,
+    },
     Unlink(String),
 }
 
@@ -179,6 +187,34 @@ fn parse(words: &[&str]) -> Result<Command, Usage> {
         ["log-key", "re-sign", ..] => {
             return usage("log-key re-sign takes --all or one HOUSEHOLD");
         }
+        ["log", "reset", rest @ ..] => {
+            let confirmed = rest.contains(&"--yes");
+            let rest: Vec<&str> = rest.iter().copied().filter(|w| *w != "--yes").collect();
+            let (positional, flags) = split_flags(&rest, &["--log"])?;
+            let [household] = positional.as_slice() else {
+                return usage("log reset takes one HOUSEHOLD");
+            };
+            let only = match flags.get("--log").map(String::as_str) {
+                None => None,
+                Some(name) => match LogKind::parse(name) {
+                    Some(kind) => Some(kind),
+                    None => return usage("--log is decisions or ledger"),
+                },
+            };
+            if !confirmed {
+                return usage(&format!(
+                    "log reset starts {} of household {household} anew: kept proofs of the old log will check as \"the log was replaced\". Run it again with --yes to do it",
+                    match only {
+                        None => "both logs".to_owned(),
+                        Some(kind) => format!("the {} log", kind.as_str()),
+                    }
+                ));
+            }
+            Command::ResetLog {
+                household: household.to_string(),
+                only,
+            }
+        }
         ["unlink", household] => Command::Unlink(household.to_string()),
         [] => return usage("no command given"),
         _ => {
@@ -222,7 +258,10 @@ async fn execute(command: Command) -> anyhow::Result<Value> {
     if matches!(command, Command::Token { .. }) {
         credentials_for_tokens(&mut config).await?;
     }
-    if matches!(command, Command::LogKey | Command::ResignLogs(_)) {
+    if matches!(
+        command,
+        Command::LogKey | Command::ResignLogs(_) | Command::ResetLog { .. }
+    ) {
         hearth_core::app::load_credentials(&mut config).await;
     }
     let admin = hearth_core::app::admin(&config).await?;
@@ -253,6 +292,9 @@ async fn execute(command: Command) -> anyhow::Result<Value> {
         Command::LogKey => serde_json::to_value(admin.log_key()?),
         Command::ResignLogs(household) => {
             serde_json::to_value(admin.resign_logs(household.as_deref()).await?)
+        }
+        Command::ResetLog { household, only } => {
+            serde_json::to_value(admin.reset_log(&household, only).await?)
         }
         Command::Unlink(household) => serde_json::to_value(admin.unlink(&household).await?),
     };

@@ -472,3 +472,60 @@ async fn proving_the_ledgers_history_needs_a_signed_speaker() {
     let decisions = prove(&h.router, "decisions", 0).await;
     assert_ne!(decisions["isError"], true, "{decisions}");
 }
+
+/// After the operator starts a household's ledger log anew (`hearth admin log reset`), a
+/// proof kept from the old log checks as "the log was replaced", never as another
+/// household's, and the new log's proofs hold.
+#[tokio::test]
+async fn a_ledger_proof_from_before_a_log_reset_checks_as_replaced() {
+    let h = harness(&[("COUNTERSIGN_HOST_KEY", HOST_KEY)]);
+    let device = Device::new(h.router.clone(), h.clock.clone());
+    let placed = device
+        .call(
+            Turn::new("dana", &["order a 4 pack of AA batteries"]),
+            "propose_purchase",
+            json!({"product_id": "aa-batteries", "variant_id": "4-pack", "quantity": 1}),
+        )
+        .await;
+    let placed = ok(&placed).clone();
+    let kept = placed["tlog_proof"].as_str().unwrap().to_owned();
+    let household = placed["placed"]["receipt"]["household_id"].as_str().unwrap();
+
+    let vars = common::settings(&[]);
+    let borrowed: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let config = common::config(&borrowed);
+    let store = Arc::new(SqliteStore::open(&h.db_path()).unwrap());
+    let ledger = hearth_core::countersign::ledger::Ledger::new(store, Arc::new(SystemClock))
+        .with_log_keys(hearth_core::app::log_keys(&config));
+    let caller = hearth_core::auth::Subject::of_judge_token(common::TOKEN).caller();
+    let weeks = hearth_core::countersign::household::Weeks::new("UTC", "monday").unwrap();
+    let reset = ledger.reset_log(&caller, household, &weeks).await.unwrap();
+    assert!(reset.tlog_proof.unwrap().starts_with("c2sp.org/tlog-proof@v1\nindex 0\n"));
+
+    let check = |receipt: String| {
+        let device = &device;
+        async move {
+            let result = device
+                .call(
+                    Turn::new("dana", &["check my receipt"]),
+                    "check_receipt",
+                    json!({"receipt": receipt}),
+                )
+                .await;
+            ok(&result).clone()
+        }
+    };
+    let old = check(kept).await;
+    assert_eq!(old["verdict"], "log_replaced", "{old}");
+    assert!(old["say"].as_str().unwrap().contains("the log was replaced"), "{old}");
+    let again = device
+        .call(
+            Turn::new("dana", &["and two packs of paper towels"]),
+            "propose_purchase",
+            json!({"product_id": "paper-towels", "variant_id": "6-rolls", "quantity": 2}),
+        )
+        .await;
+    let fresh = ok(&again)["tlog_proof"].as_str().unwrap().to_owned();
+    assert!(fresh.starts_with("c2sp.org/tlog-proof@v1\nindex 1\n"), "{fresh}");
+    assert_eq!(check(fresh).await["verdict"], "matches");
+}

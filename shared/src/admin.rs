@@ -12,15 +12,16 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::accounts::{AccountError, Accounts, new_household_id};
-use crate::auth::{JwtKeys, Scopes, household_scope};
+use crate::accounts::{AccountError, Accounts, Standing, new_household_id};
+use crate::auth::{Caller, JwtKeys, Scopes, household_scope};
 use crate::clock::{Clock, timestamp, unix_ms};
 use crate::countersign::household::{HouseholdData, account_policy};
-use crate::countersign::ledger;
+use crate::countersign::ledger::{self, Ledger};
 use crate::linking::Linking;
 use crate::store::{AccountItem, AccountSummary, ChainKey, ChainStore, GrantStore, StoreError};
 use crate::transparency::{self, LogKeys, LogKind, ProofError, Resigned};
 use crate::why;
+use crate::why::service::WhyService;
 
 /// The longest a household token minted by `hearth admin token` may live, in days.
 pub const TOKEN_DAYS_MAX: u32 = 90;
@@ -128,6 +129,23 @@ pub struct LogKey {
     pub vkey: String,
     /// Its Ed25519 public key, base64.
     pub public_key: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LogsReset {
+    pub household_id: String,
+    pub reset: Vec<LogReset>,
+}
+
+/// One log started anew: which, and the new log's first entry (a decision's `trace_id`, a
+/// ledger entry's `entry_hash`), which names what it replaced.
+#[derive(Debug, Serialize)]
+pub struct LogReset {
+    pub log: &'static str,
+    pub entry: String,
+    /// For the decision log, the first entry's `inputs`: the replaced log's id, origin and size.
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub replaced: Value,
 }
 
 #[derive(Debug, Serialize)]
@@ -258,6 +276,61 @@ impl Admin {
             });
         }
         Ok(ResignedLogs { households: report })
+    }
+
+    /// `log reset HOUSEHOLD --yes [--log decisions|ledger]`: starts the household's logs (or
+    /// one of them) anew. This is the only way a chain that has a log gets another: a log head
+    /// that was removed or replaced is otherwise refused as tampering. Each new log's first
+    /// entry names the log it replaces, and proofs kept from the old one then check as "the
+    /// log was replaced".
+    pub async fn reset_log(
+        &self,
+        household_id: &str,
+        only: Option<LogKind>,
+    ) -> Result<LogsReset, AdminError> {
+        let keys = self.log_keys.clone().ok_or_else(|| {
+            AdminError::NotConfigured(
+                "a log reset needs HEARTH_LOG_KEY and MCP_RESOURCE_URL".into(),
+            )
+        })?;
+        let account = self.accounts.get(household_id).await?;
+        let caller = Caller::of_household(household_id, Standing::Current);
+        let mut reset = Vec::new();
+        if only.is_none_or(|kind| kind == LogKind::Decisions) {
+            let record = WhyService::new(self.chains.clone(), self.clock.clone())
+                .with_log_keys(Some(keys.clone()))
+                .reset_log(&caller, household_id)
+                .await
+                .map_err(|error| AdminError::Invalid(format!("the decision log: {error}")))?;
+            reset.push(LogReset {
+                log: LogKind::Decisions.as_str(),
+                entry: record["trace_id"].as_str().unwrap_or_default().to_owned(),
+                replaced: record["inputs"].clone(),
+            });
+        }
+        if only.is_none_or(|kind| kind == LogKind::Ledger) {
+            let weeks = account
+                .policy
+                .as_ref()
+                .and_then(|policy| {
+                    HouseholdData::for_account(policy, household_id, &self.data.catalogue).ok()
+                })
+                .map_or_else(|| self.data.weeks.clone(), |home| home.weeks);
+            let appended = Ledger::new(self.chains.clone(), self.clock.clone())
+                .with_log_keys(Some(keys))
+                .reset_log(&caller, household_id, &weeks)
+                .await
+                .map_err(|error| AdminError::Invalid(format!("the ledger log: {error}")))?;
+            reset.push(LogReset {
+                log: LogKind::Ledger.as_str(),
+                entry: appended.receipt.entry_hash,
+                replaced: Value::Null,
+            });
+        }
+        Ok(LogsReset {
+            household_id: household_id.to_owned(),
+            reset,
+        })
     }
 
     /// `household create NAME [--policy FILE]`: a new household; a given policy must not name

@@ -275,13 +275,84 @@ pub fn grow(
             log.epoch,
             checked_frontier(keys, kind, log)?,
         ),
-        _ => (
-            hex::encode(os_bytes::<16>().map_err(|_| LogError::Random)?),
-            1,
-            Frontier::new(),
-        ),
+        _ => (fresh_log_id()?, 1, Frontier::new()),
     };
-    let mut frontier = frontier;
+    Ok(grow_from(
+        keys,
+        kind,
+        log,
+        log_id,
+        epoch,
+        frontier,
+        record_hash,
+    ))
+}
+
+/// What a reset replaces: the log the chain named, and what its head still says of it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Replaced {
+    /// The log id, from the head, or from the chain's window when the head is gone.
+    pub log_id: Option<String>,
+    /// Its origin line and size, when its head was still there.
+    pub origin: Option<String>,
+    pub size: Option<u64>,
+}
+
+/// What starting `log` over replaces (`named` is the log the chain's window names).
+pub fn replaced(
+    keys: &LogKeys,
+    kind: LogKind,
+    named: Option<&str>,
+    log: Option<&LogHead>,
+) -> Replaced {
+    match log {
+        Some(log) => Replaced {
+            log_id: Some(log.log_id.clone()),
+            origin: Some(keys.origin(&log.log_id, kind, log.epoch)),
+            size: Some(log.size),
+        },
+        None => Replaced {
+            log_id: named.map(str::to_owned),
+            ..Replaced::default()
+        },
+    }
+}
+
+/// Starts the chain's log anew at the record whose hash is `record_hash`: an operator's
+/// `log reset`, the only way a chain that has a log gets another. The new log has a new id;
+/// `log` is the head as read (missing, blanked or another log's: whatever needed the reset),
+/// so the write is still conditional on it. The record itself states what it replaces.
+pub fn start_over(
+    keys: &LogKeys,
+    kind: LogKind,
+    log: Option<&LogHead>,
+    record_hash: &str,
+) -> Result<Growth, LogError> {
+    Ok(grow_from(
+        Some(keys),
+        kind,
+        log,
+        fresh_log_id()?,
+        1,
+        Frontier::new(),
+        record_hash,
+    ))
+}
+
+fn fresh_log_id() -> Result<String, LogError> {
+    Ok(hex::encode(os_bytes::<16>().map_err(|_| LogError::Random)?))
+}
+
+/// The log `log_id` in `epoch`, grown from `frontier` by one record, and signed.
+fn grow_from(
+    keys: Option<&LogKeys>,
+    kind: LogKind,
+    expected: Option<&LogHead>,
+    log_id: String,
+    epoch: u64,
+    mut frontier: Frontier,
+    record_hash: &str,
+) -> Growth {
     let path = frontier.next_inclusion_proof();
     let index = frontier.size();
     let stored = frontier.append(leaf_hash(&record_leaf(record_hash)));
@@ -297,9 +368,9 @@ pub fn grow(
         }
         None => (String::new(), None),
     };
-    Ok(Growth {
+    Growth {
         append: LogAppend {
-            expected: log.cloned(),
+            expected: expected.cloned(),
             head: LogHead {
                 log_id,
                 epoch,
@@ -311,7 +382,7 @@ pub fn grow(
         },
         receipt,
         index,
-    })
+    }
 }
 
 /// Whether the log head read is the one the chain's window names: a window that names a log

@@ -28,7 +28,7 @@ use crate::store::{
     StoreError,
 };
 use crate::transparency::{
-    LogKeys, LogKind, ProofCheck, ProofError, check_proof, check_window, grow,
+    self, LogKeys, LogKind, ProofCheck, ProofError, check_proof, check_window, grow,
 };
 
 pub const FORMAT: &str = "hearth.ledger/1";
@@ -109,7 +109,17 @@ pub enum Event {
     Confirmation(Resolution),
     /// A guardian answered a request waiting for a guardian.
     GuardianDecision(Resolution),
+    /// The operator started the household's ledger log anew (`hearth admin log reset`); the
+    /// entry is the new log's first, and names the log it replaces.
+    LogReset {
+        previous_log_id: Option<String>,
+        previous_origin: Option<String>,
+        previous_size: Option<u64>,
+    },
 }
+
+/// Who a `log_reset` entry's `member_id` and `turn_id` name: no member spoke.
+pub const OPERATOR: &str = "operator";
 
 impl Event {
     /// Whether this entry placed an order (its proposal was placed at once, or an answer
@@ -120,7 +130,7 @@ impl Event {
             Event::Confirmation(resolution) | Event::GuardianDecision(resolution) => {
                 resolution.order_id.is_some()
             }
-            Event::ReadAloud { .. } => false,
+            Event::ReadAloud { .. } | Event::LogReset { .. } => false,
         }
     }
 }
@@ -477,7 +487,66 @@ impl Ledger {
         caller: &Caller,
         household_id: &str,
         weeks: &Weeks,
+        decide: impl FnMut(&LedgerView, OffsetDateTime) -> Step<T>,
+    ) -> Result<(T, Option<Appended>), LedgerError> {
+        self.transition_logged(caller, household_id, weeks, decide, false)
+            .await
+    }
+
+    /// `hearth admin log reset`: starts the household's ledger log anew, the only way a
+    /// chain that has a log gets another. The new log's first entry is a `log_reset` entry by
+    /// the operator that names the log it replaces (its id, and its origin and size while its
+    /// head was still there), so every kept proof of the old log is explained.
+    pub async fn reset_log(
+        &self,
+        caller: &Caller,
+        household_id: &str,
+        weeks: &Weeks,
+    ) -> Result<Appended, LedgerError> {
+        let keys = self.log_keys.clone().ok_or(LedgerError::Unavailable)?;
+        let key = chain_key(caller, household_id);
+        let read = self.store.log_head(&key).await?;
+        let replaced = transparency::replaced(
+            &keys,
+            LogKind::Ledger,
+            read.named.as_deref(),
+            read.log.as_ref(),
+        );
+        let request_id = fresh_id("RESET-");
+        let ((), appended) = self
+            .transition_logged(
+                caller,
+                household_id,
+                weeks,
+                |_, _| {
+                    Step::Append(
+                        NewEntry {
+                            request_id: request_id.clone(),
+                            member_id: OPERATOR.into(),
+                            turn_id: OPERATOR.into(),
+                            event: Event::LogReset {
+                                previous_log_id: replaced.log_id.clone(),
+                                previous_origin: replaced.origin.clone(),
+                                previous_size: replaced.size,
+                            },
+                        },
+                        (),
+                    )
+                },
+                true,
+            )
+            .await?;
+        appended.ok_or(LedgerError::Busy)
+    }
+
+    /// [`Self::transition`], growing the log, or starting it over (`start_over`).
+    async fn transition_logged<T>(
+        &self,
+        caller: &Caller,
+        household_id: &str,
+        weeks: &Weeks,
         mut decide: impl FnMut(&LedgerView, OffsetDateTime) -> Step<T>,
+        start_over: bool,
     ) -> Result<(T, Option<Appended>), LedgerError> {
         let key = chain_key(caller, household_id);
         let mut retry = ConflictRetry::default();
@@ -501,13 +570,21 @@ impl Ledger {
                 now_ms,
                 |seq, prev| seal(entry, week, seq, prev, now),
             );
-            let growth = grow(
-                self.log_keys.as_deref(),
-                LogKind::Ledger,
-                view.head.as_ref().and_then(|head| head.log_id.as_deref()),
-                log.as_ref(),
-                &append.record.hash,
-            )
+            let growth = match self.log_keys.as_deref() {
+                Some(keys) if start_over => transparency::start_over(
+                    keys,
+                    LogKind::Ledger,
+                    log.as_ref(),
+                    &append.record.hash,
+                ),
+                keys => grow(
+                    keys,
+                    LogKind::Ledger,
+                    view.head.as_ref().and_then(|head| head.log_id.as_deref()),
+                    log.as_ref(),
+                    &append.record.hash,
+                ),
+            }
             .map_err(|error| LedgerError::LogTampered(error.to_string()))?;
             let append = append.with_log(growth.append);
             let receipt = Receipt {
@@ -792,7 +869,7 @@ impl LedgerView {
                         }),
                     });
                 }
-                Event::ReadAloud { .. } => {}
+                Event::ReadAloud { .. } | Event::LogReset { .. } => {}
                 Event::Confirmation(resolution) | Event::GuardianDecision(resolution) => {
                     if let Some(&i) = index.get(entry.request_id.as_str()) {
                         let request = &mut requests[i];
@@ -941,7 +1018,9 @@ impl LedgerView {
             .find(|entry| match &entry.event {
                 Event::Proposal(proposal) => proposal.outcome == Outcome::NeedsConfirmation,
                 Event::ReadAloud { .. } => true,
-                Event::Confirmation(_) | Event::GuardianDecision(_) => false,
+                Event::Confirmation(_) | Event::GuardianDecision(_) | Event::LogReset { .. } => {
+                    false
+                }
             })
             .map(|entry| Question {
                 request_id: entry.request_id.clone(),

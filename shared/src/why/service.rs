@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 use time::format_description::well_known::{Iso8601, Rfc3339};
 use time::{OffsetDateTime, PrimitiveDateTime};
 
@@ -18,7 +18,8 @@ use crate::store::{
     Append, AppendLocks, ChainKey, ChainStore, ConflictRetry, LogRead, Snapshot, StoreError,
 };
 use crate::transparency::{
-    LogError, LogKeys, LogKind, ProofError, WindowProofs, grow, history, window_proofs,
+    self, LogError, LogKeys, LogKind, ProofError, WindowProofs, grow, history, start_over,
+    window_proofs,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -113,6 +114,13 @@ pub struct WhyService {
     verified_bodies: chain::VerifiedBodies,
 }
 
+/// Whether an append grows the chain's log or starts it over (`hearth admin log reset`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LogStep {
+    Grow,
+    StartOver,
+}
+
 /// How many verified record bodies the service remembers: 40 households' whole windows.
 pub const REMEMBERED_BODIES: usize = 1_000;
 
@@ -162,14 +170,66 @@ impl WhyService {
                 "`inputs` is {inputs_bytes} bytes as canonical JSON; the limit is {INPUTS_MAX_BYTES}."
             )));
         }
+        self.append(&key, &decision, LogStep::Grow).await
+    }
+
+    /// `hearth admin log reset`: starts the household's decision log anew, the only way a
+    /// chain that has a log gets another. The new log's first entry is a decision by the
+    /// operator that names the log it replaces (its id, and its origin and size while its head
+    /// was still there), so that every kept proof of the old log is explained, never silently
+    /// taken for another household's.
+    pub async fn reset_log(&self, caller: &Caller, household_id: &str) -> Result<Value, WhyError> {
+        let key = chain_key(caller, household_id)?;
+        let keys = self.log_keys.as_ref().ok_or_else(|| {
+            WhyError::NotFound("This server has no log key, so it keeps no signed log.".into())
+        })?;
+        let (current, log) = self
+            .store
+            .load_for_append(&key, unix_ms(self.clock.now()))
+            .await?;
+        let named = current
+            .as_ref()
+            .and_then(|snapshot| snapshot.head.log_id.as_deref());
+        let replaced = transparency::replaced(keys, LogKind::Decisions, named, log.as_ref());
+        let mut inputs = Map::new();
+        inputs.insert("previous_log_id".into(), json!(replaced.log_id));
+        inputs.insert("previous_origin".into(), json!(replaced.origin));
+        inputs.insert("previous_size".into(), json!(replaced.size));
+        let reason = match (&replaced.log_id, replaced.size) {
+            (Some(id), Some(size)) => format!(
+                "An operator started a new decision log; it replaces log {id}, which held {size} entries."
+            ),
+            (Some(id), None) => format!(
+                "An operator started a new decision log; it replaces log {id}, whose head was removed."
+            ),
+            (None, _) => "An operator started a new decision log.".to_owned(),
+        };
+        let decision = NewDecision {
+            household_id,
+            action: "start a new decision log",
+            reason: &reason,
+            inputs: &inputs,
+            approver: "the operator",
+        };
+        self.append(&key, &decision, LogStep::StartOver).await
+    }
+
+    /// Appends `decision` to the chain `key` and its log (grown, or started over), and returns
+    /// the stored record with `tlog_proof` when a log key is configured.
+    async fn append(
+        &self,
+        key: &ChainKey,
+        decision: &NewDecision<'_>,
+        step: LogStep,
+    ) -> Result<Value, WhyError> {
         let mut retry = ConflictRetry::default();
-        let Some(_turn) = retry.turn(&self.turns, &key).await else {
+        let Some(_turn) = retry.turn(&self.turns, key).await else {
             return Err(WhyError::Busy);
         };
         loop {
             let now = self.clock.now();
             let now_ms = unix_ms(now);
-            let (current, log) = self.store.load_for_append(&key, now_ms).await?;
+            let (current, log) = self.store.load_for_append(key, now_ms).await?;
             if let Some(snapshot) = &current {
                 self.verified(snapshot)?;
             }
@@ -179,20 +239,25 @@ impl WhyService {
                 current.as_ref().map_or(&[], |snapshot| &snapshot.records),
                 RETENTION,
                 now_ms,
-                |seq, prev| Sealed::new(seq, &record::build(&decision, seq, &recorded_at, prev)),
+                |seq, prev| Sealed::new(seq, &record::build(decision, seq, &recorded_at, prev)),
             );
             let sealed = append.record.clone();
-            let growth = grow(
-                self.log_keys.as_deref(),
-                LogKind::Decisions,
-                current
-                    .as_ref()
-                    .and_then(|snapshot| snapshot.head.log_id.as_deref()),
-                log.as_ref(),
-                &sealed.hash,
-            )?;
+            let growth = match (step, self.log_keys.as_deref()) {
+                (LogStep::StartOver, Some(keys)) => {
+                    start_over(keys, LogKind::Decisions, log.as_ref(), &sealed.hash)?
+                }
+                _ => grow(
+                    self.log_keys.as_deref(),
+                    LogKind::Decisions,
+                    current
+                        .as_ref()
+                        .and_then(|snapshot| snapshot.head.log_id.as_deref()),
+                    log.as_ref(),
+                    &sealed.hash,
+                )?,
+            };
             let append = append.with_log(growth.append);
-            match self.store.append(&key, append, now_ms).await {
+            match self.store.append(key, append, now_ms).await {
                 Ok(()) => {
                     let mut record = sealed
                         .to_json(HASH_FIELD)
