@@ -152,7 +152,7 @@ impl World {
         assert!(
             self.stores
                 .chains
-                .log_head(&key)
+                .log_head(&key, 0)
                 .await
                 .unwrap()
                 .named
@@ -470,7 +470,71 @@ async fn a_removed_or_swapped_log_head_is_named_until_the_operator_resets_the_lo
     }
 }
 
+/// A household account's log goes on across windows for good; a judge token's household
+/// label keeps its log with its window and retires it, hashes and all, a week after the
+/// window ends.
+async fn a_households_log_is_kept_and_a_labels_log_retires(backend: Backend) {
+    let world = world(backend).await;
+    let phase = world.phase(&[]);
+    let household = phase
+        .admin
+        .create("Lasting", None)
+        .await
+        .unwrap()
+        .household_id;
+    let token = phase.token(&household).await;
+    let (_, first) = phase.record(&token, "dim the lights").await.unwrap();
+    let label = json!({"household_id": "one-off", "action": "water the plants",
+        "reason": "because", "inputs": {}, "approver": "Dana"});
+    let labelled = phase
+        .call(common::TOKEN, "record_decision", label.clone())
+        .await;
+    assert_ne!(labelled["isError"], true, "{labelled}");
+    let scope = hearth_core::auth::Subject::of_judge_token(common::TOKEN)
+        .caller()
+        .scope;
+    let label_key = hearth_core::why::service::chain_key_in(&scope, "one-off");
+    let now = || hearth_core::clock::unix_ms(hearth_core::clock::Clock::now(&*phase.h.clock));
+    let kept = |at| {
+        let store = world.stores.chains.clone();
+        let key = label_key.clone();
+        async move { store.log_head(&key, at).await.unwrap().log.is_some() }
+    };
+    assert!(kept(now()).await);
+
+    // 73 hours on, both windows have ended.
+    phase.h.clock.advance(time::Duration::hours(73));
+    let (_, later) = phase.record(&token, "lock the door").await.unwrap();
+    let origin = |proof: &str| {
+        proof
+            .lines()
+            .find(|line| line.contains("/hearth/"))
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(origin(&first), origin(&later), "the same log");
+    assert!(
+        later.starts_with("c2sp.org/tlog-proof@v1\nindex 1\n"),
+        "{later}"
+    );
+    // The label's log is kept a week after its window ended, then reads as gone.
+    assert!(kept(now()).await);
+    phase.h.clock.advance(time::Duration::days(7));
+    assert!(!kept(now()).await, "retired");
+    // A new entry starts the label's log afresh.
+    let again = phase.call(common::TOKEN, "record_decision", label).await;
+    let proof = again["structuredContent"]["tlog_proof"].as_str().unwrap();
+    assert!(
+        proof.starts_with("c2sp.org/tlog-proof@v1\nindex 0\n"),
+        "{proof}"
+    );
+    // The household's log is kept still.
+    let (entry, _) = phase.record(&token, "open the blinds").await.unwrap();
+    phase.proves(&token, &entry).await.unwrap();
+}
+
 on_both_stores!(
+    a_households_log_is_kept_and_a_labels_log_retires,
     rotating_the_log_key_keeps_every_household_recording_and_proving,
     a_new_host_keeps_the_logs_when_the_earlier_host_is_named,
     a_removed_or_swapped_log_head_is_named_until_the_operator_resets_the_log,

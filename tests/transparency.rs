@@ -142,8 +142,18 @@ async fn decisions_carry_receipts_and_a_kept_checkpoint_proves_the_history_after
         &now.root,
         &hashes(&history["structuredContent"]["consistency"])
     ));
-    // The window expires; the log goes on: the next entry is leaf 5, and the old checkpoint
-    // is still a prefix.
+    // A size beyond the log is named: a kept checkpoint larger than the log.
+    let beyond = prove(&h.router, "decisions", 6).await;
+    assert_eq!(beyond["isError"], true);
+    assert!(
+        beyond["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("truncated or forked")
+    );
+    // A judge token's household label keeps its log with its window: when the window
+    // expires, the next entry starts the log's next epoch (a household account's log goes on
+    // across windows: tests/log_keys.rs).
     h.clock.advance(time::Duration::hours(73));
     let later = call_tool(&h.router, "record_decision", decision("after the window")).await;
     let record = &later["structuredContent"];
@@ -153,16 +163,16 @@ async fn decisions_carry_receipts_and_a_kept_checkpoint_proves_the_history_after
         record["trace_id"].as_str().unwrap(),
         &key,
     );
-    assert_eq!((index, grown.size), (5, 6));
-    let history = prove(&h.router, "decisions", 2).await;
-    assert!(verify_consistency(
-        2,
-        &kept.root,
-        6,
-        &grown.root,
-        &hashes(&history["structuredContent"]["consistency"])
-    ));
-    // A size beyond the log is named: a kept checkpoint larger than the log.
+    assert_eq!((index, grown.size), (0, 1));
+    assert!(grown.origin.ends_with("/decisions/2"), "{}", grown.origin);
+}
+
+#[tokio::test]
+async fn a_kept_checkpoint_beyond_the_log_is_named() {
+    let h = harness(&[]);
+    for n in 0..3 {
+        call_tool(&h.router, "record_decision", decision(&format!("step {n}"))).await;
+    }
     let beyond = prove(&h.router, "decisions", 7).await;
     assert_eq!(beyond["isError"], true);
     assert!(
@@ -406,6 +416,7 @@ async fn concurrent_writers_never_sign_a_fork(backend: Backend) {
             LogKind::Decisions,
             &key,
             checkpoint.size,
+            hearth_core::clock::unix_ms(time::OffsetDateTime::now_utc()),
         )
         .await
         .unwrap();
@@ -489,7 +500,9 @@ async fn a_ledger_proof_from_before_a_log_reset_checks_as_replaced() {
         .await;
     let placed = ok(&placed).clone();
     let kept = placed["tlog_proof"].as_str().unwrap().to_owned();
-    let household = placed["placed"]["receipt"]["household_id"].as_str().unwrap();
+    let household = placed["placed"]["receipt"]["household_id"]
+        .as_str()
+        .unwrap();
 
     let vars = common::settings(&[]);
     let borrowed: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
@@ -500,7 +513,12 @@ async fn a_ledger_proof_from_before_a_log_reset_checks_as_replaced() {
     let caller = hearth_core::auth::Subject::of_judge_token(common::TOKEN).caller();
     let weeks = hearth_core::countersign::household::Weeks::new("UTC", "monday").unwrap();
     let reset = ledger.reset_log(&caller, household, &weeks).await.unwrap();
-    assert!(reset.tlog_proof.unwrap().starts_with("c2sp.org/tlog-proof@v1\nindex 0\n"));
+    assert!(
+        reset
+            .tlog_proof
+            .unwrap()
+            .starts_with("c2sp.org/tlog-proof@v1\nindex 0\n")
+    );
 
     let check = |receipt: String| {
         let device = &device;
@@ -517,7 +535,13 @@ async fn a_ledger_proof_from_before_a_log_reset_checks_as_replaced() {
     };
     let old = check(kept).await;
     assert_eq!(old["verdict"], "log_replaced", "{old}");
-    assert!(old["say"].as_str().unwrap().contains("the log was replaced"), "{old}");
+    assert!(
+        old["say"]
+            .as_str()
+            .unwrap()
+            .contains("the log was replaced"),
+        "{old}"
+    );
     let again = device
         .call(
             Turn::new("dana", &["and two packs of paper towels"]),
@@ -526,6 +550,9 @@ async fn a_ledger_proof_from_before_a_log_reset_checks_as_replaced() {
         )
         .await;
     let fresh = ok(&again)["tlog_proof"].as_str().unwrap().to_owned();
-    assert!(fresh.starts_with("c2sp.org/tlog-proof@v1\nindex 1\n"), "{fresh}");
+    assert!(
+        fresh.starts_with("c2sp.org/tlog-proof@v1\nindex 1\n"),
+        "{fresh}"
+    );
     assert_eq!(check(fresh).await["verdict"], "matches");
 }

@@ -57,6 +57,9 @@ impl From<StoreError> for AccountError {
             StoreError::ScopeFull { limit } => {
                 AccountError::Invalid(format!("at most {limit} chains may be live"))
             }
+            StoreError::LogsFull { limit } => {
+                AccountError::Invalid(format!("at most {limit} logs may be kept"))
+            }
             StoreError::Unavailable(cause) => AccountError::Unavailable(cause),
         }
     }

@@ -259,7 +259,8 @@ impl Admin {
             .into_iter()
             .enumerate()
             {
-                logs[slot] = transparency::resign(self.chains.as_ref(), keys, kind, &key)
+                let now_ms = unix_ms(self.clock.now());
+                logs[slot] = transparency::resign(self.chains.as_ref(), keys, kind, &key, now_ms)
                     .await
                     .map_err(|error| match error {
                         ProofError::Store(error) => AdminError::from(error),

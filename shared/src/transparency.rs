@@ -15,7 +15,9 @@ use base64::engine::general_purpose::STANDARD;
 use std::collections::HashMap;
 
 use crate::random::os_bytes;
-use crate::store::{ChainKey, ChainStore, LogAppend, LogHead, LogRead, StoreError};
+use crate::store::{
+    ChainKey, ChainStore, LOG_RETIREMENT_MS, LogAppend, LogHead, LogRead, StoreError,
+};
 use crate::tlog::checkpoint::{Checkpoint, parse_proof, proof_text};
 use crate::tlog::note::{self, NoteSigner, NoteVerifier};
 use crate::tlog::tree::{
@@ -76,7 +78,14 @@ pub struct LogKeys {
     /// The signers' verifiers, then the verify-only ones.
     verifiers: Vec<NoteVerifier>,
     signing: usize,
+    /// The most entries one log may hold ([`MAX_LOG_SIZE`]).
+    max_size: u64,
 }
+
+/// The most entries one log may hold: about 32 years of a decision a minute. A log at the
+/// limit refuses appends, naming the limit; an operator's `log reset` starts a new one. No
+/// entry of a household's history is ever evicted to make room.
+pub const MAX_LOG_SIZE: u64 = 1 << 24;
 
 impl LogKeys {
     /// Keys for `host` (the host of `MCP_RESOURCE_URL`) from `(version, seed)` pairs, current
@@ -99,7 +108,15 @@ impl LogKeys {
             signing: verifiers.len(),
             signers,
             verifiers,
+            max_size: MAX_LOG_SIZE,
         })
+    }
+
+    /// The same keys with logs limited to `max_size` entries (tests show the limit with a
+    /// small one).
+    pub fn with_max_size(mut self, max_size: u64) -> Self {
+        self.max_size = max_size;
+        self
     }
 
     /// The same keys also verifying `previous` identities, each either a whole verifier key
@@ -235,6 +252,11 @@ pub enum LogError {
     /// The chain's window names one log, and the head stored is another's.
     #[error("the log was replaced")]
     Replaced,
+    /// The log holds as many entries as a log may; an operator starts a new one.
+    #[error(
+        "the log is full: it holds {0} entries, the most one log may; an operator starts a new one with hearth admin log reset"
+    )]
+    Full(u64),
     #[error("the OS random source failed")]
     Random,
 }
@@ -260,16 +282,27 @@ pub fn grow(
     named: Option<&str>,
     log: Option<&LogHead>,
     record_hash: &str,
+    lifetime: Lifetime,
 ) -> Result<Growth, LogError> {
-    if keys.is_some() {
+    if let Some(keys) = keys {
         head_as_named(named, log)?;
+        if let Some(log) = log
+            && log.size >= keys.max_size
+        {
+            return Err(LogError::Full(keys.max_size));
+        }
     }
+    let retires = lifetime.retires();
+    // A credential's log lives with one window: the first append of a new window starts the
+    // log's next epoch, which retires with that window.
+    let earlier_window = retires.is_some() && log.is_some_and(|log| log.expires_at_ms != retires);
     // A log that holds entries but no signature (it grew while no key was configured, or its
     // checkpoint was blanked in the database) is never signed over: with a key, the chain
     // starts a new log under a new id instead, so no signed origin can fork.
     let unsigned =
         keys.is_some() && log.is_some_and(|log| log.size > 0 && log.checkpoint.is_empty());
     let (log_id, epoch, frontier) = match log {
+        Some(log) if earlier_window => (log.log_id.clone(), log.epoch + 1, Frontier::new()),
         Some(log) if !unsigned => (
             log.log_id.clone(),
             log.epoch,
@@ -281,11 +314,32 @@ pub fn grow(
         keys,
         kind,
         log,
-        log_id,
-        epoch,
+        (log_id, epoch, retires),
         frontier,
         record_hash,
     ))
+}
+
+/// How long a log is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lifetime {
+    /// A household account's: for good.
+    Kept,
+    /// A credential's (a judge token's or a client's household label): with its window,
+    /// which ends at `window_ends_ms`, and [`LOG_RETIREMENT_MS`] more.
+    Window { window_ends_ms: i64 },
+}
+
+impl Lifetime {
+    /// When a log of this lifetime retires, if it does.
+    fn retires(self) -> Option<i64> {
+        match self {
+            Lifetime::Kept => None,
+            Lifetime::Window { window_ends_ms } => {
+                Some(window_ends_ms.saturating_add(LOG_RETIREMENT_MS))
+            }
+        }
+    }
 }
 
 /// What a reset replaces: the log the chain named, and what its head still says of it.
@@ -327,13 +381,13 @@ pub fn start_over(
     kind: LogKind,
     log: Option<&LogHead>,
     record_hash: &str,
+    lifetime: Lifetime,
 ) -> Result<Growth, LogError> {
     Ok(grow_from(
         Some(keys),
         kind,
         log,
-        fresh_log_id()?,
-        1,
+        (fresh_log_id()?, 1, lifetime.retires()),
         Frontier::new(),
         record_hash,
     ))
@@ -343,13 +397,13 @@ fn fresh_log_id() -> Result<String, LogError> {
     Ok(hex::encode(os_bytes::<16>().map_err(|_| LogError::Random)?))
 }
 
-/// The log `log_id` in `epoch`, grown from `frontier` by one record, and signed.
+/// The log `log_id` in `epoch` (retiring at `retires`), grown from `frontier` by one record,
+/// and signed.
 fn grow_from(
     keys: Option<&LogKeys>,
     kind: LogKind,
     expected: Option<&LogHead>,
-    log_id: String,
-    epoch: u64,
+    (log_id, epoch, retires): (String, u64, Option<i64>),
     mut frontier: Frontier,
     record_hash: &str,
 ) -> Growth {
@@ -377,6 +431,7 @@ fn grow_from(
                 size: frontier.size(),
                 frontier: frontier.hashes().to_vec(),
                 checkpoint,
+                expires_at_ms: retires,
             },
             hashes: stored.into_iter().map(|(_, hash)| hash).collect(),
         },
@@ -625,8 +680,9 @@ pub async fn history(
     kind: LogKind,
     key: &ChainKey,
     from_size: u64,
+    now_ms: i64,
 ) -> Result<(String, Vec<String>), ProofError> {
-    let read = store.log_head(key).await?;
+    let read = store.log_head(key, now_ms).await?;
     let (log, _) = signed_head(keys, kind, read.named.as_deref(), read.log)?;
     if from_size > log.size {
         return Err(ProofError::Invalid(format!(
@@ -666,8 +722,9 @@ pub async fn resign(
     keys: &LogKeys,
     kind: LogKind,
     key: &ChainKey,
+    now_ms: i64,
 ) -> Result<Resigned, ProofError> {
-    let read = store.log_head(key).await?;
+    let read = store.log_head(key, now_ms).await?;
     let (log, checkpoint) = match signed_head(keys, kind, read.named.as_deref(), read.log) {
         Ok(signed) => signed,
         Err(ProofError::NoLog) => return Ok(Resigned::NoLog),
@@ -714,6 +771,7 @@ pub async fn check_proof(
     kind: LogKind,
     key: &ChainKey,
     text: &str,
+    now_ms: i64,
 ) -> Result<ProofCheck, ProofError> {
     let Ok(file) = parse_proof(text) else {
         return Ok(ProofCheck::NotOurs(
@@ -728,7 +786,7 @@ pub async fn check_proof(
     let Ok(kept) = Checkpoint::parse(signed) else {
         return Ok(ProofCheck::NotOurs("its checkpoint is malformed".into()));
     };
-    let read = store.log_head(key).await?;
+    let read = store.log_head(key, now_ms).await?;
     let (log, _) = signed_head(keys, kind, read.named.as_deref(), read.log)?;
     match keys.parse_origin(&kept.origin) {
         None => {
@@ -815,6 +873,7 @@ mod tests {
                 None,
                 log.as_ref(),
                 &record_hash(n),
+                Lifetime::Kept,
             )
             .unwrap();
             assert_eq!(growth.index, u64::from(n));
@@ -834,15 +893,101 @@ mod tests {
     }
 
     #[test]
+    fn a_log_takes_its_most_entries_and_refuses_one_more() {
+        let keys = keys().with_max_size(3);
+        let mut log: Option<LogHead> = None;
+        for n in 0..3u8 {
+            let growth = grow(
+                Some(&keys),
+                LogKind::Decisions,
+                log.as_ref().map(|log| log.log_id.as_str()),
+                log.as_ref(),
+                &record_hash(n),
+                Lifetime::Kept,
+            )
+            .unwrap();
+            log = Some(growth.append.head);
+        }
+        assert_eq!(log.as_ref().unwrap().size, 3);
+        let full = grow(
+            Some(&keys),
+            LogKind::Decisions,
+            log.as_ref().map(|log| log.log_id.as_str()),
+            log.as_ref(),
+            &record_hash(3),
+            Lifetime::Kept,
+        );
+        assert!(matches!(full, Err(LogError::Full(3))), "{full:?}");
+        assert!(
+            full.unwrap_err()
+                .to_string()
+                .contains("hearth admin log reset")
+        );
+    }
+
+    #[test]
+    fn a_credentials_log_starts_its_next_epoch_with_each_window() {
+        let keys = keys();
+        let window = |ends| Lifetime::Window {
+            window_ends_ms: ends,
+        };
+        let first = grow(
+            Some(&keys),
+            LogKind::Decisions,
+            None,
+            None,
+            &record_hash(1),
+            window(100),
+        )
+        .unwrap();
+        assert_eq!(
+            first.append.head.expires_at_ms,
+            Some(100 + LOG_RETIREMENT_MS)
+        );
+        let same = grow(
+            Some(&keys),
+            LogKind::Decisions,
+            Some(&first.append.head.log_id),
+            Some(&first.append.head),
+            &record_hash(2),
+            window(100),
+        )
+        .unwrap();
+        assert_eq!((same.append.head.epoch, same.index), (1, 1));
+        // The next window: the same log id, the next epoch, from the first leaf.
+        let next = grow(
+            Some(&keys),
+            LogKind::Decisions,
+            None,
+            Some(&same.append.head),
+            &record_hash(3),
+            window(500),
+        )
+        .unwrap();
+        assert_eq!(next.append.head.log_id, first.append.head.log_id);
+        assert_eq!((next.append.head.epoch, next.index), (2, 0));
+        assert_eq!(next.append.expected.as_ref(), Some(&same.append.head));
+    }
+
+    #[test]
     fn a_head_edited_in_the_store_is_refused_not_signed_over() {
         let keys = keys();
-        let first = grow(Some(&keys), LogKind::Ledger, None, None, &record_hash(1)).unwrap();
+        let first = grow(
+            Some(&keys),
+            LogKind::Ledger,
+            None,
+            None,
+            &record_hash(1),
+            Lifetime::Kept,
+        )
+        .unwrap();
         let second = grow(
             Some(&keys),
             LogKind::Ledger,
             None,
             Some(&first.append.head),
             &record_hash(2),
+            Lifetime::Kept,
         )
         .unwrap();
         let head = second.append.head;
@@ -861,7 +1006,8 @@ mod tests {
                         LogKind::Ledger,
                         None,
                         Some(&bad),
-                        &record_hash(3)
+                        &record_hash(3),
+                        Lifetime::Kept
                     ),
                     Err(LogError::Tampered(_))
                 ),
@@ -875,7 +1021,8 @@ mod tests {
                     LogKind::Decisions,
                     None,
                     Some(&head),
-                    &record_hash(3)
+                    &record_hash(3),
+                    Lifetime::Kept
                 ),
                 Err(LogError::Tampered(_))
             ),
@@ -887,7 +1034,8 @@ mod tests {
                 LogKind::Ledger,
                 None,
                 Some(&head),
-                &record_hash(3)
+                &record_hash(3),
+                Lifetime::Kept
             )
             .is_ok()
         );
@@ -900,6 +1048,7 @@ mod tests {
             None,
             Some(&blanked),
             &record_hash(3),
+            Lifetime::Kept,
         )
         .unwrap();
         assert_ne!(fresh.append.head.log_id, head.log_id);

@@ -35,7 +35,7 @@ impl ChainStore for Contested {
         Ok((None, None))
     }
 
-    async fn log_head(&self, _: &ChainKey) -> Result<LogRead, StoreError> {
+    async fn log_head(&self, _: &ChainKey, _: i64) -> Result<LogRead, StoreError> {
         Ok(LogRead::default())
     }
 

@@ -28,7 +28,7 @@ use crate::store::{
     StoreError,
 };
 use crate::transparency::{
-    self, LogKeys, LogKind, ProofCheck, ProofError, check_proof, check_window, grow,
+    self, Lifetime, LogKeys, LogKind, ProofCheck, ProofError, check_proof, check_window, grow,
 };
 
 pub const FORMAT: &str = "hearth.ledger/1";
@@ -40,11 +40,15 @@ pub const WINDOW_MS: i64 = 400 * 24 * 60 * 60 * 1000;
 pub const CAPACITY: usize = 1000;
 /// Live household ledgers per credential.
 pub const MAX_HOUSEHOLDS: usize = 8;
-/// The three above, as the store applies them.
+/// Ledger logs a credential keeps, its live ledgers' and those retiring (a log is kept for
+/// [`crate::store::LOG_RETIREMENT_MS`] after its 400-day window ends).
+pub const MAX_LOGS: usize = 16;
+/// The four above, as the store applies them.
 const RETENTION: Retention = Retention {
     window_ms: WINDOW_MS,
     capacity: CAPACITY,
     max_live_chains: MAX_HOUSEHOLDS,
+    max_logs: MAX_LOGS,
 };
 /// A waiting request can be answered for this long after it was proposed.
 pub const WAITING_FOR: Duration = Duration::hours(24);
@@ -323,6 +327,10 @@ pub enum LedgerError {
     Busy,
     #[error("This credential already has {MAX_HOUSEHOLDS} active household ledgers.")]
     HouseholdLimit,
+    #[error(
+        "This credential already keeps {MAX_LOGS} ledger logs, live and retiring; a new household's ledger can start when one retires, a week after its window ends."
+    )]
+    LogLimit,
 }
 
 impl LedgerError {
@@ -339,7 +347,7 @@ impl LedgerError {
             LedgerError::Busy => {
                 "The household's purchase record is busy with another change. Please try again."
             }
-            LedgerError::HouseholdLimit => {
+            LedgerError::HouseholdLimit | LedgerError::LogLimit => {
                 "This account already keeps as many households as it may. Please ask whoever runs Hearth for help."
             }
         }
@@ -353,6 +361,7 @@ impl LedgerError {
             LedgerError::Unavailable => "ledger_unavailable",
             LedgerError::Busy => "ledger_busy",
             LedgerError::HouseholdLimit => "household_limit",
+            LedgerError::LogLimit => "log_limit",
         }
     }
 }
@@ -362,6 +371,7 @@ impl From<StoreError> for LedgerError {
         match error {
             StoreError::Conflict => LedgerError::Busy,
             StoreError::ScopeFull { .. } => LedgerError::HouseholdLimit,
+            StoreError::LogsFull { .. } => LedgerError::LogLimit,
             StoreError::Unavailable(cause) => {
                 tracing::warn!(error = %cause, "ledger store unavailable");
                 LedgerError::Unavailable
@@ -505,7 +515,7 @@ impl Ledger {
     ) -> Result<Appended, LedgerError> {
         let keys = self.log_keys.clone().ok_or(LedgerError::Unavailable)?;
         let key = chain_key(caller, household_id);
-        let read = self.store.log_head(&key).await?;
+        let read = self.store.log_head(&key, unix_ms(self.clock.now())).await?;
         let replaced = transparency::replaced(
             &keys,
             LogKind::Ledger,
@@ -570,12 +580,14 @@ impl Ledger {
                 now_ms,
                 |seq, prev| seal(entry, week, seq, prev, now),
             );
+            let lifetime = lifetime(caller, &append);
             let growth = match self.log_keys.as_deref() {
                 Some(keys) if start_over => transparency::start_over(
                     keys,
                     LogKind::Ledger,
                     log.as_ref(),
                     &append.record.hash,
+                    lifetime,
                 ),
                 keys => grow(
                     keys,
@@ -583,6 +595,7 @@ impl Ledger {
                     view.head.as_ref().and_then(|head| head.log_id.as_deref()),
                     log.as_ref(),
                     &append.record.hash,
+                    lifetime,
                 ),
             }
             .map_err(|error| LedgerError::LogTampered(error.to_string()))?;
@@ -623,7 +636,17 @@ impl Ledger {
             return Ok(None);
         };
         let key = chain_key(caller, household_id);
-        match check_proof(self.store.as_ref(), keys, LogKind::Ledger, &key, text).await {
+        let now_ms = unix_ms(self.clock.now());
+        match check_proof(
+            self.store.as_ref(),
+            keys,
+            LogKind::Ledger,
+            &key,
+            text,
+            now_ms,
+        )
+        .await
+        {
             Ok(ProofCheck::Holds { index, size }) => {
                 // The log still holds the entry; the ledger itself must still agree with the
                 // log, or entries were removed from the chain behind the log's back.
@@ -676,6 +699,17 @@ impl Ledger {
 
 /// One ledger per household per credential; the suffix keeps the household cap apart from
 /// the decision memory's chains in the same credential scope.
+/// How long the log of `caller`'s ledger is kept: a household account's for good, a
+/// credential's with the window `append` writes into (see `transparency::Lifetime`).
+fn lifetime(caller: &Caller, append: &Append) -> Lifetime {
+    match caller.household {
+        Some(_) => Lifetime::Kept,
+        None => Lifetime::Window {
+            window_ends_ms: append.head.expires_at_ms,
+        },
+    }
+}
+
 fn chain_key(caller: &Caller, household_id: &str) -> ChainKey {
     chain_key_in(&caller.scope, household_id)
 }

@@ -10,9 +10,9 @@
 //! |----------------|--------------------------|-------------------|------------|
 //! | chain head     | `chain#<scope>#<name>`   | `head`            | `window_started_ms`, `expires_at_ms`, `first_seq`, `last_seq`, `last_hash`, `anchor` (absent until an eviction), `log_id` (the chain's log, absent before it has one), `expires_at` |
 //! | chain record   | `chain#<scope>#<name>`   | `rec#<seq, 10 digits>` | `seq`, `hash`, `body`, `window_started_ms`, `expires_at` |
-//! | log head       | `chain#<scope>#<name>`   | `log`             | `log_id`, `epoch`, `tree_size`, `frontier` (hex, absent when empty), `checkpoint` (absent when none); no TTL |
-//! | log hashes     | `chain#<scope>#<name>`   | `hash#<leaf, 20 digits>` | `hashes` (hex: the leaf's hash, then the interior hashes it completed); no TTL |
-//! | scope registry | `scope#<scope>`          | `registry`        | `live` (map: chain name → `expires_at_ms`), `version`, `expires_at` |
+//! | log head       | `chain#<scope>#<name>`   | `log`             | `log_id`, `epoch`, `tree_size`, `frontier` (hex, absent when empty), `checkpoint` (absent when none); a household account's has no TTL, a credential's `expires_at_ms` and `expires_at` (its window's end plus a week) |
+//! | log hashes     | `chain#<scope>#<name>`   | `hash#<leaf, 20 digits>` | `hashes` (hex: the leaf's hash, then the interior hashes it completed); `expires_at` as its log head's |
+//! | scope registry | `scope#<scope>`          | `registry`        | `live` (map: chain name → its window's `expires_at_ms`, kept until its log retires), `version`, `expires_at` |
 //! | rate counter   | `rate#<counter key>`     | `counter`         | `hits`, `expires_at_ms`, `expires_at`; one conditional `UpdateItem` each, issued together |
 //! | account        | `account#<household id>` | `account`         | `revision`, `body` (the account as JSON); no TTL |
 //! | account index  | `accounts`               | `<household id>`  | `name`, `linked`; written in the same transaction as the account, so a listing is one `Query` |
@@ -42,7 +42,8 @@ use aws_sdk_dynamodb::types::{
 
 use super::{
     AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, Counter, CounterStore,
-    GrantItem, GrantKind, GrantStore, Head, LogHead, LogRead, Snapshot, StoreError, Taken,
+    GrantItem, GrantKind, GrantStore, Head, LOG_RETIREMENT_MS, LogHead, LogRead, Snapshot,
+    StoreError, Taken,
 };
 use crate::chain::Sealed;
 
@@ -291,11 +292,10 @@ impl ChainStore for DynamoStore {
         loop {
             attempt += 1;
             let items = self.query_items(&chain_pk(key), Some("head")).await?;
-            let log = items
-                .iter()
-                .find(|item| sort_key(item) == Some("log"))
-                .map(log_from)
-                .transpose()?;
+            let log = match items.iter().find(|item| sort_key(item) == Some("log")) {
+                Some(item) => kept_log(item, now_ms)?,
+                None => None,
+            };
             match chain_from(&items, now_ms)? {
                 None => return Ok((None, log)),
                 Some(read) if read.consistent || attempt == TORN_READ_ATTEMPTS => {
@@ -306,7 +306,7 @@ impl ChainStore for DynamoStore {
         }
     }
 
-    async fn log_head(&self, key: &ChainKey) -> Result<LogRead, StoreError> {
+    async fn log_head(&self, key: &ChainKey, now_ms: i64) -> Result<LogRead, StoreError> {
         // `head` and `log` sort next to each other: one Query of two items.
         let page = self
             .client
@@ -323,7 +323,7 @@ impl ChainStore for DynamoStore {
         let mut read = LogRead::default();
         for item in page.items() {
             match sort_key(item) {
-                Some("log") => read.log = Some(log_from(item)?),
+                Some("log") => read.log = kept_log(item, now_ms)?,
                 Some("head") => read.named = head_from(item)?.log_id,
                 _ => {}
             }
@@ -466,7 +466,11 @@ impl ChainStore for DynamoStore {
         }
         if let Some(log) = &append.log {
             let (condition, values): (&str, Item) = match &log.expected {
-                None => ("attribute_not_exists(pk)", HashMap::new()),
+                // A retired log's item may linger until the TTL deletes it.
+                None => (
+                    "attribute_not_exists(pk) OR expires_at_ms <= :now",
+                    HashMap::from([(":now".to_owned(), n(now_ms))]),
+                ),
                 Some(expected) => (
                     "log_id = :log_id AND epoch = :epoch AND tree_size = :size",
                     HashMap::from([
@@ -485,6 +489,9 @@ impl ChainStore for DynamoStore {
                 .map_err(unavailable)?;
             let mut hashes = key_of(&pk, &hash_sk(log.head.size - 1));
             hashes.insert("hashes".into(), s(&hex::encode(log.hashes.concat())));
+            if let Some(expires_at_ms) = log.head.expires_at_ms {
+                hashes.insert(TTL_ATTRIBUTE.into(), n(ttl_seconds(expires_at_ms)));
+            }
             let put_hashes = Put::builder()
                 .table_name(&self.table)
                 .set_item(Some(hashes))
@@ -582,6 +589,9 @@ impl ChainStore for DynamoStore {
             .filter(|item| sort_key(item).is_some_and(|sk| sk == "log" || sk.starts_with("hash#")))
             .map(|mut item| {
                 item.insert("pk".into(), s(&pk));
+                // A household account keeps its log for good.
+                item.remove("expires_at_ms");
+                item.remove(TTL_ATTRIBUTE);
                 item
             })
             .collect();
@@ -695,10 +705,20 @@ impl DynamoStore {
         now_ms: i64,
     ) -> Result<TransactWriteItem, StoreError> {
         let (mut live, version) = self.registry(&key.scope).await?;
-        live.retain(|name, expires_at_ms| *expires_at_ms > now_ms && *name != key.name);
-        if live.len() >= append.max_live_chains {
+        // A chain keeps its place until its window ends (the cap on live chains) and, for
+        // the cap on logs, until its log retires too.
+        live.retain(|name, expires_at_ms| {
+            expires_at_ms.saturating_add(LOG_RETIREMENT_MS) > now_ms && *name != key.name
+        });
+        let live_now = live.values().filter(|expires| **expires > now_ms).count();
+        if live_now >= append.max_live_chains {
             return Err(StoreError::ScopeFull {
                 limit: append.max_live_chains,
+            });
+        }
+        if append.log.is_some() && live.len() >= append.max_logs {
+            return Err(StoreError::LogsFull {
+                limit: append.max_logs,
             });
         }
         live.insert(key.name.clone(), append.head.expires_at_ms);
@@ -713,7 +733,10 @@ impl DynamoStore {
             AttributeValue::M(live.into_iter().map(|(name, at)| (name, n(at))).collect()),
         );
         item.insert("version".into(), n(version + 1));
-        item.insert(TTL_ATTRIBUTE.into(), n(ttl_seconds(latest)));
+        item.insert(
+            TTL_ATTRIBUTE.into(),
+            n(ttl_seconds(latest.saturating_add(LOG_RETIREMENT_MS))),
+        );
         let put = Put::builder()
             .table_name(&self.table)
             .set_item(Some(item))
@@ -1122,6 +1145,10 @@ fn log_item(pk: &str, log: &LogHead) -> Item {
     if !log.checkpoint.is_empty() {
         item.insert("checkpoint".into(), s(&log.checkpoint));
     }
+    if let Some(expires_at_ms) = log.expires_at_ms {
+        item.insert("expires_at_ms".into(), n(expires_at_ms));
+        item.insert(TTL_ATTRIBUTE.into(), n(ttl_seconds(expires_at_ms)));
+    }
     item
 }
 
@@ -1137,7 +1164,17 @@ fn log_from(item: &Item) -> Result<LogHead, StoreError> {
         size: number(item.get("tree_size"), "tree_size")? as u64,
         frontier: hex_hashes(&optional("frontier")?.unwrap_or_default())?,
         checkpoint: optional("checkpoint")?.unwrap_or_default(),
+        expires_at_ms: item
+            .get("expires_at_ms")
+            .map(|_| number(item.get("expires_at_ms"), "expires_at_ms"))
+            .transpose()?,
     })
+}
+
+/// The log head in `item`, if it is still kept at `now_ms` (the TTL deletes lazily).
+fn kept_log(item: &Item, now_ms: i64) -> Result<Option<LogHead>, StoreError> {
+    let log = log_from(item)?;
+    Ok(log.is_kept(now_ms).then_some(log))
 }
 
 /// 32-byte hashes written back to back in hex.

@@ -57,10 +57,12 @@ impl Head {
     }
 }
 
-/// A chain's transparency log (see `tlog`), kept beside its window and outliving it: its
-/// opaque id and epoch (both name it in checkpoints), its size and frontier, and the newest
-/// signed checkpoint. It has no expiry: when a window is replaced the log goes on growing, and
-/// it ends only when the chain is removed, which leaves the id with the next epoch.
+/// A chain's transparency log (see `tlog`), kept beside its window: its opaque id and epoch
+/// (both name it in checkpoints), its size and frontier, the newest signed checkpoint, and when
+/// it retires. A household account's log has no expiry: when a window is replaced the log goes
+/// on growing, and it ends only when the chain is removed, which leaves the id with the next
+/// epoch. A credential's log (a judge token's or a client's household label) lives with one
+/// window and retires with its hashes [`LOG_RETIREMENT_MS`] after that window ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogHead {
     pub log_id: String,
@@ -71,7 +73,21 @@ pub struct LogHead {
     /// The signed note of the tree of `size`; empty when none was signed (no signing key, or
     /// a removed log's placeholder).
     pub checkpoint: String,
+    /// Unix ms from which the log and its hashes read as absent and may be deleted (DynamoDB's
+    /// TTL, or a sweep locally); `None` for a log kept for good.
+    pub expires_at_ms: Option<i64>,
 }
+
+impl LogHead {
+    /// Whether the log is still kept at `now_ms`.
+    pub fn is_kept(&self, now_ms: i64) -> bool {
+        self.expires_at_ms.is_none_or(|expires| now_ms < expires)
+    }
+}
+
+/// How long a credential's log is kept after its window ends: a week in which a kept proof
+/// can still be checked against it, after which the log and its hashes are deleted.
+pub const LOG_RETIREMENT_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 
 /// The log's part of an append: the log head the caller read (`None`: the chain has no log
 /// yet), the head after this leaf, and the hashes the leaf stores (its leaf hash and the
@@ -125,6 +141,9 @@ pub struct Append {
     pub evict_below_seq: u64,
     /// When opening a new window: the most live chains the scope may hold, this one included.
     pub max_live_chains: usize,
+    /// When opening a new window: the most logs the scope may keep, this one included (a
+    /// chain whose window ended keeps its place until its log retires).
+    pub max_logs: usize,
     /// The chain's log grown by the new record, written in the same step on condition that the
     /// log is still as read (a mismatch is a [`StoreError::Conflict`]); `None` leaves it alone.
     pub log: Option<LogAppend>,
@@ -138,6 +157,9 @@ pub struct Retention {
     pub window_ms: i64,
     pub capacity: usize,
     pub max_live_chains: usize,
+    /// The most logs a scope keeps, live windows' and those retiring: what opening a window
+    /// for a new log checks, beside `max_live_chains`.
+    pub max_logs: usize,
 }
 
 impl Append {
@@ -182,6 +204,7 @@ impl Append {
             record,
             evict_below_seq,
             max_live_chains: retention.max_live_chains,
+            max_logs: retention.max_logs,
             log: None,
         }
     }
@@ -318,6 +341,9 @@ pub enum StoreError {
     /// Opening this chain would exceed the scope's cap on live chains.
     #[error("at most {limit} chains may be live in one scope")]
     ScopeFull { limit: usize },
+    /// Opening this chain would exceed the scope's cap on kept logs.
+    #[error("at most {limit} logs may be kept in one scope")]
+    LogsFull { limit: usize },
     /// The backend could not be reached or failed; nothing was written.
     #[error("storage unavailable: {0}")]
     Unavailable(String),
@@ -329,17 +355,17 @@ pub trait ChainStore: Send + Sync + 'static {
     /// Expired data is hidden, never deleted, by a read.
     async fn load(&self, key: &ChainKey, now_ms: i64) -> Result<Option<Snapshot>, StoreError>;
 
-    /// The live window (as [`ChainStore::load`]) and the chain's log head, live window or not,
-    /// in one read: what an append starts from.
+    /// The live window (as [`ChainStore::load`]) and the chain's log head, live window or not
+    /// (while the log is kept), in one read: what an append starts from.
     async fn load_for_append(
         &self,
         key: &ChainKey,
         now_ms: i64,
     ) -> Result<(Option<Snapshot>, Option<LogHead>), StoreError>;
 
-    /// The chain's log head, if it has a log, and the id of the log its window's head names
-    /// (live window or expired), in one read.
-    async fn log_head(&self, key: &ChainKey) -> Result<LogRead, StoreError>;
+    /// The chain's log head, if it has a log still kept at `now_ms`, and the id of the log its
+    /// window's head names (live window or expired), in one read.
+    async fn log_head(&self, key: &ChainKey, now_ms: i64) -> Result<LogRead, StoreError>;
 
     /// Replaces the log head's signed checkpoint (the same tree, signed again: after a key
     /// rotation or a change of host), on condition that the head is still exactly `expected`.
@@ -370,7 +396,8 @@ pub trait ChainStore: Send + Sync + 'static {
     async fn remove(&self, key: &ChainKey) -> Result<usize, StoreError>;
 
     /// Moves the live window of `from` to `to` exactly as stored (head, anchor, records and
-    /// their hashes, and the log with its id, so its checkpoints still name it), then removes
+    /// their hashes, and the log with its id, so its checkpoints still name it; the moved log
+    /// is kept for good, as a household account's is), then removes
     /// `from`. `to` must hold no live window, or this is a
     /// [`StoreError::Conflict`] and nothing moves. Returns how many records moved (0 when
     /// `from` has no live window, which leaves it alone).

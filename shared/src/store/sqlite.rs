@@ -52,6 +52,7 @@ CREATE TABLE IF NOT EXISTS chain_logs (
     size INTEGER NOT NULL,
     frontier BLOB NOT NULL,
     checkpoint TEXT NOT NULL,
+    expires_at_ms INTEGER,
     PRIMARY KEY (scope, name)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS log_hashes (
@@ -59,6 +60,7 @@ CREATE TABLE IF NOT EXISTS log_hashes (
     name TEXT NOT NULL,
     leaf INTEGER NOT NULL,
     hashes BLOB NOT NULL,
+    expires_at_ms INTEGER,
     PRIMARY KEY (scope, name, leaf)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS grants (
@@ -129,21 +131,35 @@ impl SqliteStore {
             .set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
             .map_err(unavailable)?;
         connection.execute_batch(SCHEMA).map_err(unavailable)?;
-        // Stores made before chain heads named their log gain the column (empty: such a
-        // window is taken as written before logs).
-        let named: bool = connection
-            .query_row(
-                "SELECT COUNT(*) FROM pragma_table_info('chain_heads') WHERE name = 'log_id'",
-                [],
-                |row| row.get::<_, i64>(0),
-            )
-            .map_err(unavailable)?
-            > 0;
-        if !named {
-            connection
-                .execute_batch("ALTER TABLE chain_heads ADD COLUMN log_id TEXT")
+        // Stores made by earlier releases gain the newer columns: chain heads name their log
+        // (empty: such a window is taken as written before logs), and a credential's logs
+        // retire (empty: kept).
+        for (table, column, kind) in [
+            ("chain_heads", "log_id", "TEXT"),
+            ("chain_logs", "expires_at_ms", "INTEGER"),
+            ("log_hashes", "expires_at_ms", "INTEGER"),
+        ] {
+            let present: i64 = connection
+                .query_row(
+                    &format!("SELECT COUNT(*) FROM pragma_table_info('{table}') WHERE name = ?1"),
+                    [column],
+                    |row| row.get(0),
+                )
                 .map_err(unavailable)?;
+            if present == 0 {
+                connection
+                    .execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind}"))
+                    .map_err(unavailable)?;
+            }
         }
+        connection
+            .execute_batch(
+                "CREATE INDEX IF NOT EXISTS log_hashes_by_expiry ON log_hashes (expires_at_ms)
+                   WHERE expires_at_ms IS NOT NULL;
+                 CREATE INDEX IF NOT EXISTS chain_logs_by_expiry ON chain_logs (expires_at_ms)
+                   WHERE expires_at_ms IS NOT NULL;",
+            )
+            .map_err(unavailable)?;
         Ok(Self {
             connection: Mutex::new(connection),
             counters: Mutex::new(CounterTable::default()),
@@ -172,46 +188,58 @@ fn unavailable(error: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(error.to_string())
 }
 
-fn read_log(connection: &Connection, key: &ChainKey) -> Result<Option<LogHead>, StoreError> {
+/// The log head of `key`, if it is still kept at `now_ms`.
+fn read_log(
+    connection: &Connection,
+    key: &ChainKey,
+    now_ms: i64,
+) -> Result<Option<LogHead>, StoreError> {
     let row = connection
         .prepare_cached(
-            "SELECT log_id, epoch, size, frontier, checkpoint
-             FROM chain_logs WHERE scope = ?1 AND name = ?2",
+            "SELECT log_id, epoch, size, frontier, checkpoint, expires_at_ms
+             FROM chain_logs WHERE scope = ?1 AND name = ?2
+               AND (expires_at_ms IS NULL OR expires_at_ms > ?3)",
         )
         .and_then(|mut statement| {
             statement
-                .query_row(params![key.scope, key.name], |row| {
+                .query_row(params![key.scope, key.name, now_ms], |row| {
                     Ok((
                         row.get::<_, String>(0)?,
                         row.get::<_, i64>(1)?,
                         row.get::<_, i64>(2)?,
                         row.get::<_, Vec<u8>>(3)?,
                         row.get::<_, String>(4)?,
+                        row.get::<_, Option<i64>>(5)?,
                     ))
                 })
                 .optional()
         })
         .map_err(unavailable)?;
-    row.map(|(log_id, epoch, size, frontier, checkpoint)| {
-        Ok(LogHead {
-            log_id,
-            epoch: epoch as u64,
-            size: size as u64,
-            frontier: super::hashes_from(&frontier)?,
-            checkpoint,
-        })
-    })
+    row.map(
+        |(log_id, epoch, size, frontier, checkpoint, expires_at_ms)| {
+            Ok(LogHead {
+                log_id,
+                epoch: epoch as u64,
+                size: size as u64,
+                frontier: super::hashes_from(&frontier)?,
+                expires_at_ms,
+                checkpoint,
+            })
+        },
+    )
     .transpose()
 }
 
 fn write_log(connection: &Connection, key: &ChainKey, log: &LogHead) -> Result<(), StoreError> {
     connection
         .execute(
-            "INSERT INTO chain_logs (scope, name, log_id, epoch, size, frontier, checkpoint)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            "INSERT INTO chain_logs
+               (scope, name, log_id, epoch, size, frontier, checkpoint, expires_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
              ON CONFLICT (scope, name) DO UPDATE SET
                log_id = excluded.log_id, epoch = excluded.epoch, size = excluded.size,
-               frontier = excluded.frontier, checkpoint = excluded.checkpoint",
+               frontier = excluded.frontier, checkpoint = excluded.checkpoint,
+               expires_at_ms = excluded.expires_at_ms",
             params![
                 key.scope,
                 key.name,
@@ -219,7 +247,8 @@ fn write_log(connection: &Connection, key: &ChainKey, log: &LogHead) -> Result<(
                 log.epoch as i64,
                 log.size as i64,
                 log.frontier.concat(),
-                log.checkpoint
+                log.checkpoint,
+                log.expires_at_ms
             ],
         )
         .map_err(unavailable)?;
@@ -302,14 +331,14 @@ impl ChainStore for SqliteStore {
         now_ms: i64,
     ) -> Result<(Option<Snapshot>, Option<LogHead>), StoreError> {
         let snapshot = self.load(key, now_ms).await?;
-        let log = self.with_connection(|connection| read_log(connection, key))?;
+        let log = self.with_connection(|connection| read_log(connection, key, now_ms))?;
         Ok((snapshot, log))
     }
 
-    async fn log_head(&self, key: &ChainKey) -> Result<LogRead, StoreError> {
+    async fn log_head(&self, key: &ChainKey, now_ms: i64) -> Result<LogRead, StoreError> {
         self.with_connection(|connection| {
             Ok(LogRead {
-                log: read_log(connection, key)?,
+                log: read_log(connection, key, now_ms)?,
                 named: read_head(connection, key)?.and_then(|head| head.log_id),
             })
         })
@@ -381,7 +410,7 @@ impl ChainStore for SqliteStore {
                 return Err(StoreError::Conflict);
             }
             if let Some(log) = &append.log {
-                let stored = read_log(&transaction, key)?;
+                let stored = read_log(&transaction, key, now_ms)?;
                 let same = |a: &LogHead, b: &LogHead| {
                     a.log_id == b.log_id && a.epoch == b.epoch && a.size == b.size
                 };
@@ -396,13 +425,14 @@ impl ChainStore for SqliteStore {
                 write_log(&transaction, key, &log.head)?;
                 transaction
                     .execute(
-                        "INSERT OR REPLACE INTO log_hashes (scope, name, leaf, hashes)
-                         VALUES (?1, ?2, ?3, ?4)",
+                        "INSERT OR REPLACE INTO log_hashes (scope, name, leaf, hashes, expires_at_ms)
+                         VALUES (?1, ?2, ?3, ?4, ?5)",
                         params![
                             key.scope,
                             key.name,
                             log.head.size as i64 - 1,
-                            log.hashes.concat()
+                            log.hashes.concat(),
+                            log.head.expires_at_ms
                         ],
                     )
                     .map_err(unavailable)?;
@@ -419,6 +449,26 @@ impl ChainStore for SqliteStore {
                 if live_others as usize >= append.max_live_chains {
                     return Err(StoreError::ScopeFull {
                         limit: append.max_live_chains,
+                    });
+                }
+                // What DynamoDB's TTL does for the table: retired logs go, with their hashes,
+                // as windows open.
+                transaction
+                    .execute_batch(&format!(
+                        "DELETE FROM log_hashes WHERE expires_at_ms <= {now_ms};
+                         DELETE FROM chain_logs WHERE expires_at_ms <= {now_ms};"
+                    ))
+                    .map_err(unavailable)?;
+                let kept_others: i64 = transaction
+                    .query_row(
+                        "SELECT COUNT(*) FROM chain_logs WHERE scope = ?1 AND name <> ?2",
+                        params![key.scope, key.name],
+                        |row| row.get(0),
+                    )
+                    .map_err(unavailable)?;
+                if append.log.is_some() && kept_others as usize >= append.max_logs {
+                    return Err(StoreError::LogsFull {
+                        limit: append.max_logs,
                     });
                 }
                 // A new window replaces whatever an expired one left behind.
@@ -524,7 +574,9 @@ impl ChainStore for SqliteStore {
                     params![from.scope, from.name, to.scope, to.name],
                 )
                 .map_err(unavailable)?;
-            if let Some(log) = read_log(&transaction, from)? {
+            if let Some(mut log) = read_log(&transaction, from, now_ms)? {
+                // A household account keeps its log for good.
+                log.expires_at_ms = None;
                 transaction
                     .execute(
                         "DELETE FROM log_hashes WHERE scope = ?1 AND name = ?2",

@@ -27,7 +27,7 @@ impl ChainStore for Unconfigured {
         Err(StoreError::Unavailable(REASON.into()))
     }
 
-    async fn log_head(&self, _key: &ChainKey) -> Result<super::LogRead, StoreError> {
+    async fn log_head(&self, _key: &ChainKey, _now_ms: i64) -> Result<super::LogRead, StoreError> {
         Err(StoreError::Unavailable(REASON.into()))
     }
 

@@ -7,11 +7,16 @@ pub const WINDOW_MS: i64 = 72 * 60 * 60 * 1000;
 pub const WINDOW_CAPACITY: usize = 25;
 /// Live households per credential.
 pub const MAX_HOUSEHOLDS: usize = 8;
-/// The three above, as the store applies them.
+/// Decision logs a credential keeps, its live households' and those retiring (a log is kept
+/// for [`crate::store::LOG_RETIREMENT_MS`] after its window ends): eight households renewed
+/// every 72 hours for ten days fill it.
+pub const MAX_LOGS: usize = 32;
+/// The four above, as the store applies them.
 pub const RETENTION: crate::store::Retention = crate::store::Retention {
     window_ms: WINDOW_MS,
     capacity: WINDOW_CAPACITY,
     max_live_chains: MAX_HOUSEHOLDS,
+    max_logs: MAX_LOGS,
 };
 
 pub const HOUSEHOLD_ID_MAX: usize = 64;

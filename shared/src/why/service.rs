@@ -18,8 +18,8 @@ use crate::store::{
     Append, AppendLocks, ChainKey, ChainStore, ConflictRetry, LogRead, Snapshot, StoreError,
 };
 use crate::transparency::{
-    self, LogError, LogKeys, LogKind, ProofError, WindowProofs, grow, history, start_over,
-    window_proofs,
+    self, Lifetime, LogError, LogKeys, LogKind, ProofError, WindowProofs, grow, history,
+    start_over, window_proofs,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +39,10 @@ pub enum WhyError {
         "This credential already has {MAX_HOUSEHOLDS} active households; no more can be added until one expires."
     )]
     HouseholdLimit,
+    #[error(
+        "This credential already keeps {MAX_LOGS} decision logs, live and retiring; a new household can start when one retires, a week after its window ends."
+    )]
+    LogLimit,
     /// The chain's log is not what its own signed checkpoint says: nothing is appended or
     /// signed over it.
     #[error("{0}. The decision history cannot be trusted and nothing was recorded.")]
@@ -58,6 +62,7 @@ impl From<StoreError> for WhyError {
         match error {
             StoreError::Conflict => WhyError::Busy,
             StoreError::ScopeFull { .. } => WhyError::HouseholdLimit,
+            StoreError::LogsFull { .. } => WhyError::LogLimit,
             StoreError::Unavailable(cause) => {
                 tracing::warn!(error = %cause, "decision store unavailable");
                 WhyError::Unavailable
@@ -170,7 +175,7 @@ impl WhyService {
                 "`inputs` is {inputs_bytes} bytes as canonical JSON; the limit is {INPUTS_MAX_BYTES}."
             )));
         }
-        self.append(&key, &decision, LogStep::Grow).await
+        self.append(&key, &decision, LogStep::Grow, caller).await
     }
 
     /// `hearth admin log reset`: starts the household's decision log anew, the only way a
@@ -211,7 +216,8 @@ impl WhyService {
             inputs: &inputs,
             approver: "the operator",
         };
-        self.append(&key, &decision, LogStep::StartOver).await
+        self.append(&key, &decision, LogStep::StartOver, caller)
+            .await
     }
 
     /// Appends `decision` to the chain `key` and its log (grown, or started over), and returns
@@ -221,6 +227,7 @@ impl WhyService {
         key: &ChainKey,
         decision: &NewDecision<'_>,
         step: LogStep,
+        caller: &Caller,
     ) -> Result<Value, WhyError> {
         let mut retry = ConflictRetry::default();
         let Some(_turn) = retry.turn(&self.turns, key).await else {
@@ -242,10 +249,22 @@ impl WhyService {
                 |seq, prev| Sealed::new(seq, &record::build(decision, seq, &recorded_at, prev)),
             );
             let sealed = append.record.clone();
+            // A household account's log is kept for good; a credential's lives with its
+            // window (see `transparency::Lifetime`).
+            let lifetime = match caller.household {
+                Some(_) => Lifetime::Kept,
+                None => Lifetime::Window {
+                    window_ends_ms: append.head.expires_at_ms,
+                },
+            };
             let growth = match (step, self.log_keys.as_deref()) {
-                (LogStep::StartOver, Some(keys)) => {
-                    start_over(keys, LogKind::Decisions, log.as_ref(), &sealed.hash)?
-                }
+                (LogStep::StartOver, Some(keys)) => start_over(
+                    keys,
+                    LogKind::Decisions,
+                    log.as_ref(),
+                    &sealed.hash,
+                    lifetime,
+                )?,
                 _ => grow(
                     self.log_keys.as_deref(),
                     LogKind::Decisions,
@@ -254,6 +273,7 @@ impl WhyService {
                         .and_then(|snapshot| snapshot.head.log_id.as_deref()),
                     log.as_ref(),
                     &sealed.hash,
+                    lifetime,
                 )?,
             };
             let append = append.with_log(growth.append);
@@ -419,7 +439,8 @@ impl WhyService {
         let keys = self.log_keys.as_ref().ok_or_else(|| {
             WhyError::NotFound("This server has no log key, so it signs no checkpoints.".into())
         })?;
-        match history(self.store.as_ref(), keys, kind, &key, from_size).await {
+        let now_ms = unix_ms(self.clock.now());
+        match history(self.store.as_ref(), keys, kind, &key, from_size, now_ms).await {
             Ok(found) => Ok(found),
             Err(ProofError::NoLog) => Err(WhyError::NotFound(format!(
                 "This household has no signed {} log yet.",

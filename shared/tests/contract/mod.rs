@@ -9,8 +9,8 @@ use hearth_core::chain::{self, Sealed};
 use hearth_core::clock::ManualClock;
 use hearth_core::store::{
     AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, Counter, CounterStore,
-    DeviceKeyItem, GrantItem, GrantKind, GrantStore, Head, LogAppend, LogHead, RevokedFamily,
-    StoreError, Taken,
+    DeviceKeyItem, GrantItem, GrantKind, GrantStore, Head, LOG_RETIREMENT_MS, LogAppend, LogHead,
+    RevokedFamily, StoreError, Taken,
 };
 use hearth_core::why::record::NewDecision;
 use hearth_core::why::{WhyError, WhyService, limits};
@@ -76,6 +76,7 @@ async fn fill(
                     record: record.clone(),
                     evict_below_seq,
                     max_live_chains: 8,
+                    max_logs: 8,
                     log: None,
                 },
                 now,
@@ -131,6 +132,7 @@ pub async fn a_stale_head_is_a_conflict_and_changes_nothing(backend: Backend) {
         record: record.clone(),
         evict_below_seq: 1,
         max_live_chains: 8,
+        max_logs: 8,
         log: None,
     };
     assert!(matches!(
@@ -205,6 +207,7 @@ pub async fn the_scope_cap_counts_live_chains_only(backend: Backend) {
         record: record.clone(),
         evict_below_seq: 1,
         max_live_chains: 8,
+        max_logs: 8,
         log: None,
     };
     assert!(matches!(
@@ -669,6 +672,7 @@ pub async fn relocating_moves_a_window_exactly_as_stored(backend: Backend) {
                 record,
                 evict_below_seq: 7,
                 max_live_chains: 8,
+                max_logs: 8,
                 log: None,
             },
             NOW,
@@ -888,6 +892,7 @@ fn log_append(log: Option<&LogHead>, leaf: u8) -> LogAppend {
             size: size + 1,
             frontier: vec![[leaf; 32]],
             checkpoint: format!("checkpoint of {}\n", size + 1),
+            expires_at_ms: None,
         },
         hashes: vec![[leaf; 32], [leaf.wrapping_add(100); 32]],
     }
@@ -895,6 +900,20 @@ fn log_append(log: Option<&LogHead>, leaf: u8) -> LogAppend {
 
 /// Appends one record to `key` with its log grown by one leaf, as a writer would.
 async fn append_logged(store: &dyn ChainStore, key: &ChainKey, now: i64, leaf: u8) -> LogHead {
+    append_logged_until(store, key, now, leaf, None)
+        .await
+        .unwrap()
+}
+
+/// [`append_logged`] with the log retiring at `retires` (a credential's), and the store's
+/// answer.
+async fn append_logged_until(
+    store: &dyn ChainStore,
+    key: &ChainKey,
+    now: i64,
+    leaf: u8,
+    retires: Option<i64>,
+) -> Result<LogHead, StoreError> {
     let (window, log) = store.load_for_append(key, now).await.unwrap();
     let mut append = Append::next(
         window.as_ref().map(|w| &w.head),
@@ -903,14 +922,85 @@ async fn append_logged(store: &dyn ChainStore, key: &ChainKey, now: i64, leaf: u
             window_ms: HOUR,
             capacity: 3,
             max_live_chains: 8,
+            max_logs: 8,
         },
         now,
         sealed,
     );
-    let grown = log_append(log.as_ref(), leaf);
+    let mut grown = log_append(log.as_ref(), leaf);
+    grown.head.expires_at_ms = retires;
     append.log = Some(grown.clone());
-    store.append(key, append, now).await.unwrap();
-    grown.head
+    store.append(key, append, now).await?;
+    Ok(grown.head)
+}
+
+pub async fn a_credentials_log_retires_with_its_hashes(backend: Backend) {
+    let store = backend.store.as_ref();
+    let key = key("retiring");
+    let retires = NOW + 3 * HOUR;
+    for leaf in 0..3u8 {
+        append_logged_until(store, &key, NOW, leaf, Some(retires))
+            .await
+            .unwrap();
+    }
+    let kept = store
+        .log_head(&key, retires - 1)
+        .await
+        .unwrap()
+        .log
+        .unwrap();
+    assert_eq!((kept.size, kept.expires_at_ms), (3, Some(retires)));
+    // From its retirement on, the log reads as absent; a new log may take its place.
+    assert_eq!(store.log_head(&key, retires).await.unwrap().log, None);
+    assert_eq!(store.load_for_append(&key, retires).await.unwrap().1, None);
+    let fresh = append_logged_until(store, &key, retires, 9, None)
+        .await
+        .unwrap();
+    assert_eq!(fresh.size, 1, "a new log over the retired one");
+    assert_eq!(
+        store.log_head(&key, retires).await.unwrap().log,
+        Some(fresh)
+    );
+}
+
+pub async fn a_scope_keeps_at_most_its_logs_and_refuses_the_next(backend: Backend) {
+    let store = backend.store.as_ref();
+    let retention = |max_logs| hearth_core::store::Retention {
+        window_ms: HOUR,
+        capacity: 3,
+        max_live_chains: 8,
+        max_logs,
+    };
+    let open = |name: String, max_logs: usize, now: i64| {
+        let key = ChainKey {
+            scope: "scope-of-logs".into(),
+            name,
+        };
+        async move {
+            let mut append = Append::next(None, &[], retention(max_logs), now, sealed);
+            let mut log = log_append(None, 1);
+            log.head.expires_at_ms = Some(now + HOUR + LOG_RETIREMENT_MS);
+            append.log = Some(log);
+            store.append(&key, append, now).await
+        }
+    };
+    // Three logs may be kept: three chains open, each after the last one's window ended...
+    for (n, now) in [NOW, NOW + 2 * HOUR, NOW + 4 * HOUR]
+        .into_iter()
+        .enumerate()
+    {
+        open(format!("label-{n}"), 3, now).await.unwrap();
+    }
+    // ...and a fourth is refused while the first's log is still kept, though no window is
+    // live: a log is kept for a week after its window ends.
+    assert!(matches!(
+        open("label-3".into(), 3, NOW + 6 * HOUR).await,
+        Err(StoreError::LogsFull { limit: 3 })
+    ));
+    // Once the first log retires, the fourth takes its place.
+    open("label-3".into(), 3, NOW + HOUR + LOG_RETIREMENT_MS)
+        .await
+        .unwrap();
 }
 
 pub async fn a_log_grows_with_its_chain_and_outlives_its_window(backend: Backend) {
@@ -930,7 +1020,10 @@ pub async fn a_log_grows_with_its_chain_and_outlives_its_window(backend: Backend
         (log.size, log.epoch, log.checkpoint.as_str()),
         (5, 1, "checkpoint of 5\n")
     );
-    assert_eq!(store.log_head(&key).await.unwrap().log, Some(log.clone()));
+    assert_eq!(
+        store.log_head(&key, NOW).await.unwrap().log,
+        Some(log.clone())
+    );
     // The window expires; the log does not, and the next append extends it.
     let later = NOW + 2 * HOUR;
     let (window, kept) = store.load_for_append(&key, later).await.unwrap();
@@ -970,6 +1063,7 @@ pub async fn a_log_append_over_a_stale_log_head_is_a_conflict_and_changes_nothin
             window_ms: HOUR,
             capacity: 3,
             max_live_chains: 8,
+            max_logs: 8,
         },
         NOW,
         sealed,
@@ -991,7 +1085,7 @@ pub async fn a_removed_log_keeps_its_id_with_the_next_epoch(backend: Backend) {
     append_logged(store, &key, NOW, 1).await;
     append_logged(store, &key, NOW, 2).await;
     store.remove(&key).await.unwrap();
-    let retired = store.log_head(&key).await.unwrap().log.unwrap();
+    let retired = store.log_head(&key, NOW).await.unwrap().log.unwrap();
     assert_eq!(
         (retired.log_id.as_str(), retired.epoch, retired.size),
         ("log-a", 2, 0)
@@ -1012,9 +1106,9 @@ pub async fn relocating_moves_the_log_with_the_window(backend: Backend) {
     append_logged(store, &from, NOW, 1).await;
     let moved = append_logged(store, &from, NOW, 2).await;
     assert_eq!(store.relocate(&from, &to, NOW).await.unwrap(), 2);
-    assert_eq!(store.log_head(&to).await.unwrap().log, Some(moved));
+    assert_eq!(store.log_head(&to, NOW).await.unwrap().log, Some(moved));
     assert_eq!(store.log_hashes(&to, &[0, 1]).await.unwrap().len(), 2);
-    let left = store.log_head(&from).await.unwrap().log.unwrap();
+    let left = store.log_head(&from, NOW).await.unwrap().log.unwrap();
     assert_eq!(
         (left.epoch, left.size),
         (2, 0),
@@ -1052,6 +1146,8 @@ macro_rules! contract_tests {
                 a_claim_keeps_its_first_body_until_it_expires,
                 racing_claims_of_two_bodies_see_one_winner,
                 a_log_grows_with_its_chain_and_outlives_its_window,
+                a_credentials_log_retires_with_its_hashes,
+                a_scope_keeps_at_most_its_logs_and_refuses_the_next,
                 a_log_append_over_a_stale_log_head_is_a_conflict_and_changes_nothing,
                 a_removed_log_keeps_its_id_with_the_next_epoch,
                 relocating_moves_the_log_with_the_window,
