@@ -466,3 +466,63 @@ fn without_json_a_person_reads_lines() {
     let listed = admin(&env, &["household", "list"]);
     assert!(listed.stdout.contains("linked: false"), "{}", listed.stdout);
 }
+
+/// `log-key re-sign` and `log reset` as an operator runs them: one JSON object each, a reset
+/// only with `--yes` (without it, what it would do and exit 2), and usage errors exit 2.
+#[test]
+fn the_log_commands_answer_in_json_and_a_reset_needs_yes() {
+    let dir = tempfile::tempdir().unwrap();
+    existing_store(dir.path());
+    let env = local(dir.path());
+    let created = admin(&env, &["household", "create", "Logged", "--json"]);
+    assert_eq!(created.code, 0, "{}", created.stdout);
+    let household = created.json()["household_id"].as_str().unwrap().to_owned();
+
+    let resigned = admin(&env, &["log-key", "re-sign", "--all", "--json"]);
+    assert_eq!(resigned.code, 0, "{}{}", resigned.stdout, resigned.stderr);
+    assert_eq!(
+        resigned.json(),
+        json!({"households": [{"household_id": household, "decisions": "no_log", "ledger": "no_log"}]})
+    );
+    let one = admin(&env, &["log-key", "re-sign", &household, "--json"]);
+    assert_eq!(one.code, 0, "{}", one.stdout);
+
+    let unconfirmed = admin(&env, &["log", "reset", &household, "--json"]);
+    assert_eq!(unconfirmed.code, 2, "{}", unconfirmed.stdout);
+    assert!(
+        unconfirmed.error().contains("--yes"),
+        "{}",
+        unconfirmed.stdout
+    );
+    assert!(
+        unconfirmed.error().contains("both logs"),
+        "{}",
+        unconfirmed.stdout
+    );
+
+    let reset = admin(&env, &["log", "reset", &household, "--yes", "--json"]);
+    assert_eq!(reset.code, 0, "{}{}", reset.stdout, reset.stderr);
+    let answer = reset.json();
+    assert_eq!(answer["household_id"], household.as_str());
+    let logs: Vec<&str> = answer["reset"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|log| log["log"].as_str().unwrap())
+        .collect();
+    assert_eq!(logs, ["decisions", "ledger"]);
+    assert!(answer["reset"][0]["entry"].as_str().unwrap().len() == 64);
+
+    for args in [
+        &["log-key", "re-sign", "--json"][..],
+        &["log", "reset", "--yes", "--json"],
+        &[
+            "log", "reset", &household, "--yes", "--log", "receipts", "--json",
+        ],
+    ] {
+        let run = admin(&env, args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stdout);
+    }
+    let unknown = admin(&env, &["log", "reset", "hh-nobody", "--yes", "--json"]);
+    assert_eq!(unknown.code, 1, "{}", unknown.stdout);
+}

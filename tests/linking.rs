@@ -305,7 +305,7 @@ async fn a_household_links_through_the_consent_page_and_uses_its_own_token(backe
     assert_eq!(tokens.body["scope"], "mcp:service");
     let access = tokens.body["access_token"].as_str().unwrap().to_owned();
     let refresh = tokens.body["refresh_token"].as_str().unwrap().to_owned();
-    assert!(refresh.starts_with("hrt1."));
+    assert!(refresh.starts_with("hrt2."));
 
     // The token is the household's: no household_id needed, another one is refused.
     let recorded = w
@@ -482,7 +482,59 @@ async fn revocation_ends_a_family_and_answers_200_for_anything(backend: Backend)
     assert_eq!(unauthenticated.body["error"], "invalid_client");
 }
 
+/// The family id is public: every access token names it in `fam`. A refresh token made up
+/// around it (anyone with the client's credentials and one access token can write one) is a
+/// plain `invalid_grant` and revokes nothing; only a genuine token presented again is reuse.
+async fn a_refresh_token_made_up_around_a_known_family_revokes_nothing(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Forged House").await;
+    let tokens = w.link(&household).await;
+    let access = tokens["access_token"].as_str().unwrap();
+    let claims: Value = serde_json::from_slice(
+        &URL_SAFE_NO_PAD
+            .decode(access.split('.').nth(1).unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    let family = claims["fam"].as_str().unwrap();
+    let random = URL_SAFE_NO_PAD.encode([7u8; 32]);
+    for forged in [
+        format!("hrt1.{family}.{random}"),
+        format!("hrt2.{family}.1.{random}"),
+        format!("hrt2.{family}.0.{random}"),
+    ] {
+        let refused = w.refresh(&forged).await;
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.raw);
+        assert_eq!(refused.body["error"], "invalid_grant");
+        let reason = refused.body["error_description"].as_str().unwrap();
+        assert!(!reason.contains("revoked"), "{forged}: {reason}");
+    }
+    // The household stays linked: its own token still rotates...
+    let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
+    let rotated = w.refresh(&refresh).await;
+    assert_eq!(rotated.status, StatusCode::OK, "{}", rotated.raw);
+    let next = rotated.body["refresh_token"].as_str().unwrap().to_owned();
+    assert!(next.starts_with("hrt2."), "{next}");
+    let again = w.refresh(&next).await;
+    assert_eq!(again.status, StatusCode::OK, "{}", again.raw);
+    // ...and a genuine token rotated away, presented after the grace window, is still reuse.
+    w.advance_ms(REFRESH_GRACE_MS + 1);
+    let reused = w.refresh(&next).await;
+    assert_eq!(reused.body["error"], "invalid_grant");
+    assert!(
+        reused.body["error_description"]
+            .as_str()
+            .unwrap()
+            .contains("revoked"),
+        "{}",
+        reused.raw
+    );
+    let current = again.body["refresh_token"].as_str().unwrap();
+    assert_eq!(w.refresh(current).await.body["error"], "invalid_grant");
+}
+
 on_both_stores!(
+    a_refresh_token_made_up_around_a_known_family_revokes_nothing,
     a_household_links_through_the_consent_page_and_uses_its_own_token,
     a_lost_refresh_response_may_be_retried_within_the_grace_window_and_not_after,
     a_replayed_code_is_refused_and_revokes_what_it_issued,

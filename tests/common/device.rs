@@ -116,9 +116,15 @@ impl Device {
     }
 }
 
-/// The structured content of a successful tool result (panics on an error result).
+/// The structured content of a successful tool result (panics on an error result). Its
+/// `say`, if it has one, is read aloud, so it must name nothing internal.
 pub fn ok(result: &Value) -> &Value {
     assert_ne!(result["isError"], true, "tool failed: {result}");
+    if let Some(say) = result["structuredContent"]["say"].as_str()
+        && let Err(broken) = hearth_core::countersign::refusal::check_no_internals(say)
+    {
+        panic!("the say read aloud has {broken}: {say:?}");
+    }
     &result["structuredContent"]
 }
 

@@ -11,6 +11,13 @@ use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
 use super::credentials::{MIN_JWT_SECRET_BYTES, Secret};
+
+fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    use hmac::{Hmac, Mac};
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(key).expect("HMAC takes keys of any length");
+    mac.update(message);
+    mac.finalize().into_bytes().into()
+}
 use super::scope::Scopes;
 
 /// How long an access token lives, in seconds.
@@ -80,6 +87,9 @@ pub struct JwtKeys {
     encoding: EncodingKey,
     decoding: DecodingKey,
     validation: Validation,
+    /// Authenticates refresh tokens (`linking`): derived from the same secret under its own
+    /// label, so no refresh-token MAC is ever a valid JWT signature or the other way round.
+    refresh_key: [u8; 32],
 }
 
 /// The signing key is shorter than [`MIN_JWT_SECRET_BYTES`].
@@ -106,7 +116,14 @@ impl JwtKeys {
             encoding: EncodingKey::from_secret(key).map_err(|_| WeakKey)?,
             decoding: DecodingKey::from_secret(key).map_err(|_| WeakKey)?,
             validation,
+            refresh_key: hmac_sha256(key, b"hearth refresh token key"),
         })
+    }
+
+    /// The MAC that makes a refresh token's `message` verifiable: HMAC-SHA256 under the
+    /// refresh key.
+    pub fn refresh_mac(&self, message: &str) -> [u8; 32] {
+        hmac_sha256(&self.refresh_key, message.as_bytes())
     }
 
     /// Issues a token for `subject` with `scopes`, valid for [`TOKEN_LIFETIME_SECS`] from

@@ -314,9 +314,22 @@ fn speaker_refusal(refusal: &AttestationRefusal) -> &'static str {
     }
 }
 
-/// Whether `text` keeps the rules for spoken text: no ids, URLs, header names, tool or field
-/// names, or JSON, and a next step a person can take. `Err` names the first rule broken.
+/// Whether `text`, a refusal, keeps the rules for spoken text: nothing internal (see
+/// [`check_no_internals`]) and a next step a person can take. `Err` names the first rule
+/// broken.
 pub fn check_spoken(text: &str) -> Result<(), &'static str> {
+    check_no_internals(text)?;
+    const NEXT_STEPS: [&str; 6] = ["please", "ask", "try again", "answer", "say", "check"];
+    let lower = text.to_lowercase();
+    if !NEXT_STEPS.iter().any(|step| lower.contains(step)) {
+        return Err("no next step");
+    }
+    Ok(())
+}
+
+/// Whether `text`, anything a voice may read, names nothing internal: no ids, URLs, header
+/// names, tool or field names, or JSON.
+pub fn check_no_internals(text: &str) -> Result<(), &'static str> {
     let lower = text.to_lowercase();
     if text.contains("://") || lower.contains("www.") {
         return Err("a URL");
@@ -336,10 +349,6 @@ pub fn check_spoken(text: &str) -> Result<(), &'static str> {
         if upper_id || hex_run {
             return Err("an id");
         }
-    }
-    const NEXT_STEPS: [&str; 6] = ["please", "ask", "try again", "answer", "say", "check"];
-    if !NEXT_STEPS.iter().any(|step| lower.contains(step)) {
-        return Err("no next step");
     }
     Ok(())
 }

@@ -64,13 +64,18 @@ pub fn needs_guardian(proposal: &ProposalEvent) -> String {
     )
 }
 
+/// A blocked order, and what the person can do about it: the rules are the household's.
 pub fn blocked(proposal: &ProposalEvent) -> String {
     format!(
-        "I can't order {}: {}.",
+        "I can't order {}: {}. {BLOCKED_NEXT_STEP}",
         order_phrase(proposal),
         reasons(&proposal.reasons)
     )
 }
+
+/// What to do about an order the household's rules block.
+pub const BLOCKED_NEXT_STEP: &str =
+    "If it is still needed, ask for less, or ask a parent to change the household's rules.";
 
 /// The question read to a guardian by `list_waiting`.
 pub fn guardian_question(data: &HouseholdData, request: &Request) -> String {

@@ -42,7 +42,7 @@ use crate::random::RandomFailed;
 use crate::store::{GrantItem, GrantKind, GrantStore, StoreError};
 use secrets::{
     authorization_code_key, link_code_key, new_authorization_code, new_family_id, new_link_code,
-    new_refresh_token, normalize_link_code, parse_refresh_token,
+    normalize_link_code, parse_refresh_token, parse_refresh_token_v2, refresh_token_v2,
 };
 
 /// How long a link code can be entered.
@@ -162,26 +162,108 @@ struct FamilyBody {
     generation: u64,
     client_id: String,
     scope: String,
-    /// The hash of the refresh token that may be used now.
+    /// The hash of the first-form (`hrt1`) refresh token that may be used now; empty once the
+    /// family issues second-form tokens.
     current: String,
-    /// The hash of the one rotated away last, and when.
+    /// The hash of the first-form token rotated away last.
     previous: Option<String>,
+    /// When the token that may be retried ([`REFRESH_GRACE_MS`]) was rotated away.
     rotated_at_ms: i64,
     revoked: bool,
+    /// The number of the second-form (`hrt2`) token that may be used now; 0 while the family
+    /// still holds a first-form token.
+    #[serde(default)]
+    number: u64,
+    /// The number of the second-form token rotated away last, which may be retried; 0 for
+    /// none.
+    #[serde(default)]
+    previous_number: u64,
+}
+
+/// What a presented refresh token is to its family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// The token that may be used now.
+    Current,
+    /// The one rotated away last: a retry within the grace window, reuse after it.
+    Previous,
+    /// A token the family issued before that: reuse.
+    Older,
+    /// Not a token of this family: made up, or garbage. It revokes nothing.
+    Unknown,
 }
 
 impl FamilyBody {
-    /// Whether `presented` (a refresh token's hash) is the family's current token, and if not,
-    /// whether it is the one rotated away last.
-    fn holds(&self, presented: &str) -> (bool, bool) {
-        let current = same_hash(presented, &self.current);
-        let previous = !current
-            && self
-                .previous
-                .as_deref()
-                .is_some_and(|previous| same_hash(presented, previous));
-        (current, previous)
+    /// What a first-form token (its secret's hash) is to this family. Only the current and
+    /// the previous first-form token are stored, so nothing older can be recognised.
+    fn holds(&self, presented: &str) -> Held {
+        if !self.current.is_empty() && same_hash(presented, &self.current) {
+            Held::Current
+        } else if self
+            .previous
+            .as_deref()
+            .is_some_and(|previous| same_hash(presented, previous))
+        {
+            Held::Previous
+        } else {
+            Held::Unknown
+        }
     }
+
+    /// What genuine second-form token `number` is to this family.
+    fn holds_number(&self, number: u64) -> Held {
+        match number {
+            0 => Held::Unknown,
+            n if n == self.number => Held::Current,
+            n if n == self.previous_number => Held::Previous,
+            n if n < self.number => Held::Older,
+            _ => Held::Unknown,
+        }
+    }
+
+    /// What `token` is to this family, first or second form; the MAC of a second-form token
+    /// must be genuine, or it is unknown.
+    fn judge(&self, token: &str, jwt: &JwtKeys) -> Held {
+        if let Some((_, number, genuine)) =
+            parse_refresh_token_v2(token, |message| jwt.refresh_mac(message))
+        {
+            return if genuine {
+                self.holds_number(number)
+            } else {
+                Held::Unknown
+            };
+        }
+        match parse_refresh_token(token) {
+            Some((_, hash)) => self.holds(&hash),
+            None => Held::Unknown,
+        }
+    }
+
+    /// The next second-form token, rotating the current one away (`retry`: the one retried is
+    /// kept as the previous, and the token whose answer was lost is dropped).
+    fn rotate(&mut self, family_id: &str, jwt: &JwtKeys, retry: bool, now_ms: i64) -> String {
+        if !retry {
+            self.previous_number = self.number;
+            if !self.current.is_empty() {
+                self.previous = Some(std::mem::take(&mut self.current));
+            }
+            self.rotated_at_ms = now_ms;
+        }
+        self.current.clear();
+        self.number += 1;
+        refresh_token_v2(family_id, self.number, |message| jwt.refresh_mac(message))
+    }
+}
+
+/// The family id a refresh token names, first or second form, if it has the form of one.
+fn family_of(token: &str) -> Option<&str> {
+    parse_refresh_token(token)
+        .map(|(family, _)| family)
+        .or_else(|| {
+            let rest = token.strip_prefix("hrt2.")?;
+            let family = rest.split('.').next()?;
+            (family.len() == 32 && family.bytes().all(|b| b.is_ascii_hexdigit())).then_some(family)
+        })
 }
 
 pub struct Linking {
@@ -368,17 +450,19 @@ impl Linking {
             .await?;
         let scope = Scopes::parse(&body.binding.scope)
             .map_err(|_| LinkingError::Unavailable("a stored code is unreadable".into()))?;
-        let (refresh_token, current) = new_refresh_token(&family_id)?;
-        let family = FamilyBody {
+        let mut family = FamilyBody {
             household_id: body.household_id.clone(),
             generation: body.generation,
             client_id: client_id.to_owned(),
             scope: body.binding.scope.clone(),
-            current,
+            current: String::new(),
             previous: None,
             rotated_at_ms: now_ms,
             revoked: false,
+            number: 0,
+            previous_number: 0,
         };
+        let refresh_token = family.rotate(&family_id, jwt, false, now_ms);
         let family_item = GrantItem {
             kind: GrantKind::RefreshFamily,
             key: family_id.clone(),
@@ -399,8 +483,8 @@ impl Linking {
         refresh_token: &str,
         requested: Option<Scopes>,
     ) -> Result<Tokens, LinkingError> {
-        let (family_id, presented) = parse_refresh_token(refresh_token)
-            .ok_or(LinkingError::InvalidGrant(REFRESH_NOT_VALID))?;
+        let family_id =
+            family_of(refresh_token).ok_or(LinkingError::InvalidGrant(REFRESH_NOT_VALID))?;
         for _ in 0..WRITE_ATTEMPTS {
             let now_ms = self.now_ms();
             let item = self
@@ -415,11 +499,19 @@ impl Linking {
             if family.client_id != client_id {
                 return Err(LinkingError::InvalidGrant(OTHER_CLIENT));
             }
-            let (is_current, is_previous) = family.holds(&presented);
-            let is_retry = is_previous && now_ms - family.rotated_at_ms <= REFRESH_GRACE_MS;
-            if !is_current && !is_retry {
-                self.revoke_family(family_id, &family.household_id).await?;
-                return Err(LinkingError::InvalidGrant(REFRESH_REUSED));
+            let held = family.judge(refresh_token, jwt);
+            let is_retry =
+                held == Held::Previous && now_ms - family.rotated_at_ms <= REFRESH_GRACE_MS;
+            match held {
+                Held::Current => {}
+                Held::Previous if is_retry => {}
+                // A genuine token rotated away, presented again: the family is compromised.
+                Held::Previous | Held::Older => {
+                    self.revoke_family(family_id, &family.household_id).await?;
+                    return Err(LinkingError::InvalidGrant(REFRESH_REUSED));
+                }
+                // Made up around the family's public id, or garbage: refused, nothing revoked.
+                Held::Unknown => return Err(LinkingError::InvalidGrant(REFRESH_NOT_VALID)),
             }
             let account = self.accounts.fresh(&family.household_id).await?;
             match account {
@@ -445,14 +537,8 @@ impl Linking {
                     ));
                 }
             };
-            let (next_token, next_hash) = new_refresh_token(family_id)?;
-            if is_current {
-                family.previous = Some(std::mem::replace(&mut family.current, next_hash));
-                family.rotated_at_ms = now_ms;
-            } else {
-                // A retry: the token the client lost is dropped, the window is not extended.
-                family.current = next_hash;
-            }
+            // A retry drops the token whose answer was lost and keeps the window as it was.
+            let next_token = family.rotate(family_id, jwt, is_retry, now_ms);
             let idle_until = Some(now_ms + REFRESH_IDLE_MS);
             match self
                 .rewrite(&item, to_json(&family), idle_until, now_ms)
@@ -478,7 +564,7 @@ impl Linking {
         client_id: &str,
         token: &str,
     ) -> Result<(), LinkingError> {
-        if let Some((family_id, presented)) = parse_refresh_token(token) {
+        if let Some(family_id) = family_of(token) {
             let now_ms = self.now_ms();
             let Some(item) = self
                 .grants
@@ -488,8 +574,12 @@ impl Linking {
                 return Ok(());
             };
             let family: FamilyBody = from_json(&item.body)?;
-            let (current, previous) = family.holds(&presented);
-            if (current || previous) && family.client_id == client_id {
+            // A second-form token is judged only with the key that made it.
+            let held = match jwt {
+                Some(jwt) => family.judge(token, jwt),
+                None => parse_refresh_token(token).map_or(Held::Unknown, |(_, h)| family.holds(&h)),
+            };
+            if matches!(held, Held::Current | Held::Previous) && family.client_id == client_id {
                 self.revoke_family(family_id, &family.household_id).await?;
             }
             return Ok(());
@@ -604,4 +694,73 @@ fn to_json<T: Serialize>(value: &T) -> String {
 fn from_json<'a, T: Deserialize<'a>>(body: &'a str) -> Result<T, LinkingError> {
     serde_json::from_str(body)
         .map_err(|_| LinkingError::Unavailable("a stored linking record is unreadable".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::Secret;
+    use crate::clock::ManualClock;
+    use crate::store::sqlite::SqliteStore;
+
+    /// A family from before second-form tokens: its `hrt1` token still refreshes, once, into
+    /// an `hrt2` one; presented again after the grace window it is reuse and revokes the
+    /// family; one made up around the family id revokes nothing.
+    #[tokio::test]
+    async fn a_first_form_token_keeps_working_until_it_rotates() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(&dir.path().join("hearth.db")).unwrap());
+        let clock = Arc::new(ManualClock::new(time::OffsetDateTime::now_utc()));
+        let accounts = Arc::new(Accounts::new(store.clone(), clock.clone()));
+        let household = accounts
+            .create(&crate::accounts::new_household_id(), "Old", None)
+            .await
+            .unwrap();
+        let linking = Linking::new(store.clone(), accounts, clock.clone());
+        let jwt = JwtKeys::new(
+            &Secret::new("a jwt secret of at least thirty-two bytes"),
+            "http://127.0.0.1:8787",
+            "http://127.0.0.1:8787/mcp",
+        )
+        .unwrap();
+        let family_id = new_family_id().unwrap();
+        let (old_token, old_hash) = secrets::new_refresh_token(&family_id).unwrap();
+        // The family as the earlier release stored it: no token numbers.
+        let body = serde_json::json!({
+            "household_id": household.household_id, "generation": household.generation,
+            "client_id": "client", "scope": "mcp:service", "current": old_hash,
+            "previous": null, "rotated_at_ms": 0, "revoked": false,
+        });
+        let now_ms = unix_ms(clock.now());
+        let item = GrantItem {
+            kind: GrantKind::RefreshFamily,
+            key: family_id.clone(),
+            body: body.to_string(),
+            expires_at_ms: now_ms + REFRESH_IDLE_MS,
+            revision: 1,
+        };
+        store.put_grant(&item, None, now_ms).await.unwrap();
+
+        let made_up = format!("hrt1.{family_id}.{}", "A".repeat(43));
+        assert!(matches!(
+            linking.refresh(&jwt, "client", &made_up, None).await,
+            Err(LinkingError::InvalidGrant(REFRESH_NOT_VALID))
+        ));
+        let rotated = linking
+            .refresh(&jwt, "client", &old_token, None)
+            .await
+            .unwrap();
+        assert!(rotated.refresh_token.starts_with("hrt2."));
+        clock.advance(time::Duration::milliseconds(REFRESH_GRACE_MS + 1));
+        assert!(matches!(
+            linking.refresh(&jwt, "client", &old_token, None).await,
+            Err(LinkingError::InvalidGrant(REFRESH_REUSED))
+        ));
+        assert!(matches!(
+            linking
+                .refresh(&jwt, "client", &rotated.refresh_token, None)
+                .await,
+            Err(LinkingError::InvalidGrant(REFRESH_REVOKED))
+        ));
+    }
 }

@@ -5,8 +5,14 @@
 //!   and the look-alikes `O`/`I`/`L`. Sixty bits against a limit of a few attempts per address
 //!   per quarter hour, for a code that lives 15 minutes, leaves guessing hopeless.
 //! - An **authorization code** is 32 random bytes, base64url: the client never types it.
-//! - A **refresh token** is `hrt1.<family id>.<32 random bytes, base64url>`. The family id
-//!   (16 random bytes, hex) finds the family in one read; only the last part is secret.
+//! - A **refresh token** is `hrt2.<family id>.<n>.<MAC>`: the family id (16 random bytes, hex)
+//!   finds the family in one read, `n` counts the family's tokens, and the MAC is
+//!   HMAC-SHA256 of the three under a key derived from the JWT secret (base64url). The family
+//!   id is public (every access token names it), so a token must prove it was issued: only
+//!   then can a token older than the family's current one be told for what it is, a genuine
+//!   token presented again (reuse, which revokes the family), and anything else be a plain
+//!   refusal that revokes nothing. Tokens of the first form, `hrt1.<family id>.<32 random
+//!   bytes>` (only their hash stored), keep working until they rotate.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -19,6 +25,7 @@ const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 /// Characters in a link code.
 pub const LINK_CODE_CHARS: usize = 12;
 const REFRESH_PREFIX: &str = "hrt1.";
+const REFRESH_V2_PREFIX: &str = "hrt2.";
 
 /// A fresh link code, grouped for reading aloud.
 pub fn new_link_code() -> Result<String, RandomFailed> {
@@ -72,7 +79,9 @@ pub fn new_family_id() -> Result<String, RandomFailed> {
     Ok(hex::encode(os_bytes::<16>()?))
 }
 
-/// A fresh refresh token of `family_id`, and the hash of its secret part to store.
+/// A fresh refresh token of the first form for `family_id`, and the hash of its secret part
+/// to store: no longer issued, kept to test families that still hold one.
+#[cfg(test)]
 pub fn new_refresh_token(family_id: &str) -> Result<(String, String), RandomFailed> {
     let secret = URL_SAFE_NO_PAD.encode(os_bytes::<32>()?);
     Ok((
@@ -91,6 +100,48 @@ pub fn parse_refresh_token(token: &str) -> Option<(&str, String)> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
     (family_ok && secret_ok).then(|| (family_id, refresh_secret_hash(secret)))
+}
+
+/// Refresh token `number` of `family_id`, authenticated by `mac` (the JWT keys' refresh MAC).
+pub fn refresh_token_v2(family_id: &str, number: u64, mac: impl Fn(&str) -> [u8; 32]) -> String {
+    let message = refresh_v2_message(family_id, number);
+    format!(
+        "{REFRESH_V2_PREFIX}{family_id}.{number}.{}",
+        URL_SAFE_NO_PAD.encode(mac(&message))
+    )
+}
+
+/// A presented refresh token of the second form: its family id, its number, and whether its
+/// MAC is genuine; `None` if it does not have the form.
+pub fn parse_refresh_token_v2(
+    token: &str,
+    mac: impl Fn(&str) -> [u8; 32],
+) -> Option<(&str, u64, bool)> {
+    let mut parts = token.strip_prefix(REFRESH_V2_PREFIX)?.split('.');
+    let (family_id, number, presented) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    let family_ok = family_id.len() == 32 && family_id.bytes().all(|b| b.is_ascii_hexdigit());
+    let number_ok = !number.is_empty()
+        && number.len() <= 20
+        && number.bytes().all(|b| b.is_ascii_digit())
+        && !(number.len() > 1 && number.starts_with('0'));
+    if !family_ok || !number_ok || presented.len() != 43 {
+        return None;
+    }
+    let number: u64 = number.parse().ok()?;
+    let presented = URL_SAFE_NO_PAD.decode(presented).ok()?;
+    let expected = mac(&refresh_v2_message(family_id, number));
+    let genuine = bool::from(subtle::ConstantTimeEq::ct_eq(
+        presented.as_slice(),
+        expected.as_slice(),
+    ));
+    Some((family_id, number, genuine))
+}
+
+fn refresh_v2_message(family_id: &str, number: u64) -> String {
+    format!("hearth refresh token\n{family_id}\n{number}")
 }
 
 fn refresh_secret_hash(secret: &str) -> String {
@@ -149,6 +200,40 @@ mod tests {
             &format!("{token}x"),
         ] {
             assert!(parse_refresh_token(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_second_form_token_proves_it_was_issued() {
+        let mac = |message: &str| -> [u8; 32] {
+            crate::chain::sha256_hex(format!("key\n{message}")).as_bytes()[..32]
+                .try_into()
+                .unwrap()
+        };
+        let family = new_family_id().unwrap();
+        let token = refresh_token_v2(&family, 7, mac);
+        assert_eq!(
+            parse_refresh_token_v2(&token, mac),
+            Some((family.as_str(), 7, true))
+        );
+        // Another number under the same MAC, or a MAC made up: well formed, not genuine.
+        let moved = token.replacen(".7.", ".6.", 1);
+        assert_eq!(
+            parse_refresh_token_v2(&moved, mac).map(|p| p.2),
+            Some(false)
+        );
+        let made_up = format!("hrt2.{family}.7.{}", URL_SAFE_NO_PAD.encode([1u8; 32]));
+        assert_eq!(
+            parse_refresh_token_v2(&made_up, mac).map(|p| p.2),
+            Some(false)
+        );
+        for bad in [
+            format!("hrt2.{family}.07.x"),
+            format!("hrt2.{family}..{}", URL_SAFE_NO_PAD.encode([1u8; 32])),
+            format!("{token}.extra"),
+            token.replacen("hrt2", "hrt1", 1),
+        ] {
+            assert!(parse_refresh_token_v2(&bad, mac).is_none(), "{bad}");
         }
     }
 }

@@ -351,7 +351,11 @@ impl CountersignService {
                         SpokenAnswer::Yes,
                         Settled::Blocked,
                         vec![problem.clone()],
-                        format!("I can't place it now: {}.", say::reasons(&[problem])),
+                        format!(
+                            "I can't place it now: {}. {}",
+                            say::reasons(&[problem]),
+                            say::BLOCKED_NEXT_STEP
+                        ),
                     ),
                     None => (
                         SpokenAnswer::Yes,
