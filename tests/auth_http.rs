@@ -754,6 +754,7 @@ async fn a_counter_outage_counts_in_the_instance_with_the_same_limits() {
     let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
     let h = common::harness_over(&common::config(&vars), |sqlite| Stores {
         grants: sqlite.clone(),
+        clients: sqlite.clone(),
         accounts: sqlite.clone(),
         chains: sqlite,
         counters: Arc::new(Unreachable),
@@ -779,6 +780,7 @@ async fn without_a_configured_store_the_limiter_fails_closed_with_503() {
     assert_eq!(config.store, hearth_core::config::StoreChoice::Unconfigured);
     let h = common::harness_over(&config, |sqlite| Stores {
         grants: sqlite.clone(),
+        clients: sqlite.clone(),
         accounts: sqlite.clone(),
         chains: sqlite,
         counters: Arc::new(Unreachable),

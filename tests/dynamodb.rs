@@ -354,6 +354,7 @@ async fn a_stopped_emulator_is_storage_unavailable_and_service_recovers() {
     let chains: Arc<dyn ChainStore> = store.clone();
     let h = harness_over(&common::config(&vars), |sqlite| Stores {
         grants: sqlite.clone(),
+        clients: sqlite.clone(),
         chains,
         accounts: sqlite.clone(),
         counters: sqlite,
@@ -398,6 +399,7 @@ async fn a_counter_outage_counts_locally_and_the_table_takes_over_when_it_return
     let counters = store.clone();
     let h = harness_over(&common::config(&vars), |sqlite| Stores {
         grants: sqlite.clone(),
+        clients: sqlite.clone(),
         chains: sqlite.clone(),
         accounts: sqlite,
         counters,

@@ -649,6 +649,7 @@ async fn an_unreadable_account_store_keeps_what_needs_no_household() {
     let h = common::harness_over(&config, |sqlite| Stores {
         grants: sqlite.clone(),
         chains: sqlite.clone(),
+        clients: sqlite.clone(),
         counters: sqlite,
         accounts: Arc::new(Unconfigured),
     });

@@ -18,7 +18,8 @@ async fn sqlite() -> Backend {
         store: store.clone(),
         counters: store.clone(),
         accounts: store.clone(),
-        grants: store,
+        grants: store.clone(),
+        clients: store,
         _guard: Box::new(dir),
     }
 }
@@ -37,7 +38,8 @@ async fn dynamodb() -> Backend {
         store: store.clone(),
         counters: store.clone(),
         accounts: store.clone(),
-        grants: store,
+        grants: store.clone(),
+        clients: store,
         _guard: Box::new(()),
     }
 }

@@ -16,6 +16,8 @@
 //! | rate counter   | `rate#<counter key>`     | `counter`         | `hits`, `expires_at_ms`, `expires_at`; one conditional `UpdateItem` each, issued together |
 //! | account        | `account#<household id>` | `account`         | `revision`, `body` (the account as JSON); no TTL |
 //! | account index  | `accounts`               | `<household id>`  | `name`, `linked`; written in the same transaction as the account, so a listing is one `Query` |
+//! | OAuth client   | `client#<client id>`     | `client`          | `revision`, `body` (the client as JSON; a secret only as its hash), `expires_at_ms` and `expires_at` for a registration not yet used |
+//! | client index   | `clients`                | `<client id>`     | the same attributes, written in the same transaction, so a listing is one `Query` |
 //! | linking record | `grant#<kind>#<key>`     | `grant`           | `revision`, `body`, `expires_at_ms`, `expires_at`; kind is `link`, `code`, `family` or `turn` (a host-key turn's ledger), key a hash or family id |
 //!
 //! Cost per call: a read is one strongly consistent `Query` of the chain's partition from
@@ -41,9 +43,9 @@ use aws_sdk_dynamodb::types::{
 };
 
 use super::{
-    AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, Counter, CounterStore,
-    GrantItem, GrantKind, GrantStore, Head, LOG_RETIREMENT_MS, LogHead, LogRead, Snapshot,
-    StoreError, Taken,
+    AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, ClientItem,
+    ClientStore, Counter, CounterStore, GrantItem, GrantKind, GrantStore, Head, LOG_RETIREMENT_MS,
+    LogHead, LogRead, Snapshot, StoreError, Taken,
 };
 use crate::chain::Sealed;
 
@@ -848,6 +850,98 @@ impl AccountStore for DynamoStore {
 }
 
 #[async_trait]
+impl ClientStore for DynamoStore {
+    async fn client(&self, client_id: &str, now_ms: i64) -> Result<Option<ClientItem>, StoreError> {
+        let Some(item) = self.get(&client_pk(client_id), "client").await? else {
+            return Ok(None);
+        };
+        let client = ClientItem::from_stored(&string(item.get("body"), "body")?)?;
+        // TTL deletes lazily; an expired client is gone as far as any reader is concerned.
+        Ok(client.is_live(now_ms).then_some(client))
+    }
+
+    async fn clients(&self, now_ms: i64) -> Result<Vec<ClientItem>, StoreError> {
+        let items = self.query_partition(CLIENT_INDEX_PK).await?;
+        let mut clients = Vec::with_capacity(items.len());
+        for item in &items {
+            let client = ClientItem::from_stored(&string(item.get("body"), "body")?)?;
+            if client.is_live(now_ms) {
+                clients.push(client);
+            }
+        }
+        clients.sort_by(|a, b| a.client_id.cmp(&b.client_id));
+        Ok(clients)
+    }
+
+    async fn put_client(
+        &self,
+        item: &ClientItem,
+        expected: Option<u64>,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let body = serde_json::to_string(item).map_err(unavailable)?;
+        let with_body = |mut stored: Item| {
+            stored.insert("revision".into(), n(item.revision as i64));
+            stored.insert("body".into(), s(&body));
+            if let Some(expires_at_ms) = item.expires_at_ms {
+                stored.insert("expires_at_ms".into(), n(expires_at_ms));
+                stored.insert(TTL_ATTRIBUTE.into(), n(ttl_seconds(expires_at_ms)));
+            }
+            stored
+        };
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(with_body(key_of(
+                &client_pk(&item.client_id),
+                "client",
+            ))))
+            .expression_attribute_values(":now", n(now_ms));
+        let put = match expected {
+            None => put.condition_expression(
+                "attribute_not_exists(pk) OR (attribute_exists(expires_at_ms) AND expires_at_ms <= :now)",
+            ),
+            Some(revision) => put
+                .condition_expression(
+                    "revision = :revision AND (attribute_not_exists(expires_at_ms) OR expires_at_ms > :now)",
+                )
+                .expression_attribute_values(":revision", n(revision as i64)),
+        }
+        .build()
+        .map_err(unavailable)?;
+        // The index holds each client whole: clients are few, and a listing is one Query.
+        let put_index = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(with_body(key_of(CLIENT_INDEX_PK, &item.client_id))))
+            .build()
+            .map_err(unavailable)?;
+        let items = vec![
+            TransactWriteItem::builder().put(put).build(),
+            TransactWriteItem::builder().put(put_index).build(),
+        ];
+        match self.transact(items).await {
+            Ok(()) => Ok(()),
+            Err(Cancelled::Codes(codes)) if is_conflict(&codes) => Err(StoreError::Conflict),
+            Err(Cancelled::Codes(_)) => Err(StoreError::Unavailable(
+                "DynamoDB cancelled the client write".into(),
+            )),
+            Err(Cancelled::Failed(error)) => Err(error),
+        }
+    }
+
+    async fn delete_client(&self, client_id: &str) -> Result<bool, StoreError> {
+        if self.get(&client_pk(client_id), "client").await?.is_none() {
+            return Ok(false);
+        }
+        self.delete_items(vec![
+            key_of(&client_pk(client_id), "client"),
+            key_of(CLIENT_INDEX_PK, client_id),
+        ])
+        .await?;
+        Ok(true)
+    }
+}
+
+#[async_trait]
 impl GrantStore for DynamoStore {
     async fn grant(
         &self,
@@ -978,6 +1072,12 @@ fn grant_pk(kind: GrantKind, key: &str) -> String {
 
 /// The partition of the account index.
 const ACCOUNT_INDEX_PK: &str = "accounts";
+/// The partition of the client index.
+const CLIENT_INDEX_PK: &str = "clients";
+
+fn client_pk(client_id: &str) -> String {
+    format!("client#{client_id}")
+}
 
 /// The most items one `TransactWriteItems` call takes.
 const TRANSACTION_ITEMS: usize = 100;

@@ -8,6 +8,7 @@
 //! Which one runs is configuration; no code path falls back to volatile memory.
 
 pub mod account;
+pub mod client;
 #[cfg(feature = "aws")]
 pub mod dynamodb;
 pub mod grant;
@@ -21,6 +22,7 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 
 pub use account::{AccountItem, AccountStore, AccountSummary, DeviceKeyItem, RevokedFamily};
+pub use client::{ClientItem, ClientOrigin, ClientStore};
 pub use grant::{GrantItem, GrantKind, GrantStore};
 
 use crate::chain::Sealed;
@@ -483,16 +485,20 @@ pub struct Stores {
     pub counters: Arc<dyn CounterStore>,
     pub accounts: Arc<dyn AccountStore>,
     pub grants: Arc<dyn GrantStore>,
+    pub clients: Arc<dyn ClientStore>,
 }
 
 impl Stores {
     /// Every role served by one backend.
-    pub fn shared<S: ChainStore + CounterStore + AccountStore + GrantStore>(store: Arc<S>) -> Self {
+    pub fn shared<S: ChainStore + CounterStore + AccountStore + GrantStore + ClientStore>(
+        store: Arc<S>,
+    ) -> Self {
         Self {
             chains: store.clone(),
             counters: store.clone(),
             accounts: store.clone(),
-            grants: store,
+            grants: store.clone(),
+            clients: store,
         }
     }
 }

@@ -14,8 +14,9 @@ use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::{
-    AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, Counter, CounterStore,
-    GrantItem, GrantKind, GrantStore, Head, LogHead, LogRead, Snapshot, StoreError, Taken,
+    AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, ClientItem,
+    ClientStore, Counter, CounterStore, GrantItem, GrantKind, GrantStore, Head, LogHead, LogRead,
+    Snapshot, StoreError, Taken,
 };
 use crate::chain::Sealed;
 
@@ -72,6 +73,12 @@ CREATE TABLE IF NOT EXISTS grants (
     PRIMARY KEY (kind, key)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS grants_by_expiry ON grants (expires_at_ms);
+CREATE TABLE IF NOT EXISTS clients (
+    client_id TEXT NOT NULL PRIMARY KEY,
+    revision INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    expires_at_ms INTEGER
+) WITHOUT ROWID;
 ";
 
 /// The rate counters live in this process, in a table of their own so counter writes never
@@ -633,6 +640,105 @@ fn retire_log(connection: &Connection, key: &ChainKey) -> Result<(), StoreError>
         )
         .map_err(unavailable)?;
     Ok(())
+}
+
+#[async_trait]
+impl ClientStore for SqliteStore {
+    async fn client(&self, client_id: &str, now_ms: i64) -> Result<Option<ClientItem>, StoreError> {
+        self.with_connection(|connection| {
+            let body: Option<String> = connection
+                .prepare_cached(
+                    "SELECT body FROM clients WHERE client_id = ?1
+                       AND (expires_at_ms IS NULL OR expires_at_ms > ?2)",
+                )
+                .and_then(|mut statement| {
+                    statement
+                        .query_row(params![client_id, now_ms], |row| row.get(0))
+                        .optional()
+                })
+                .map_err(unavailable)?;
+            body.map(|body| ClientItem::from_stored(&body)).transpose()
+        })
+    }
+
+    async fn clients(&self, now_ms: i64) -> Result<Vec<ClientItem>, StoreError> {
+        self.with_connection(|connection| {
+            let mut statement = connection
+                .prepare_cached(
+                    "SELECT body FROM clients WHERE expires_at_ms IS NULL OR expires_at_ms > ?1
+                     ORDER BY client_id",
+                )
+                .map_err(unavailable)?;
+            let bodies = statement
+                .query_map(params![now_ms], |row| row.get::<_, String>(0))
+                .map_err(unavailable)?;
+            bodies
+                .map(|body| ClientItem::from_stored(&body.map_err(unavailable)?))
+                .collect()
+        })
+    }
+
+    async fn put_client(
+        &self,
+        item: &ClientItem,
+        expected: Option<u64>,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let body = serde_json::to_string(item).map_err(unavailable)?;
+        self.with_connection(|connection| {
+            let transaction = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(unavailable)?;
+            let stored: Option<u64> = transaction
+                .query_row(
+                    "SELECT revision FROM clients WHERE client_id = ?1
+                       AND (expires_at_ms IS NULL OR expires_at_ms > ?2)",
+                    params![item.client_id, now_ms],
+                    |row| row.get::<_, i64>(0),
+                )
+                .optional()
+                .map_err(unavailable)?
+                .map(|revision| revision as u64);
+            if stored != expected {
+                return Err(StoreError::Conflict);
+            }
+            transaction
+                .execute(
+                    "INSERT INTO clients (client_id, revision, body, expires_at_ms)
+                     VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (client_id) DO UPDATE SET
+                       revision = excluded.revision, body = excluded.body,
+                       expires_at_ms = excluded.expires_at_ms",
+                    params![
+                        item.client_id,
+                        item.revision as i64,
+                        body,
+                        item.expires_at_ms
+                    ],
+                )
+                .map_err(unavailable)?;
+            // What DynamoDB's TTL does: registrations never used go as new ones arrive.
+            transaction
+                .execute(
+                    "DELETE FROM clients WHERE expires_at_ms <= ?1",
+                    params![now_ms],
+                )
+                .map_err(unavailable)?;
+            transaction.commit().map_err(unavailable)
+        })
+    }
+
+    async fn delete_client(&self, client_id: &str) -> Result<bool, StoreError> {
+        self.with_connection(|connection| {
+            let deleted = connection
+                .execute(
+                    "DELETE FROM clients WHERE client_id = ?1",
+                    params![client_id],
+                )
+                .map_err(unavailable)?;
+            Ok(deleted == 1)
+        })
+    }
 }
 
 #[async_trait]

@@ -5,8 +5,9 @@
 use async_trait::async_trait;
 
 use super::{
-    AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, Counter, CounterStore,
-    GrantItem, GrantKind, GrantStore, LogHead, Snapshot, StoreError, Taken,
+    AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, ClientItem,
+    ClientStore, Counter, CounterStore, GrantItem, GrantKind, GrantStore, LogHead, Snapshot,
+    StoreError, Taken,
 };
 
 pub struct Unconfigured;
@@ -106,6 +107,34 @@ impl CounterStore for Unconfigured {
         _expires_at_ms: i64,
         _now_ms: i64,
     ) -> Result<Taken, StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+}
+
+#[async_trait]
+impl ClientStore for Unconfigured {
+    async fn client(
+        &self,
+        _client_id: &str,
+        _now_ms: i64,
+    ) -> Result<Option<ClientItem>, StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+
+    async fn clients(&self, _now_ms: i64) -> Result<Vec<ClientItem>, StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+
+    async fn put_client(
+        &self,
+        _item: &ClientItem,
+        _expected: Option<u64>,
+        _now_ms: i64,
+    ) -> Result<(), StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+
+    async fn delete_client(&self, _client_id: &str) -> Result<bool, StoreError> {
         Err(StoreError::Unavailable(REASON.into()))
     }
 }

@@ -8,9 +8,9 @@ use hearth_core::auth::Caller;
 use hearth_core::chain::{self, Sealed};
 use hearth_core::clock::ManualClock;
 use hearth_core::store::{
-    AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, Counter, CounterStore,
-    DeviceKeyItem, GrantItem, GrantKind, GrantStore, Head, LOG_RETIREMENT_MS, LogAppend, LogHead,
-    RevokedFamily, StoreError, Taken,
+    AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, ClientItem,
+    ClientOrigin, ClientStore, Counter, CounterStore, DeviceKeyItem, GrantItem, GrantKind,
+    GrantStore, Head, LOG_RETIREMENT_MS, LogAppend, LogHead, RevokedFamily, StoreError, Taken,
 };
 use hearth_core::why::record::NewDecision;
 use hearth_core::why::{WhyError, WhyService, limits};
@@ -23,6 +23,7 @@ pub struct Backend {
     pub counters: Arc<dyn CounterStore>,
     pub accounts: Arc<dyn AccountStore>,
     pub grants: Arc<dyn GrantStore>,
+    pub clients: Arc<dyn ClientStore>,
     pub _guard: Box<dyn std::any::Any + Send>,
 }
 
@@ -810,6 +811,80 @@ pub async fn racing_claims_of_two_bodies_see_one_winner(backend: Backend) {
     assert_eq!(winners.len(), 1, "{winners:?}");
 }
 
+fn client(id: &str, revision: u64, expires_at_ms: Option<i64>) -> ClientItem {
+    ClientItem {
+        client_id: id.into(),
+        name: format!("client {id}"),
+        redirect_uris: vec!["https://host.example/callback".into()],
+        secret_hash: None,
+        origin: ClientOrigin::Registration,
+        created_at_ms: NOW,
+        last_used_at_ms: None,
+        expires_at_ms,
+        revision,
+    }
+}
+
+pub async fn a_client_is_written_once_then_over_its_revision_and_listed(backend: Backend) {
+    let clients = backend.clients.as_ref();
+    assert_eq!(clients.client("c1", NOW).await.unwrap(), None);
+    let first = client("c1", 1, None);
+    clients.put_client(&first, None, NOW).await.unwrap();
+    assert!(matches!(
+        clients.put_client(&first, None, NOW).await,
+        Err(StoreError::Conflict)
+    ));
+    let mut second = client("c1", 2, None);
+    second.last_used_at_ms = Some(NOW + 5);
+    assert!(matches!(
+        clients.put_client(&second, Some(7), NOW).await,
+        Err(StoreError::Conflict)
+    ));
+    clients.put_client(&second, Some(1), NOW).await.unwrap();
+    clients
+        .put_client(&client("c0", 1, None), None, NOW)
+        .await
+        .unwrap();
+    assert_eq!(
+        clients.client("c1", NOW).await.unwrap(),
+        Some(second.clone())
+    );
+    let listed: Vec<String> = clients
+        .clients(NOW)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.client_id)
+        .collect();
+    assert_eq!(listed, ["c0", "c1"]);
+    assert!(clients.delete_client("c1").await.unwrap());
+    assert!(!clients.delete_client("c1").await.unwrap());
+    assert_eq!(clients.client("c1", NOW).await.unwrap(), None);
+    assert_eq!(clients.clients(NOW).await.unwrap().len(), 1);
+}
+
+pub async fn a_registration_expires_and_its_id_can_be_taken_again(backend: Backend) {
+    let clients = backend.clients.as_ref();
+    let unused = client("c2", 1, Some(NOW + 1000));
+    clients.put_client(&unused, None, NOW).await.unwrap();
+    assert!(clients.client("c2", NOW + 999).await.unwrap().is_some());
+    assert_eq!(clients.client("c2", NOW + 1000).await.unwrap(), None);
+    assert!(clients.clients(NOW + 1000).await.unwrap().is_empty());
+    // An expired registration can be neither rewritten over its revision nor kept...
+    assert!(matches!(
+        clients
+            .put_client(&client("c2", 2, None), Some(1), NOW + 1000)
+            .await,
+        Err(StoreError::Conflict)
+    ));
+    // ...but a new one takes its place.
+    clients
+        .put_client(&client("c2", 1, None), None, NOW + 1000)
+        .await
+        .unwrap();
+    assert!(clients.client("c2", NOW + 5000).await.unwrap().is_some());
+}
+
 pub async fn an_expired_grant_reads_as_absent_and_can_be_replaced(backend: Backend) {
     let grants = backend.grants.as_ref();
     let item = grant(GrantKind::LinkCode, "k2", 1, NOW + 1000);
@@ -1143,6 +1218,8 @@ macro_rules! contract_tests {
                 a_grant_is_written_once_and_then_only_over_its_revision,
                 an_expired_grant_reads_as_absent_and_can_be_replaced,
                 a_grant_delete_is_a_single_use_claim,
+                a_client_is_written_once_then_over_its_revision_and_listed,
+                a_registration_expires_and_its_id_can_be_taken_again,
                 a_claim_keeps_its_first_body_until_it_expires,
                 racing_claims_of_two_bodies_see_one_winner,
                 a_log_grows_with_its_chain_and_outlives_its_window,
