@@ -32,6 +32,10 @@ usage: hearth admin COMMAND [--json]
                                     (sign log heads again with the current key and host)
   log reset HOUSEHOLD --yes [--log decisions|ledger]
                                     (start the household's logs anew; see the README)
+  client add NAME --redirect-uri URI [--redirect-uri URI ...] [--public]
+                                    (an OAuth client; its secret is shown once)
+  client list
+  client delete CLIENT_ID           (its codes and refresh tokens stop at once)
   unlink HOUSEHOLD
 HOUSEHOLD is the household id that `household create` printed.";
 
@@ -73,6 +77,13 @@ enum Command {
         /// `None`: both logs.
         only: Option<LogKind>,
     },
+    ClientAdd {
+        name: String,
+        redirect_uris: Vec<String>,
+        public: bool,
+    },
+    ClientList,
+    ClientDelete(String),
     Unlink(String),
 }
 
@@ -187,6 +198,9 @@ fn parse(words: &[&str]) -> Result<Command, Usage> {
         ["log-key", "re-sign", ..] => {
             return usage("log-key re-sign takes --all or one HOUSEHOLD");
         }
+        ["client", "add", rest @ ..] => parse_client_add(rest)?,
+        ["client", "list"] => Command::ClientList,
+        ["client", "delete", client_id] => Command::ClientDelete(client_id.to_string()),
         ["log", "reset", rest @ ..] => {
             let confirmed = rest.contains(&"--yes");
             let rest: Vec<&str> = rest.iter().copied().filter(|w| *w != "--yes").collect();
@@ -223,6 +237,39 @@ fn parse(words: &[&str]) -> Result<Command, Usage> {
                 words.join(" ")
             ));
         }
+    })
+}
+
+/// `client add NAME --redirect-uri URI [--redirect-uri URI ...] [--public]`: the one flag that
+/// repeats, and the one that takes no value, in any order.
+fn parse_client_add(words: &[&str]) -> Result<Command, Usage> {
+    let usage = |problem: &str| Err(Usage(problem.to_owned()));
+    let mut name = None;
+    let mut redirect_uris = Vec::new();
+    let mut public = false;
+    let mut rest = words.iter();
+    while let Some(word) = rest.next() {
+        match *word {
+            "--redirect-uri" => match rest.next() {
+                Some(uri) if !uri.starts_with("--") => redirect_uris.push(uri.to_string()),
+                _ => return usage("--redirect-uri needs a URI"),
+            },
+            "--public" => public = true,
+            flag if flag.starts_with("--") => return usage(&format!("unknown flag {flag}")),
+            positional if name.is_none() => name = Some(positional.to_string()),
+            _ => return usage("client add takes one NAME (quote a name with spaces)"),
+        }
+    }
+    let Some(name) = name else {
+        return usage("client add needs a NAME");
+    };
+    if redirect_uris.is_empty() {
+        return usage("client add needs at least one --redirect-uri");
+    }
+    Ok(Command::ClientAdd {
+        name,
+        redirect_uris,
+        public,
     })
 }
 
@@ -264,6 +311,9 @@ async fn execute(command: Command) -> anyhow::Result<Value> {
     ) {
         hearth_core::app::load_credentials(&mut config).await;
     }
+    if let Some(value) = client_command(&config, &command).await? {
+        return Ok(value);
+    }
     let admin = hearth_core::app::admin(&config).await?;
     let value = match command {
         Command::Create { name, policy } => {
@@ -296,9 +346,37 @@ async fn execute(command: Command) -> anyhow::Result<Value> {
         Command::ResetLog { household, only } => {
             serde_json::to_value(admin.reset_log(&household, only).await?)
         }
+        Command::ClientAdd { .. } | Command::ClientList | Command::ClientDelete(_) => {
+            unreachable!("client commands are answered by client_command")
+        }
         Command::Unlink(household) => serde_json::to_value(admin.unlink(&household).await?),
     };
     Ok(value?)
+}
+
+/// The `client` commands, over the store's clients; `None` for any other command.
+async fn client_command(config: &Config, command: &Command) -> anyhow::Result<Option<Value>> {
+    let value = match command {
+        Command::ClientAdd {
+            name,
+            redirect_uris,
+            public,
+        } => {
+            let clients = hearth_core::app::admin_clients(config).await?;
+            serde_json::to_value(clients.add(name, redirect_uris, *public).await?)?
+        }
+        Command::ClientList => {
+            let clients = hearth_core::app::admin_clients(config).await?;
+            json!({"clients": clients.list().await?})
+        }
+        Command::ClientDelete(client_id) => {
+            let clients = hearth_core::app::admin_clients(config).await?;
+            clients.delete(client_id).await?;
+            json!({"deleted": client_id})
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(value))
 }
 
 /// The signing key a token needs, from where the server takes it: the environment, the

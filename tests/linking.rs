@@ -33,6 +33,8 @@ const ISSUER: &str = "http://127.0.0.1:8787";
 struct World {
     h: Harness,
     admin: Admin,
+    /// The store's OAuth clients, as `hearth admin client` manages them.
+    clients: hearth_core::clients::Clients,
 }
 
 fn config() -> Config {
@@ -48,8 +50,10 @@ async fn world(backend: Backend) -> World {
 
 async fn world_over(backend: Backend, client: aws_sdk_dynamodb::Client) -> World {
     let config = config();
-    let (h, admin) = common::operated(&config, backend, client, "hearth-linking").await;
-    World { h, admin }
+    let (h, admin, stores) =
+        common::operated_with_stores(&config, backend, client, "hearth-linking").await;
+    let clients = hearth_core::clients::Clients::new(stores.clients, None, h.clock.clone());
+    World { h, admin, clients }
 }
 
 impl World {
@@ -259,6 +263,15 @@ fn redirect_parameters(reply: &Reply) -> HashMap<String, String> {
         "redirected to {base}"
     );
     location.query_pairs().into_owned().collect()
+}
+
+/// The query parameters of a redirect's `Location`, which must be `redirect_uri` exactly.
+fn redirect_parameters_to(reply: &Reply, redirect_uri: &str) -> HashMap<String, String> {
+    let mut location = url::Url::parse(reply.header("location")).expect("an absolute Location");
+    let parameters = location.query_pairs().into_owned().collect();
+    location.set_query(None);
+    assert_eq!(location.as_str(), redirect_uri);
+    parameters
 }
 
 fn is_error_page(reply: &Reply) -> bool {
@@ -533,7 +546,223 @@ async fn a_refresh_token_made_up_around_a_known_family_revokes_nothing(backend: 
     assert_eq!(w.refresh(current).await.body["error"], "invalid_grant");
 }
 
+/// Links `household` through the consent page for a stored client (`client_id`, its
+/// `redirect_uri`), and exchanges the code with `authentication` (Basic, or the public
+/// client's id in the body).
+async fn link_stored(
+    w: &World,
+    household: &str,
+    client_id: &str,
+    redirect_uri: &str,
+    authentication: &[(&str, &str)],
+    public_id: Option<&str>,
+) -> Reply {
+    let code = w.link_code(household).await;
+    let consent = w
+        .consent(&authorize_query(&[
+            ("client_id", client_id),
+            ("redirect_uri", redirect_uri),
+        ]))
+        .await;
+    let reply = w.submit(&consent, "allow", Some(&code)).await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.raw);
+    let code = redirect_parameters_to(&reply, redirect_uri)["code"].clone();
+    let mut fields = HashMap::from([
+        ("grant_type".to_owned(), "authorization_code".to_owned()),
+        ("code".to_owned(), code),
+        ("redirect_uri".to_owned(), redirect_uri.to_owned()),
+        ("code_verifier".to_owned(), VERIFIER.to_owned()),
+        ("resource".to_owned(), RESOURCE.to_owned()),
+    ]);
+    if let Some(id) = public_id {
+        fields.insert("client_id".into(), id.into());
+    }
+    w.form("/oauth/token", authentication, &encode(&fields))
+        .await
+}
+
+/// Clients an operator adds link households like the configured one: a confidential one
+/// with its secret, a public one with PKCE alone and a loopback redirect on any port. Only
+/// the confidential one may use client credentials, and then only for Tier 1. Deleting a
+/// client stops its refresh tokens and its client-credentials tokens at once.
+async fn clients_an_operator_adds_link_households_until_deleted(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Stored Clients").await;
+    let desktop = w
+        .clients
+        .add(
+            "Desktop App",
+            &["http://127.0.0.1/callback".to_owned()],
+            false,
+        )
+        .await
+        .unwrap();
+    let secret = desktop.client_secret.clone().unwrap();
+    let basic_auth = basic(&desktop.client_id, &secret);
+    // The consent page names the client and shows where it sends the person back to.
+    let page = w
+        .consent(&authorize_query(&[
+            ("client_id", &desktop.client_id),
+            ("redirect_uri", "http://127.0.0.1:53100/callback"),
+        ]))
+        .await
+        .page;
+    assert!(page.raw.contains("Desktop App"), "{}", page.raw);
+    assert!(page.raw.contains("<strong>127.0.0.1:53100</strong>"));
+    assert!(page.raw.contains("loopback address"));
+    assert!(!page.raw.contains(r#"class="unverified""#));
+    let tokens = link_stored(
+        &w,
+        &household,
+        &desktop.client_id,
+        "http://127.0.0.1:53100/callback",
+        &[("authorization", &basic_auth)],
+        None,
+    )
+    .await;
+    assert_eq!(tokens.status, StatusCode::OK, "{}", tokens.raw);
+    let access = tokens.body["access_token"].as_str().unwrap();
+    let recorded = w
+        .call(
+            access,
+            "record_decision",
+            json!({"action": "dim the lights", "reason": "movie", "inputs": {}, "approver": "Dana"}),
+        )
+        .await;
+    assert_eq!(
+        recorded.body["result"]["isError"], false,
+        "{}",
+        recorded.raw
+    );
+
+    // Client credentials: Tier 1 only.
+    let service = w
+        .form(
+            "/oauth/token",
+            &[("authorization", &basic_auth)],
+            &format!("grant_type=client_credentials&resource={RESOURCE}"),
+        )
+        .await;
+    assert_eq!(service.status, StatusCode::OK, "{}", service.raw);
+    let service_token = service.body["access_token"].as_str().unwrap().to_owned();
+    let listed = w
+        .mcp(
+            &service_token,
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        )
+        .await;
+    assert_eq!(listed.status, StatusCode::OK, "{}", listed.raw);
+    let household_tool = w
+        .call(&service_token, "explain_why", json!({"question": "why?"}))
+        .await;
+    assert_eq!(
+        household_tool.status,
+        StatusCode::UNAUTHORIZED,
+        "{}",
+        household_tool.raw
+    );
+
+    // A public client: PKCE is its proof; it presents no secret, and has no Tier 1.
+    let phone = w
+        .clients
+        .add(
+            "Phone App",
+            &["https://app.example/callback".to_owned()],
+            true,
+        )
+        .await
+        .unwrap();
+    assert!(phone.client_secret.is_none());
+    let public_tokens = link_stored(
+        &w,
+        &household,
+        &phone.client_id,
+        "https://app.example/callback",
+        &[],
+        Some(&phone.client_id),
+    )
+    .await;
+    assert_eq!(
+        public_tokens.status,
+        StatusCode::OK,
+        "{}",
+        public_tokens.raw
+    );
+    let refreshed = w
+        .form(
+            "/oauth/token",
+            &[],
+            &format!(
+                "grant_type=refresh_token&client_id={}&refresh_token={}",
+                phone.client_id,
+                public_tokens.body["refresh_token"].as_str().unwrap()
+            ),
+        )
+        .await;
+    assert_eq!(refreshed.status, StatusCode::OK, "{}", refreshed.raw);
+    let no_tier_one = w
+        .form(
+            "/oauth/token",
+            &[],
+            &format!(
+                "grant_type=client_credentials&client_id={}&resource={RESOURCE}",
+                phone.client_id
+            ),
+        )
+        .await;
+    assert_eq!(
+        no_tier_one.body["error"], "unauthorized_client",
+        "{}",
+        no_tier_one.raw
+    );
+    let with_secret = w
+        .form(
+            "/oauth/token",
+            &[(
+                "authorization",
+                &basic(&phone.client_id, "a made-up secret"),
+            )],
+            "grant_type=refresh_token&refresh_token=x",
+        )
+        .await;
+    assert_eq!(with_secret.body["error"], "invalid_client");
+
+    // Deleted: its refresh token and its client-credentials token stop at once.
+    w.clients.delete(&desktop.client_id).await.unwrap();
+    let gone = w
+        .form(
+            "/oauth/token",
+            &[("authorization", &basic_auth)],
+            &format!(
+                "grant_type=refresh_token&refresh_token={}",
+                tokens.body["refresh_token"].as_str().unwrap()
+            ),
+        )
+        .await;
+    assert_eq!(gone.status, StatusCode::UNAUTHORIZED, "{}", gone.raw);
+    assert_eq!(gone.body["error"], "invalid_client");
+    let stale = w
+        .mcp(
+            &service_token,
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        )
+        .await;
+    assert_eq!(stale.status, StatusCode::UNAUTHORIZED, "{}", stale.raw);
+    // A client nobody knows is refused on the consent page, never redirected to.
+    let unknown = w
+        .get(
+            &format!(
+                "/oauth/authorize?{}",
+                authorize_query(&[("client_id", &desktop.client_id)])
+            ),
+            &[],
+        )
+        .await;
+    assert!(is_error_page(&unknown), "{}", unknown.raw);
+}
+
 on_both_stores!(
+    clients_an_operator_adds_link_households_until_deleted,
     a_refresh_token_made_up_around_a_known_family_revokes_nothing,
     a_household_links_through_the_consent_page_and_uses_its_own_token,
     a_lost_refresh_response_may_be_retried_within_the_grace_window_and_not_after,

@@ -12,8 +12,9 @@ use crate::admin::Admin;
 use crate::aion::backend::BACKEND_TIMEOUT;
 use crate::aion::{AionToolset, Guide, HttpGuide, MockGuide};
 use crate::auth::attestation::{AttestationVerifier, DEVELOPMENT_HOST_KEY};
-use crate::clock::{Clock, SystemClock};
 #[cfg(feature = "aws")]
+use crate::clients::{Clients, ConfiguredClient};
+use crate::clock::{Clock, SystemClock};
 use crate::config::secrets;
 use crate::config::{Config, CredentialSource, Runtime, StoreChoice};
 use crate::countersign::household::HouseholdData;
@@ -174,7 +175,29 @@ pub async fn open_backing(config: &Config) -> anyhow::Result<Backing> {
 /// DynamoDB table or SQLite file is an error that names it; nothing is created), the
 /// configured household and catalogue, and the token keys.
 pub async fn admin(config: &Config) -> anyhow::Result<Admin> {
-    let stores = match &config.store {
+    let stores = existing_stores(config).await?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    Ok(Admin::new(
+        Accounts::new(stores.accounts.clone(), clock.clone()),
+        stores.chains,
+        stores.grants,
+        household_data(config)?,
+        config.jwt_keys(),
+        clock,
+    )
+    .with_log_keys(log_keys(config)))
+}
+
+/// The OAuth clients as `hearth admin client` manages them, over the configured store.
+pub async fn admin_clients(config: &Config) -> anyhow::Result<Clients> {
+    let stores = existing_stores(config).await?;
+    Ok(Clients::new(stores.clients, None, Arc::new(SystemClock)))
+}
+
+/// The configured store as an operator finds it: it must exist already (`hearth admin`
+/// never creates one).
+async fn existing_stores(config: &Config) -> anyhow::Result<Stores> {
+    Ok(match &config.store {
         #[cfg(feature = "aws")]
         StoreChoice::DynamoDb(table) => {
             let client = DynamoStore::client_from_environment().await;
@@ -190,17 +213,7 @@ pub async fn admin(config: &Config) -> anyhow::Result<Admin> {
         StoreChoice::Unconfigured => anyhow::bail!(
             "no store is configured: set HEARTH_TABLE (DynamoDB) or HEARTH_DB (SQLite)"
         ),
-    };
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    Ok(Admin::new(
-        Accounts::new(stores.accounts.clone(), clock.clone()),
-        stores.chains,
-        stores.grants,
-        household_data(config)?,
-        config.jwt_keys(),
-        clock,
-    )
-    .with_log_keys(log_keys(config)))
+    })
 }
 
 /// Fills in `config.credentials` from Secrets Manager when that is their source, and warns
@@ -306,6 +319,7 @@ fn authenticator(config: &Config, backing: &Backing) -> crate::auth::Authenticat
     config
         .authenticator()
         .with_accounts(backing.accounts.clone())
+        .with_clients(backing.stores.clients.clone(), backing.clock.clone())
 }
 
 /// The enabled toolsets over one store and clock.
@@ -402,6 +416,28 @@ fn mcp_routes(config: &Config, backing: &Backing) -> Router {
     crate::mcp::router(Arc::new(endpoint)).merge(crate::demo::page_router())
 }
 
+/// The OAuth clients: the configured one (`MCP_CLIENT_ID`, its secret and
+/// `MCP_REDIRECT_URIS`) and the stored ones.
+pub fn clients(config: &Config, backing: &Backing) -> Clients {
+    use sha2::{Digest, Sha256};
+    let configured = match (
+        &config.credentials.client_id,
+        &config.credentials.client_secret,
+    ) {
+        (Some(client_id), Some(secret)) => Some(ConfiguredClient {
+            client_id: client_id.clone(),
+            secret_hash: Sha256::digest(secret.expose().as_bytes()).into(),
+            redirect_uris: config.redirect_uris.clone(),
+        }),
+        _ => None,
+    };
+    Clients::new(
+        backing.stores.clients.clone(),
+        configured,
+        backing.clock.clone(),
+    )
+}
+
 fn oauth_routes(config: &Config, backing: &Backing) -> Router {
     let linking = Linking::new(
         backing.stores.grants.clone(),
@@ -418,10 +454,11 @@ fn oauth_routes(config: &Config, backing: &Backing) -> Router {
     let endpoint = OAuthEndpoint::new(
         gate(config, backing),
         &config.credentials,
+        Arc::new(clients(config, backing)),
         config.jwt_keys(),
         config.urls.clone(),
     )
-    .with_linking(linking, config.redirect_uris.clone(), attempts);
+    .with_linking(linking, attempts);
     crate::oauth::router(Arc::new(endpoint))
 }
 

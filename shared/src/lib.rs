@@ -19,6 +19,7 @@ pub mod auth;
 #[cfg(feature = "aws")]
 pub mod aws;
 pub mod chain;
+pub mod clients;
 pub mod clock;
 pub mod config;
 pub mod countersign;

@@ -259,6 +259,17 @@ pub async fn operated(
     client: aws_sdk_dynamodb::Client,
     table: &str,
 ) -> (Harness, hearth_core::admin::Admin) {
+    let (h, admin, _) = operated_with_stores(config, backend, client, table).await;
+    (h, admin)
+}
+
+/// [`operated`], with the stores both use.
+pub async fn operated_with_stores(
+    config: &Config,
+    backend: Backend,
+    client: aws_sdk_dynamodb::Client,
+    table: &str,
+) -> (Harness, hearth_core::admin::Admin, Stores) {
     use hearth_core::clock::Clock;
     let mut shared: Option<Stores> = None;
     let h = match backend {
@@ -288,7 +299,7 @@ pub async fn operated(
         config.jwt_keys(),
         clock,
     );
-    (h, admin)
+    (h, admin, stores)
 }
 
 /// Which store a story runs on: the embedded SQLite store, or DynamoDB on moto.

@@ -34,6 +34,9 @@ use std::sync::Arc;
 
 use crate::accounts::{Accounts, Standing, is_household_id};
 use crate::chain::sha256_hex;
+use crate::clock::Clock;
+use crate::store::ClientStore;
+use crate::store::client::STORED_CLIENT_PREFIX;
 
 /// The verified identity behind a request: the OAuth client id, or the hex SHA-256 of a judge
 /// token.
@@ -74,6 +77,9 @@ pub struct Grant {
     /// Whether this is the OAuth client's own client-credentials token. Where account linking
     /// is configured it reaches only what needs no household (Tier 1).
     pub is_service: bool,
+    /// Whether this is the client-credentials token of a client an operator added (see
+    /// `clients`): always Tier 1 only, and good only while the client exists.
+    pub stored_client: bool,
 }
 
 impl Grant {
@@ -108,6 +114,8 @@ pub struct Authenticator {
     allow_anonymous: bool,
     /// Where household tokens' generations are checked; without it their standing is unknown.
     accounts: Option<Arc<Accounts>>,
+    /// Where stored clients' tokens are checked; without it they are refused.
+    clients: Option<(Arc<dyn ClientStore>, Arc<dyn Clock>)>,
 }
 
 /// The subject every request gets when authentication is switched off for local development.
@@ -123,12 +131,20 @@ impl Authenticator {
             jwt,
             allow_anonymous: false,
             accounts: None,
+            clients: None,
         }
     }
 
     /// The same authenticator checking household tokens against `accounts`.
     pub fn with_accounts(mut self, accounts: Arc<Accounts>) -> Self {
         self.accounts = Some(accounts);
+        self
+    }
+
+    /// The same authenticator accepting the client-credentials tokens of clients an operator
+    /// added, checked against `clients` on every request.
+    pub fn with_clients(mut self, clients: Arc<dyn ClientStore>, clock: Arc<dyn Clock>) -> Self {
+        self.clients = Some((clients, clock));
         self
     }
 
@@ -146,6 +162,7 @@ impl Authenticator {
             jwt: None,
             allow_anonymous: true,
             accounts: None,
+            clients: None,
         }
     }
 
@@ -157,6 +174,7 @@ impl Authenticator {
                 household_generation: None,
                 household_family: None,
                 is_service: false,
+                stored_client: false,
             });
         }
         let token = bearer_token(headers)?;
@@ -167,6 +185,7 @@ impl Authenticator {
                 household_generation: None,
                 household_family: None,
                 is_service: false,
+                stored_client: false,
             });
         }
         let jwt = self.jwt.as_ref().ok_or(AuthFailure::Invalid)?;
@@ -174,21 +193,27 @@ impl Authenticator {
             TokenRejection::Expired => AuthFailure::Expired,
             TokenRejection::Invalid => AuthFailure::Invalid,
         })?;
+        // A stored client's token is checked against the store by `confirm`.
+        let stored_client = verified.generation.is_none()
+            && self.clients.is_some()
+            && verified.subject.starts_with(STORED_CLIENT_PREFIX);
         let current = match verified.generation {
             Some(_) => is_household_id(&verified.subject),
-            None => self.is_current_subject(&verified.subject),
+            None => stored_client || self.is_current_subject(&verified.subject),
         };
         if !current {
             return Err(AuthFailure::Invalid);
         }
-        let is_service =
-            verified.generation.is_none() && self.client_id.as_deref() == Some(&verified.subject);
+        let is_service = stored_client
+            || (verified.generation.is_none()
+                && self.client_id.as_deref() == Some(&verified.subject));
         Ok(Grant {
             subject: Subject(verified.subject),
             scopes: verified.scopes,
             household_generation: verified.generation,
             household_family: verified.family,
             is_service,
+            stored_client,
         })
     }
 
@@ -197,6 +222,9 @@ impl Authenticator {
     /// its household data is out of reach (the token still opens `initialize`, `tools/list`
     /// and the tools that need no household).
     pub async fn confirm(&self, grant: &Grant) -> Result<Caller, AuthFailure> {
+        if grant.stored_client {
+            return self.confirm_stored_client(grant).await;
+        }
         let Some(generation) = grant.household_generation else {
             return Ok(grant.subject.caller());
         };
@@ -212,6 +240,29 @@ impl Authenticator {
         match standing {
             Standing::Revoked => Err(AuthFailure::Invalid),
             standing => Ok(Caller::of_household(household_id, standing)),
+        }
+    }
+
+    /// A stored client's client-credentials token holds while the client exists and is one an
+    /// operator added: deleting it ends its tokens at once. While the store cannot tell, the
+    /// token is refused (fail closed): it would reach nothing but Tier 1 anyway.
+    async fn confirm_stored_client(&self, grant: &Grant) -> Result<Caller, AuthFailure> {
+        let Some((clients, clock)) = &self.clients else {
+            return Err(AuthFailure::Invalid);
+        };
+        let now_ms = crate::clock::unix_ms(clock.now());
+        match clients.client(grant.subject.as_str(), now_ms).await {
+            Ok(Some(client))
+                if client.origin == crate::store::ClientOrigin::Operator
+                    && client.secret_hash.is_some() =>
+            {
+                Ok(grant.subject.caller())
+            }
+            Ok(_) => Err(AuthFailure::Invalid),
+            Err(error) => {
+                tracing::warn!(%error, "clients unavailable");
+                Err(AuthFailure::Invalid)
+            }
         }
     }
 

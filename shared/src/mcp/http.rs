@@ -357,7 +357,10 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
             );
             let params = peek.params.as_ref();
             let tool = params.and_then(|params| params.name.as_deref());
-            if endpoint.linking_required && grant.is_service && !is_tier_one(method, tool) {
+            // A client an operator added is always Tier 1: it exists to link households.
+            let tier_one_only =
+                grant.is_service && (endpoint.linking_required || grant.stored_client);
+            if tier_one_only && !is_tier_one(method, tool) {
                 return linking_required(endpoint, peek.id);
             }
             if let Some(name) = params.and_then(|params| params.name.as_deref())

@@ -104,6 +104,10 @@ impl ConsentKey {
 #[derive(Debug, Clone)]
 pub struct AuthorizeRequest {
     pub client_id: String,
+    /// What the consent page calls the client.
+    pub client_name: String,
+    /// The client named itself (it registered, or published its metadata): the page says so.
+    pub client_unverified: bool,
     pub redirect_uri: String,
     pub state: Option<String>,
     pub scope: Scopes,
@@ -137,7 +141,7 @@ enum Refusal {
 
 impl OAuthEndpoint {
     /// Checks an authorization request's parameters.
-    fn authorize_request(&self, form: &Form) -> Result<AuthorizeRequest, Refusal> {
+    async fn authorize_request(&self, form: &Form) -> Result<AuthorizeRequest, Refusal> {
         let page = |detail: &str| {
             Refusal::Page(
                 StatusCode::BAD_REQUEST,
@@ -152,28 +156,38 @@ impl OAuthEndpoint {
                 "This Hearth server has no public URL configured (MCP_RESOURCE_URL).".into(),
             ));
         };
-        if self.redirect_uris.is_empty() || self.linking.is_none() {
+        if self.linking.is_none() || self.jwt.is_none() {
             return Err(Refusal::Page(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "Linking is not available",
-                "Account linking is not configured on this Hearth server (MCP_REDIRECT_URIS)."
-                    .into(),
+                "Account linking is not configured on this Hearth server (MCP_JWT_SECRET).".into(),
             ));
         }
         let client_id = form
             .get("client_id")
             .ok_or_else(|| page("The request names no client (client_id)."))?;
-        if self.client_id.as_deref() != Some(client_id) {
-            return Err(page(
-                "The request names a client this server does not know.",
-            ));
-        }
+        let client = match self.clients.find(client_id).await {
+            Ok(Some(client)) => client,
+            Ok(None) => {
+                return Err(page(
+                    "The request names a client this server does not know.",
+                ));
+            }
+            Err(error) => {
+                tracing::warn!(%error, "clients unavailable");
+                return Err(Refusal::Page(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Linking is not available right now",
+                    "The server could not look the client up; try again.".into(),
+                ));
+            }
+        };
         let redirect_uri = form
             .get("redirect_uri")
             .ok_or_else(|| page("The request names no redirect_uri."))?;
-        if !self.redirect_uris.iter().any(|known| known == redirect_uri) {
+        if !client.allows_redirect(redirect_uri) {
             return Err(page(
-                "The request's redirect_uri is not one this server was configured with.",
+                "The request's redirect_uri is not one of the client's.",
             ));
         }
         let state = form
@@ -226,6 +240,8 @@ impl OAuthEndpoint {
         };
         Ok(AuthorizeRequest {
             client_id: client_id.to_owned(),
+            client_name: client.name.clone(),
+            client_unverified: client.is_unverified(),
             redirect_uri: redirect_uri.to_owned(),
             state,
             scope,
@@ -306,6 +322,8 @@ impl OAuthEndpoint {
             .unwrap_or_default();
         let fields = ConsentFields {
             client_id: &request.client_id,
+            client_name: &request.client_name,
+            client_unverified: request.client_unverified,
             redirect_uri: &request.redirect_uri,
             scope: request.scope,
             state: request.state.as_deref(),
@@ -352,7 +370,7 @@ pub async fn authorize(
         return response;
     }
     match *request.method() {
-        Method::GET => show(endpoint, request),
+        Method::GET => show(endpoint, request).await,
         Method::POST => submit(endpoint, request).await,
         _ => {
             let mut response = consent_page::problem(
@@ -368,7 +386,7 @@ pub async fn authorize(
     }
 }
 
-fn show(endpoint: &OAuthEndpoint, request: Request) -> Response {
+async fn show(endpoint: &OAuthEndpoint, request: Request) -> Response {
     let query = request.uri().query().unwrap_or_default();
     if query.len() > MAX_FORM_BYTES {
         return consent_page::problem(
@@ -387,7 +405,7 @@ fn show(endpoint: &OAuthEndpoint, request: Request) -> Response {
             );
         }
     };
-    let authorize_request = match endpoint.authorize_request(&form) {
+    let authorize_request = match endpoint.authorize_request(&form).await {
         Ok(authorize_request) => authorize_request,
         Err(refusal) => return endpoint.refuse(refusal),
     };
@@ -433,7 +451,7 @@ async fn submit(endpoint: &OAuthEndpoint, request: Request) -> Response {
             );
         }
     };
-    let authorize_request = match endpoint.authorize_request(&form) {
+    let authorize_request = match endpoint.authorize_request(&form).await {
         Ok(authorize_request) => authorize_request,
         Err(refusal) => return endpoint.refuse(refusal),
     };

@@ -21,7 +21,9 @@ input[type=text]{box-sizing:border-box;width:100%;font:1.3rem ui-monospace,monos
 button{flex:1 1 8rem;font:inherit;font-weight:600;padding:.75rem;border-radius:.4rem;border:2px solid #3d5a40;cursor:pointer}\
 .allow{background:#3d5a40;color:#fff}.deny{background:#fff;color:#3d5a40}\
 .problem{background:#fbe3df;border-left:4px solid #a33a2a;padding:.6rem .8rem}\
-.small{font-size:.9rem;color:#555}";
+.small{font-size:.9rem;color:#555}\
+.unverified{font-weight:400;color:#7a3b00}\
+.destination strong{font-size:1.15rem}";
 
 /// The page's Content-Security-Policy, apart from `form-action`, which names the redirect
 /// target too: Chromium applies `form-action` to the redirect that answers the form.
@@ -31,12 +33,40 @@ static STYLE_HASH: LazyLock<String> =
 /// What the consent form carries back, as hidden fields.
 pub struct ConsentFields<'a> {
     pub client_id: &'a str,
+    pub client_name: &'a str,
+    pub client_unverified: bool,
     pub redirect_uri: &'a str,
     pub scope: Scopes,
     pub state: Option<&'a str>,
     pub code_challenge: &'a str,
     pub resource: &'a str,
     pub csrf: &'a str,
+}
+
+/// Where the redirect URI sends the person: its host (with the port, when it has one), shown
+/// prominently, and whether it is a loopback address.
+struct Destination {
+    host: String,
+    loopback: bool,
+}
+
+impl Destination {
+    fn of(redirect_uri: &str) -> Self {
+        match url::Url::parse(redirect_uri) {
+            Ok(url) => Self {
+                host: match (url.host_str(), url.port()) {
+                    (Some(host), Some(port)) => format!("{host}:{port}"),
+                    (Some(host), None) => host.to_owned(),
+                    (None, _) => redirect_uri.to_owned(),
+                },
+                loopback: crate::clients::is_loopback_http(&url),
+            },
+            Err(_) => Self {
+                host: redirect_uri.to_owned(),
+                loopback: false,
+            },
+        }
+    }
 }
 
 /// The consent page, optionally with a problem to show above the form.
@@ -46,6 +76,7 @@ pub fn consent(
     problem: Option<&str>,
     status: StatusCode,
 ) -> Response {
+    let destination = Destination::of(fields.redirect_uri);
     let grants: String = granted(fields.scope)
         .iter()
         .map(|line| format!("<li>{}</li>", escape(line)))
@@ -75,9 +106,11 @@ pub fn consent(
 <style>{STYLE}</style></head>
 <body><main>
 <h1>Link your household to Hearth</h1>
-<p><strong>{client}</strong> asks to act for your household through Hearth. If you allow it, it may:</p>
+<p><strong>{client}</strong>{unverified} asks to act for your household through Hearth. If you allow it, it may:</p>
 <ul>{grants}</ul>
 <p>It may not change your household's rules, budget or device keys, and every purchase still needs your household's rules to agree.</p>
+<p class="destination">After you decide, you go back to <strong>{host}</strong>.</p>
+{loopback}
 {problem}
 <form method="post" action="authorize">
 {hidden}
@@ -91,7 +124,18 @@ pub fn consent(
 </form>
 <p class="small">You can unlink at any time: <code>hearth admin unlink</code> stops every token at once.</p>
 </main></body></html>"#,
-        client = escape(fields.client_id),
+        client = escape(fields.client_name),
+        unverified = if fields.client_unverified {
+            r#" <span class="unverified">(unverified: the app named itself)</span>"#
+        } else {
+            ""
+        },
+        host = escape(&destination.host),
+        loopback = if destination.loopback {
+            r#"<p class="problem" role="note">That is an app on this computer (a loopback address), not a website. Link only if you started this from an app you trust on this device.</p>"#
+        } else {
+            ""
+        },
     );
     page(status, body, redirect_origin)
 }

@@ -48,6 +48,11 @@ impl OAuthError {
         Self::new(StatusCode::UNAUTHORIZED, "invalid_client", description)
     }
 
+    /// The client authenticated but may not use this grant type (RFC 6749 §5.2).
+    pub fn unauthorized_client(description: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "unauthorized_client", description)
+    }
+
     pub fn invalid_grant(description: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "invalid_grant", description)
     }

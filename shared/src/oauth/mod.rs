@@ -26,8 +26,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use http::{HeaderValue, Method, StatusCode, header};
 use serde_json::json;
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 
 pub use error::OAuthError;
 pub use form::MAX_FORM_BYTES;
@@ -37,6 +35,7 @@ use authorize::ConsentKey;
 pub use authorize::{LINK_CODE_ATTEMPTS, LINK_CODE_WINDOW_MS, MAX_STATE_BYTES};
 
 use crate::auth::{Authenticator, Credentials, JwtKeys, Scopes, Subject};
+use crate::clients::{Clients, KnownClient};
 use crate::config::PublicUrls;
 use crate::gate::{Gate, client_ip};
 use crate::linking::{Linking, LinkingError, Tokens};
@@ -47,14 +46,13 @@ use crate::telemetry::{RequestLog, request_id};
 /// Everything the OAuth routes need, built once per process.
 pub struct OAuthEndpoint {
     gate: Gate,
-    client_id: Option<String>,
-    client_secret_hash: Option<[u8; 32]>,
+    /// The configured client and the stored ones.
+    clients: Arc<Clients>,
     judges: Authenticator,
     jwt: Option<JwtKeys>,
     urls: Option<PublicUrls>,
     /// Account linking, when configured ([`OAuthEndpoint::with_linking`]).
     linking: Option<Linking>,
-    redirect_uris: Vec<String>,
     link_code_attempts: Option<AttemptLimiter>,
     /// Signs the consent form's CSRF tokens; derived from the token-signing key.
     consent_key: Option<ConsentKey>,
@@ -64,21 +62,17 @@ impl OAuthEndpoint {
     pub fn new(
         gate: Gate,
         credentials: &Credentials,
+        clients: Arc<Clients>,
         jwt: Option<JwtKeys>,
         urls: Option<PublicUrls>,
     ) -> Self {
         Self {
             gate,
-            client_id: credentials.client_id.clone(),
-            client_secret_hash: credentials
-                .client_secret
-                .as_ref()
-                .map(|secret| Sha256::digest(secret.expose().as_bytes()).into()),
+            clients,
             judges: Authenticator::new(credentials, None),
             jwt,
             urls,
             linking: None,
-            redirect_uris: Vec::new(),
             link_code_attempts: None,
             consent_key: credentials
                 .jwt_secret
@@ -87,16 +81,10 @@ impl OAuthEndpoint {
         }
     }
 
-    /// The same endpoint with account linking: authorization codes are sent only to
-    /// `redirect_uris` (compared exactly), and link-code attempts are counted by `attempts`.
-    pub fn with_linking(
-        mut self,
-        linking: Linking,
-        redirect_uris: Vec<String>,
-        attempts: AttemptLimiter,
-    ) -> Self {
+    /// The same endpoint with account linking: authorization codes are sent only to a known
+    /// client's redirect URIs, and link-code attempts are counted by `attempts`.
+    pub fn with_linking(mut self, linking: Linking, attempts: AttemptLimiter) -> Self {
         self.linking = Some(linking);
-        self.redirect_uris = redirect_uris;
         self.link_code_attempts = Some(attempts);
         self
     }
@@ -221,7 +209,8 @@ async fn token_grant(
     log: &mut RequestLog,
 ) -> Result<Response, OAuthError> {
     let (parts, form) = read_form(endpoint, request).await?;
-    let client_id = authenticate_client(endpoint, &parts.headers, &form)?;
+    let client = authenticate_client(endpoint, &parts.headers, &form).await?;
+    let client_id = client.client_id.clone();
     let subject = Subject::of_client(&client_id);
     log.subject(&subject.caller());
     let urls = endpoint
@@ -231,8 +220,15 @@ async fn token_grant(
     let grant_type = form
         .get("grant_type")
         .ok_or_else(|| OAuthError::invalid_request("grant_type is required"))?;
-    match grant_type {
+    let response = match grant_type {
         "client_credentials" => {
+            // Tier 1 reaches ask_aion, which spends the operator's key: only clients an
+            // operator vouches for may have it.
+            if !client.may_use_client_credentials() {
+                return Err(OAuthError::unauthorized_client(
+                    "this client may not use client_credentials; link a household instead",
+                ));
+            }
             if form.get("resource") != Some(urls.resource()) {
                 return Err(OAuthError::invalid_target(
                     "resource is required and must be this server's MCP URL",
@@ -285,7 +281,12 @@ async fn token_grant(
         _ => Err(OAuthError::unsupported_grant_type(
             "grant_type must be client_credentials, authorization_code or refresh_token",
         )),
+    }?;
+    // A registration that obtained a token is kept; every client's last use is noted.
+    if let Err(error) = endpoint.clients.note_used(&client).await {
+        tracing::warn!(%error, "a client's use could not be noted");
     }
+    Ok(response)
 }
 
 /// `POST /oauth/revoke` (RFC 7009): 200 whether or not the token was known.
@@ -295,7 +296,9 @@ async fn revocation(
     log: &mut RequestLog,
 ) -> Result<Response, OAuthError> {
     let (parts, form) = read_form(endpoint, request).await?;
-    let client_id = authenticate_client(endpoint, &parts.headers, &form)?;
+    let client_id = authenticate_client(endpoint, &parts.headers, &form)
+        .await?
+        .client_id;
     log.subject(&Subject::of_client(&client_id).caller());
     let presented = form
         .get("token")
@@ -364,12 +367,13 @@ async fn judge_token_exchange(
 }
 
 /// Checks the client's credentials, from HTTP Basic (`client_secret_basic`) or the form
-/// (`client_secret_post`) but never both, in constant time, and returns the client id.
-fn authenticate_client(
+/// (`client_secret_post`) but never both, in constant time; a public client names itself with
+/// `client_id` alone (`none`: PKCE is its proof). Returns the client.
+async fn authenticate_client(
     endpoint: &OAuthEndpoint,
     headers: &http::HeaderMap,
     form: &Form,
-) -> Result<String, OAuthError> {
+) -> Result<KnownClient, OAuthError> {
     let secret_in_body = form.get("client_secret").is_some();
     let has_header = headers.contains_key(header::AUTHORIZATION);
     if secret_in_body && has_header {
@@ -385,31 +389,29 @@ fn authenticate_client(
                 "client_id in the body names another client than the Authorization header",
             ));
         }
-        (id, secret)
+        (id, Some(secret))
     } else if secret_in_body {
         let id = form.get("client_id").ok_or_else(|| {
             OAuthError::invalid_client("client_secret_post needs client_id beside client_secret")
         })?;
         (
             id.to_owned(),
-            form.get("client_secret").unwrap_or_default().to_owned(),
+            Some(form.get("client_secret").unwrap_or_default().to_owned()),
         )
+    } else if let Some(id) = form.get("client_id") {
+        (id.to_owned(), None)
     } else {
         return Err(OAuthError::invalid_client(
-            "client authentication is required: HTTP Basic or client_id and client_secret in the body",
+            "client authentication is required: HTTP Basic, client_id and client_secret in the body, or client_id alone for a public client",
         ));
     };
-    let (Some(expected_id), Some(expected_secret)) =
-        (endpoint.client_id.as_deref(), endpoint.client_secret_hash)
-    else {
-        return Err(OAuthError::invalid_client("client authentication failed"));
-    };
-    let presented_secret: [u8; 32] = Sha256::digest(secret.as_bytes()).into();
-    let id_matches = Sha256::digest(id.as_bytes()).ct_eq(&Sha256::digest(expected_id.as_bytes()));
-    if bool::from(id_matches & presented_secret.ct_eq(&expected_secret)) {
-        Ok(id)
-    } else {
-        Err(OAuthError::invalid_client("client authentication failed"))
+    match endpoint.clients.authenticate(&id, secret.as_deref()).await {
+        Ok(Some(client)) => Ok(client),
+        Ok(None) => Err(OAuthError::invalid_client("client authentication failed")),
+        Err(error) => {
+            tracing::warn!(%error, "clients unavailable");
+            Err(OAuthError::unavailable("storage unavailable; try again"))
+        }
     }
 }
 

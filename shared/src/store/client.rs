@@ -7,6 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use super::StoreError;
 
+/// Stored client ids start with this: an access token whose subject has it is a stored
+/// client's, and is checked against the store.
+pub const STORED_CLIENT_PREFIX: &str = "hc_";
+
 /// How a client came to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -1,0 +1,497 @@
+//! The OAuth clients that may link a household, without HTTP.
+//!
+//! - The **configured client** (`MCP_CLIENT_ID`, `MCP_CLIENT_SECRET`, `MCP_REDIRECT_URIS`):
+//!   the Alexa+ console's, set by hand, confidential.
+//! - **Operator clients** (`hearth admin client add`): confidential or public, stored.
+//! - **Registered clients** (RFC 7591, `POST /oauth/register`): stored, unverified, and
+//!   expiring if never used within [`REGISTRATION_UNUSED_MS`].
+//! - **Metadata clients**: the client id is the https URL of a Client ID Metadata Document
+//!   (see `client_metadata`), public and unverified.
+//!
+//! Only the configured client and operator clients may use `client_credentials` (Tier 1): a
+//! Tier-1 token reaches `ask_aion`, which spends the operator's backend key, so no client
+//! that registered itself may mint one. Every client reads from the store on each use, so
+//! adding or deleting one takes effect at once on every running instance.
+
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::clock::{Clock, unix_ms};
+use crate::random::{RandomFailed, os_bytes};
+use crate::store::{ClientItem, ClientOrigin, ClientStore, StoreError};
+
+/// A registration never used to obtain a token is forgotten after this long.
+pub const REGISTRATION_UNUSED_MS: i64 = 24 * 60 * 60 * 1000;
+/// The most redirect URIs one client may have.
+pub const MAX_REDIRECT_URIS: usize = 10;
+/// The longest client name kept.
+pub const MAX_CLIENT_NAME_CHARS: usize = 100;
+/// The longest redirect URI accepted.
+pub const MAX_REDIRECT_URI_BYTES: usize = 2000;
+pub use crate::store::client::STORED_CLIENT_PREFIX;
+
+/// A client as the OAuth routes see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownClient {
+    pub client_id: String,
+    pub name: String,
+    pub redirect_uris: Vec<String>,
+    /// No secret: PKCE is its only proof.
+    pub public: bool,
+    pub kind: ClientKind,
+}
+
+/// Where a client comes from, which decides what it may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientKind {
+    Configured,
+    Operator,
+    Registration,
+    Metadata,
+}
+
+impl KnownClient {
+    /// Whether it may use `client_credentials` (Tier 1).
+    pub fn may_use_client_credentials(&self) -> bool {
+        !self.public && matches!(self.kind, ClientKind::Configured | ClientKind::Operator)
+    }
+
+    /// Whether the consent page must mark its name as unverified: it named itself.
+    pub fn is_unverified(&self) -> bool {
+        matches!(self.kind, ClientKind::Registration | ClientKind::Metadata)
+    }
+
+    /// Whether `redirect_uri` is one of the client's: compared exactly, except that a
+    /// loopback redirect URI matches with any port (RFC 8252 §7.3), since a native app
+    /// listens on whichever port it was given.
+    pub fn allows_redirect(&self, redirect_uri: &str) -> bool {
+        self.redirect_uris
+            .iter()
+            .any(|known| redirect_matches(known, redirect_uri))
+    }
+}
+
+/// Whether `presented` matches the registered `known` redirect URI.
+pub fn redirect_matches(known: &str, presented: &str) -> bool {
+    if known == presented {
+        return true;
+    }
+    let (Ok(known), Ok(presented)) = (url::Url::parse(known), url::Url::parse(presented)) else {
+        return false;
+    };
+    is_loopback_http(&known)
+        && known.scheme() == presented.scheme()
+        && known.host() == presented.host()
+        && known.path() == presented.path()
+        && known.query() == presented.query()
+        && known.fragment().is_none()
+        && presented.fragment().is_none()
+        && known.username().is_empty()
+        && presented.username().is_empty()
+}
+
+/// Whether `url` is `http` on a loopback address (`127.0.0.1`, `[::1]` or `localhost`).
+pub fn is_loopback_http(url: &url::Url) -> bool {
+    url.scheme() == "http"
+        && match url.host() {
+            Some(url::Host::Ipv4(address)) => address.is_loopback(),
+            Some(url::Host::Ipv6(address)) => address.is_loopback(),
+            Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+            None => false,
+        }
+}
+
+/// Why a redirect URI cannot be registered; the text is safe to return.
+pub fn check_redirect_uri(uri: &str) -> Result<(), String> {
+    if uri.len() > MAX_REDIRECT_URI_BYTES {
+        return Err(format!(
+            "a redirect URI is longer than {MAX_REDIRECT_URI_BYTES} bytes"
+        ));
+    }
+    let parsed = url::Url::parse(uri).map_err(|_| format!("{uri:?} is not an absolute URL"))?;
+    if parsed.fragment().is_some() {
+        return Err(format!("{uri:?} has a fragment"));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(format!("{uri:?} carries credentials"));
+    }
+    if parsed.scheme() == "https" && parsed.host().is_some() || is_loopback_http(&parsed) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{uri:?} is neither https nor http on a loopback address"
+        ))
+    }
+}
+
+/// A client as `hearth admin client add` created it: its id and, for a confidential client,
+/// its secret, shown once.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AddedClient {
+    pub client_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+}
+
+/// One client as `hearth admin client list` shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ListedClient {
+    pub client_id: String,
+    pub name: String,
+    pub redirect_uris: Vec<String>,
+    pub public: bool,
+    pub created_by: ClientOrigin,
+    pub created_at_ms: i64,
+    pub last_used_at_ms: Option<i64>,
+}
+
+/// Why a client operation failed; the text is safe to return.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("no client {0}")]
+    NotFound(String),
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl From<StoreError> for ClientError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Unavailable(cause) => ClientError::Unavailable(cause),
+            other => ClientError::Unavailable(other.to_string()),
+        }
+    }
+}
+
+impl From<RandomFailed> for ClientError {
+    fn from(_: RandomFailed) -> Self {
+        ClientError::Unavailable("the OS random source failed".into())
+    }
+}
+
+/// The configured client, from the environment.
+#[derive(Clone)]
+pub struct ConfiguredClient {
+    pub client_id: String,
+    /// SHA-256 of `MCP_CLIENT_SECRET`.
+    pub secret_hash: [u8; 32],
+    pub redirect_uris: Vec<String>,
+}
+
+pub struct Clients {
+    store: Arc<dyn ClientStore>,
+    configured: Option<ConfiguredClient>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Clients {
+    pub fn new(
+        store: Arc<dyn ClientStore>,
+        configured: Option<ConfiguredClient>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            store,
+            configured,
+            clock,
+        }
+    }
+
+    fn now_ms(&self) -> i64 {
+        unix_ms(self.clock.now())
+    }
+
+    /// The configured client's id, if any.
+    pub fn configured_id(&self) -> Option<&str> {
+        self.configured.as_ref().map(|c| c.client_id.as_str())
+    }
+
+    /// The client `client_id` names among the configured and the stored ones.
+    pub async fn find(&self, client_id: &str) -> Result<Option<KnownClient>, ClientError> {
+        if let Some(configured) = &self.configured
+            && configured.client_id == client_id
+        {
+            return Ok(Some(KnownClient {
+                client_id: configured.client_id.clone(),
+                name: configured.client_id.clone(),
+                redirect_uris: configured.redirect_uris.clone(),
+                public: false,
+                kind: ClientKind::Configured,
+            }));
+        }
+        Ok(self
+            .store
+            .client(client_id, self.now_ms())
+            .await?
+            .map(|item| known(&item)))
+    }
+
+    /// Checks a client's credentials: a confidential client's secret (in constant time), or
+    /// none for a public one. `None` for anything that does not authenticate, whatever the
+    /// reason, so that a caller cannot tell an unknown id from a wrong secret.
+    pub async fn authenticate(
+        &self,
+        client_id: &str,
+        secret: Option<&str>,
+    ) -> Result<Option<KnownClient>, ClientError> {
+        let presented: Option<[u8; 32]> = secret.map(|secret| Sha256::digest(secret).into());
+        if let Some(configured) = &self.configured {
+            let id_matches = Sha256::digest(client_id.as_bytes())
+                .ct_eq(&Sha256::digest(configured.client_id.as_bytes()));
+            if bool::from(id_matches) {
+                let secret_matches = presented
+                    .is_some_and(|presented| bool::from(presented.ct_eq(&configured.secret_hash)));
+                return Ok(secret_matches.then(|| KnownClient {
+                    client_id: configured.client_id.clone(),
+                    name: configured.client_id.clone(),
+                    redirect_uris: configured.redirect_uris.clone(),
+                    public: false,
+                    kind: ClientKind::Configured,
+                }));
+            }
+        }
+        let Some(item) = self.store.client(client_id, self.now_ms()).await? else {
+            return Ok(None);
+        };
+        let authenticated = match (&item.secret_hash, presented) {
+            // A public client presents no secret; one that does is refused, not ignored.
+            (None, None) => true,
+            (Some(stored), Some(presented)) => {
+                let mut stored_bytes = [0u8; 32];
+                hex::decode_to_slice(stored, &mut stored_bytes).is_ok()
+                    && bool::from(presented.ct_eq(&stored_bytes))
+            }
+            _ => false,
+        };
+        Ok(authenticated.then(|| known(&item)))
+    }
+
+    /// Notes that `client` obtained a token: a registration is then kept until deleted.
+    pub async fn note_used(&self, client: &KnownClient) -> Result<(), ClientError> {
+        if client.kind == ClientKind::Configured {
+            return Ok(());
+        }
+        let now_ms = self.now_ms();
+        let Some(mut item) = self.store.client(&client.client_id, now_ms).await? else {
+            return Ok(());
+        };
+        let expected = item.revision;
+        item.last_used_at_ms = Some(now_ms);
+        item.expires_at_ms = None;
+        item.revision += 1;
+        match self.store.put_client(&item, Some(expected), now_ms).await {
+            // Another use noted it first: nothing is lost.
+            Ok(()) | Err(StoreError::Conflict) => Ok(()),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// `hearth admin client add`: a client an operator vouches for.
+    pub async fn add(
+        &self,
+        name: &str,
+        redirect_uris: &[String],
+        public: bool,
+    ) -> Result<AddedClient, ClientError> {
+        let name = checked_name(name)?;
+        checked_redirect_uris(redirect_uris)?;
+        let client_id = new_client_id()?;
+        let secret = (!public).then(new_client_secret).transpose()?;
+        let item = ClientItem {
+            client_id: client_id.clone(),
+            name,
+            redirect_uris: redirect_uris.to_vec(),
+            secret_hash: secret.as_deref().map(secret_hash),
+            origin: ClientOrigin::Operator,
+            created_at_ms: self.now_ms(),
+            last_used_at_ms: None,
+            expires_at_ms: None,
+            revision: 1,
+        };
+        self.store.put_client(&item, None, self.now_ms()).await?;
+        Ok(AddedClient {
+            client_id,
+            client_secret: secret,
+        })
+    }
+
+    /// A client that registered itself (RFC 7591): stored, and forgotten if never used within
+    /// [`REGISTRATION_UNUSED_MS`].
+    pub async fn register(
+        &self,
+        name: &str,
+        redirect_uris: &[String],
+        public: bool,
+    ) -> Result<(ClientItem, Option<String>), ClientError> {
+        let name = checked_name(name)?;
+        checked_redirect_uris(redirect_uris)?;
+        let now_ms = self.now_ms();
+        let secret = (!public).then(new_client_secret).transpose()?;
+        let item = ClientItem {
+            client_id: new_client_id()?,
+            name,
+            redirect_uris: redirect_uris.to_vec(),
+            secret_hash: secret.as_deref().map(secret_hash),
+            origin: ClientOrigin::Registration,
+            created_at_ms: now_ms,
+            last_used_at_ms: None,
+            expires_at_ms: Some(now_ms + REGISTRATION_UNUSED_MS),
+            revision: 1,
+        };
+        self.store.put_client(&item, None, now_ms).await?;
+        Ok((item, secret))
+    }
+
+    /// `hearth admin client list`: every stored client (the configured one is the
+    /// environment's).
+    pub async fn list(&self) -> Result<Vec<ListedClient>, ClientError> {
+        Ok(self
+            .store
+            .clients(self.now_ms())
+            .await?
+            .into_iter()
+            .map(|item| ListedClient {
+                public: item.secret_hash.is_none(),
+                client_id: item.client_id,
+                name: item.name,
+                redirect_uris: item.redirect_uris,
+                created_by: item.origin,
+                created_at_ms: item.created_at_ms,
+                last_used_at_ms: item.last_used_at_ms,
+            })
+            .collect())
+    }
+
+    /// `hearth admin client delete`: the client is gone at once; its authorization codes and
+    /// refresh-token families stop working, since both name it and it no longer exists.
+    pub async fn delete(&self, client_id: &str) -> Result<(), ClientError> {
+        if self.store.delete_client(client_id).await? {
+            Ok(())
+        } else {
+            Err(ClientError::NotFound(client_id.to_owned()))
+        }
+    }
+}
+
+fn known(item: &ClientItem) -> KnownClient {
+    KnownClient {
+        client_id: item.client_id.clone(),
+        name: item.name.clone(),
+        redirect_uris: item.redirect_uris.clone(),
+        public: item.secret_hash.is_none(),
+        kind: match item.origin {
+            ClientOrigin::Operator => ClientKind::Operator,
+            ClientOrigin::Registration => ClientKind::Registration,
+            ClientOrigin::Metadata => ClientKind::Metadata,
+        },
+    }
+}
+
+fn checked_name(name: &str) -> Result<String, ClientError> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > MAX_CLIENT_NAME_CHARS {
+        return Err(ClientError::Invalid(format!(
+            "a client name is 1 to {MAX_CLIENT_NAME_CHARS} characters"
+        )));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(ClientError::Invalid(
+            "a client name has no control characters".into(),
+        ));
+    }
+    Ok(name.to_owned())
+}
+
+fn checked_redirect_uris(uris: &[String]) -> Result<(), ClientError> {
+    if uris.is_empty() || uris.len() > MAX_REDIRECT_URIS {
+        return Err(ClientError::Invalid(format!(
+            "a client has 1 to {MAX_REDIRECT_URIS} redirect URIs"
+        )));
+    }
+    for uri in uris {
+        check_redirect_uri(uri).map_err(ClientError::Invalid)?;
+    }
+    Ok(())
+}
+
+fn new_client_id() -> Result<String, RandomFailed> {
+    Ok(format!(
+        "{STORED_CLIENT_PREFIX}{}",
+        hex::encode(os_bytes::<16>()?)
+    ))
+}
+
+fn new_client_secret() -> Result<String, RandomFailed> {
+    use base64::Engine;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(os_bytes::<32>()?))
+}
+
+/// A client secret as stored: its SHA-256, hex.
+fn secret_hash(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_loopback_redirect_matches_with_any_port_and_nothing_else_does() {
+        let loopback = "http://127.0.0.1/callback";
+        assert!(redirect_matches(
+            loopback,
+            "http://127.0.0.1:51234/callback"
+        ));
+        assert!(redirect_matches(
+            "http://localhost:3000/cb",
+            "http://localhost:4000/cb"
+        ));
+        assert!(redirect_matches("http://[::1]/cb", "http://[::1]:9/cb"));
+        assert!(!redirect_matches(loopback, "http://127.0.0.1:5/other"));
+        assert!(!redirect_matches(loopback, "http://127.0.0.2/callback"));
+        let https = "https://claude.ai/api/mcp/auth_callback";
+        assert!(redirect_matches(https, https));
+        assert!(!redirect_matches(
+            https,
+            "https://claude.ai:8443/api/mcp/auth_callback"
+        ));
+        assert!(!redirect_matches(
+            https,
+            "https://claude.ai/api/mcp/auth_callback?x=1"
+        ));
+    }
+
+    #[test]
+    fn redirect_uris_are_https_or_loopback_http() {
+        for good in [
+            "https://chatgpt.com/connector_platform_oauth_redirect",
+            "http://127.0.0.1:33418/",
+            "http://localhost/callback",
+            "http://[::1]:8080/cb",
+        ] {
+            assert_eq!(check_redirect_uri(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "http://example.com/cb",
+            "http://192.168.1.5/cb",
+            "ftp://example.com/cb",
+            "https://example.com/cb#fragment",
+            "https://user:pass@example.com/cb",
+            "not a url",
+            "cursor://anysphere.cursor-retrieval/oauth/callback",
+        ] {
+            assert!(check_redirect_uri(bad).is_err(), "{bad}");
+        }
+        let long = format!("https://example.com/{}", "a".repeat(MAX_REDIRECT_URI_BYTES));
+        assert!(check_redirect_uri(&long).is_err());
+        let at_limit = format!(
+            "https://example.com/{}",
+            "a".repeat(MAX_REDIRECT_URI_BYTES - "https://example.com/".len())
+        );
+        assert_eq!(check_redirect_uri(&at_limit), Ok(()));
+    }
+}
