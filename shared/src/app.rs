@@ -13,6 +13,7 @@ use crate::aion::backend::BACKEND_TIMEOUT;
 use crate::aion::{AionToolset, Guide, HttpGuide, MockGuide};
 use crate::auth::attestation::{AttestationVerifier, DEVELOPMENT_HOST_KEY};
 #[cfg(feature = "aws")]
+use crate::clients::metadata_document::MetadataFetcher;
 use crate::clients::{Clients, ConfiguredClient};
 use crate::clock::{Clock, SystemClock};
 use crate::config::secrets;
@@ -29,7 +30,10 @@ use crate::demo::DeviceEndpoint;
 use crate::gate::{Gate, kill_switch};
 use crate::linking::Linking;
 use crate::mcp::{HearthServer, McpEndpoint};
-use crate::oauth::{LINK_CODE_ATTEMPTS, LINK_CODE_WINDOW_MS, OAuthEndpoint};
+use crate::oauth::{
+    LINK_CODE_ATTEMPTS, LINK_CODE_WINDOW_MS, OAuthEndpoint, REGISTRATION_WINDOW_MS,
+    REGISTRATIONS_PER_WINDOW,
+};
 use crate::ratelimit::{AttemptLimiter, RateLimiter};
 #[cfg(feature = "aws")]
 use crate::speech::polly::Voice;
@@ -81,6 +85,7 @@ pub const ROUTES: &[Route] = &[
     route("oauth", "ANY", "/oauth/authorize"),
     route("oauth", "ANY", "/oauth/token"),
     route("oauth", "ANY", "/oauth/revoke"),
+    route("oauth", "ANY", "/oauth/register"),
     route("oauth", "ANY", "/oauth/judge"),
     route("oauth", "ANY", "/.well-known/oauth-authorization-server"),
     route("tts", "ANY", "/tts"),
@@ -436,6 +441,7 @@ pub fn clients(config: &Config, backing: &Backing) -> Clients {
         configured,
         backing.clock.clone(),
     )
+    .with_documents(MetadataFetcher::new(config.cimd_allow_http_loopback))
 }
 
 fn oauth_routes(config: &Config, backing: &Backing) -> Router {
@@ -458,7 +464,14 @@ fn oauth_routes(config: &Config, backing: &Backing) -> Router {
         config.jwt_keys(),
         config.urls.clone(),
     )
-    .with_linking(linking, attempts);
+    .with_linking(linking, attempts)
+    .with_registration(AttemptLimiter::new(
+        backing.stores.counters.clone(),
+        backing.clock.clone(),
+        "register",
+        REGISTRATIONS_PER_WINDOW,
+        REGISTRATION_WINDOW_MS,
+    ));
     crate::oauth::router(Arc::new(endpoint))
 }
 

@@ -134,6 +134,10 @@ pub struct Config {
     /// `HEARTH_DEMO_DEVICE=1`: serve `POST /demo/device`, which signs attestations for the
     /// simulated device in the web demo. Local only.
     pub demo_device: bool,
+    /// `HEARTH_CIMD_ALLOW_HTTP_LOOPBACK=true`: Client ID Metadata Documents may also be
+    /// fetched from `http://127.0.0.1`, `http://[::1]` or `http://localhost`, for local tests
+    /// of hosts that name themselves by URL. Local only.
+    pub cimd_allow_http_loopback: bool,
     /// `COUNTERSIGN_DATA`: a directory with `household.json` and `catalogue.json` replacing
     /// the built-in demo household.
     pub countersign_data: Option<PathBuf>,
@@ -161,6 +165,10 @@ pub enum ConfigError {
         "HEARTH_DEMO_DEVICE signs speaker attestations for anyone with a token; it is for local development only and is refused under Lambda"
     )]
     DemoDeviceUnderLambda,
+    #[error(
+        "HEARTH_CIMD_ALLOW_HTTP_LOOPBACK lets client metadata come from this machine; it is for local tests only and is refused under Lambda"
+    )]
+    CimdLoopbackUnderLambda,
     #[error(
         "{name} is set in the environment; under Lambda credentials come only from the Secrets Manager secrets named by HEARTH_SECRET_ARN"
     )]
@@ -337,7 +345,22 @@ impl Config {
                 });
             }
         };
+        let cimd_allow_http_loopback = match get("HEARTH_CIMD_ALLOW_HTTP_LOOPBACK")
+            .as_deref()
+            .map(str::trim)
+        {
+            None | Some("false") => false,
+            Some("true") if runtime == Runtime::Local => true,
+            Some("true") => return Err(ConfigError::CimdLoopbackUnderLambda),
+            Some(_) => {
+                return Err(ConfigError::Invalid {
+                    name: "HEARTH_CIMD_ALLOW_HTTP_LOOPBACK",
+                    reason: "expected true or false".into(),
+                });
+            }
+        };
         Ok(Self {
+            cimd_allow_http_loopback,
             assistant_model: get("COUNTERSIGN_ASSISTANT_MODEL")
                 .map(|model| model.trim().to_owned())
                 .unwrap_or_else(|| DEFAULT_ASSISTANT_MODEL.into()),
@@ -735,6 +758,21 @@ mod tests {
                 ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001")
             ]),
             Err(ConfigError::DemoDeviceUnderLambda)
+        ));
+    }
+
+    #[test]
+    fn loopback_client_metadata_is_local_only() {
+        assert!(!config(&[]).unwrap().cimd_allow_http_loopback);
+        let allowed = config(&[("HEARTH_CIMD_ALLOW_HTTP_LOOPBACK", "true")]).unwrap();
+        assert!(allowed.cimd_allow_http_loopback);
+        assert!(config(&[("HEARTH_CIMD_ALLOW_HTTP_LOOPBACK", "1")]).is_err());
+        assert!(matches!(
+            config(&[
+                ("HEARTH_CIMD_ALLOW_HTTP_LOOPBACK", "true"),
+                ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001")
+            ]),
+            Err(ConfigError::CimdLoopbackUnderLambda)
         ));
     }
 

@@ -97,6 +97,10 @@ impl PublicUrls {
         format!("{}/oauth/revoke", self.issuer)
     }
 
+    pub fn registration_endpoint(&self) -> String {
+        format!("{}/oauth/register", self.issuer)
+    }
+
     /// The path of the authorization endpoint as the browser sees it (under any stage prefix),
     /// which the consent page's cookie is scoped to.
     pub fn authorization_path(&self) -> String {

@@ -26,6 +26,7 @@ use super::OAuthEndpoint;
 use super::consent_page::{self, ConsentFields};
 use super::form::{Form, MAX_FORM_BYTES};
 use crate::auth::Scopes;
+use crate::clients::ClientError;
 use crate::gate::client_ip;
 use crate::linking::CodeBinding;
 use crate::linking::pkce::check_challenge;
@@ -172,6 +173,13 @@ impl OAuthEndpoint {
                 return Err(page(
                     "The request names a client this server does not know.",
                 ));
+            }
+            // Nothing redirects: a client whose document cannot be read has no trusted
+            // redirect URI.
+            Err(ClientError::Document(refused)) => {
+                return Err(page(&format!(
+                    "The client's metadata document cannot be used: {refused}."
+                )));
             }
             Err(error) => {
                 tracing::warn!(%error, "clients unavailable");

@@ -1,6 +1,7 @@
 //! The OAuth function: `GET`/`POST /oauth/authorize` (account linking's consent page),
-//! `POST /oauth/token`, `POST /oauth/revoke` (RFC 7009), `POST /oauth/judge` (judge token
-//! exchange) and `GET /.well-known/oauth-authorization-server`.
+//! `POST /oauth/token`, `POST /oauth/revoke` (RFC 7009), `POST /oauth/register` (RFC 7591),
+//! `POST /oauth/judge` (judge token exchange) and
+//! `GET /.well-known/oauth-authorization-server`.
 //!
 //! Alexa+ authenticates in two tiers. Tier 1 is machine to machine: `MCP_CLIENT_ID` and
 //! `MCP_CLIENT_SECRET` (HTTP Basic or `client_secret_post`), `grant_type=client_credentials`,
@@ -16,6 +17,7 @@ mod consent_page;
 mod error;
 pub(crate) mod form;
 pub mod metadata;
+mod register;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -33,9 +35,10 @@ use form::{Form, basic_credentials};
 
 use authorize::ConsentKey;
 pub use authorize::{LINK_CODE_ATTEMPTS, LINK_CODE_WINDOW_MS, MAX_STATE_BYTES};
+pub use register::{MAX_REGISTRATION_BYTES, REGISTRATION_WINDOW_MS, REGISTRATIONS_PER_WINDOW};
 
 use crate::auth::{Authenticator, Credentials, JwtKeys, Scopes, Subject};
-use crate::clients::{Clients, KnownClient};
+use crate::clients::{ClientError, Clients, KnownClient};
 use crate::config::PublicUrls;
 use crate::gate::{Gate, client_ip};
 use crate::linking::{Linking, LinkingError, Tokens};
@@ -54,6 +57,8 @@ pub struct OAuthEndpoint {
     /// Account linking, when configured ([`OAuthEndpoint::with_linking`]).
     linking: Option<Linking>,
     link_code_attempts: Option<AttemptLimiter>,
+    /// Counts registrations per address; `None` turns `POST /oauth/register` off.
+    registrations: Option<AttemptLimiter>,
     /// Signs the consent form's CSRF tokens; derived from the token-signing key.
     consent_key: Option<ConsentKey>,
 }
@@ -74,6 +79,7 @@ impl OAuthEndpoint {
             urls,
             linking: None,
             link_code_attempts: None,
+            registrations: None,
             consent_key: credentials
                 .jwt_secret
                 .as_ref()
@@ -88,6 +94,13 @@ impl OAuthEndpoint {
         self.link_code_attempts = Some(attempts);
         self
     }
+
+    /// The same endpoint with Dynamic Client Registration, registrations counted by
+    /// `attempts`. Only useful with linking: a registered client can do nothing else.
+    pub fn with_registration(mut self, attempts: AttemptLimiter) -> Self {
+        self.registrations = Some(attempts);
+        self
+    }
 }
 
 /// The OAuth function's routes.
@@ -96,6 +109,7 @@ pub fn router(endpoint: Arc<OAuthEndpoint>) -> Router {
         .route("/oauth/authorize", any(authorize_route))
         .route("/oauth/token", any(token))
         .route("/oauth/revoke", any(revoke))
+        .route("/oauth/register", any(registration))
         .route("/oauth/judge", any(judge))
         .route("/.well-known/oauth-authorization-server", any(discovery))
         .with_state(endpoint)
@@ -117,15 +131,20 @@ async fn revoke(State(endpoint): State<Arc<OAuthEndpoint>>, request: Request) ->
     token_route(&endpoint, request, TokenRoute::Revoke).await
 }
 
+async fn registration(State(endpoint): State<Arc<OAuthEndpoint>>, request: Request) -> Response {
+    token_route(&endpoint, request, TokenRoute::Register).await
+}
+
 async fn judge(State(endpoint): State<Arc<OAuthEndpoint>>, request: Request) -> Response {
     token_route(&endpoint, request, TokenRoute::JudgeToken).await
 }
 
-/// The routes a client posts a form to.
+/// The routes a client posts to.
 #[derive(Clone, Copy)]
 enum TokenRoute {
     Token,
     Revoke,
+    Register,
     JudgeToken,
 }
 
@@ -144,6 +163,10 @@ async fn token_route(endpoint: &OAuthEndpoint, request: Request, route: TokenRou
         TokenRoute::Revoke => {
             log.method(Some("oauth/revoke"));
             revocation(endpoint, request, &mut log).await
+        }
+        TokenRoute::Register => {
+            log.method(Some("oauth/register"));
+            register::register(endpoint, request).await
         }
         TokenRoute::JudgeToken => {
             log.method(Some("oauth/judge"));
@@ -408,6 +431,9 @@ async fn authenticate_client(
     match endpoint.clients.authenticate(&id, secret.as_deref()).await {
         Ok(Some(client)) => Ok(client),
         Ok(None) => Err(OAuthError::invalid_client("client authentication failed")),
+        Err(ClientError::Document(refused)) => Err(OAuthError::invalid_client(format!(
+            "the client's metadata document cannot be used: {refused}"
+        ))),
         Err(error) => {
             tracing::warn!(%error, "clients unavailable");
             Err(OAuthError::unavailable("storage unavailable; try again"))

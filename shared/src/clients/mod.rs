@@ -6,12 +6,15 @@
 //! - **Registered clients** (RFC 7591, `POST /oauth/register`): stored, unverified, and
 //!   expiring if never used within [`REGISTRATION_UNUSED_MS`].
 //! - **Metadata clients**: the client id is the https URL of a Client ID Metadata Document
-//!   (see `client_metadata`), public and unverified.
+//!   (see [`metadata_document`]), public and unverified, fetched when first named and kept in
+//!   the store for as long as the document's cache headers allow.
 //!
 //! Only the configured client and operator clients may use `client_credentials` (Tier 1): a
 //! Tier-1 token reaches `ask_aion`, which spends the operator's backend key, so no client
 //! that registered itself may mint one. Every client reads from the store on each use, so
 //! adding or deleting one takes effect at once on every running instance.
+
+pub mod metadata_document;
 
 use std::sync::Arc;
 
@@ -21,6 +24,7 @@ use subtle::ConstantTimeEq;
 use crate::clock::{Clock, unix_ms};
 use crate::random::{RandomFailed, os_bytes};
 use crate::store::{ClientItem, ClientOrigin, ClientStore, StoreError};
+use metadata_document::{MetadataFetcher, names_a_document};
 
 /// A registration never used to obtain a token is forgotten after this long.
 pub const REGISTRATION_UNUSED_MS: i64 = 24 * 60 * 60 * 1000;
@@ -154,6 +158,9 @@ pub enum ClientError {
     Invalid(String),
     #[error("no client {0}")]
     NotFound(String),
+    /// A client named by a metadata document's URL whose document cannot be used.
+    #[error("the client's metadata document cannot be used: {0}")]
+    Document(#[from] metadata_document::DocumentError),
     #[error("storage unavailable: {0}")]
     Unavailable(String),
 }
@@ -186,6 +193,8 @@ pub struct Clients {
     store: Arc<dyn ClientStore>,
     configured: Option<ConfiguredClient>,
     clock: Arc<dyn Clock>,
+    /// Fetches Client ID Metadata Documents; `None`: a client id that is a URL is unknown.
+    documents: Option<MetadataFetcher>,
 }
 
 impl Clients {
@@ -198,7 +207,14 @@ impl Clients {
             store,
             configured,
             clock,
+            documents: None,
         }
+    }
+
+    /// The same clients, and hosts that name themselves by a metadata document's URL.
+    pub fn with_documents(mut self, fetcher: MetadataFetcher) -> Self {
+        self.documents = Some(fetcher);
+        self
     }
 
     fn now_ms(&self) -> i64 {
@@ -223,11 +239,48 @@ impl Clients {
                 kind: ClientKind::Configured,
             }));
         }
+        if names_a_document(client_id) {
+            return self.document_client(client_id).await;
+        }
         Ok(self
             .store
             .client(client_id, self.now_ms())
             .await?
             .map(|item| known(&item)))
+    }
+
+    /// A client named by its metadata document's URL: the kept copy while it is fresh, else
+    /// the document fetched now (and kept, if its cache headers allow).
+    async fn document_client(&self, url: &str) -> Result<Option<KnownClient>, ClientError> {
+        let Some(fetcher) = &self.documents else {
+            return Ok(None);
+        };
+        let now_ms = self.now_ms();
+        if let Some(item) = self.store.client(url, now_ms).await?
+            && item.origin == ClientOrigin::Metadata
+        {
+            return Ok(Some(known(&item)));
+        }
+        let document = fetcher.fetch(url).await?;
+        let item = ClientItem {
+            client_id: url.to_owned(),
+            name: document.client_name,
+            redirect_uris: document.redirect_uris,
+            secret_hash: None,
+            origin: ClientOrigin::Metadata,
+            created_at_ms: now_ms,
+            last_used_at_ms: None,
+            expires_at_ms: document.cache_for_ms.map(|keep| now_ms + keep),
+            revision: 1,
+        };
+        if document.cache_for_ms.is_some() {
+            match self.store.put_client(&item, None, now_ms).await {
+                // Another request kept the same document first.
+                Ok(()) | Err(StoreError::Conflict) => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Ok(Some(known(&item)))
     }
 
     /// Checks a client's credentials: a confidential client's secret (in constant time), or
@@ -254,6 +307,13 @@ impl Clients {
                 }));
             }
         }
+        if names_a_document(client_id) {
+            // A client named by URL is public: PKCE is its proof, and a secret is refused.
+            return match secret {
+                None => self.document_client(client_id).await,
+                Some(_) => Ok(None),
+            };
+        }
         let Some(item) = self.store.client(client_id, self.now_ms()).await? else {
             return Ok(None);
         };
@@ -272,7 +332,8 @@ impl Clients {
 
     /// Notes that `client` obtained a token: a registration is then kept until deleted.
     pub async fn note_used(&self, client: &KnownClient) -> Result<(), ClientError> {
-        if client.kind == ClientKind::Configured {
+        // A metadata client's kept copy lives as long as its cache headers say, used or not.
+        if matches!(client.kind, ClientKind::Configured | ClientKind::Metadata) {
             return Ok(());
         }
         let now_ms = self.now_ms();
