@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use common::oauth::{VERIFIER, challenge, encode, hidden_fields};
 use common::{
     Backend, CLIENT_ID, CLIENT_SECRET, Harness, RESOURCE, Reply, basic, request, settings,
 };
@@ -22,11 +23,9 @@ use hearth_core::oauth::{LINK_CODE_ATTEMPTS, MAX_STATE_BYTES};
 use hearth_testkit::moto::Moto;
 use http::StatusCode;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 const REDIRECT: &str = "https://alexa.example/api/skill/link/M2TEST";
 const OTHER_REDIRECT: &str = "https://alexa.example/api/skill/link/OTHER";
-const VERIFIER: &str = "a-code-verifier-of-at-least-43-characters-0123456789";
 const STATE: &str = "alexa-state-Zm9v";
 const ISSUER: &str = "http://127.0.0.1:8787";
 
@@ -179,10 +178,6 @@ struct Consent {
     fields: HashMap<String, String>,
 }
 
-fn challenge(verifier: &str) -> String {
-    URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
-}
-
 /// An authorization request as Alexa+ sends it, with `overrides` (an empty value removes a
 /// parameter).
 fn authorize_query(overrides: &[(&str, &str)]) -> String {
@@ -218,35 +213,6 @@ fn exchange_body(code: &str, verifier: &str) -> String {
         ("code_verifier".to_owned(), verifier.to_owned()),
         ("resource".to_owned(), RESOURCE.to_owned()),
     ]))
-}
-
-fn encode(fields: &HashMap<String, String>) -> String {
-    let mut body = form_urlencoded::Serializer::new(String::new());
-    for (name, value) in fields {
-        body.append_pair(name, value);
-    }
-    body.finish()
-}
-
-/// The hidden inputs of a rendered consent page, unescaped.
-fn hidden_fields(html: &str) -> HashMap<String, String> {
-    let unescape = |value: &str| {
-        value
-            .replace("&quot;", "\"")
-            .replace("&#39;", "'")
-            .replace("&lt;", "<")
-            .replace("&gt;", ">")
-            .replace("&amp;", "&")
-    };
-    html.split(r#"<input type="hidden" name=""#)
-        .skip(1)
-        .map(|rest| {
-            let (name, rest) = rest.split_once('"').unwrap();
-            let value = rest.split_once(r#"value=""#).unwrap().1;
-            let value = value.split_once('"').unwrap().0;
-            (name.to_owned(), unescape(value))
-        })
-        .collect()
 }
 
 /// The query parameters of a redirect's `Location`, which must point at the redirect URI.

@@ -6,6 +6,7 @@
 pub mod aion_stand_in;
 pub mod capture;
 pub mod device;
+pub mod oauth;
 pub mod process;
 
 use std::collections::HashMap;

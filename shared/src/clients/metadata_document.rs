@@ -632,6 +632,57 @@ mod tests {
         );
     }
 
+    /// Names with addresses of the test's choosing.
+    struct Names(Vec<(&'static str, Vec<IpAddr>)>);
+
+    #[async_trait]
+    impl HostResolver for Names {
+        async fn lookup(&self, host: &str) -> std::io::Result<Vec<IpAddr>> {
+            self.0
+                .iter()
+                .find(|(name, _)| *name == host)
+                .map(|(_, addresses)| addresses.clone())
+                .ok_or_else(|| std::io::Error::other("no such name"))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_name_that_resolves_to_any_private_address_is_not_connected_to() {
+        let public: IpAddr = "93.184.216.34".parse().unwrap();
+        let fetcher = MetadataFetcher::with_resolver(
+            Arc::new(Names(vec![
+                ("inside.example", vec!["10.0.0.7".parse().unwrap()]),
+                ("metadata.example", vec!["169.254.169.254".parse().unwrap()]),
+                // One public and one private address: the private one could be chosen.
+                ("both.example", vec![public, "192.168.0.2".parse().unwrap()]),
+                ("mapped.example", vec!["::ffff:127.0.0.1".parse().unwrap()]),
+                ("nothing.example", vec![]),
+            ])),
+            false,
+        );
+        for host in [
+            "inside.example",
+            "metadata.example",
+            "both.example",
+            "mapped.example",
+        ] {
+            let url = format!("https://{host}/client.json");
+            assert_eq!(
+                fetcher.fetch(&url).await,
+                Err(DocumentError::PrivateAddress),
+                "{host}"
+            );
+        }
+        for host in ["nothing.example", "unknown.example"] {
+            let url = format!("https://{host}/client.json");
+            assert_eq!(
+                fetcher.fetch(&url).await,
+                Err(DocumentError::Unresolved),
+                "{host}"
+            );
+        }
+    }
+
     const URL: &str = "https://app.example/oauth/client.json";
 
     #[test]
