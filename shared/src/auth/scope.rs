@@ -84,7 +84,9 @@ impl Scopes {
 /// The scope `method` needs beyond a valid token, if any.
 fn needed_scope(method: Option<&str>) -> Option<Scope> {
     let method = method?;
-    if matches!(method, "initialize" | "ping") || method.starts_with("notifications/") {
+    if matches!(method, "initialize" | "server/discover" | "ping")
+        || method.starts_with("notifications/")
+    {
         None
     } else if method.starts_with("tools/") {
         Some(Scope::Tools)

@@ -10,19 +10,21 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, Implementation, JsonObject, ListPromptsResult,
-    ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams, Prompt,
-    PromptMessage, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Resource, Role, ServerCapabilities, ServerConfig, Tool,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+    DiscoverResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
+    JsonObject, ListPromptsResult, ListResourcesResult, ListToolsResult, MetaObject,
+    PaginatedRequestParams, Prompt, PromptMessage, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, Role, ServerCapabilities, ServerConfig,
+    Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
-use super::{MAX_TOOL_ARGUMENT_BYTES, ToolOutcome};
+use super::{LIST_TTL_MS, MAX_TOOL_ARGUMENT_BYTES, ToolOutcome};
 
 /// Hearth's protocol versions as rmcp values; see [`super::PROTOCOL_VERSIONS`].
 const SUPPORTED_VERSIONS: &[ProtocolVersion] = &[
+    ProtocolVersion::V_2026_07_28,
     ProtocolVersion::V_2025_11_25,
     ProtocolVersion::V_2025_06_18,
     ProtocolVersion::V_2025_03_26,
@@ -187,12 +189,30 @@ impl ServerHandler for HearthServer {
         Cow::Borrowed(SUPPORTED_VERSIONS)
     }
 
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, McpError> {
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        )
+        .with_ttl_ms(LIST_TTL_MS)
+        .with_cache_scope(CacheScope::Public))
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.inner.tools.clone()))
+        let mut result = ListToolsResult::with_all_items(self.inner.tools.clone());
+        if is_stateless(&context) {
+            result = result
+                .with_ttl_ms(LIST_TTL_MS)
+                .with_cache_scope(CacheScope::Public);
+        }
+        Ok(result)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -206,11 +226,15 @@ impl ServerHandler for HearthServer {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        Ok(ListResourcesResult::with_all_items(
-            self.inner.resources.clone(),
-        ))
+        let mut result = ListResourcesResult::with_all_items(self.inner.resources.clone());
+        if is_stateless(&context) {
+            result = result
+                .with_ttl_ms(LIST_TTL_MS)
+                .with_cache_scope(CacheScope::Public);
+        }
+        Ok(result)
     }
 
     async fn read_resource(
@@ -235,9 +259,15 @@ impl ServerHandler for HearthServer {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        Ok(ListPromptsResult::with_all_items(self.prompts()))
+        let mut result = ListPromptsResult::with_all_items(self.prompts());
+        if is_stateless(&context) {
+            result = result
+                .with_ttl_ms(LIST_TTL_MS)
+                .with_cache_scope(CacheScope::Public);
+        }
+        Ok(result)
     }
 
     async fn get_prompt(
@@ -289,6 +319,15 @@ impl ServerHandler for HearthServer {
             )),
         }
     }
+}
+
+/// Whether the request is on the stateless revision (2026-07-28 or later), which has caching
+/// hints. An older client keeps exactly the answers it had: rmcp fills in hints for the new
+/// revision only, and leaves any a handler set.
+fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| !version.has_initialize())
 }
 
 /// The HTTP layer authenticated the request and left the caller in its extensions, which rmcp

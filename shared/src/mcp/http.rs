@@ -46,6 +46,7 @@ use crate::transparency::LogKeys;
 /// MCP methods whose names may appear in logs; anything else is logged as `other`.
 const KNOWN_METHODS: &[&str] = &[
     "initialize",
+    "server/discover",
     "ping",
     "tools/list",
     "tools/call",
@@ -141,8 +142,8 @@ impl McpEndpoint {
 /// Everything else acts for a customer and needs their own token (Tier 2).
 pub fn is_tier_one(method: &str, tool: Option<&str>) -> bool {
     match method {
-        "initialize" | "ping" | "tools/list" | "resources/list" | "prompts/list"
-        | "prompts/get" => true,
+        "initialize" | "server/discover" | "ping" | "tools/list" | "resources/list"
+        | "prompts/list" | "prompts/get" => true,
         "tools/call" => tool.is_some_and(|name| name.starts_with("scholia_") || name == "ask_aion"),
         other => other.starts_with("notifications/"),
     }
@@ -242,6 +243,42 @@ struct PeekParams<'a> {
     name: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow)]
     arguments: Option<&'a RawValue>,
+    #[serde(rename = "_meta")]
+    meta: Option<PeekMeta>,
+}
+
+#[derive(Deserialize)]
+struct PeekMeta {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+    protocol_version: Option<IgnoredAny>,
+}
+
+/// A request whose `MCP-Protocol-Version` header names a revision Hearth does not speak, when
+/// its `_meta` names none: 400 with the request's id and the supported versions.
+///
+/// rmcp checks the header against every revision it knows (2024-11-05 included), not the ones
+/// this server speaks, and checks only a version named in `_meta` against those; so this one
+/// case is decided here. Everything else about versions (a `_meta` version, a header and
+/// `_meta` that disagree, unknown header values) is rmcp's.
+fn unspoken_version(headers: &http::HeaderMap, peek: &Peek<'_>) -> Option<Response> {
+    let header = headers.get("mcp-protocol-version")?.to_str().ok()?;
+    let names_its_own = peek
+        .params
+        .as_ref()
+        .and_then(|params| params.meta.as_ref())
+        .is_some_and(|meta| meta.protocol_version.is_some());
+    if names_its_own || PROTOCOL_VERSIONS.contains(&header) {
+        return None;
+    }
+    let body = json!({"jsonrpc": "2.0", "id": peek.id, "error": {
+        "code": rmcp::model::ErrorCode::UNSUPPORTED_PROTOCOL_VERSION.0,
+        "message": format!(
+            "Unsupported MCP-Protocol-Version; supported: {}",
+            PROTOCOL_VERSIONS.join(", ")
+        ),
+        "data": {"requested": header, "supported": PROTOCOL_VERSIONS},
+    }});
+    Some((StatusCode::BAD_REQUEST, axum::Json(body)).into_response())
 }
 
 async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) -> Response {
@@ -306,21 +343,6 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
             "Not Acceptable: Hearth answers every request with application/json",
         );
     }
-    if let Some(version) = headers.get("mcp-protocol-version") {
-        let supported = version
-            .to_str()
-            .is_ok_and(|version| PROTOCOL_VERSIONS.contains(&version));
-        if !supported {
-            return rpc_error(
-                StatusCode::BAD_REQUEST,
-                -32000,
-                &format!(
-                    "Unsupported MCP-Protocol-Version; supported: {}",
-                    PROTOCOL_VERSIONS.join(", ")
-                ),
-            );
-        }
-    }
     let (mut parts, body) = request.into_parts();
     let Some(bytes) = read_body(&parts.headers, body, MAX_BODY_BYTES).await else {
         return too_large();
@@ -343,10 +365,16 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
         );
     }
     let mut caller = caller;
+    // Kept for rmcp's own refusals, which answer in plain text without it.
+    let request_id: Option<Box<RawValue>>;
     match serde_json::from_str::<Peek<'_>>(text) {
         Ok(peek) => {
+            request_id = peek.id.map(ToOwned::to_owned);
+            if let Some(refusal) = unspoken_version(&parts.headers, &peek) {
+                return refusal;
+            }
             if let Err(needed) = grant.scopes.allow(peek.method.as_deref()) {
-                return insufficient_scope(endpoint, needed);
+                return insufficient_scope(endpoint, needed, peek.id);
             }
             let method = peek.method.as_deref().unwrap_or_default();
             log.method(
@@ -442,7 +470,8 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
         log.reason(outcome.reason());
     }
     // rmcp's own refusals (a Host outside the allowed list, for one) are plain text; every
-    // refusal on /mcp carries a JSON-RPC error body instead, with the same status and words.
+    // refusal on /mcp carries a JSON-RPC error body instead, with the same status and words,
+    // and the request's id.
     if !response.status().is_success() && !has_media_type(response.headers(), "application/json") {
         let status = response.status();
         let bytes = http_body_util::BodyExt::collect(response.into_body())
@@ -454,7 +483,9 @@ async fn handle(endpoint: &McpEndpoint, request: Request, log: &mut RequestLog) 
             "" => status.canonical_reason().unwrap_or("Refused"),
             text => text,
         };
-        return rpc_error(status, -32000, message);
+        let body = json!({"jsonrpc": "2.0", "id": request_id, "error": {
+            "code": -32000, "message": message}});
+        return (status, axum::Json(body)).into_response();
     }
     response.map(Body::new)
 }
@@ -543,12 +574,12 @@ fn linking_required(endpoint: &McpEndpoint, id: Option<&RawValue>) -> Response {
     response
 }
 
-fn insufficient_scope(endpoint: &McpEndpoint, needed: Scope) -> Response {
-    let mut response = rpc_error(
-        StatusCode::FORBIDDEN,
-        -32000,
-        &format!("Forbidden: this method needs the {} scope", needed.as_str()),
-    );
+fn insufficient_scope(endpoint: &McpEndpoint, needed: Scope, id: Option<&RawValue>) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": -32000,
+        "message": format!("Forbidden: this method needs the {} scope", needed.as_str()),
+    }});
+    let mut response = (StatusCode::FORBIDDEN, axum::Json(body)).into_response();
     let challenge = format!(
         r#"{}, error="insufficient_scope", scope="{}""#,
         endpoint.challenge,

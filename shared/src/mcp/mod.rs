@@ -9,8 +9,18 @@ pub use handler::HearthServer;
 pub use http::{McpEndpoint, router};
 
 /// Protocol versions Hearth speaks. Alexa+ initializes with 2025-03-26; current SDKs send the
-/// later two. A client asking for another version is offered the newest.
-pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+/// later ones. 2026-07-28 is stateless: no `initialize`, `server/discover` instead, and every
+/// request names its version and the client's capabilities in `_meta`. A client that
+/// initializes asking for a version Hearth lacks is offered 2025-11-25.
+pub const PROTOCOL_VERSIONS: &[&str] = &["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"];
+
+/// The revision whose requests carry their own protocol version (`_meta`) and headers.
+pub const STATELESS_VERSION: &str = "2026-07-28";
+
+/// How long a 2026-07-28 client may keep what `server/discover`, `tools/list`,
+/// `prompts/list` and `resources/list` answer: they change only when the server's
+/// configuration does, and are the same for every caller (`cacheScope: "public"`).
+pub const LIST_TTL_MS: u64 = 5 * 60_000;
 
 /// Largest `arguments` object of one tool call, in compact JSON bytes.
 pub const MAX_TOOL_ARGUMENT_BYTES: usize = 8192;
