@@ -252,6 +252,33 @@ async fn every_refusal_on_the_new_revision_carries_the_request_id() {
     assert_eq!(mismatch.body["id"], 15);
 }
 
+/// A household's data is never shared between callers: reading the household's rules (with a
+/// signed speaker) on the new revision is marked private and not to be kept.
+#[tokio::test]
+async fn a_household_read_is_private_and_not_kept() {
+    use common::device::{Device, HOST_KEY, Turn};
+    let h = harness(&[("COUNTERSIGN_HOST_KEY", HOST_KEY)]);
+    let device = Device::new(h.router.clone(), h.clock.clone());
+    let (attestation, signature) =
+        device.headers(&Turn::new("mia", &["what are the rules"]), HOST_KEY);
+    let read = send_2026(
+        &h.router,
+        TOKEN,
+        json!(21),
+        "resources/read",
+        json!({"uri": "countersign://household/rules"}),
+        &[
+            ("x-countersign-attestation", &attestation),
+            ("x-countersign-signature", &signature),
+        ],
+    )
+    .await;
+    assert_eq!(read.status, StatusCode::OK, "{}", read.raw);
+    assert!(read.body["result"]["contents"][0]["text"].is_string(), "{}", read.raw);
+    assert_eq!(read.body["result"]["ttlMs"], 0);
+    assert_eq!(read.body["result"]["cacheScope"], "private");
+}
+
 /// A header naming a revision Hearth does not speak (rmcp knows 2024-11-05, Hearth does not),
 /// with no version in `_meta`: refused at the edge, with the id and the supported versions.
 #[tokio::test]
