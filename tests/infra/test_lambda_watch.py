@@ -140,6 +140,7 @@ def test_every_fixture_through_cargo_lambda_invoke(watch):
         for pointer in expected.get("json", []):
             node = json.loads(body)
             for part in pointer.strip("/").split("/"):
+                part = part.replace("~1", "/").replace("~0", "~")  # RFC 6901 escapes
                 node = node[int(part)] if isinstance(node, list) else node[part]
         checked += 1
     assert checked == len(expectations) > 30
