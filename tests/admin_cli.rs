@@ -526,3 +526,116 @@ fn the_log_commands_answer_in_json_and_a_reset_needs_yes() {
     let unknown = admin(&env, &["log", "reset", "hh-nobody", "--yes", "--json"]);
     assert_eq!(unknown.code, 1, "{}", unknown.stdout);
 }
+
+#[test]
+fn clients_are_added_listed_and_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    existing_store(dir.path());
+    let env = local(dir.path());
+    // A repeated flag, and a flag without a value, in any order.
+    let confidential = admin(
+        &env,
+        &[
+            "client",
+            "add",
+            "Kitchen Display",
+            "--redirect-uri",
+            "https://display.example/callback",
+            "--json",
+            "--redirect-uri",
+            "http://127.0.0.1/callback",
+        ],
+    );
+    assert_eq!(
+        confidential.code, 0,
+        "{}{}",
+        confidential.stdout, confidential.stderr
+    );
+    let added = confidential.json();
+    assert_eq!(keys(&added), ["client_id", "client_secret"]);
+    let public = admin(
+        &env,
+        &[
+            "client",
+            "add",
+            "--public",
+            "Phone",
+            "--redirect-uri",
+            "https://phone.example/cb",
+            "--json",
+        ],
+    );
+    assert_eq!(public.code, 0, "{}", public.stdout);
+    assert_eq!(keys(&public.json()), ["client_id"]);
+
+    let listed = admin(&env, &["client", "list", "--json"]).json();
+    let clients = listed["clients"].as_array().unwrap();
+    assert_eq!(clients.len(), 2);
+    let display = clients
+        .iter()
+        .find(|client| client["client_id"] == added["client_id"])
+        .unwrap();
+    assert_eq!(display["name"], "Kitchen Display");
+    assert_eq!(display["public"], false);
+    assert_eq!(display["created_by"], "operator");
+    assert_eq!(
+        display["redirect_uris"],
+        json!([
+            "https://display.example/callback",
+            "http://127.0.0.1/callback"
+        ])
+    );
+    assert!(
+        !listed
+            .to_string()
+            .contains(added["client_secret"].as_str().unwrap())
+    );
+
+    let id = added["client_id"].as_str().unwrap();
+    let deleted = admin(&env, &["client", "delete", id, "--json"]);
+    assert_eq!(deleted.code, 0, "{}", deleted.stdout);
+    assert_eq!(deleted.json(), json!({"deleted": id}));
+    let again = admin(&env, &["client", "delete", id, "--json"]);
+    assert_eq!(again.code, 1, "{}", again.stdout);
+    assert!(again.error().contains(id), "{}", again.stdout);
+    let refused = admin(
+        &env,
+        &[
+            "client",
+            "add",
+            "Plain",
+            "--redirect-uri",
+            "http://example.com/cb",
+            "--json",
+        ],
+    );
+    assert_eq!(refused.code, 1, "{}", refused.stdout);
+    assert!(refused.error().contains("loopback"), "{}", refused.stdout);
+
+    for args in [
+        &["client", "add", "No Redirect", "--json"][..],
+        &["client", "add", "X", "--redirect-uri", "--json"],
+        &["client", "add", "X", "--redirect-uri", "--public"],
+        &[
+            "client",
+            "add",
+            "X",
+            "--redirect-uri",
+            "https://a.example/cb",
+            "--colour",
+            "--json",
+        ],
+        &[
+            "client",
+            "add",
+            "--redirect-uri",
+            "https://a.example/cb",
+            "--json",
+        ],
+        &["client", "delete", "--json"],
+        &["client", "list", "extra", "--json"],
+    ] {
+        let run = admin(&env, args);
+        assert_eq!(run.code, 2, "{args:?}: {}{}", run.stdout, run.stderr);
+    }
+}

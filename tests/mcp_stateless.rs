@@ -274,7 +274,11 @@ async fn a_household_read_is_private_and_not_kept() {
     )
     .await;
     assert_eq!(read.status, StatusCode::OK, "{}", read.raw);
-    assert!(read.body["result"]["contents"][0]["text"].is_string(), "{}", read.raw);
+    assert!(
+        read.body["result"]["contents"][0]["text"].is_string(),
+        "{}",
+        read.raw
+    );
     assert_eq!(read.body["result"]["ttlMs"], 0);
     assert_eq!(read.body["result"]["cacheScope"], "private");
 }

@@ -189,6 +189,19 @@ pub struct ConfiguredClient {
     pub redirect_uris: Vec<String>,
 }
 
+impl ConfiguredClient {
+    /// As the OAuth routes see it: confidential, named by its id.
+    fn known(&self) -> KnownClient {
+        KnownClient {
+            client_id: self.client_id.clone(),
+            name: self.client_id.clone(),
+            redirect_uris: self.redirect_uris.clone(),
+            public: false,
+            kind: ClientKind::Configured,
+        }
+    }
+}
+
 pub struct Clients {
     store: Arc<dyn ClientStore>,
     configured: Option<ConfiguredClient>,
@@ -231,13 +244,7 @@ impl Clients {
         if let Some(configured) = &self.configured
             && configured.client_id == client_id
         {
-            return Ok(Some(KnownClient {
-                client_id: configured.client_id.clone(),
-                name: configured.client_id.clone(),
-                redirect_uris: configured.redirect_uris.clone(),
-                public: false,
-                kind: ClientKind::Configured,
-            }));
+            return Ok(Some(configured.known()));
         }
         if names_a_document(client_id) {
             return self.document_client(client_id).await;
@@ -298,13 +305,7 @@ impl Clients {
             if bool::from(id_matches) {
                 let secret_matches = presented
                     .is_some_and(|presented| bool::from(presented.ct_eq(&configured.secret_hash)));
-                return Ok(secret_matches.then(|| KnownClient {
-                    client_id: configured.client_id.clone(),
-                    name: configured.client_id.clone(),
-                    redirect_uris: configured.redirect_uris.clone(),
-                    public: false,
-                    kind: ClientKind::Configured,
-                }));
+                return Ok(secret_matches.then(|| configured.known()));
             }
         }
         if names_a_document(client_id) {

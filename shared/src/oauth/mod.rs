@@ -190,21 +190,30 @@ async fn discovery(State(endpoint): State<Arc<OAuthEndpoint>>, request: Request)
     }
 }
 
-/// The checks every form route shares: Origin, rate limit, media type and body size.
-async fn read_form(
+/// The checks every route a client posts to starts with: Origin, then the rate limit for the
+/// client's address `ip`.
+async fn admit(
     endpoint: &OAuthEndpoint,
-    request: Request,
-) -> Result<(http::request::Parts, Form), OAuthError> {
+    headers: &http::HeaderMap,
+    ip: Option<std::net::IpAddr>,
+) -> Result<(), OAuthError> {
     endpoint
         .gate
-        .check_origin(request.headers())
+        .check_origin(headers)
         .map_err(OAuthError::refused)?;
-    let ip = client_ip(&request);
     endpoint
         .gate
         .admit(ip, None)
         .await
-        .map_err(OAuthError::refused)?;
+        .map_err(OAuthError::refused)
+}
+
+/// The checks every form route shares: [`admit`], media type and body size.
+async fn read_form(
+    endpoint: &OAuthEndpoint,
+    request: Request,
+) -> Result<(http::request::Parts, Form), OAuthError> {
+    admit(endpoint, request.headers(), client_ip(&request)).await?;
     let is_form = has_media_type(request.headers(), "application/x-www-form-urlencoded");
     if !is_form {
         return Err(OAuthError::invalid_request(

@@ -54,16 +54,8 @@ pub(super) async fn register(
     endpoint: &OAuthEndpoint,
     request: Request,
 ) -> Result<Response, OAuthError> {
-    endpoint
-        .gate
-        .check_origin(request.headers())
-        .map_err(OAuthError::refused)?;
     let ip = client_ip(&request);
-    endpoint
-        .gate
-        .admit(ip, None)
-        .await
-        .map_err(OAuthError::refused)?;
+    super::admit(endpoint, request.headers(), ip).await?;
     let (Some(attempts), Some(_)) = (&endpoint.registrations, &endpoint.linking) else {
         return Err(OAuthError::unavailable(
             "client registration is not available on this server",
