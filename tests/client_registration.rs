@@ -843,3 +843,100 @@ async fn a_document_on_a_private_address_is_never_fetched() {
     }
     assert_eq!(host.fetches.of("client.json"), 0);
 }
+
+/// A host that runs in a browser (the MCP Inspector) fetches the metadata, registers and
+/// exchanges codes from its own origin: with that origin in `MCP_ALLOWED_ORIGINS`, preflights
+/// and answers carry CORS permission; any other origin gets none (and the gate's 403).
+#[tokio::test]
+async fn a_browser_host_on_an_allowed_origin_may_fetch_and_no_other_may() {
+    const INSPECTOR: &str = "http://localhost:6274";
+    let config = common::config(&[
+        ("MCP_JWT_SECRET", JWT_SECRET),
+        ("HEARTH_RATE_LIMIT_PER_IP", "1000000"),
+        ("MCP_ALLOWED_ORIGINS", INSPECTOR),
+    ]);
+    let h = common::harness_with(&config);
+    let preflight = |path: &'static str, origin: &'static str| {
+        let router = h.router.clone();
+        async move {
+            request(
+                &router,
+                "OPTIONS",
+                path,
+                &[
+                    ("origin", origin),
+                    ("access-control-request-method", "POST"),
+                    (
+                        "access-control-request-headers",
+                        "content-type, authorization, mcp-protocol-version",
+                    ),
+                ],
+                "",
+            )
+            .await
+        }
+    };
+    for path in [
+        "/oauth/register",
+        "/oauth/token",
+        "/oauth/revoke",
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/mcp",
+    ] {
+        let allowed = preflight(path, INSPECTOR).await;
+        assert!(allowed.status.is_success(), "{path}: {}", allowed.status);
+        assert_eq!(
+            allowed.header("access-control-allow-origin"),
+            INSPECTOR,
+            "{path}"
+        );
+        let methods = allowed.header("access-control-allow-methods").to_owned();
+        assert!(methods.contains("POST"), "{path}: {methods}");
+        let headers = allowed
+            .header("access-control-allow-headers")
+            .to_ascii_lowercase();
+        assert!(
+            headers.contains("mcp-protocol-version"),
+            "{path}: {headers}"
+        );
+        assert!(
+            allowed
+                .header("access-control-allow-credentials")
+                .is_empty()
+        );
+        let other = preflight(path, "https://evil.example").await;
+        assert!(
+            other.header("access-control-allow-origin").is_empty(),
+            "{path}"
+        );
+    }
+    let registered = request(
+        &h.router,
+        "POST",
+        "/oauth/register",
+        &[("content-type", "application/json"), ("origin", INSPECTOR)],
+        &json!({"redirect_uris": ["http://localhost:6274/oauth/callback"],
+            "token_endpoint_auth_method": "none"})
+        .to_string(),
+    )
+    .await;
+    assert_eq!(registered.status, StatusCode::CREATED, "{}", registered.raw);
+    assert_eq!(registered.header("access-control-allow-origin"), INSPECTOR);
+    let refused = request(
+        &h.router,
+        "POST",
+        "/oauth/register",
+        &[
+            ("content-type", "application/json"),
+            ("origin", "https://evil.example"),
+        ],
+        &json!({"redirect_uris": ["https://evil.example/cb"]}).to_string(),
+    )
+    .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.raw);
+    assert!(refused.header("access-control-allow-origin").is_empty());
+    // The consent page is navigated to, not fetched: no CORS there.
+    let page = preflight("/oauth/authorize", INSPECTOR).await;
+    assert!(page.header("access-control-allow-origin").is_empty());
+}

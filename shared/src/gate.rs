@@ -77,6 +77,38 @@ impl Gate {
         }
     }
 
+    /// CORS for the routes a browser-based host fetches (the MCP endpoint, the OAuth JSON
+    /// endpoints and the discovery documents): the same exact origins [`Gate::check_origin`]
+    /// admits and no others, no credentials (a bearer token travels in a header the page sets
+    /// itself, never in a cookie), and the headers MCP and OAuth clients send. A preflight
+    /// from any other origin is answered without permission, so the browser stops there.
+    pub fn cors(&self) -> tower_http::cors::CorsLayer {
+        use tower_http::cors::{AllowOrigin, CorsLayer};
+        let origins: Vec<HeaderValue> = self
+            .allowed_origins
+            .iter()
+            .filter_map(|origin| HeaderValue::from_str(origin).ok())
+            .collect();
+        CorsLayer::new()
+            .allow_origin(AllowOrigin::list(origins))
+            .allow_methods([http::Method::GET, http::Method::POST])
+            .allow_headers([
+                header::AUTHORIZATION,
+                header::CONTENT_TYPE,
+                header::ACCEPT,
+                http::HeaderName::from_static("mcp-protocol-version"),
+                http::HeaderName::from_static("mcp-method"),
+                http::HeaderName::from_static("mcp-name"),
+                http::HeaderName::from_static("last-event-id"),
+            ])
+            .expose_headers([
+                header::WWW_AUTHENTICATE,
+                header::RETRY_AFTER,
+                http::HeaderName::from_static("mcp-protocol-version"),
+            ])
+            .max_age(std::time::Duration::from_secs(600))
+    }
+
     /// Counts the request against its client IP and, if known, its caller.
     pub async fn admit(&self, ip: Option<IpAddr>, caller: Option<&Caller>) -> Result<(), Refusal> {
         match self.limiter.admit(ip, caller).await {

@@ -152,10 +152,10 @@ pub fn is_tier_one(method: &str, tool: Option<&str>) -> bool {
 /// The MCP function's routes: `/mcp`, `/healthz` and the RFC 9728 metadata (at the root and
 /// with the `/mcp` suffix, where clients look for it first).
 pub fn router(endpoint: Arc<McpEndpoint>) -> Router {
-    Router::new()
+    // A browser-based host (the MCP Inspector, for one) fetches these from its own origin:
+    // they answer CORS for the allowed origins.
+    let fetched = Router::new()
         .route("/mcp", any(mcp))
-        .route("/healthz", get(healthz))
-        .route("/.well-known/hearth/log-keys", get(log_keys))
         .route(
             "/.well-known/oauth-protected-resource",
             any(resource_metadata),
@@ -164,6 +164,11 @@ pub fn router(endpoint: Arc<McpEndpoint>) -> Router {
             "/.well-known/oauth-protected-resource/mcp",
             any(resource_metadata),
         )
+        .layer(endpoint.gate.cors());
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/.well-known/hearth/log-keys", get(log_keys))
+        .merge(fetched)
         .with_state(endpoint)
 }
 

@@ -105,13 +105,18 @@ impl OAuthEndpoint {
 
 /// The OAuth function's routes.
 pub fn router(endpoint: Arc<OAuthEndpoint>) -> Router {
-    Router::new()
-        .route("/oauth/authorize", any(authorize_route))
+    // What a browser-based host fetches (the MCP Inspector, for one) answers CORS for the
+    // allowed origins; the consent page is navigated to, never fetched.
+    let fetched = Router::new()
         .route("/oauth/token", any(token))
         .route("/oauth/revoke", any(revoke))
         .route("/oauth/register", any(registration))
-        .route("/oauth/judge", any(judge))
         .route("/.well-known/oauth-authorization-server", any(discovery))
+        .layer(endpoint.gate.cors());
+    Router::new()
+        .route("/oauth/authorize", any(authorize_route))
+        .route("/oauth/judge", any(judge))
+        .merge(fetched)
         .with_state(endpoint)
 }
 
