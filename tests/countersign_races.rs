@@ -11,7 +11,7 @@ use hearth_core::clock::{Clock, ManualClock};
 use hearth_core::countersign::CountersignService;
 use hearth_core::countersign::household::HouseholdData;
 use hearth_core::countersign::judge::rules::RulesJudge;
-use hearth_core::countersign::ledger::{Ledger, Settled, Status};
+use hearth_core::countersign::ledger::{Ledger, LedgerError, Settled, Status};
 use hearth_core::countersign::service::CountersignError;
 use hearth_core::store::dynamodb::DynamoStore;
 use hearth_core::store::sqlite::SqliteStore;
@@ -82,18 +82,24 @@ async fn racing_yeses_place_one_order<S: ChainStore + CounterStore + GrantStore>
         ));
     }
     let mut placed = Vec::new();
+    let mut answered = 0;
     for racer in racers {
-        let answer = racer.await.unwrap();
-        let answer = match answer {
+        let answer = match racer.await.unwrap() {
             Ok(answer) => answer,
+            // Racers take turns at the ledger within the append budget (250 ms); on a loaded
+            // machine the last in line may run out of it. That answer is "busy, try again",
+            // never a second order.
+            Err(CountersignError::Ledger(LedgerError::Busy)) => continue,
             Err(CountersignError::Ledger(error)) => panic!("a racer failed: {error}"),
             Err(error) => panic!("a racer was refused: {error}"),
         };
+        answered += 1;
         assert_eq!(answer.status, Status::Placed);
         if answer.result == Some(Settled::Placed) {
             placed.push(answer.placed.unwrap().order_id);
         }
     }
+    assert!(answered >= 1, "at least one racer is answered");
     assert_eq!(placed.len(), 1, "exactly one order: {placed:?}");
 
     let activity = home
