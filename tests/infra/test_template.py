@@ -190,13 +190,16 @@ def test_the_speech_function_reads_household_accounts_and_counts_rates_only():
     ], key=str)
 
 
-def test_the_oauth_function_reaches_counters_linking_records_and_accounts_only():
+def test_the_oauth_function_reaches_counters_linking_records_accounts_and_clients_only():
     # Tokens and codes live in grant# items; a link or revoked family writes the account and
-    # its index entry (one transaction); counters as everywhere. No chain, no scope registry.
+    # its index entry (one transaction); a registration or a kept metadata document writes the
+    # client and its index entry (one transaction), never deletes one; counters as everywhere.
+    # No chain, no scope registry.
     assert sorted(table_access("OAuthFunction"), key=str) == sorted([
         (["dynamodb:ConditionCheckItem", "dynamodb:UpdateItem"], ["rate#*"]),
         (["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem"], ["grant#*"]),
         (["dynamodb:GetItem", "dynamodb:PutItem"], ["account#*", "accounts"]),
+        (["dynamodb:GetItem", "dynamodb:PutItem"], ["client#*", "clients"]),
     ], key=str)
 
 
