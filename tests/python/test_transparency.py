@@ -102,7 +102,9 @@ def test_a_kept_checkpoint_names_a_rolled_back_ledger_that_the_server_cannot_see
     # The server holds a genuinely signed, older log: only the kept receipt shows the loss.
     checked = _call(server_url, token, "check_receipt", {"receipt": kept_proof}, words="check my receipt", device=device)
     assert checked["verdict"] == "history_deleted", checked
-    history = _call(server_url, token, "prove_history", {"log": "ledger", "from_size": 0})
+    # The ledger holds household data: its history, too, is for a signed speaker only.
+    history = _call(server_url, token, "prove_history", {"log": "ledger", "from_size": 0},
+                    words="show the purchase history", device=device)
     answer = tmp_path / "prove-history.json"
     answer.write_text(json.dumps(history))
     code, out = _verify("consistency", kept, answer, "--vkey", keys)
