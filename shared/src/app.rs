@@ -12,10 +12,10 @@ use crate::admin::Admin;
 use crate::aion::backend::BACKEND_TIMEOUT;
 use crate::aion::{AionToolset, Guide, HttpGuide, MockGuide};
 use crate::auth::attestation::{AttestationVerifier, DEVELOPMENT_HOST_KEY};
-#[cfg(feature = "aws")]
 use crate::clients::metadata_document::MetadataFetcher;
 use crate::clients::{Clients, ConfiguredClient};
 use crate::clock::{Clock, SystemClock};
+#[cfg(feature = "aws")]
 use crate::config::secrets;
 use crate::config::{Config, CredentialSource, Runtime, StoreChoice};
 use crate::countersign::household::HouseholdData;
