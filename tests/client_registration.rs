@@ -940,3 +940,75 @@ async fn a_browser_host_on_an_allowed_origin_may_fetch_and_no_other_may() {
     let page = preflight("/oauth/authorize", INSPECTOR).await;
     assert!(page.header("access-control-allow-origin").is_empty());
 }
+
+/// What a registered public client costs on DynamoDB beyond the configured client's calls
+/// (tests/linking.rs counts those): registering is the rate limiter, the registration counter
+/// and one transaction; each token request reads the client once more; its first token also
+/// keeps the registration (a read and a transaction); later ones within a day write nothing.
+#[tokio::test]
+async fn a_registered_client_costs_a_known_number_of_dynamodb_calls() {
+    let counter = hearth_testkit::CallCounter::default();
+    let client = aws_sdk_dynamodb::Client::from_conf(
+        Moto::shared()
+            .dynamodb_config()
+            .interceptor(counter.clone())
+            .build(),
+    );
+    let (h, admin, stores) = common::operated_with_stores(
+        &config(false),
+        Backend::Dynamo,
+        client,
+        "hearth-registration-calls",
+    )
+    .await;
+    let w = World {
+        clients: Clients::new(stores.clients, None, h.clock.clone()),
+        h,
+        admin,
+    };
+    let household = w.household("Counted Registration").await;
+    counter.take();
+    let registered = w
+        .register(&json!({"redirect_uris": ["http://127.0.0.1/cb"],
+            "token_endpoint_auth_method": "none"}))
+        .await;
+    assert_eq!(registered.status, StatusCode::CREATED);
+    assert_eq!(
+        counter.take(),
+        3,
+        "registering: the rate limiter, the registration counter, one TransactWriteItems"
+    );
+    let client_id = registered.body["client_id"].as_str().unwrap().to_owned();
+    let redirect = "http://127.0.0.1:5000/cb";
+    let code = w.consent(&household, &client_id, redirect).await;
+    counter.take();
+    let tokens = w.exchange_public(&client_id, &code, redirect).await;
+    assert_eq!(tokens.status, StatusCode::OK, "{}", tokens.raw);
+    assert_eq!(
+        counter.take(),
+        6 + 1 + 2,
+        "the first exchange: the configured client's six, GetItem of the client, and keeping the registration (GetItem, TransactWriteItems)"
+    );
+    let refreshed = w
+        .refresh_public(&client_id, tokens.body["refresh_token"].as_str().unwrap())
+        .await;
+    assert_eq!(refreshed.status, StatusCode::OK, "{}", refreshed.raw);
+    assert_eq!(
+        counter.take(),
+        4 + 1,
+        "a refresh within the day: the configured client's four and GetItem of the client"
+    );
+    w.advance_ms(hearth_core::clients::USE_NOTED_EVERY_MS);
+    let later = w
+        .refresh_public(
+            &client_id,
+            refreshed.body["refresh_token"].as_str().unwrap(),
+        )
+        .await;
+    assert_eq!(later.status, StatusCode::OK, "{}", later.raw);
+    assert_eq!(
+        counter.take(),
+        4 + 1 + 2,
+        "a day later its use is noted again: GetItem and TransactWriteItems"
+    );
+}

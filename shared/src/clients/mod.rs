@@ -36,6 +36,10 @@ pub const MAX_CLIENT_NAME_CHARS: usize = 100;
 pub const MAX_REDIRECT_URI_BYTES: usize = 2000;
 pub use crate::store::client::STORED_CLIENT_PREFIX;
 
+/// A client's last use is written at most once a day: `hearth admin client list` shows it to
+/// the day, and a token request for a client in use costs no write for it.
+pub const USE_NOTED_EVERY_MS: i64 = 24 * 60 * 60 * 1000;
+
 /// A client as the OAuth routes see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KnownClient {
@@ -45,6 +49,9 @@ pub struct KnownClient {
     /// No secret: PKCE is its only proof.
     pub public: bool,
     pub kind: ClientKind,
+    /// When its last use was noted, and when it is forgotten unless used (stored clients).
+    pub last_used_at_ms: Option<i64>,
+    pub expires_at_ms: Option<i64>,
 }
 
 /// Where a client comes from, which decides what it may do.
@@ -198,6 +205,8 @@ impl ConfiguredClient {
             redirect_uris: self.redirect_uris.clone(),
             public: false,
             kind: ClientKind::Configured,
+            last_used_at_ms: None,
+            expires_at_ms: None,
         }
     }
 }
@@ -331,13 +340,20 @@ impl Clients {
         Ok(authenticated.then(|| known(&item)))
     }
 
-    /// Notes that `client` obtained a token: a registration is then kept until deleted.
+    /// Notes that `client` obtained a token: a registration is then kept until deleted. A
+    /// client whose use was noted within [`USE_NOTED_EVERY_MS`] costs nothing.
     pub async fn note_used(&self, client: &KnownClient) -> Result<(), ClientError> {
         // A metadata client's kept copy lives as long as its cache headers say, used or not.
         if matches!(client.kind, ClientKind::Configured | ClientKind::Metadata) {
             return Ok(());
         }
         let now_ms = self.now_ms();
+        let noted_lately = client
+            .last_used_at_ms
+            .is_some_and(|noted| now_ms - noted < USE_NOTED_EVERY_MS);
+        if client.expires_at_ms.is_none() && noted_lately {
+            return Ok(());
+        }
         let Some(mut item) = self.store.client(&client.client_id, now_ms).await? else {
             return Ok(());
         };
@@ -450,6 +466,8 @@ fn known(item: &ClientItem) -> KnownClient {
             ClientOrigin::Registration => ClientKind::Registration,
             ClientOrigin::Metadata => ClientKind::Metadata,
         },
+        last_used_at_ms: item.last_used_at_ms,
+        expires_at_ms: item.expires_at_ms,
     }
 }
 
