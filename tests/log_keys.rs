@@ -183,6 +183,13 @@ fn admin(config: &Config, stores: &Stores, h: &Harness) -> Admin {
 }
 
 impl Phase {
+    /// A new household account, and a token for it.
+    async fn household(&self, name: &str) -> (String, String) {
+        let household = self.admin.create(name, None).await.unwrap().household_id;
+        let token = self.token(&household).await;
+        (household, token)
+    }
+
     async fn token(&self, household: &str) -> String {
         self.admin.token(household, 30).await.unwrap().access_token
     }
@@ -387,13 +394,7 @@ async fn rotating_the_log_key_keeps_every_household_recording_and_proving(backen
 async fn a_new_host_keeps_the_logs_when_the_earlier_host_is_named(backend: Backend) {
     let world = world(backend).await;
     let before = world.phase(&[]);
-    let household = before
-        .admin
-        .create("Moving", None)
-        .await
-        .unwrap()
-        .household_id;
-    let token = before.token(&household).await;
+    let (household, token) = before.household("Moving").await;
     before.record(&token, "dim the lights").await.unwrap();
 
     let localhost = ("MCP_RESOURCE_URL", "http://localhost:8787/mcp");
@@ -426,13 +427,7 @@ async fn a_removed_or_swapped_log_head_is_named_until_the_operator_resets_the_lo
         (Damage::Blank, "the log head was removed"),
         (Damage::Swap, "the log was replaced"),
     ] {
-        let household = phase
-            .admin
-            .create("Damaged", None)
-            .await
-            .unwrap()
-            .household_id;
-        let token = phase.token(&household).await;
+        let (household, token) = phase.household("Damaged").await;
         let (first, kept) = phase.record(&token, "dim the lights").await.unwrap();
         phase.record(&token, "lock the door").await.unwrap();
         world.damage(&household, damage).await;
@@ -476,13 +471,7 @@ async fn a_removed_or_swapped_log_head_is_named_until_the_operator_resets_the_lo
 async fn a_households_log_is_kept_and_a_labels_log_retires(backend: Backend) {
     let world = world(backend).await;
     let phase = world.phase(&[]);
-    let household = phase
-        .admin
-        .create("Lasting", None)
-        .await
-        .unwrap()
-        .household_id;
-    let token = phase.token(&household).await;
+    let (_, token) = phase.household("Lasting").await;
     let (_, first) = phase.record(&token, "dim the lights").await.unwrap();
     let label = json!({"household_id": "one-off", "action": "water the plants",
         "reason": "because", "inputs": {}, "approver": "Dana"});

@@ -441,12 +441,9 @@ async fn concurrent_writers_never_sign_a_fork(backend: Backend) {
 
 on_both_stores!(concurrent_writers_never_sign_a_fork);
 
-/// The ledger's history, like every other ledger read, is for a signed speaker: without one
-/// `prove_history` refuses for the ledger, and still answers for the decisions.
-#[tokio::test]
-async fn proving_the_ledgers_history_needs_a_signed_speaker() {
-    let h = harness(&[("COUNTERSIGN_HOST_KEY", HOST_KEY)]);
-    let device = Device::new(h.router.clone(), h.clock.clone());
+/// Dana orders AA batteries, which the demo household's rules place at once; returns the
+/// tool's structured result.
+async fn place_batteries(device: &Device) -> Value {
     let placed = device
         .call(
             Turn::new("dana", &["order a 4 pack of AA batteries"]),
@@ -454,7 +451,17 @@ async fn proving_the_ledgers_history_needs_a_signed_speaker() {
             json!({"product_id": "aa-batteries", "variant_id": "4-pack", "quantity": 1}),
         )
         .await;
-    let household = ok(&placed)["placed"]["receipt"]["household_id"]
+    ok(&placed).clone()
+}
+
+/// The ledger's history, like every other ledger read, is for a signed speaker: without one
+/// `prove_history` refuses for the ledger, and still answers for the decisions.
+#[tokio::test]
+async fn proving_the_ledgers_history_needs_a_signed_speaker() {
+    let h = harness(&[("COUNTERSIGN_HOST_KEY", HOST_KEY)]);
+    let device = Device::new(h.router.clone(), h.clock.clone());
+    let placed = place_batteries(&device).await;
+    let household = placed["placed"]["receipt"]["household_id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -491,14 +498,7 @@ async fn proving_the_ledgers_history_needs_a_signed_speaker() {
 async fn a_ledger_proof_from_before_a_log_reset_checks_as_replaced() {
     let h = harness(&[("COUNTERSIGN_HOST_KEY", HOST_KEY)]);
     let device = Device::new(h.router.clone(), h.clock.clone());
-    let placed = device
-        .call(
-            Turn::new("dana", &["order a 4 pack of AA batteries"]),
-            "propose_purchase",
-            json!({"product_id": "aa-batteries", "variant_id": "4-pack", "quantity": 1}),
-        )
-        .await;
-    let placed = ok(&placed).clone();
+    let placed = place_batteries(&device).await;
     let kept = placed["tlog_proof"].as_str().unwrap().to_owned();
     let household = placed["placed"]["receipt"]["household_id"]
         .as_str()

@@ -227,6 +227,23 @@ impl DynamoStore {
 
     /// Sends one transaction. When DynamoDB cancels it, the error carries each item's
     /// cancellation code (`None` for an item that was not the reason), in item order.
+    /// Writes an item and its index entry in one transaction: the item's condition failing is
+    /// a [`StoreError::Conflict`].
+    async fn put_with_index(&self, put: Put, index: Put, what: &str) -> Result<(), StoreError> {
+        let items = vec![
+            TransactWriteItem::builder().put(put).build(),
+            TransactWriteItem::builder().put(index).build(),
+        ];
+        match self.transact(items).await {
+            Ok(()) => Ok(()),
+            Err(Cancelled::Codes(codes)) if is_conflict(&codes) => Err(StoreError::Conflict),
+            Err(Cancelled::Codes(_)) => Err(StoreError::Unavailable(format!(
+                "DynamoDB cancelled the {what} write"
+            ))),
+            Err(Cancelled::Failed(error)) => Err(error),
+        }
+    }
+
     async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<(), Cancelled> {
         let error = match self
             .client
@@ -356,16 +373,9 @@ impl ChainStore for DynamoStore {
             .expression_attribute_values(":size", n(expected.size as i64))
             .send()
             .await;
-        match updated {
-            Ok(_) => Ok(()),
-            Err(error)
-                if error
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Err(StoreError::Conflict)
-            }
-            Err(error) => Err(sdk_unavailable(error)),
+        match conditional(updated)? {
+            true => Ok(()),
+            false => Err(StoreError::Conflict),
         }
     }
 
@@ -804,18 +814,7 @@ impl AccountStore for DynamoStore {
             .set_item(Some(index))
             .build()
             .map_err(unavailable)?;
-        let items = vec![
-            TransactWriteItem::builder().put(put).build(),
-            TransactWriteItem::builder().put(put_index).build(),
-        ];
-        match self.transact(items).await {
-            Ok(()) => Ok(()),
-            Err(Cancelled::Codes(codes)) if is_conflict(&codes) => Err(StoreError::Conflict),
-            Err(Cancelled::Codes(_)) => Err(StoreError::Unavailable(
-                "DynamoDB cancelled the account write".into(),
-            )),
-            Err(Cancelled::Failed(error)) => Err(error),
-        }
+        self.put_with_index(put, put_index, "account").await
     }
 
     async fn delete_account(&self, household_id: &str, expected: u64) -> Result<bool, StoreError> {
@@ -914,18 +913,7 @@ impl ClientStore for DynamoStore {
             .set_item(Some(with_body(key_of(CLIENT_INDEX_PK, &item.client_id))))
             .build()
             .map_err(unavailable)?;
-        let items = vec![
-            TransactWriteItem::builder().put(put).build(),
-            TransactWriteItem::builder().put(put_index).build(),
-        ];
-        match self.transact(items).await {
-            Ok(()) => Ok(()),
-            Err(Cancelled::Codes(codes)) if is_conflict(&codes) => Err(StoreError::Conflict),
-            Err(Cancelled::Codes(_)) => Err(StoreError::Unavailable(
-                "DynamoDB cancelled the client write".into(),
-            )),
-            Err(Cancelled::Failed(error)) => Err(error),
-        }
+        self.put_with_index(put, put_index, "client").await
     }
 
     async fn delete_client(&self, client_id: &str) -> Result<bool, StoreError> {
@@ -985,16 +973,9 @@ impl GrantStore for DynamoStore {
                 .condition_expression("revision = :revision AND expires_at_ms > :now")
                 .expression_attribute_values(":revision", n(revision as i64)),
         };
-        match put.send().await {
-            Ok(_) => Ok(()),
-            Err(error)
-                if error
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Err(StoreError::Conflict)
-            }
-            Err(error) => Err(sdk_unavailable(error)),
+        match conditional(put.send().await)? {
+            true => Ok(()),
+            false => Err(StoreError::Conflict),
         }
     }
 
@@ -1012,17 +993,7 @@ impl GrantStore for DynamoStore {
             .expression_attribute_values(":body", s(&item.body))
             .send()
             .await;
-        match put {
-            Ok(_) => Ok(true),
-            Err(error)
-                if error
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(error) => Err(sdk_unavailable(error)),
-        }
+        conditional(put)
     }
 
     async fn delete_grant(
@@ -1042,17 +1013,7 @@ impl GrantStore for DynamoStore {
             .expression_attribute_values(":now", n(now_ms))
             .send()
             .await;
-        match deleted {
-            Ok(_) => Ok(true),
-            Err(error)
-                if error
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(error) => Err(sdk_unavailable(error)),
-        }
+        conditional(deleted)
     }
 }
 
@@ -1356,6 +1317,22 @@ fn unavailable(error: impl std::fmt::Display) -> StoreError {
 
 /// An SDK failure as a store error that names what failed (the service's error code, a
 /// timeout, a connection failure) and never echoes a request.
+/// A conditional write's outcome: `Ok(true)` if it was made, `Ok(false)` if its condition did
+/// not hold.
+fn conditional<T, E: ProvideErrorMetadata, R>(
+    result: Result<T, SdkError<E, R>>,
+) -> Result<bool, StoreError> {
+    match result {
+        Ok(_) => Ok(true),
+        Err(SdkError::ServiceError(service))
+            if service.err().code() == Some("ConditionalCheckFailedException") =>
+        {
+            Ok(false)
+        }
+        Err(error) => Err(sdk_unavailable(error)),
+    }
+}
+
 fn sdk_unavailable<E: ProvideErrorMetadata, R>(error: SdkError<E, R>) -> StoreError {
     let what = match &error {
         SdkError::ServiceError(service) => {

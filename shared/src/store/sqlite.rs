@@ -689,19 +689,13 @@ impl ClientStore for SqliteStore {
             let transaction = connection
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(unavailable)?;
-            let stored: Option<u64> = transaction
-                .query_row(
-                    "SELECT revision FROM clients WHERE client_id = ?1
-                       AND (expires_at_ms IS NULL OR expires_at_ms > ?2)",
-                    params![item.client_id, now_ms],
-                    |row| row.get::<_, i64>(0),
-                )
-                .optional()
-                .map_err(unavailable)?
-                .map(|revision| revision as u64);
-            if stored != expected {
-                return Err(StoreError::Conflict);
-            }
+            expect_revision(
+                &transaction,
+                "SELECT revision FROM clients WHERE client_id = ?1
+                   AND (expires_at_ms IS NULL OR expires_at_ms > ?2)",
+                params![item.client_id, now_ms],
+                expected,
+            )?;
             transaction
                 .execute(
                     "INSERT INTO clients (client_id, revision, body, expires_at_ms)
@@ -859,19 +853,13 @@ impl GrantStore for SqliteStore {
             let transaction = connection
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(unavailable)?;
-            let stored: Option<u64> = transaction
-                .query_row(
-                    "SELECT revision FROM grants
-                     WHERE kind = ?1 AND key = ?2 AND expires_at_ms > ?3",
-                    params![item.kind.as_str(), item.key, now_ms],
-                    |row| row.get::<_, i64>(0),
-                )
-                .optional()
-                .map_err(unavailable)?
-                .map(|revision| revision as u64);
-            if stored != expected {
-                return Err(StoreError::Conflict);
-            }
+            expect_revision(
+                &transaction,
+                "SELECT revision FROM grants
+                 WHERE kind = ?1 AND key = ?2 AND expires_at_ms > ?3",
+                params![item.kind.as_str(), item.key, now_ms],
+                expected,
+            )?;
             transaction
                 .execute(
                     "INSERT INTO grants (kind, key, revision, body, expires_at_ms)
@@ -1004,5 +992,25 @@ impl CounterStore for SqliteStore {
             Some(index) => Taken::Refused { index },
             None => Taken::Granted,
         })
+    }
+}
+
+/// Compare-and-swap's compare: the live row's revision (`sql` selects it) must be `expected`
+/// (`None`: no live row), or the write is a [`StoreError::Conflict`].
+fn expect_revision(
+    transaction: &rusqlite::Transaction<'_>,
+    sql: &str,
+    params: impl rusqlite::Params,
+    expected: Option<u64>,
+) -> Result<(), StoreError> {
+    let stored: Option<u64> = transaction
+        .query_row(sql, params, |row| row.get::<_, i64>(0))
+        .optional()
+        .map_err(unavailable)?
+        .map(|revision| revision as u64);
+    if stored == expected {
+        Ok(())
+    } else {
+        Err(StoreError::Conflict)
     }
 }
