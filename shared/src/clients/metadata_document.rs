@@ -98,8 +98,10 @@ impl HostResolver for SystemResolver {
 
 /// Fetches and checks documents.
 pub struct MetadataFetcher {
-    http: reqwest::Client,
+    resolver: Arc<dyn HostResolver>,
     allow_loopback: bool,
+    /// Built on the first fetch: most processes (and every cold start) never fetch one.
+    http: std::sync::OnceLock<reqwest::Client>,
 }
 
 impl MetadataFetcher {
@@ -110,32 +112,38 @@ impl MetadataFetcher {
     }
 
     pub fn with_resolver(resolver: Arc<dyn HostResolver>, allow_loopback: bool) -> Self {
-        let http = reqwest::Client::builder()
-            .dns_resolver(Arc::new(PublicOnly {
-                resolver,
-                allow_loopback,
-            }))
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(FETCH_TIMEOUT)
-            .user_agent(concat!(
-                "Hearth/",
-                env!("CARGO_PKG_VERSION"),
-                " (client metadata)"
-            ))
-            .build()
-            .expect("a TLS backend is compiled in");
         Self {
-            http,
+            resolver,
             allow_loopback,
+            http: std::sync::OnceLock::new(),
         }
+    }
+
+    fn http(&self) -> &reqwest::Client {
+        self.http.get_or_init(|| {
+            reqwest::Client::builder()
+                .dns_resolver(Arc::new(PublicOnly {
+                    resolver: self.resolver.clone(),
+                    allow_loopback: self.allow_loopback,
+                }))
+                .no_proxy()
+                .redirect(reqwest::redirect::Policy::none())
+                .timeout(FETCH_TIMEOUT)
+                .user_agent(concat!(
+                    "Hearth/",
+                    env!("CARGO_PKG_VERSION"),
+                    " (client metadata)"
+                ))
+                .build()
+                .expect("a TLS backend is compiled in")
+        })
     }
 
     /// Fetches the document `url` names and checks it against `url`.
     pub async fn fetch(&self, url: &str) -> Result<Document, DocumentError> {
         let parsed = check_url(url, self.allow_loopback)?;
         let response = self
-            .http
+            .http()
             .get(parsed)
             .header(header::ACCEPT, "application/json")
             .send()

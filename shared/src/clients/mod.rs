@@ -243,11 +243,6 @@ impl Clients {
         unix_ms(self.clock.now())
     }
 
-    /// The configured client's id, if any.
-    pub fn configured_id(&self) -> Option<&str> {
-        self.configured.as_ref().map(|c| c.client_id.as_str())
-    }
-
     /// The client `client_id` names among the configured and the stored ones.
     pub async fn find(&self, client_id: &str) -> Result<Option<KnownClient>, ClientError> {
         if let Some(configured) = &self.configured
@@ -487,15 +482,18 @@ fn checked_name(name: &str) -> Result<String, ClientError> {
 }
 
 fn checked_redirect_uris(uris: &[String]) -> Result<(), ClientError> {
+    check_redirect_uris(uris).map_err(ClientError::Invalid)
+}
+
+/// Why a client's list of redirect URIs cannot be registered: 1 to [`MAX_REDIRECT_URIS`],
+/// each passing [`check_redirect_uri`]. The text is safe to return.
+pub fn check_redirect_uris(uris: &[String]) -> Result<(), String> {
     if uris.is_empty() || uris.len() > MAX_REDIRECT_URIS {
-        return Err(ClientError::Invalid(format!(
+        return Err(format!(
             "a client has 1 to {MAX_REDIRECT_URIS} redirect URIs"
-        )));
+        ));
     }
-    for uri in uris {
-        check_redirect_uri(uri).map_err(ClientError::Invalid)?;
-    }
-    Ok(())
+    uris.iter().try_for_each(|uri| check_redirect_uri(uri))
 }
 
 fn new_client_id() -> Result<String, RandomFailed> {

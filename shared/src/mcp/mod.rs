@@ -14,9 +14,6 @@ pub use http::{McpEndpoint, router};
 /// initializes asking for a version Hearth lacks is offered 2025-11-25.
 pub const PROTOCOL_VERSIONS: &[&str] = &["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"];
 
-/// The revision whose requests carry their own protocol version (`_meta`) and headers.
-pub const STATELESS_VERSION: &str = "2026-07-28";
-
 /// How long a 2026-07-28 client may keep what `server/discover`, `tools/list`,
 /// `prompts/list` and `resources/list` answer: they change only when the server's
 /// configuration does, and are the same for every caller (`cacheScope: "public"`).

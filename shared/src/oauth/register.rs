@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::{OAuthEndpoint, OAuthError};
 use crate::auth::Scopes;
-use crate::clients::{ClientError, MAX_REDIRECT_URIS, check_redirect_uri};
+use crate::clients::{ClientError, check_redirect_uris};
 use crate::gate::client_ip;
 use crate::media::{has_media_type, read_body};
 use crate::ratelimit::Admission;
@@ -192,25 +192,9 @@ impl Registration {
             )));
         }
         let redirect_uris = requested.redirect_uris;
-        if redirect_uris.is_empty() {
-            return Err(OAuthError::with_status(
-                StatusCode::BAD_REQUEST,
-                "invalid_redirect_uri",
-                "redirect_uris is required",
-            ));
-        }
-        if redirect_uris.len() > MAX_REDIRECT_URIS {
-            return Err(OAuthError::with_status(
-                StatusCode::BAD_REQUEST,
-                "invalid_redirect_uri",
-                format!("at most {MAX_REDIRECT_URIS} redirect URIs"),
-            ));
-        }
-        for uri in &redirect_uris {
-            check_redirect_uri(uri).map_err(|text| {
-                OAuthError::with_status(StatusCode::BAD_REQUEST, "invalid_redirect_uri", text)
-            })?;
-        }
+        check_redirect_uris(&redirect_uris).map_err(|text| {
+            OAuthError::with_status(StatusCode::BAD_REQUEST, "invalid_redirect_uri", text)
+        })?;
         if let Some(scope) = &requested.scope
             && Scopes::parse(scope).is_err()
         {
