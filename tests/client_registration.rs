@@ -97,24 +97,7 @@ impl World {
     }
 
     async fn authorize_page(&self, client_id: &str, redirect_uri: &str) -> Reply {
-        let query = encode_pairs(&[
-            ("response_type", "code"),
-            ("client_id", client_id),
-            ("redirect_uri", redirect_uri),
-            ("state", STATE),
-            ("code_challenge", &challenge(VERIFIER)),
-            ("code_challenge_method", "S256"),
-            ("resource", RESOURCE),
-            ("scope", "mcp:service"),
-        ]);
-        request(
-            &self.h.router,
-            "GET",
-            &format!("/oauth/authorize?{query}"),
-            &[],
-            "",
-        )
-        .await
+        authorize_page(&self.h.router, client_id, redirect_uri).await
     }
 
     /// The person's part: the consent page, the link code, allow. Returns the code.
@@ -197,6 +180,21 @@ impl World {
         )
         .await
     }
+}
+
+/// Opens the consent page for a host's authorization request.
+async fn authorize_page(router: &axum::Router, client_id: &str, redirect_uri: &str) -> Reply {
+    let query = encode_pairs(&[
+        ("response_type", "code"),
+        ("client_id", client_id),
+        ("redirect_uri", redirect_uri),
+        ("state", STATE),
+        ("code_challenge", &challenge(VERIFIER)),
+        ("code_challenge_method", "S256"),
+        ("resource", RESOURCE),
+        ("scope", "mcp:service"),
+    ]);
+    request(router, "GET", &format!("/oauth/authorize?{query}"), &[], "").await
 }
 
 fn is_error_page(reply: &Reply) -> bool {
@@ -1011,4 +1009,55 @@ async fn a_registered_client_costs_a_known_number_of_dynamodb_calls() {
         4 + 1 + 2,
         "a day later its use is noted again: GetItem and TransactWriteItems"
     );
+}
+
+/// With the client store out of reach, a registration is 503 and names nothing stored, a
+/// token request for a stored client is 503, and the consent page says to try again; the
+/// configured client and everything else keep working.
+#[tokio::test]
+async fn an_unreachable_client_store_is_503_and_nothing_else_breaks() {
+    use hearth_core::store::Stores;
+    use hearth_core::store::unconfigured::Unconfigured;
+    let h = common::harness_over(&config(true), |sqlite| Stores {
+        grants: sqlite.clone(),
+        clients: std::sync::Arc::new(Unconfigured),
+        chains: sqlite.clone(),
+        accounts: sqlite.clone(),
+        counters: sqlite,
+    });
+    let registered = request(
+        &h.router,
+        "POST",
+        "/oauth/register",
+        &[("content-type", "application/json")],
+        &json!({"redirect_uris": ["https://host.example/cb"], "token_endpoint_auth_method": "none"})
+            .to_string(),
+    )
+    .await;
+    assert_eq!(
+        registered.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        registered.raw
+    );
+    assert_eq!(registered.body["error"], "temporarily_unavailable");
+    assert!(registered.body.get("client_id").is_none());
+    let token = request(
+        &h.router,
+        "POST",
+        "/oauth/token",
+        &[("content-type", "application/x-www-form-urlencoded")],
+        "grant_type=refresh_token&client_id=hc_0123&refresh_token=x",
+    )
+    .await;
+    assert_eq!(
+        token.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        token.raw
+    );
+    let page = authorize_page(&h.router, "hc_0123", "https://host.example/cb").await;
+    assert_eq!(page.status, StatusCode::SERVICE_UNAVAILABLE, "{}", page.raw);
+    assert!(page.raw.contains("try again"), "{}", page.raw);
+    assert!(page.header("location").is_empty());
 }
