@@ -195,7 +195,10 @@ enum Held {
 
 impl FamilyBody {
     /// What a first-form token (its secret's hash) is to this family. Only the current and
-    /// the previous first-form token are stored, so nothing older can be recognised.
+    /// the previous first-form token are stored, so nothing older can be recognised. The last
+    /// first-form token stays stored after the family moves on to second-form ones; once a
+    /// second-form token has been rotated away too, it is no longer the one rotated away
+    /// last, and presenting it is reuse.
     fn holds(&self, presented: &str) -> Held {
         if !self.current.is_empty() && same_hash(presented, &self.current) {
             Held::Current
@@ -204,7 +207,11 @@ impl FamilyBody {
             .as_deref()
             .is_some_and(|previous| same_hash(presented, previous))
         {
-            Held::Previous
+            if self.previous_number == 0 {
+                Held::Previous
+            } else {
+                Held::Older
+            }
         } else {
             Held::Unknown
         }
@@ -703,11 +710,17 @@ mod tests {
     use crate::clock::ManualClock;
     use crate::store::sqlite::SqliteStore;
 
-    /// A family from before second-form tokens: its `hrt1` token still refreshes, once, into
-    /// an `hrt2` one; presented again after the grace window it is reuse and revokes the
-    /// family; one made up around the family id revokes nothing.
-    #[tokio::test]
-    async fn a_first_form_token_keeps_working_until_it_rotates() {
+    /// A linking over a fresh store, with a family as the earlier release stored it (no token
+    /// numbers, one `hrt1` token); returns the linking, its clock, the keys, the family id and
+    /// the `hrt1` token.
+    async fn first_form_family() -> (
+        Linking,
+        Arc<ManualClock>,
+        JwtKeys,
+        String,
+        String,
+        tempfile::TempDir,
+    ) {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(SqliteStore::open(&dir.path().join("hearth.db")).unwrap());
         let clock = Arc::new(ManualClock::new(time::OffsetDateTime::now_utc()));
@@ -740,7 +753,15 @@ mod tests {
             revision: 1,
         };
         store.put_grant(&item, None, now_ms).await.unwrap();
+        (linking, clock, jwt, family_id, old_token, dir)
+    }
 
+    /// A family from before second-form tokens: its `hrt1` token still refreshes, once, into
+    /// an `hrt2` one; presented again after the grace window it is reuse and revokes the
+    /// family; one made up around the family id revokes nothing.
+    #[tokio::test]
+    async fn a_first_form_token_keeps_working_until_it_rotates() {
+        let (linking, clock, jwt, family_id, old_token, _dir) = first_form_family().await;
         let made_up = format!("hrt1.{family_id}.{}", "A".repeat(43));
         assert!(matches!(
             linking.refresh(&jwt, "client", &made_up, None).await,
@@ -759,6 +780,31 @@ mod tests {
         assert!(matches!(
             linking
                 .refresh(&jwt, "client", &rotated.refresh_token, None)
+                .await,
+            Err(LinkingError::InvalidGrant(REFRESH_REVOKED))
+        ));
+    }
+
+    /// The `hrt1` token two rotations back is reuse, even within the grace window of the
+    /// latest rotation: only the token rotated away last may be retried.
+    #[tokio::test]
+    async fn a_first_form_token_two_rotations_back_is_reuse_within_the_grace_window() {
+        let (linking, _clock, jwt, _family_id, old_token, _dir) = first_form_family().await;
+        let first = linking
+            .refresh(&jwt, "client", &old_token, None)
+            .await
+            .unwrap();
+        let second = linking
+            .refresh(&jwt, "client", &first.refresh_token, None)
+            .await
+            .unwrap();
+        assert!(matches!(
+            linking.refresh(&jwt, "client", &old_token, None).await,
+            Err(LinkingError::InvalidGrant(REFRESH_REUSED))
+        ));
+        assert!(matches!(
+            linking
+                .refresh(&jwt, "client", &second.refresh_token, None)
                 .await,
             Err(LinkingError::InvalidGrant(REFRESH_REVOKED))
         ));

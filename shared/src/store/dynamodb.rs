@@ -225,8 +225,6 @@ impl DynamoStore {
         Ok((live, number(item.get("version"), "version")?))
     }
 
-    /// Sends one transaction. When DynamoDB cancels it, the error carries each item's
-    /// cancellation code (`None` for an item that was not the reason), in item order.
     /// Writes an item and its index entry in one transaction: the item's condition failing is
     /// a [`StoreError::Conflict`].
     async fn put_with_index(&self, put: Put, index: Put, what: &str) -> Result<(), StoreError> {
@@ -244,6 +242,8 @@ impl DynamoStore {
         }
     }
 
+    /// Sends one transaction. When DynamoDB cancels it, the error carries each item's
+    /// cancellation code (`None` for an item that was not the reason), in item order.
     async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<(), Cancelled> {
         let error = match self
             .client
@@ -701,11 +701,8 @@ impl DynamoStore {
             .expression_attribute_values(":one", n(1))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(error) if error.code() == Some("ConditionalCheckFailedException") => Ok(()),
-            Err(error) => Err(sdk_unavailable(error)),
-        }
+        // No registry (the condition failed) is nothing to take out.
+        conditional(result).map(|_| ())
     }
 
     /// The registry write of a window-opening append: the live chains of the scope (expired
@@ -1315,8 +1312,6 @@ fn unavailable(error: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(error.to_string())
 }
 
-/// An SDK failure as a store error that names what failed (the service's error code, a
-/// timeout, a connection failure) and never echoes a request.
 /// A conditional write's outcome: `Ok(true)` if it was made, `Ok(false)` if its condition did
 /// not hold.
 fn conditional<T, E: ProvideErrorMetadata, R>(
@@ -1333,6 +1328,8 @@ fn conditional<T, E: ProvideErrorMetadata, R>(
     }
 }
 
+/// An SDK failure as a store error that names what failed (the service's error code, a
+/// timeout, a connection failure) and never echoes a request.
 fn sdk_unavailable<E: ProvideErrorMetadata, R>(error: SdkError<E, R>) -> StoreError {
     let what = match &error {
         SdkError::ServiceError(service) => {
