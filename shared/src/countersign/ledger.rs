@@ -28,7 +28,8 @@ use crate::store::{
     StoreError,
 };
 use crate::transparency::{
-    self, Lifetime, LogKeys, LogKind, ProofCheck, ProofError, check_proof, check_window, grow,
+    self, Lifetime, LogError, LogKeys, LogKind, ProofCheck, ProofError, check_proof, check_window,
+    grow,
 };
 
 pub const FORMAT: &str = "hearth.ledger/1";
@@ -331,9 +332,22 @@ pub enum LedgerError {
         "This credential already keeps {MAX_LOGS} ledger logs, live and retiring; a new household's ledger can start when one retires, a week after its window ends."
     )]
     LogLimit,
+    /// The ledger's log holds as many entries as one log may: a limit, not tampering.
+    #[error(
+        "The household ledger's log is full ({0} entries); an operator starts a new one with hearth admin log reset."
+    )]
+    LogFull(u64),
 }
 
 impl LedgerError {
+    /// A log that cannot grow: full, or not what its own signed checkpoint says.
+    fn from_log(error: LogError) -> Self {
+        match error {
+            LogError::Full(entries) => LedgerError::LogFull(entries),
+            other => LedgerError::LogTampered(other.to_string()),
+        }
+    }
+
     /// What a voice may read (see `refusal`): the entry, the cause and the limit stay in the
     /// technical text, which is this error's `Display`.
     pub fn say(&self) -> &'static str {
@@ -350,6 +364,9 @@ impl LedgerError {
             LedgerError::HouseholdLimit | LedgerError::LogLimit => {
                 "This account already keeps as many households as it may. Please ask whoever runs Hearth for help."
             }
+            LedgerError::LogFull(_) => {
+                "The household's purchase record is full, so nothing can be bought or decided until a new one is started. Please ask whoever runs Hearth to start one."
+            }
         }
     }
 
@@ -362,6 +379,7 @@ impl LedgerError {
             LedgerError::Busy => "ledger_busy",
             LedgerError::HouseholdLimit => "household_limit",
             LedgerError::LogLimit => "log_limit",
+            LedgerError::LogFull(_) => "log_full",
         }
     }
 }
@@ -598,7 +616,7 @@ impl Ledger {
                     lifetime,
                 ),
             }
-            .map_err(|error| LedgerError::LogTampered(error.to_string()))?;
+            .map_err(LedgerError::from_log)?;
             let append = append.with_log(growth.append);
             let receipt = Receipt {
                 household_id: view.household_id.clone(),
@@ -1115,6 +1133,42 @@ pub fn fresh_id(prefix: &str) -> String {
 mod tests {
     use super::*;
     use time::macros::datetime;
+
+    /// A full log is a limit the operator lifts, never tampering; every ledger error a voice
+    /// may read names no internals and says what to do, and each has its own code.
+    #[test]
+    fn a_full_log_is_a_limit_and_every_ledger_error_is_spoken_plainly() {
+        let full = LedgerError::from_log(LogError::Full(1 << 24));
+        assert!(matches!(full, LedgerError::LogFull(16_777_216)), "{full:?}");
+        assert_eq!(full.code(), "log_full");
+        assert!(!full.say().contains("check"), "{}", full.say());
+        assert!(matches!(
+            LedgerError::from_log(LogError::Removed),
+            LedgerError::LogTampered(_)
+        ));
+        let all = [
+            LedgerError::Tampered {
+                seq: 3,
+                problem: Problem::HashMismatch,
+            },
+            LedgerError::Unavailable,
+            LedgerError::LogTampered("the log was replaced".into()),
+            LedgerError::Busy,
+            LedgerError::HouseholdLimit,
+            LedgerError::LogLimit,
+            full,
+        ];
+        let mut codes = std::collections::BTreeSet::new();
+        for error in &all {
+            assert_eq!(
+                crate::countersign::refusal::check_spoken(error.say()),
+                Ok(()),
+                "{}",
+                error.say()
+            );
+            assert!(codes.insert(error.code()), "{}", error.code());
+        }
+    }
 
     #[test]
     fn utc_weeks_from_monday_start_at_monday_midnight_utc() {

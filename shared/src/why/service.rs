@@ -46,7 +46,12 @@ pub enum WhyError {
     /// The chain's log is not what its own signed checkpoint says: nothing is appended or
     /// signed over it.
     #[error("{0}. The decision history cannot be trusted and nothing was recorded.")]
-    Log(#[from] LogError),
+    Log(LogError),
+    /// The chain's log holds as many entries as one log may: a limit, not tampering.
+    #[error(
+        "The household's decision log is full ({0} entries), so nothing was recorded; whoever runs Hearth can start a new one."
+    )]
+    LogFull(u64),
     /// The retained window or the log's stored hashes disagree with the signed checkpoint.
     #[error("{0}. The decision history cannot be trusted and is not used.")]
     LogMismatch(String),
@@ -55,6 +60,15 @@ pub enum WhyError {
         "I can't show the household's purchase history without knowing who is speaking. Please ask on the device that knows your voice."
     )]
     NoSpeaker,
+}
+
+impl From<LogError> for WhyError {
+    fn from(error: LogError) -> Self {
+        match error {
+            LogError::Full(entries) => WhyError::LogFull(entries),
+            other => WhyError::Log(other),
+        }
+    }
 }
 
 impl From<StoreError> for WhyError {
@@ -594,6 +608,18 @@ fn spoken_answer(view: &RecordView<'_>, trace_id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_log_is_a_limit_not_an_untrustworthy_history() {
+        let full = WhyError::from(LogError::Full(3));
+        assert!(matches!(full, WhyError::LogFull(3)), "{full:?}");
+        assert!(!full.to_string().contains("cannot be trusted"), "{full}");
+        let replaced = WhyError::from(LogError::Replaced);
+        assert!(
+            replaced.to_string().contains("cannot be trusted"),
+            "{replaced}"
+        );
+    }
 
     #[test]
     fn since_requires_a_timezone() {
