@@ -68,6 +68,27 @@ impl Checkpoint {
     }
 }
 
+impl Checkpoint {
+    /// Parses a checkpoint's first three lines and allows extension lines after them, as a
+    /// witness must (it cosigns the whole text but vouches for those three lines only).
+    pub fn parse_with_extensions(text: &str) -> Result<Self, FormatError> {
+        let mut lines = text.splitn(4, '\n');
+        let (Some(origin), Some(size), Some(root), Some(rest)) =
+            (lines.next(), lines.next(), lines.next(), lines.next())
+        else {
+            return Err(FormatError::Lines);
+        };
+        let extensions_ok = rest.is_empty()
+            || rest
+                .strip_suffix('\n')
+                .is_some_and(|rest| rest.split('\n').all(|line| !line.is_empty()));
+        if !extensions_ok {
+            return Err(FormatError::Lines);
+        }
+        Self::parse(&format!("{origin}\n{size}\n{root}\n"))
+    }
+}
+
 /// `0`, or a decimal without leading zeros that fits 63 bits.
 fn parse_decimal(text: &str) -> Option<u64> {
     let canonical = text == "0"
@@ -172,6 +193,22 @@ mod tests {
                 .map(|c| c.size),
             Ok(0)
         );
+        // A witness reads the first three lines and lets extension lines follow.
+        assert_eq!(
+            Checkpoint::parse_with_extensions(&format!("{text}extension\n")),
+            Ok(checkpoint.clone())
+        );
+        assert_eq!(
+            Checkpoint::parse_with_extensions(&text),
+            Ok(checkpoint.clone())
+        );
+        for bad in [
+            format!("{text}\n"),
+            format!("{text}ext"),
+            text.replacen("\n8\n", "\n08\n", 1),
+        ] {
+            assert!(Checkpoint::parse_with_extensions(&bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

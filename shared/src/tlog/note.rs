@@ -13,6 +13,69 @@ use sha2::{Digest, Sha256};
 /// The signature type byte of Ed25519 in keys and key ids.
 const ED25519: u8 = 0x01;
 
+/// A verifier key's parts, `<name>+<hex key id>+<base64(type || public key)>`, with the key id
+/// checked against the name, type and key (C2SP signed-note). Cosigners' keys (type 0x04,
+/// `tlog-cosignature`) are read with the same form.
+pub(crate) fn parse_vkey(vkey: &str) -> Result<ParsedVkey<'_>, String> {
+    let mut parts = vkey.splitn(3, '+');
+    let (Some(name), Some(id), Some(key)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err("a verifier key is name+hex id+base64 key".into());
+    };
+    if !is_key_name(name) {
+        return Err("the verifier key's name is not a key name".into());
+    }
+    let mut parsed_id = [0u8; 4];
+    if id.len() != 8 || hex::decode_to_slice(id, &mut parsed_id).is_err() {
+        return Err("the verifier key's id is not 8 hex digits".into());
+    }
+    let key = STANDARD
+        .decode(key)
+        .map_err(|_| "the verifier key's key is not base64".to_owned())?;
+    let Some((&key_type, public)) = key.split_first() else {
+        return Err("the verifier key has no key".into());
+    };
+    if typed_key_id(name, key_type, public) != parsed_id {
+        return Err("the verifier key's id does not match its name and key".into());
+    }
+    Ok(ParsedVkey {
+        name,
+        id: parsed_id,
+        key_type,
+        public: public.to_vec(),
+    })
+}
+
+/// A verifier key's parts.
+pub(crate) struct ParsedVkey<'a> {
+    pub name: &'a str,
+    pub id: [u8; 4],
+    /// The signature type byte: 0x01 for a note signer, 0x04 for a cosigner.
+    pub key_type: u8,
+    pub public: Vec<u8>,
+}
+
+/// `SHA-256(name || 0x0A || type || key)[:4]`: the key id of signed-note and tlog-cosignature.
+pub(crate) fn typed_key_id(name: &str, key_type: u8, public_key: &[u8]) -> [u8; 4] {
+    let mut hasher = Sha256::new();
+    hasher.update(name.as_bytes());
+    hasher.update(b"\n");
+    hasher.update([key_type]);
+    hasher.update(public_key);
+    let digest = hasher.finalize();
+    [digest[0], digest[1], digest[2], digest[3]]
+}
+
+/// A verifier key `<name>+<hex key id>+<base64(type || key)>`.
+pub(crate) fn format_vkey(name: &str, key_type: u8, public_key: &[u8]) -> String {
+    let mut key = vec![key_type];
+    key.extend_from_slice(public_key);
+    format!(
+        "{name}+{}+{}",
+        hex::encode(typed_key_id(name, key_type, public_key)),
+        STANDARD.encode(key)
+    )
+}
+
 /// Why a note did not verify. The text is safe to show.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NoteError {
@@ -32,13 +95,7 @@ pub fn is_key_name(name: &str) -> bool {
 }
 
 fn key_id(name: &str, public_key: &[u8; 32]) -> [u8; 4] {
-    let mut hasher = Sha256::new();
-    hasher.update(name.as_bytes());
-    hasher.update(b"\n");
-    hasher.update([ED25519]);
-    hasher.update(public_key);
-    let digest = hasher.finalize();
-    [digest[0], digest[1], digest[2], digest[3]]
+    typed_key_id(name, ED25519, public_key)
 }
 
 /// A signing key with its name: what signs checkpoints.
@@ -76,14 +133,7 @@ impl NoteSigner {
 
     /// The verifier key anyone checks this signer's notes with.
     pub fn vkey(&self) -> String {
-        let mut key = vec![ED25519];
-        key.extend_from_slice(&self.public_key());
-        format!(
-            "{}+{}+{}",
-            self.name,
-            hex::encode(self.id),
-            STANDARD.encode(key)
-        )
+        format_vkey(&self.name, ED25519, &self.public_key())
     }
 
     /// This signer's signature line for `text` (which ends in a newline).
@@ -141,46 +191,28 @@ impl NoteVerifier {
 
     /// This verifier as a verifier key, `<name>+<hex id>+<base64(0x01 || key)>`.
     pub fn vkey(&self) -> String {
-        let mut key = vec![ED25519];
-        key.extend_from_slice(&self.public_key());
-        format!(
-            "{}+{}+{}",
-            self.name,
-            hex::encode(self.id),
-            STANDARD.encode(key)
-        )
+        format_vkey(&self.name, ED25519, &self.public_key())
     }
 
     /// Parses a verifier key `<name>+<hex id>+<base64(0x01 || key)>`; its id must match.
     pub fn parse(vkey: &str) -> Result<Self, String> {
-        let mut parts = vkey.splitn(3, '+');
-        let (Some(name), Some(id), Some(key)) = (parts.next(), parts.next(), parts.next()) else {
-            return Err("a verifier key is name+hex id+base64 key".into());
-        };
-        if !is_key_name(name) {
-            return Err("the verifier key's name is not a key name".into());
-        }
-        let mut parsed_id = [0u8; 4];
-        if id.len() != 8 || hex::decode_to_slice(id, &mut parsed_id).is_err() {
-            return Err("the verifier key's id is not 8 hex digits".into());
-        }
-        let key = STANDARD
-            .decode(key)
-            .map_err(|_| "the verifier key's key is not base64".to_owned())?;
-        let Some((&ED25519, public)) = key.split_first() else {
+        let ParsedVkey {
+            name,
+            id,
+            key_type,
+            public,
+        } = parse_vkey(vkey)?;
+        if key_type != ED25519 {
             return Err("the verifier key is not an Ed25519 key".into());
-        };
+        }
         let public: [u8; 32] = public
             .try_into()
             .map_err(|_| "an Ed25519 public key is 32 bytes".to_owned())?;
-        if key_id(name, &public) != parsed_id {
-            return Err("the verifier key's id does not match its name and key".into());
-        }
         let key = VerifyingKey::from_bytes(&public)
             .map_err(|_| "the verifier key is not a point on the curve".to_owned())?;
         Ok(Self {
             name: name.to_owned(),
-            id: parsed_id,
+            id,
             key,
         })
     }
