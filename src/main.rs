@@ -1,7 +1,9 @@
 //! `hearth`: the whole product on one local address with an embedded SQLite store.
 //!
 //! `hearth admin` manages household accounts (see `admin.rs`). `hearth assistant` runs one
-//! turn of the model-driven assistant, playing the device (see `assistant.rs`).
+//! turn of the model-driven assistant, playing the device (see `assistant.rs`). `hearth witness`
+//! runs a witness that cosigns Hearth's log checkpoints, apart from the server (see
+//! `witness.rs`).
 //!
 //! `hearth` (or `hearth serve`) serves every router with the same paths as API Gateway. With no
 //! credentials configured it creates private development credentials in the data directory
@@ -10,6 +12,7 @@
 
 mod admin;
 mod assistant;
+mod witness;
 
 use std::process::ExitCode;
 
@@ -17,7 +20,7 @@ use anyhow::bail;
 use hearth_core::auth::dev_credentials::{self, DevCredentials};
 use hearth_core::config::{Config, CredentialSource, Runtime};
 
-const USAGE: &str = "usage: hearth [serve] | hearth admin COMMAND [--json] (hearth admin --help) | hearth assistant --member ID [--household H] [--json] \"words\" | hearth eval [--cases FILE] [--split dev|test] [--judge rules|bedrock] [--json] [--save DIR] | hearth routes";
+const USAGE: &str = "usage: hearth [serve] | hearth admin COMMAND [--json] (hearth admin --help) | hearth assistant --member ID [--household H] [--json] \"words\" | hearth witness serve|key|trust|list (hearth witness --help) | hearth eval [--cases FILE] [--split dev|test] [--judge rules|bedrock] [--json] [--save DIR] | hearth routes";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -35,6 +38,7 @@ async fn main() -> ExitCode {
             Ok(())
         }
         ["assistant", rest @ ..] => return assistant::run(rest).await,
+        ["witness", rest @ ..] => return witness::run(rest).await,
         ["eval", rest @ ..] => eval(rest).await,
         ["routes"] => {
             // Every route and the function serving it, as JSON: what the template must route.

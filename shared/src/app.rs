@@ -571,7 +571,8 @@ pub async fn serve(router: Router, config: &Config) -> anyhow::Result<()> {
     }
 }
 
-async fn shutdown_signal() {
+/// Resolves on Ctrl-C or SIGTERM: what ends a local server (and `hearth witness serve`) cleanly.
+pub async fn shutdown_signal() {
     let interrupt = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -44,6 +44,7 @@ pub mod transparency;
 #[cfg(feature = "aws")]
 pub mod tts;
 pub mod why;
+pub mod witness;
 
 /// Every Hearth binary allocates through mimalloc: a request allocates many small, short-lived
 /// objects (rmcp messages, JSON values, rows), where it measured faster than glibc's malloc.

@@ -4,6 +4,8 @@
 
 #[cfg(feature = "aws")]
 pub mod secrets;
+mod witness;
+pub use witness::WitnessSettings;
 mod urls;
 
 use std::net::SocketAddr;

@@ -222,6 +222,15 @@ impl NoteVerifier {
 /// unknown keys are ignored; a known key's bad signature fails the note; at least one known
 /// key must have signed.
 pub fn verify<'a>(note: &'a str, verifiers: &[NoteVerifier]) -> Result<&'a str, NoteError> {
+    verify_lines(note, verifiers).map(|(text, _)| text)
+}
+
+/// As [`verify`], and also returns the signature lines (without their newlines) that known
+/// keys made: what a witness keeps of a checkpoint it cosigns.
+pub fn verify_lines<'a>(
+    note: &'a str,
+    verifiers: &[NoteVerifier],
+) -> Result<(&'a str, Vec<&'a str>), NoteError> {
     if note.chars().any(|c| c < ' ' && c != '\n') || !note.ends_with('\n') {
         return Err(NoteError::Malformed);
     }
@@ -232,7 +241,7 @@ pub fn verify<'a>(note: &'a str, verifiers: &[NoteVerifier]) -> Result<&'a str, 
         .strip_suffix('\n')
         .filter(|lines| !lines.is_empty())
         .ok_or(NoteError::Malformed)?;
-    let mut verified = false;
+    let mut verified = Vec::new();
     for line in lines.split('\n') {
         let rest = line
             .strip_prefix("\u{2014} ")
@@ -256,12 +265,12 @@ pub fn verify<'a>(note: &'a str, verifiers: &[NoteVerifier]) -> Result<&'a str, 
             .key
             .verify(text.as_bytes(), &signature)
             .map_err(|_| NoteError::BadSignature(name.to_owned()))?;
-        verified = true;
+        verified.push(line);
     }
-    if verified {
-        Ok(text)
-    } else {
+    if verified.is_empty() {
         Err(NoteError::NoKnownSignature)
+    } else {
+        Ok((text, verified))
     }
 }
 
