@@ -19,7 +19,8 @@ async fn sqlite() -> Backend {
         counters: store.clone(),
         accounts: store.clone(),
         grants: store.clone(),
-        clients: store,
+        clients: store.clone(),
+        cosigned: store,
         _guard: Box::new(dir),
     }
 }
@@ -39,7 +40,8 @@ async fn dynamodb() -> Backend {
         counters: store.clone(),
         accounts: store.clone(),
         grants: store.clone(),
-        clients: store,
+        clients: store.clone(),
+        cosigned: store,
         _guard: Box::new(()),
     }
 }

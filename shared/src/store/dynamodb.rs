@@ -12,6 +12,7 @@
 //! | chain record   | `chain#<scope>#<name>`   | `rec#<seq, 10 digits>` | `seq`, `hash`, `body`, `window_started_ms`, `expires_at` |
 //! | log head       | `chain#<scope>#<name>`   | `log`             | `log_id`, `epoch`, `tree_size`, `frontier` (hex, absent when empty), `checkpoint` (absent when none); a household account's has no TTL, a credential's `expires_at_ms` and `expires_at` (its window's end plus a week) |
 //! | log hashes     | `chain#<scope>#<name>`   | `hash#<leaf, 20 digits>` | `hashes` (hex: the leaf's hash, then the interior hashes it completed); `expires_at` as its log head's |
+//! | cosignature    | `chain#<scope>#<name>`   | `cosig#<witness key name>` | `origin`, `tree_size`, `line` (a witness's latest cosignature of the log); `expires_at_ms` and `expires_at` as its log head's. Sorts before `hash#` and `head`, so chain reads never see it |
 //! | scope registry | `scope#<scope>`          | `registry`        | `live` (map: chain name → its window's `expires_at_ms`, kept until its log retires), `version`, `expires_at` |
 //! | rate counter   | `rate#<counter key>`     | `counter`         | `hits`, `expires_at_ms`, `expires_at`; one conditional `UpdateItem` each, issued together |
 //! | account        | `account#<household id>` | `account`         | `revision`, `body` (the account as JSON); no TTL |
@@ -44,8 +45,8 @@ use aws_sdk_dynamodb::types::{
 
 use super::{
     AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, ClientItem,
-    ClientStore, Counter, CounterStore, GrantItem, GrantKind, GrantStore, Head, LOG_RETIREMENT_MS,
-    LogHead, LogRead, Snapshot, StoreError, Taken,
+    ClientStore, Cosigned, CosignedStore, Counter, CounterStore, GrantItem, GrantKind, GrantStore,
+    Head, LOG_RETIREMENT_MS, LogHead, LogRead, Snapshot, StoreError, Taken,
 };
 use crate::chain::Sealed;
 
@@ -1241,6 +1242,79 @@ fn hex_hashes(text: &str) -> Result<Vec<[u8; 32]>, StoreError> {
         .map_err(|_| StoreError::Unavailable("a stored log hash is not hex".into()))?;
     super::hashes_from(&bytes)
 }
+
+#[async_trait]
+impl CosignedStore for DynamoStore {
+    async fn cosigned(&self, key: &ChainKey, now_ms: i64) -> Result<Vec<Cosigned>, StoreError> {
+        let page = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :cosig)")
+            .expression_attribute_values(":pk", s(&chain_pk(key)))
+            .expression_attribute_values(":cosig", s(COSIGNED_SK))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(sdk_unavailable)?;
+        let mut found = Vec::new();
+        for item in page.items() {
+            let expires_at_ms = item
+                .get("expires_at_ms")
+                .map(|value| number(Some(value), "expires_at_ms"))
+                .transpose()?;
+            // TTL deletes lazily; a retired log's cosignatures are gone for every reader.
+            if expires_at_ms.is_some_and(|expires| expires <= now_ms) {
+                continue;
+            }
+            let witness = sort_key(item)
+                .and_then(|sk| sk.strip_prefix(COSIGNED_SK))
+                .ok_or_else(|| {
+                    StoreError::Unavailable("a cosignature item has no witness".into())
+                })?;
+            found.push(Cosigned {
+                witness: witness.to_owned(),
+                origin: string(item.get("origin"), "origin")?,
+                size: number(item.get("tree_size"), "tree_size")? as u64,
+                line: string(item.get("line"), "line")?,
+                expires_at_ms,
+            });
+        }
+        found.sort_by(|a, b| a.witness.cmp(&b.witness));
+        Ok(found)
+    }
+
+    async fn keep_cosigned(&self, key: &ChainKey, cosigned: &Cosigned) -> Result<(), StoreError> {
+        let mut item = key_of(
+            &chain_pk(key),
+            &format!("{COSIGNED_SK}{}", cosigned.witness),
+        );
+        item.insert("origin".into(), s(&cosigned.origin));
+        item.insert("tree_size".into(), n(cosigned.size as i64));
+        item.insert("line".into(), s(&cosigned.line));
+        if let Some(expires_at_ms) = cosigned.expires_at_ms {
+            item.insert("expires_at_ms".into(), n(expires_at_ms));
+            item.insert(TTL_ATTRIBUTE.into(), n(ttl_seconds(expires_at_ms)));
+        }
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            // Answers can arrive out of order: a smaller tree of the same origin never
+            // replaces a larger one.
+            .condition_expression(
+                "attribute_not_exists(pk) OR origin <> :origin OR tree_size <= :size",
+            )
+            .expression_attribute_values(":origin", s(&cosigned.origin))
+            .expression_attribute_values(":size", n(cosigned.size as i64));
+        // A condition that fails means a larger tree is already kept: nothing to do.
+        conditional(put.send().await).map(|_| ())
+    }
+}
+
+/// The sort key prefix of a witness's cosignature in a chain's partition.
+const COSIGNED_SK: &str = "cosig#";
 
 fn chain_pk(key: &ChainKey) -> String {
     format!("chain#{}#{}", key.scope, key.name)

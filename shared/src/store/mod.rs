@@ -9,6 +9,7 @@
 
 pub mod account;
 pub mod client;
+pub mod cosigned;
 #[cfg(feature = "aws")]
 pub mod dynamodb;
 pub mod grant;
@@ -23,6 +24,7 @@ use async_trait::async_trait;
 
 pub use account::{AccountItem, AccountStore, AccountSummary, DeviceKeyItem, RevokedFamily};
 pub use client::{ClientItem, ClientOrigin, ClientStore};
+pub use cosigned::{Cosigned, CosignedStore};
 pub use grant::{GrantItem, GrantKind, GrantStore};
 
 use crate::chain::Sealed;
@@ -486,11 +488,14 @@ pub struct Stores {
     pub accounts: Arc<dyn AccountStore>,
     pub grants: Arc<dyn GrantStore>,
     pub clients: Arc<dyn ClientStore>,
+    pub cosigned: Arc<dyn CosignedStore>,
 }
 
 impl Stores {
     /// Every role served by one backend.
-    pub fn shared<S: ChainStore + CounterStore + AccountStore + GrantStore + ClientStore>(
+    pub fn shared<
+        S: ChainStore + CounterStore + AccountStore + GrantStore + ClientStore + CosignedStore,
+    >(
         store: Arc<S>,
     ) -> Self {
         Self {
@@ -498,7 +503,8 @@ impl Stores {
             counters: store.clone(),
             accounts: store.clone(),
             grants: store.clone(),
-            clients: store,
+            clients: store.clone(),
+            cosigned: store,
         }
     }
 }

@@ -15,8 +15,8 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::{
     AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, ClientItem,
-    ClientStore, Counter, CounterStore, GrantItem, GrantKind, GrantStore, Head, LogHead, LogRead,
-    Snapshot, StoreError, Taken,
+    ClientStore, Cosigned, CosignedStore, Counter, CounterStore, GrantItem, GrantKind, GrantStore,
+    Head, LogHead, LogRead, Snapshot, StoreError, Taken,
 };
 use crate::chain::Sealed;
 
@@ -78,6 +78,16 @@ CREATE TABLE IF NOT EXISTS clients (
     revision INTEGER NOT NULL,
     body TEXT NOT NULL,
     expires_at_ms INTEGER
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cosigned (
+    scope TEXT NOT NULL,
+    name TEXT NOT NULL,
+    witness TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    line TEXT NOT NULL,
+    expires_at_ms INTEGER,
+    PRIMARY KEY (scope, name, witness)
 ) WITHOUT ROWID;
 ";
 
@@ -463,12 +473,16 @@ impl ChainStore for SqliteStore {
                 transaction
                     .execute_batch(&format!(
                         "DELETE FROM log_hashes WHERE expires_at_ms <= {now_ms};
-                         DELETE FROM chain_logs WHERE expires_at_ms <= {now_ms};"
+                         DELETE FROM chain_logs WHERE expires_at_ms <= {now_ms};
+                         DELETE FROM cosigned WHERE expires_at_ms <= {now_ms};"
                     ))
                     .map_err(unavailable)?;
+                // A removed chain's placeholder (size 0: only its id and next epoch) holds no
+                // history and takes no place, as on DynamoDB, where removal unregisters it.
                 let kept_others: i64 = transaction
                     .query_row(
-                        "SELECT COUNT(*) FROM chain_logs WHERE scope = ?1 AND name <> ?2",
+                        "SELECT COUNT(*) FROM chain_logs
+                         WHERE scope = ?1 AND name <> ?2 AND size > 0",
                         params![key.scope, key.name],
                         |row| row.get(0),
                     )
@@ -624,14 +638,17 @@ fn delete_chain(connection: &Connection, key: &ChainKey) -> Result<usize, StoreE
         .map_err(unavailable)
 }
 
-/// Deletes a log's hashes and leaves its head as a placeholder of size 0 with the next epoch.
+/// Deletes a log's hashes and what witnesses cosigned of it, and leaves its head as a
+/// placeholder of size 0 with the next epoch.
 fn retire_log(connection: &Connection, key: &ChainKey) -> Result<(), StoreError> {
-    connection
-        .execute(
-            "DELETE FROM log_hashes WHERE scope = ?1 AND name = ?2",
-            params![key.scope, key.name],
-        )
-        .map_err(unavailable)?;
+    for table in ["log_hashes", "cosigned"] {
+        connection
+            .execute(
+                &format!("DELETE FROM {table} WHERE scope = ?1 AND name = ?2"),
+                params![key.scope, key.name],
+            )
+            .map_err(unavailable)?;
+    }
     connection
         .execute(
             "UPDATE chain_logs SET epoch = epoch + 1, size = 0, frontier = x'', checkpoint = ''
@@ -1012,5 +1029,58 @@ fn expect_revision(
         Ok(())
     } else {
         Err(StoreError::Conflict)
+    }
+}
+
+#[async_trait]
+impl CosignedStore for SqliteStore {
+    async fn cosigned(&self, key: &ChainKey, now_ms: i64) -> Result<Vec<Cosigned>, StoreError> {
+        self.with_connection(|connection| {
+            let mut statement = connection
+                .prepare_cached(
+                    "SELECT witness, origin, size, line, expires_at_ms FROM cosigned
+                     WHERE scope = ?1 AND name = ?2
+                       AND (expires_at_ms IS NULL OR expires_at_ms > ?3)
+                     ORDER BY witness",
+                )
+                .map_err(unavailable)?;
+            let rows = statement
+                .query_map(params![key.scope, key.name, now_ms], |row| {
+                    Ok(Cosigned {
+                        witness: row.get(0)?,
+                        origin: row.get(1)?,
+                        size: row.get::<_, i64>(2)? as u64,
+                        line: row.get(3)?,
+                        expires_at_ms: row.get(4)?,
+                    })
+                })
+                .map_err(unavailable)?;
+            rows.collect::<Result<_, _>>().map_err(unavailable)
+        })
+    }
+
+    async fn keep_cosigned(&self, key: &ChainKey, cosigned: &Cosigned) -> Result<(), StoreError> {
+        self.with_connection(|connection| {
+            connection
+                .execute(
+                    "INSERT INTO cosigned (scope, name, witness, origin, size, line, expires_at_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                     ON CONFLICT (scope, name, witness) DO UPDATE SET
+                       origin = excluded.origin, size = excluded.size, line = excluded.line,
+                       expires_at_ms = excluded.expires_at_ms
+                     WHERE NOT (cosigned.origin = excluded.origin AND cosigned.size > excluded.size)",
+                    params![
+                        key.scope,
+                        key.name,
+                        cosigned.witness,
+                        cosigned.origin,
+                        cosigned.size as i64,
+                        cosigned.line,
+                        cosigned.expires_at_ms
+                    ],
+                )
+                .map_err(unavailable)?;
+            Ok(())
+        })
     }
 }

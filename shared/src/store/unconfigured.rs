@@ -6,8 +6,8 @@ use async_trait::async_trait;
 
 use super::{
     AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, ClientItem,
-    ClientStore, Counter, CounterStore, GrantItem, GrantKind, GrantStore, LogHead, Snapshot,
-    StoreError, Taken,
+    ClientStore, Cosigned, CosignedStore, Counter, CounterStore, GrantItem, GrantKind, GrantStore,
+    LogHead, Snapshot, StoreError, Taken,
 };
 
 pub struct Unconfigured;
@@ -170,6 +170,17 @@ impl GrantStore for Unconfigured {
         _expected: u64,
         _now_ms: i64,
     ) -> Result<bool, StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+}
+
+#[async_trait]
+impl CosignedStore for Unconfigured {
+    async fn cosigned(&self, _key: &ChainKey, _now_ms: i64) -> Result<Vec<Cosigned>, StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+
+    async fn keep_cosigned(&self, _key: &ChainKey, _cosigned: &Cosigned) -> Result<(), StoreError> {
         Err(StoreError::Unavailable(REASON.into()))
     }
 }

@@ -1,4 +1,5 @@
-//! The `ChainStore`, `CounterStore`, `AccountStore` and `GrantStore` contract: behaviour every backend must show, written
+//! The `ChainStore`, `CounterStore`, `AccountStore`, `GrantStore`, `ClientStore` and
+//! `CosignedStore` contract: behaviour every backend must show, written
 //! once and run against each backend by `contract_tests!` (see `store_contract.rs`).
 
 use std::collections::HashSet;
@@ -9,8 +10,9 @@ use hearth_core::chain::{self, Sealed};
 use hearth_core::clock::ManualClock;
 use hearth_core::store::{
     AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, ClientItem,
-    ClientOrigin, ClientStore, Counter, CounterStore, DeviceKeyItem, GrantItem, GrantKind,
-    GrantStore, Head, LOG_RETIREMENT_MS, LogAppend, LogHead, RevokedFamily, StoreError, Taken,
+    ClientOrigin, ClientStore, Cosigned, CosignedStore, Counter, CounterStore, DeviceKeyItem,
+    GrantItem, GrantKind, GrantStore, Head, LOG_RETIREMENT_MS, LogAppend, LogHead, RevokedFamily,
+    StoreError, Taken,
 };
 use hearth_core::why::record::NewDecision;
 use hearth_core::why::{WhyError, WhyService, limits};
@@ -24,6 +26,7 @@ pub struct Backend {
     pub accounts: Arc<dyn AccountStore>,
     pub grants: Arc<dyn GrantStore>,
     pub clients: Arc<dyn ClientStore>,
+    pub cosigned: Arc<dyn CosignedStore>,
     pub _guard: Box<dyn std::any::Any + Send>,
 }
 
@@ -1076,6 +1079,69 @@ pub async fn a_scope_keeps_at_most_its_logs_and_refuses_the_next(backend: Backen
     open("label-3".into(), 3, NOW + HOUR + LOG_RETIREMENT_MS)
         .await
         .unwrap();
+    // A removed chain's log no longer counts: what remains of it is a placeholder that only
+    // keeps its id and next epoch.
+    let later = NOW + 2 * HOUR + LOG_RETIREMENT_MS;
+    assert!(matches!(
+        open("label-4".into(), 3, later).await,
+        Err(StoreError::LogsFull { limit: 3 })
+    ));
+    store
+        .remove(&ChainKey {
+            scope: "scope-of-logs".into(),
+            name: "label-2".into(),
+        })
+        .await
+        .unwrap();
+    open("label-4".into(), 3, later).await.unwrap();
+}
+
+pub async fn a_witness_cosignature_is_kept_until_a_larger_tree_of_its_origin(backend: Backend) {
+    let store = backend.cosigned.as_ref();
+    let chain = key("witnessed");
+    let cosigned = |witness: &str, origin: &str, size: u64, expires_at_ms: Option<i64>| Cosigned {
+        witness: witness.into(),
+        origin: origin.into(),
+        size,
+        line: format!("\u{2014} {witness} {size}\n"),
+        expires_at_ms,
+    };
+    assert_eq!(store.cosigned(&chain, NOW).await.unwrap(), vec![]);
+    let w1 = cosigned("w.example/one", "h/hearth/ab/decisions/1", 5, None);
+    let w2 = cosigned("w.example/two", "h/hearth/ab/decisions/1", 3, None);
+    store.keep_cosigned(&chain, &w1).await.unwrap();
+    store.keep_cosigned(&chain, &w2).await.unwrap();
+    assert_eq!(
+        store.cosigned(&chain, NOW).await.unwrap(),
+        vec![w1.clone(), w2.clone()]
+    );
+    // An answer about a smaller tree of the same origin, arriving late, changes nothing; a
+    // larger one replaces it, and so does any size of another origin (a new epoch).
+    let late = cosigned("w.example/one", "h/hearth/ab/decisions/1", 4, None);
+    store.keep_cosigned(&chain, &late).await.unwrap();
+    assert_eq!(store.cosigned(&chain, NOW).await.unwrap()[0], w1);
+    let larger = cosigned("w.example/one", "h/hearth/ab/decisions/1", 6, None);
+    store.keep_cosigned(&chain, &larger).await.unwrap();
+    assert_eq!(store.cosigned(&chain, NOW).await.unwrap()[0], larger);
+    let next_epoch = cosigned("w.example/one", "h/hearth/ab/decisions/2", 1, None);
+    store.keep_cosigned(&chain, &next_epoch).await.unwrap();
+    assert_eq!(store.cosigned(&chain, NOW).await.unwrap()[0], next_epoch);
+    // Another chain's are its own; a retiring log's go with it.
+    assert_eq!(store.cosigned(&key("other"), NOW).await.unwrap(), vec![]);
+    let retiring = cosigned("w.example/one", "h/hearth/cd/ledger/1", 1, Some(NOW + HOUR));
+    store.keep_cosigned(&key("label"), &retiring).await.unwrap();
+    assert_eq!(
+        store.cosigned(&key("label"), NOW + HOUR - 1).await.unwrap(),
+        vec![retiring]
+    );
+    assert_eq!(
+        store.cosigned(&key("label"), NOW + HOUR).await.unwrap(),
+        vec![]
+    );
+    // Removing the chain takes them too (its log starts a new epoch).
+    append_logged(backend.store.as_ref(), &chain, NOW, 1).await;
+    backend.store.remove(&chain).await.unwrap();
+    assert_eq!(store.cosigned(&chain, NOW).await.unwrap(), vec![]);
 }
 
 pub async fn a_log_grows_with_its_chain_and_outlives_its_window(backend: Backend) {
@@ -1228,6 +1294,7 @@ macro_rules! contract_tests {
                 a_log_append_over_a_stale_log_head_is_a_conflict_and_changes_nothing,
                 a_removed_log_keeps_its_id_with_the_next_epoch,
                 relocating_moves_the_log_with_the_window,
+                a_witness_cosignature_is_kept_until_a_larger_tree_of_its_origin,
             );
         }
     };
