@@ -21,7 +21,8 @@ fn eval(args: &[&str]) -> (i32, String, String) {
 /// SHA-256 of the test split's lines, in file order, each with its newline. The split was
 /// written by someone who had not read the rules, committed before the rules were changed,
 /// and run once at the final rules; it is never edited: a change here means the held-out
-/// figures in the README no longer describe it.
+/// figures in the manual (docs/src/measurements.md, "The intent check") no longer describe
+/// it.
 const TEST_SPLIT_SHA256: &str = "34da9ac7dfafbf5fb0aae6d5330fa45e61164be807a4810eaad0d69d70b64903";
 
 #[test]

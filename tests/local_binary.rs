@@ -1,6 +1,6 @@
-//! The README's first command: the `hearth` binary serves on HEARTH_ADDR, creates and prints
-//! development credentials when none are configured, and refuses bad settings with one clear
-//! line.
+//! The README's first command (`cargo run`; docs/src/getting-started/quick-start.md): the
+//! `hearth` binary serves on HEARTH_ADDR, creates and prints development credentials when none
+//! are configured, and refuses bad settings with one clear line.
 
 mod common;
 

@@ -1,8 +1,8 @@
 //! Transparency logs through their own operations, on both stores:
-//! - the log key rotated as the README's steps say (key one; the overlap, where only some
-//!   households write; key one dropped and kept as a verify-only identity; `log-key
-//!   re-sign`; the identity dropped too): every household, idle or not, keeps recording and
-//!   proving, and receipts from before verify offline with the published keys;
+//! - the log key rotated as the manual's steps say (docs/src/self-hosting/log-key-rotation.md: key
+//!   one; the overlap, where only some households write; key one dropped and kept as a verify-only
+//!   identity; `log-key re-sign`; the identity dropped too): every household, idle or not, keeps
+//!   recording and proving, and receipts from before verify offline with the published keys;
 //! - the host in `MCP_RESOURCE_URL` changed, with the earlier host's key name kept;
 //! - a log head removed, blanked or swapped in the store: named as tampering, refused for
 //!   appends and proofs, until the operator's `log reset` starts a new log whose first entry
@@ -323,7 +323,8 @@ async fn rotating_the_log_key_keeps_every_household_recording_and_proving(backen
         .unwrap_err();
     assert!(refused.contains("signature does not verify"), "{refused}");
 
-    // Key one dropped and kept as a verify-only identity, as the README's steps say.
+    // Key one dropped and kept as a verify-only identity, as the manual's step 3 says
+    // (docs/src/self-hosting/log-key-rotation.md).
     let dropped = world.phase(&[
         KEY_TWO,
         VERSION_TWO,

@@ -1,7 +1,8 @@
-// The DEMO.md tour in real headless Chromium (Debian's /usr/bin/chromium, driven by
-// playwright-core), at a phone width and at a desktop width, each against its own fresh
-// local server. Every card is checked for what it must show, including the browser's own
-// hash check and a listing's markup shown literally; screenshots go to the output folder.
+// The demo's tour (docs/src/getting-started/demo.md) in real headless Chromium (Debian's
+// /usr/bin/chromium, driven by playwright-core), at a phone width and at a desktop width, each
+// against its own fresh local server. Every card is checked for what it must show, including
+// the browser's own hash check and a listing's markup shown literally; screenshots go to the
+// output folder.
 // The assistant option's turns run against the Converse stand-in (target/debug/
 // converse-stand-in with tests/assistant/scripts.json), and speech still being fetched is
 // checked to stop with Stop, speech off, the microphone and reconnecting.

@@ -1,7 +1,7 @@
-"""The README's self-hosting walkthrough, as a newcomer follows it: `hearth admin` creates a
-household over the running server's store, mints its token and adds a device key; the official
-MCP Python SDK then calls the tools with them, the device story buys through Countersign, and a
-second household stays apart."""
+"""The manual's self-hosting walkthrough (docs/src/self-hosting/households.md), as a newcomer
+follows it: `hearth admin` creates a household over the running server's store, mints its
+token and adds a device key; the official MCP Python SDK then calls the tools with them, the
+device story buys through Countersign, and a second household stays apart."""
 
 import asyncio
 import json
