@@ -755,6 +755,7 @@ async fn a_counter_outage_counts_in_the_instance_with_the_same_limits() {
     let vars = common::settings(&[("HEARTH_RATE_LIMIT_PER_SUBJECT", "2")]);
     let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
     let h = common::harness_over(&common::config(&vars), |sqlite| Stores {
+        cosigned: sqlite.clone(),
         grants: sqlite.clone(),
         clients: sqlite.clone(),
         accounts: sqlite.clone(),
@@ -781,6 +782,7 @@ async fn without_a_configured_store_the_limiter_fails_closed_with_503() {
     let config = common::config(&[("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001")]);
     assert_eq!(config.store, hearth_core::config::StoreChoice::Unconfigured);
     let h = common::harness_over(&config, |sqlite| Stores {
+        cosigned: sqlite.clone(),
         grants: sqlite.clone(),
         clients: sqlite.clone(),
         accounts: sqlite.clone(),

@@ -1019,6 +1019,7 @@ async fn an_unreachable_client_store_is_503_and_nothing_else_breaks() {
     use hearth_core::store::Stores;
     use hearth_core::store::unconfigured::Unconfigured;
     let h = common::harness_over(&config(true), |sqlite| Stores {
+        cosigned: sqlite.clone(),
         grants: sqlite.clone(),
         clients: std::sync::Arc::new(Unconfigured),
         chains: sqlite.clone(),

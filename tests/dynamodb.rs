@@ -353,6 +353,7 @@ async fn a_stopped_emulator_is_storage_unavailable_and_service_recovers() {
     // answer is what this test sees (the next test covers counters on the emulator too).
     let chains: Arc<dyn ChainStore> = store.clone();
     let h = harness_over(&common::config(&vars), |sqlite| Stores {
+        cosigned: sqlite.clone(),
         grants: sqlite.clone(),
         clients: sqlite.clone(),
         chains,
@@ -398,6 +399,7 @@ async fn a_counter_outage_counts_locally_and_the_table_takes_over_when_it_return
     let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
     let counters = store.clone();
     let h = harness_over(&common::config(&vars), |sqlite| Stores {
+        cosigned: sqlite.clone(),
         grants: sqlite.clone(),
         clients: sqlite.clone(),
         chains: sqlite.clone(),

@@ -647,6 +647,7 @@ fn verify_chain_py(trace: &Value) -> String {
 async fn an_unreadable_account_store_keeps_what_needs_no_household() {
     let config = config();
     let h = common::harness_over(&config, |sqlite| Stores {
+        cosigned: sqlite.clone(),
         grants: sqlite.clone(),
         chains: sqlite.clone(),
         clients: sqlite.clone(),

@@ -690,6 +690,7 @@ async fn without_a_store_decision_tools_say_storage_is_unavailable() {
     let vars = common::settings(&[]);
     let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
     let h = common::harness_over(&common::config(&vars), |sqlite| Stores {
+        cosigned: sqlite.clone(),
         grants: sqlite.clone(),
         clients: sqlite.clone(),
         chains: Arc::new(Unconfigured),

@@ -47,6 +47,7 @@ use crate::transparency::LogKeys;
 #[cfg(feature = "aws")]
 use crate::tts::TtsEndpoint;
 use crate::why::{WhyService, WhyToolset};
+use crate::witnessing::Witnesses;
 
 /// What every router is built over: the stores, the clock, the voice for `/tts` (`None`:
 /// speech is not configured and `/tts` answers 503), and the purchase guard's household and
@@ -61,6 +62,8 @@ pub struct Backing {
     pub voice: Option<Arc<Voice>>,
     pub household: Arc<HouseholdData>,
     pub judge: Arc<dyn Judge>,
+    /// The witnesses of `HEARTH_WITNESS_POLICY`, when it names some.
+    pub witnesses: Option<Arc<Witnesses>>,
 }
 
 /// One route: the function that serves it, its method (`ANY` when the handler answers other
@@ -78,6 +81,7 @@ pub const ROUTES: &[Route] = &[
     route("mcp", "ANY", "/mcp"),
     route("mcp", "GET", "/healthz"),
     route("mcp", "GET", "/.well-known/hearth/log-keys"),
+    route("mcp", "GET", "/.well-known/hearth/witness-policy"),
     route("mcp", "ANY", "/.well-known/oauth-protected-resource"),
     route("mcp", "ANY", "/.well-known/oauth-protected-resource/mcp"),
     route("mcp", "GET", "/demo"),
@@ -163,6 +167,7 @@ pub async fn open_backing(config: &Config) -> anyhow::Result<Backing> {
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     Ok(Backing {
+        witnesses: witnesses(config, &stores, clock.clone())?,
         accounts: Arc::new(Accounts::new(stores.accounts.clone(), clock.clone())),
         stores,
         household: household_data(config)?,
@@ -319,6 +324,49 @@ pub fn log_keys(config: &Config) -> Option<Arc<LogKeys>> {
     }
 }
 
+/// The witnesses of `HEARTH_WITNESS_POLICY`, when it names some. The policy's `log` line must
+/// be this deployment's current log key: its key name is the deployment's
+/// (`<host>/hearth-log/v<N>`), not each log's origin, which is where Hearth's policies depart
+/// from C2SP tlog-policy.
+pub fn witnesses(
+    config: &Config,
+    stores: &Stores,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<Option<Arc<Witnesses>>> {
+    let Some(submission) = &config.witnesses else {
+        return Ok(None);
+    };
+    let keys = log_keys(config).ok_or_else(|| {
+        anyhow::anyhow!(
+            "HEARTH_WITNESS_POLICY needs a log key and MCP_RESOURCE_URL: witnesses cosign signed checkpoints"
+        )
+    })?;
+    let current = keys
+        .published()
+        .into_iter()
+        .next()
+        .map(|key| key.vkey)
+        .unwrap_or_default();
+    if !submission
+        .policy
+        .logs
+        .iter()
+        .any(|log| log.verifier.vkey() == current)
+    {
+        anyhow::bail!(
+            "HEARTH_WITNESS_POLICY: no log line is this deployment's current log key, {current} (`hearth admin log-key` prints it; in Hearth's policies a log's key name is the deployment's, not an origin)"
+        );
+    }
+    let witnesses = Witnesses::new(
+        submission,
+        stores.chains.clone(),
+        stores.cosigned.clone(),
+        clock,
+    )
+    .map_err(|error| anyhow::anyhow!(error))?;
+    Ok(Some(Arc::new(witnesses)))
+}
+
 /// The bearer verifier, checking household tokens against the backing's accounts.
 fn authenticator(config: &Config, backing: &Backing) -> crate::auth::Authenticator {
     config
@@ -335,7 +383,8 @@ pub fn toolsets(config: &Config, backing: &Backing) -> Vec<Arc<dyn Toolset>> {
     if config.toolsets.iter().any(|name| name == "why") {
         let service = Arc::new(
             WhyService::new(backing.stores.chains.clone(), backing.clock.clone())
-                .with_log_keys(keys.clone()),
+                .with_log_keys(keys.clone())
+                .with_witnesses(backing.witnesses.clone()),
         );
         toolsets.push(Arc::new(WhyToolset::new(service)));
     }
@@ -351,7 +400,8 @@ pub fn toolsets(config: &Config, backing: &Backing) -> Vec<Arc<dyn Toolset>> {
         let mut service = CountersignService::new(
             backing.household.clone(),
             Ledger::new(backing.stores.chains.clone(), backing.clock.clone())
-                .with_log_keys(keys.clone()),
+                .with_log_keys(keys.clone())
+                .with_witnesses(backing.witnesses.clone()),
             backing.judge.clone(),
             backing.stores.counters.clone(),
             backing.stores.grants.clone(),
@@ -417,7 +467,13 @@ fn mcp_routes(config: &Config, backing: &Backing) -> Router {
         config.urls.clone(),
     )
     .with_linking(config.linking_enabled())
-    .with_log_keys(log_keys(config));
+    .with_log_keys(log_keys(config))
+    .with_witness_policy(
+        backing
+            .witnesses
+            .as_ref()
+            .map(|witnesses| witnesses.policy_text().to_owned()),
+    );
     crate::mcp::router(Arc::new(endpoint)).merge(crate::demo::page_router())
 }
 

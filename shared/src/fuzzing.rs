@@ -69,6 +69,7 @@ fn world() -> &'static World {
             time::OffsetDateTime::from_unix_timestamp(NOW).expect("a valid instant"),
         ));
         let backing = Backing {
+            witnesses: None,
             accounts: Arc::new(crate::accounts::Accounts::new(
                 stores.accounts.clone(),
                 clock.clone(),

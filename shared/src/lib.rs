@@ -45,6 +45,7 @@ pub mod transparency;
 pub mod tts;
 pub mod why;
 pub mod witness;
+pub mod witnessing;
 
 /// Every Hearth binary allocates through mimalloc: a request allocates many small, short-lived
 /// objects (rmcp messages, JSON values, rows), where it measured faster than glibc's malloc.

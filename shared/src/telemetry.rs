@@ -20,7 +20,7 @@ use lambda_http::RequestExt;
 use rand::RngExt;
 use serde_json::{Map, Value, json};
 use tracing::field::{Field, Visit};
-use tracing::{Event, Subscriber};
+use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::format::{Format, Json, Writer};
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
@@ -76,6 +76,10 @@ pub const METRIC_NAMESPACE: &str = "Hearth";
 /// The target of the one line per request.
 const REQUEST_TARGET: &str = "hearth::request";
 
+/// The target of witness refusals (ERROR, counted as `WitnessRefusals`) and timeouts (WARN):
+/// [`crate::witnessing::WITNESS_TARGET`], named here because telemetry sits below it.
+const WITNESS_TARGET: &str = "hearth::witness";
+
 /// Formats every line as tracing's JSON does, and the request lines as JSON with their
 /// metrics embedded (the `_aws` object EMF reads must be a JSON object, which tracing's
 /// formatter cannot write, so those lines are written here).
@@ -94,13 +98,19 @@ where
         mut writer: Writer<'_>,
         event: &Event<'_>,
     ) -> std::fmt::Result {
-        if event.metadata().target() != REQUEST_TARGET {
+        let metadata = event.metadata();
+        let refusal = metadata.target() == WITNESS_TARGET && *metadata.level() == Level::ERROR;
+        if metadata.target() != REQUEST_TARGET && !refusal {
             return self.json.format_event(context, writer, event);
         }
         let mut fields = Fields(Map::new());
         event.record(&mut fields);
         let now = time::OffsetDateTime::now_utc();
-        let line = metric_line(fields.0, now, function_name());
+        let line = if refusal {
+            refusal_line(fields.0, now, function_name())
+        } else {
+            metric_line(fields.0, now, function_name())
+        };
         writeln!(writer, "{line}")
     }
 }
@@ -186,6 +196,36 @@ fn metric_line(mut fields: Map<String, Value>, now: time::OffsetDateTime, functi
                     {"Name": "ToolErrors", "Unit": "Count"},
                     {"Name": "Latency", "Unit": "Milliseconds"},
                 ],
+            }],
+        }),
+    );
+    Value::Object(line)
+}
+
+/// A witness's refusal: its fields, and `WitnessRefusals` = 1 by function, as EMF.
+fn refusal_line(
+    mut fields: Map<String, Value>,
+    now: time::OffsetDateTime,
+    function: &str,
+) -> Value {
+    let timestamp = now
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    let mut line = Map::new();
+    line.insert("timestamp".into(), timestamp.into());
+    line.insert("level".into(), "ERROR".into());
+    line.insert("target".into(), WITNESS_TARGET.into());
+    line.append(&mut fields);
+    line.insert("Function".into(), function.into());
+    line.insert("WitnessRefusals".into(), 1.into());
+    line.insert(
+        "_aws".into(),
+        json!({
+            "Timestamp": (now.unix_timestamp_nanos() / 1_000_000) as i64,
+            "CloudWatchMetrics": [{
+                "Namespace": METRIC_NAMESPACE,
+                "Dimensions": [["Function"]],
+                "Metrics": [{"Name": "WitnessRefusals", "Unit": "Count"}],
             }],
         }),
     );
@@ -310,6 +350,25 @@ mod tests {
                 "{metric}"
             );
         }
+    }
+
+    #[test]
+    fn a_witness_refusal_is_an_error_line_counted_by_function() {
+        let fields =
+            json!({"witness": "home", "status": 422, "message": "a witness refused a checkpoint"});
+        let Value::Object(fields) = fields else {
+            unreachable!()
+        };
+        let line = refusal_line(fields, time::OffsetDateTime::UNIX_EPOCH, "local");
+        assert_eq!(
+            (line["level"].as_str(), line["witness"].as_str()),
+            (Some("ERROR"), Some("home"))
+        );
+        assert_eq!(line["WitnessRefusals"], 1);
+        let directive = &line["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(directive["Namespace"], "Hearth");
+        assert_eq!(directive["Metrics"][0]["Name"], "WitnessRefusals");
+        assert_eq!(directive["Dimensions"], json!([["Function"]]));
     }
 
     #[test]

@@ -701,6 +701,29 @@ pub async fn history(
     ))
 }
 
+/// The RFC 6962 consistency proof from the tree of `old` entries of `key`'s log to its tree of
+/// `new` (both at most the log's size), built from the stored hashes in one batch read: what a
+/// witness is sent with a new checkpoint. Empty when `old` is 0 or `new`.
+pub async fn consistency_proof(
+    store: &dyn ChainStore,
+    key: &ChainKey,
+    old: u64,
+    new: u64,
+) -> Result<Vec<Hash>, ProofError> {
+    if old == 0 || old == new {
+        return Ok(Vec::new());
+    }
+    if old > new {
+        return Err(ProofError::Invalid(format!(
+            "a consistency proof runs from a smaller tree, not from {old} to {new}"
+        )));
+    }
+    let plan = Plan::consistency(old, new);
+    let hashes = stored_hashes(store, key, plan.needed()).await?;
+    plan.build(&hashes)
+        .map_err(|missing| ProofError::Tampered(missing.to_string()))
+}
+
 /// What re-signing a log's head did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]

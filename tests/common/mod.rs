@@ -126,7 +126,10 @@ pub fn backing_with(
         SqliteStore::open(&dir.path().join("hearth.db")).expect("store"),
     ));
     let clock = Arc::new(ManualClock::new(time::OffsetDateTime::now_utc()));
+    let witnesses = hearth_core::app::witnesses(config, &stores, clock.clone())
+        .expect("the configured witness policy");
     let backing = Backing {
+        witnesses,
         accounts: Arc::new(hearth_core::accounts::Accounts::new(
             stores.accounts.clone(),
             clock.clone(),

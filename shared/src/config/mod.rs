@@ -5,7 +5,7 @@
 #[cfg(feature = "aws")]
 pub mod secrets;
 mod witness;
-pub use witness::WitnessSettings;
+pub use witness::{WitnessSettings, WitnessSubmission};
 mod urls;
 
 use std::net::SocketAddr;
@@ -143,6 +143,9 @@ pub struct Config {
     /// `COUNTERSIGN_DATA`: a directory with `household.json` and `catalogue.json` replacing
     /// the built-in demo household.
     pub countersign_data: Option<PathBuf>,
+    /// `HEARTH_WITNESS_POLICY` or `HEARTH_WITNESS_POLICY_FILE`, and
+    /// `HEARTH_WITNESS_TIMEOUT_MS`: the witnesses each new checkpoint is submitted to.
+    pub witnesses: Option<WitnessSubmission>,
 }
 
 /// Which intent judge runs, and the model judge's settings.
@@ -361,7 +364,9 @@ impl Config {
                 });
             }
         };
+        let witnesses = witness::submission(&get, runtime)?;
         Ok(Self {
+            witnesses,
             cimd_allow_http_loopback,
             assistant_model: get("COUNTERSIGN_ASSISTANT_MODEL")
                 .map(|model| model.trim().to_owned())

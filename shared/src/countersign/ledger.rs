@@ -31,6 +31,7 @@ use crate::transparency::{
     self, Lifetime, LogError, LogKeys, LogKind, ProofCheck, ProofError, check_proof, check_window,
     grow,
 };
+use crate::witnessing::{Signed, Witnesses};
 
 pub const FORMAT: &str = "hearth.ledger/1";
 /// The field a returned entry carries its own hash in.
@@ -448,6 +449,8 @@ pub struct Ledger {
     turns: AppendLocks,
     /// The transparency logs' signing keys; without them the log grows unsigned.
     log_keys: Option<Arc<LogKeys>>,
+    /// The witnesses each newly signed checkpoint goes to, when a policy names some.
+    witnesses: Option<Arc<Witnesses>>,
 }
 
 impl Ledger {
@@ -458,12 +461,20 @@ impl Ledger {
             retention: RETENTION,
             turns: AppendLocks::default(),
             log_keys: None,
+            witnesses: None,
         }
     }
 
     /// The same ledger signing each household's ledger log with `keys`.
     pub fn with_log_keys(mut self, keys: Option<Arc<LogKeys>>) -> Self {
         self.log_keys = keys;
+        self
+    }
+
+    /// The same ledger submitting each new checkpoint to `witnesses`, and adding the
+    /// cosignatures that come back in time to the entry's `tlog_proof`.
+    pub fn with_witnesses(mut self, witnesses: Option<Arc<Witnesses>>) -> Self {
+        self.witnesses = witnesses;
         self
     }
 
@@ -567,24 +578,50 @@ impl Ledger {
         appended.ok_or(LedgerError::Busy)
     }
 
-    /// [`Self::transition`], growing the log, or starting it over (`start_over`).
+    /// [`Self::transition`], growing the log, or starting it over (`start_over`); the new
+    /// checkpoint goes to the witnesses once the ledger's turn is over.
     async fn transition_logged<T>(
         &self,
         caller: &Caller,
         household_id: &str,
         weeks: &Weeks,
-        mut decide: impl FnMut(&LedgerView, OffsetDateTime) -> Step<T>,
+        decide: impl FnMut(&LedgerView, OffsetDateTime) -> Step<T>,
         start_over: bool,
     ) -> Result<(T, Option<Appended>), LedgerError> {
         let key = chain_key(caller, household_id);
+        let (outcome, appended) = self
+            .transition_in_turn(&key, caller, household_id, weeks, decide, start_over)
+            .await?;
+        let Some((mut appended, signed)) = appended else {
+            return Ok((outcome, None));
+        };
+        if let (Some(witnesses), Some(signed), Some(receipt)) =
+            (&self.witnesses, signed, appended.tlog_proof.take())
+        {
+            appended.tlog_proof = Some(witnesses.cosign_receipt(&key, &signed, receipt).await);
+        }
+        Ok((outcome, Some(appended)))
+    }
+
+    /// [`Self::transition_logged`] within this process's turn at the ledger: the outcome, and
+    /// the entry appended with the checkpoint it signed.
+    async fn transition_in_turn<T>(
+        &self,
+        key: &ChainKey,
+        caller: &Caller,
+        household_id: &str,
+        weeks: &Weeks,
+        mut decide: impl FnMut(&LedgerView, OffsetDateTime) -> Step<T>,
+        start_over: bool,
+    ) -> Result<(T, Option<(Appended, Option<Signed>)>), LedgerError> {
         let mut retry = ConflictRetry::default();
-        let Some(_turn) = retry.turn(&self.turns, &key).await else {
+        let Some(_turn) = retry.turn(&self.turns, key).await else {
             return Err(LedgerError::Busy);
         };
         loop {
             let now = self.clock.now();
             let now_ms = unix_ms(now);
-            let (snapshot, log) = self.store.load_for_append(&key, now_ms).await?;
+            let (snapshot, log) = self.store.load_for_append(key, now_ms).await?;
             let view = verified(household_id, snapshot)?;
             let (entry, outcome) = match decide(&view, now) {
                 Step::Leave(outcome) => return Ok((outcome, None)),
@@ -617,6 +654,7 @@ impl Ledger {
                 ),
             }
             .map_err(LedgerError::from_log)?;
+            let signed = Signed::of(&growth.append.head);
             let append = append.with_log(growth.append);
             let receipt = Receipt {
                 household_id: view.household_id.clone(),
@@ -624,13 +662,13 @@ impl Ledger {
                 seq: append.record.seq,
                 entry_hash: append.record.hash.clone(),
             };
-            match self.store.append(&key, append, now_ms).await {
+            match self.store.append(key, append, now_ms).await {
                 Ok(()) => {
                     let appended = Appended {
                         receipt,
                         tlog_proof: growth.receipt,
                     };
-                    return Ok((outcome, Some(appended)));
+                    return Ok((outcome, Some((appended, signed))));
                 }
                 Err(StoreError::Conflict) => {
                     if !retry.pause().await {

@@ -73,6 +73,9 @@ pub struct McpEndpoint {
     linking_required: bool,
     /// The transparency logs' keys, published at `/.well-known/hearth/log-keys`.
     log_keys: Option<Arc<LogKeys>>,
+    /// The witness policy (C2SP tlog-policy), published at
+    /// `/.well-known/hearth/witness-policy`.
+    witness_policy: Option<String>,
 }
 
 impl McpEndpoint {
@@ -120,10 +123,17 @@ impl McpEndpoint {
             challenge,
             linking_required: false,
             log_keys: None,
+            witness_policy: None,
         }
     }
 
     /// The same endpoint publishing the logs' verifier keys.
+    /// Publishes `policy` (the witness policy's text) at `/.well-known/hearth/witness-policy`.
+    pub fn with_witness_policy(mut self, policy: Option<String>) -> Self {
+        self.witness_policy = policy;
+        self
+    }
+
     pub fn with_log_keys(mut self, keys: Option<Arc<LogKeys>>) -> Self {
         self.log_keys = keys;
         self
@@ -168,6 +178,7 @@ pub fn router(endpoint: Arc<McpEndpoint>) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/.well-known/hearth/log-keys", get(log_keys))
+        .route("/.well-known/hearth/witness-policy", get(witness_policy))
         .merge(fetched)
         .with_state(endpoint)
 }
@@ -214,6 +225,30 @@ async fn log_keys(State(endpoint): State<Arc<McpEndpoint>>) -> Response {
             axum::Json(json!({
                 "error": "temporarily_unavailable",
                 "error_description": "no log signing key is configured (HEARTH_LOG_KEY)",
+            })),
+        )
+            .into_response(),
+    }
+}
+
+/// `GET /.well-known/hearth/witness-policy`: the C2SP tlog-policy text whose quorum this
+/// deployment's checkpoints carry (its `log` line names the deployment's key, not an origin).
+/// 404 when no witnesses are configured.
+async fn witness_policy(State(endpoint): State<Arc<McpEndpoint>>) -> Response {
+    match &endpoint.witness_policy {
+        Some(policy) => (
+            [
+                (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+                (header::CACHE_CONTROL, "public, max-age=300"),
+            ],
+            policy.clone(),
+        )
+            .into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            axum::Json(json!({
+                "error": "not_found",
+                "error_description": "no witnesses are configured (HEARTH_WITNESS_POLICY)",
             })),
         )
             .into_response(),

@@ -21,6 +21,7 @@ use crate::transparency::{
     self, Lifetime, LogError, LogKeys, LogKind, ProofError, WindowProofs, grow, history,
     start_over, window_proofs,
 };
+use crate::witnessing::{Signed, Witnesses};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WhyError {
@@ -125,6 +126,8 @@ pub struct Trace {
 pub struct WhyService {
     /// The transparency logs' signing keys; without them the log grows unsigned.
     log_keys: Option<Arc<LogKeys>>,
+    /// The witnesses each newly signed checkpoint goes to, when a policy names some.
+    witnesses: Option<Arc<Witnesses>>,
     store: Arc<dyn ChainStore>,
     clock: Arc<dyn Clock>,
     /// This process's appends to one chain take turns (see [`AppendLocks`]).
@@ -150,6 +153,7 @@ impl WhyService {
             clock,
             turns: AppendLocks::default(),
             log_keys: None,
+            witnesses: None,
             verified_bodies: chain::VerifiedBodies::new(REMEMBERED_BODIES),
         }
     }
@@ -167,6 +171,13 @@ impl WhyService {
     /// The same service signing each household's decision log with `keys`.
     pub fn with_log_keys(mut self, keys: Option<Arc<LogKeys>>) -> Self {
         self.log_keys = keys;
+        self
+    }
+
+    /// The same service submitting each new checkpoint to `witnesses` and adding their
+    /// cosignatures to the checkpoints it hands out.
+    pub fn with_witnesses(mut self, witnesses: Option<Arc<Witnesses>>) -> Self {
+        self.witnesses = witnesses;
         self
     }
 
@@ -235,7 +246,8 @@ impl WhyService {
     }
 
     /// Appends `decision` to the chain `key` and its log (grown, or started over), and returns
-    /// the stored record with `tlog_proof` when a log key is configured.
+    /// the stored record with `tlog_proof` when a log key is configured: cosigned by the
+    /// witnesses that answered in time, asked once the chain's turn is over.
     async fn append(
         &self,
         key: &ChainKey,
@@ -243,6 +255,29 @@ impl WhyService {
         step: LogStep,
         caller: &Caller,
     ) -> Result<Value, WhyError> {
+        let (mut record, signed) = self.append_in_turn(key, decision, step, caller).await?;
+        if let (Some(witnesses), Some(signed), Some(receipt)) = (
+            &self.witnesses,
+            signed,
+            record
+                .get("tlog_proof")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        ) {
+            record["tlog_proof"] = witnesses.cosign_receipt(key, &signed, receipt).await.into();
+        }
+        Ok(record)
+    }
+
+    /// [`Self::append`] within this process's turn at the chain: the record, and the
+    /// checkpoint it signed.
+    async fn append_in_turn(
+        &self,
+        key: &ChainKey,
+        decision: &NewDecision<'_>,
+        step: LogStep,
+        caller: &Caller,
+    ) -> Result<(Value, Option<Signed>), WhyError> {
         let mut retry = ConflictRetry::default();
         let Some(_turn) = retry.turn(&self.turns, key).await else {
             return Err(WhyError::Busy);
@@ -290,6 +325,7 @@ impl WhyService {
                     lifetime,
                 )?,
             };
+            let signed = Signed::of(&growth.append.head);
             let append = append.with_log(growth.append);
             match self.store.append(key, append, now_ms).await {
                 Ok(()) => {
@@ -299,7 +335,7 @@ impl WhyService {
                     if let Some(receipt) = growth.receipt {
                         record["tlog_proof"] = receipt.into();
                     }
-                    return Ok(record);
+                    return Ok((record, signed));
                 }
                 Err(StoreError::Conflict) => {
                     if !retry.pause().await {
@@ -415,7 +451,12 @@ impl WhyService {
                 )
                 .await
                 {
-                    Ok(proofs) => Some(proofs),
+                    Ok(mut proofs) => {
+                        if let Some(witnesses) = &self.witnesses {
+                            proofs.checkpoint = witnesses.attach(&key, &proofs.checkpoint).await;
+                        }
+                        Some(proofs)
+                    }
                     Err(ProofError::NoLog) => None,
                     Err(ProofError::Store(error)) => return Err(error.into()),
                     Err(error) => return Err(WhyError::LogMismatch(error.to_string())),
@@ -455,7 +496,10 @@ impl WhyService {
         })?;
         let now_ms = unix_ms(self.clock.now());
         match history(self.store.as_ref(), keys, kind, &key, from_size, now_ms).await {
-            Ok(found) => Ok(found),
+            Ok((checkpoint, proof)) => match &self.witnesses {
+                Some(witnesses) => Ok((witnesses.attach(&key, &checkpoint).await, proof)),
+                None => Ok((checkpoint, proof)),
+            },
             Err(ProofError::NoLog) => Err(WhyError::NotFound(format!(
                 "This household has no signed {} log yet.",
                 kind.as_str()
