@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks Hearth's transparency-log files offline, with nothing but Python's standard library
-and the operator's published verifier key.
+and the operator's published verifier key, or a witness policy.
 
     verify_log.py note FILE --vkey VKEY
         a signed note (C2SP signed-note) carries a good Ed25519 signature by VKEY
@@ -21,6 +21,14 @@ and the operator's published verifier key.
 VKEY is a verifier key (`name+hex id+base64`), a file holding one, or the JSON that
 `GET /.well-known/hearth/log-keys` serves. Each check prints `OK`, or `FAIL <what>` and exits
 1; input that cannot be read at all exits 2 with one line.
+
+Every check takes `--policy POLICY` instead of `--vkey`: a C2SP tlog-policy file (what
+`GET /.well-known/hearth/witness-policy` serves). Then every checkpoint must be signed by one
+of its `log` keys and cosigned (C2SP tlog-cosignature v1: Ed25519, signature type 0x04) by a
+quorum of its witnesses, groups nested with `k`-of-`n`; otherwise `FAIL quorum not met:
+cosigned by ...` names who did. Cosignatures by keys the policy does not list are ignored, and
+a bad cosignature by a listed key does not count. Hearth's deviation from tlog-policy: a `log`
+line's key name is the deployment's (`<host>/hearth-log/v<N>`), not each log's origin.
 
 Ed25519 is verified here from the mathematics of RFC 8032 section 5.1 (the curve, point
 decoding, and the group equation [8][S]B = [8]R + [8][k]A), not from its sample code. It
@@ -132,8 +140,12 @@ class Unreadable(Exception):
     """The input cannot be read at all."""
 
 
-def parse_vkey(text):
-    """(name, key id, public key) of a verifier key `name+hex id+base64(0x01 || key)`."""
+LOG_KEY_TYPE = 0x01  # a signed-note Ed25519 key
+COSIGNATURE_KEY_TYPE = 0x04  # a tlog-cosignature v1 Ed25519 key
+
+
+def parse_vkey(text, key_type=LOG_KEY_TYPE):
+    """(name, key id, public key) of a verifier key `name+hex id+base64(type || key)`."""
     parts = text.strip().split("+", 2)
     if len(parts) != 3 or not re.fullmatch(r"[0-9a-f]{8}", parts[1]) or not parts[0]:
         raise Unreadable("the verifier key is not name+hex id+base64 key")
@@ -142,8 +154,8 @@ def parse_vkey(text):
         key = base64.b64decode(parts[2], validate=True)
     except binascii.Error:
         raise Unreadable("the verifier key's key is not base64") from None
-    if len(key) != 33 or key[0] != 1:
-        raise Unreadable("the verifier key is not an Ed25519 key (0x01 and 32 bytes)")
+    if len(key) != 33 or key[0] != key_type:
+        raise Unreadable(f"the verifier key is not an Ed25519 key of type 0x{key_type:02x} and 32 bytes")
     if hashlib.sha256(name.encode() + b"\n" + key).digest()[:4] != key_id:
         raise Unreadable("the verifier key's id does not match its name and key")
     return name, key_id, key[1:]
@@ -218,8 +230,143 @@ def parse_checkpoint(body):
     return origin, int(size), root_hash
 
 
-def read_checkpoint(text, vkeys):
-    return parse_checkpoint(verify_note(text, vkeys))
+def read_checkpoint(text, trust):
+    """(origin, size, root) of a signed checkpoint, checked against verifier keys or a policy."""
+    if isinstance(trust, Policy):
+        return parse_checkpoint(trust.check(text))
+    return parse_checkpoint(verify_note(text, trust))
+
+
+# ---- Witness policies (C2SP tlog-policy) and cosignatures (C2SP tlog-cosignature v1) --------
+
+
+class Policy:
+    """A parsed tlog-policy: the logs, the witnesses (policy name, key name, key id, key), the
+    groups (name: (k, members)) and the quorum (a name, or None for `quorum none`)."""
+
+    MAX_ENTRIES = 64
+
+    def __init__(self, text):
+        self.logs, self.witnesses, self.groups = [], {}, {}
+        self.quorum, quorum_seen, names = None, False, set()
+        for number, line in enumerate(text.split("\n"), 1):
+            def refuse(reason):
+                raise Unreadable(f"policy line {number}: {reason}")
+
+            if any((ord(c) < 0x20 and c != "\t") or ord(c) == 0x7F for c in line):
+                refuse("only tab may stand among control characters")
+            items = line.replace("\t", " ").split()
+            if not items or items[0].startswith("#"):
+                continue
+            keyword, rest = items[0], items[1:]
+            if keyword == "log":
+                if len(rest) not in (1, 2):
+                    refuse("a log line is: log <vkey> [<url>]")
+                key = self._vkey(rest[0], LOG_KEY_TYPE, refuse)
+                if any(known[2] == key[2] for known in self.logs):
+                    refuse("this log's key is listed twice")
+                self.logs.append(key)
+            elif keyword == "witness":
+                if len(rest) not in (2, 3):
+                    refuse("a witness line is: witness <name> <vkey> [<url>]")
+                self._define(names, rest[0], refuse)
+                key = self._vkey(rest[1], COSIGNATURE_KEY_TYPE, refuse)
+                if any(known[2] == key[2] for known in self.witnesses.values()):
+                    refuse(f"witness {rest[0]}'s key is listed twice")
+                self.witnesses[rest[0]] = key
+            elif keyword == "group":
+                if len(rest) < 3:
+                    refuse("a group line is: group <name> all|any|<k> <name>...")
+                name, threshold, members = rest[0], rest[1], rest[2:]
+                for member in members:
+                    if member not in self.witnesses and member not in self.groups:
+                        refuse(f"group {name}: {member} is not a witness or group defined above")
+                if len(set(members)) != len(members):
+                    refuse(f"group {name} lists a member twice")
+                if threshold == "all":
+                    k = len(members)
+                elif threshold == "any":
+                    k = 1
+                elif re.fullmatch(r"[1-9][0-9]*", threshold) and int(threshold) <= len(members):
+                    k = int(threshold)
+                else:
+                    refuse(f"group {name}'s threshold is all, any, or a decimal k with 1 <= k <= {len(members)}")
+                self._define(names, name, refuse)
+                self.groups[name] = (k, members)
+            elif keyword == "quorum":
+                if len(rest) != 1:
+                    refuse("a quorum line is: quorum <name>")
+                if quorum_seen:
+                    refuse("a policy has exactly one quorum line")
+                quorum_seen = True
+                if rest[0] != "none" and rest[0] not in self.witnesses and rest[0] not in self.groups:
+                    refuse(f"the quorum names {rest[0]}, which is not a witness or group defined above")
+                self.quorum = None if rest[0] == "none" else rest[0]
+            else:
+                refuse(f"{keyword!r} is not log, witness, group or quorum")
+            if max(len(self.logs), len(self.witnesses), len(self.groups)) > self.MAX_ENTRIES:
+                refuse(f"at most {self.MAX_ENTRIES} logs, witnesses and groups each")
+        if not quorum_seen:
+            raise Unreadable("the policy has no quorum line")
+        if not self.logs:
+            raise Unreadable("the policy names no log")
+
+    @staticmethod
+    def _vkey(text, key_type, refuse):
+        try:
+            return parse_vkey(text, key_type)
+        except Unreadable as problem:
+            refuse(str(problem))
+
+    @staticmethod
+    def _define(names, name, refuse):
+        if name == "none":
+            refuse("none is predefined and cannot name a witness or group")
+        if name in names:
+            refuse(f"{name} is defined twice")
+        names.add(name)
+
+    def cosigned_by(self, body, signatures):
+        """The policy names of the witnesses whose cosignature among `signatures` verifies."""
+        cosigned = set()
+        for line in signatures:
+            match = re.fullmatch(r"\u2014 (\S+) ([A-Za-z0-9+/=]+)", line)
+            if not match:
+                continue
+            try:
+                blob = base64.b64decode(match.group(2), validate=True)
+            except binascii.Error:
+                continue
+            for policy_name, (name, key_id, key) in self.witnesses.items():
+                if match.group(1) != name or blob[:4] != key_id or len(blob) != 76:
+                    continue
+                timestamp = int.from_bytes(blob[4:12], "big")
+                if timestamp == 0 or timestamp >= 2**63:
+                    continue
+                message = f"cosignature/v1\ntime {timestamp}\n{body}".encode()
+                if ed25519_verify(key, message, blob[12:]):
+                    cosigned.add(policy_name)
+        return cosigned
+
+    def witnessed(self, name, cosigned):
+        if name in self.witnesses:
+            return name in cosigned
+        k, members = self.groups[name]
+        return sum(1 for member in members if self.witnessed(member, cosigned)) >= k
+
+    def check(self, note):
+        """The note's text, if one of the logs signed it and a quorum of witnesses cosigned it."""
+        body = verify_note(note, self.logs)
+        signatures = note[note.rfind("\n\n") + 2 : -1].split("\n")
+        cosigned = self.cosigned_by(body, signatures)
+        if self.quorum is not None and not self.witnessed(self.quorum, cosigned):
+            who = ", ".join(sorted(cosigned)) or "no known witness"
+            raise Fail(f"quorum not met: cosigned by {who}")
+        return body
+
+
+def load_policy(path):
+    return Policy(read_text(path))
 
 
 def parse_proof_file(text):
@@ -349,13 +496,20 @@ def entry_leaf(entry):
     return leaf_hash(bytes.fromhex(entry))
 
 
+USAGE = "usage: verify_log.py note|checkpoint|inclusion|consistency|window FILE... (--vkey VKEY | --policy POLICY)"
+
+
 def command(arguments):
-    if len(arguments) < 2 or "--vkey" not in arguments:
-        raise Unreadable("usage: verify_log.py note|checkpoint|inclusion|consistency|window FILE... --vkey VKEY")
-    at = arguments.index("--vkey")
+    flags = [flag for flag in ("--vkey", "--policy") if flag in arguments]
+    if len(arguments) < 2 or len(flags) != 1:
+        raise Unreadable(USAGE)
+    at = arguments.index(flags[0])
     if at + 1 >= len(arguments):
-        raise Unreadable("--vkey needs a value")
-    vkeys = load_vkeys(arguments[at + 1])
+        raise Unreadable(f"{flags[0]} needs a value")
+    if flags[0] == "--vkey":
+        vkeys = load_vkeys(arguments[at + 1])
+    else:
+        vkeys = load_policy(arguments[at + 1])
     rest = arguments[:at] + arguments[at + 2 :]
     options = {}
     if "--entry" in rest:
@@ -366,7 +520,8 @@ def command(arguments):
         rest = rest[:at] + rest[at + 2 :]
     kind, files = rest[0], rest[1:]
     if kind == "note" and len(files) == 1:
-        verify_note(read_text(files[0]), vkeys)
+        note = read_text(files[0])
+        vkeys.check(note) if isinstance(vkeys, Policy) else verify_note(note, vkeys)
     elif kind == "checkpoint" and len(files) == 1:
         read_checkpoint(read_text(files[0]), vkeys)
     elif kind == "inclusion" and len(files) == 1 and "entry" in options:
