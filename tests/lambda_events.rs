@@ -58,6 +58,10 @@ async fn replay_to(function: Function, file: &str) -> Value {
             "https://pitangui.amazon.com/api/skill/link/MFIXTURE",
         ));
     }
+    // As a deployment with witnesses configured (the template's WitnessPolicy): the policy is
+    // published, and appends try its one witness, which nobody runs.
+    let policy = fixture("events/witness-policy.txt");
+    vars.push(("HEARTH_WITNESS_POLICY", &policy));
     let mut config = common::config(&vars);
     // What `app::load_credentials` reads from Secrets Manager in a deployment.
     let (credentials, problems) =

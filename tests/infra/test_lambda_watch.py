@@ -64,6 +64,8 @@ def watch(tmp_path_factory):
         AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH="true",
         # As the template sets it while AionBackendUrl is empty: the fixtures list ask_aion.
         MOCK_AION_BACKEND="true",
+        # As the template passes WitnessPolicy: published, and tried by every append.
+        HEARTH_WITNESS_POLICY=(ROOT / "events" / "witness-policy.txt").read_text(),
     )
     logs = tmp_path_factory.mktemp("watch")
     # One emulator per function: the workspace root is itself a package (the local server),
