@@ -87,6 +87,42 @@ def tlog_seeds():
             proof.replace("index 0", "extra AAAA\nindex 0").encode(), b"c2sp.org/tlog-proof@v1\nindex 18446744073709551615\n\n"]
 
 
+def witness_seeds():
+    """add-checkpoint bodies (first byte even) signed by the fuzz log key, and witness policies
+    (first byte odd)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.from_private_bytes(bytes([9] * 32))
+    name = "fuzz.example/hearth-log/v1"
+    public = key.public_key().public_bytes_raw()
+    key_id = hashlib.sha256(name.encode() + b"\n\x01" + public).digest()[:4]
+    vkey = name + "+" + key_id.hex() + "+" + base64.b64encode(b"\x01" + public).decode()
+    leaf = hashlib.sha256(b"\x00" + bytes(32)).digest()
+    sibling = hashlib.sha256(b"\x00" + bytes([1] * 32)).digest()
+    root = hashlib.sha256(b"\x01" + leaf + sibling).digest()
+
+    def note(size, tree_root, origin="fuzz.example/hearth/00112233445566778899aabbccddeeff/decisions/1"):
+        text = f"{origin}\n{size}\n{base64.b64encode(tree_root).decode()}\n"
+        return text + "\n\u2014 " + name + " " + base64.b64encode(key_id + key.sign(text.encode())).decode() + "\n"
+
+    body = lambda old, proof, checkpoint: (f"old {old}\n" + "".join(base64.b64encode(h).decode() + "\n" for h in proof) + "\n" + checkpoint)
+    witness_key = Ed25519PrivateKey.from_private_bytes(bytes([5] * 32)).public_key().public_bytes_raw()
+    witness_id = hashlib.sha256(b"w\n\x04" + witness_key).digest()[:4]
+    witness_vkey = "w+" + witness_id.hex() + "+" + base64.b64encode(b"\x04" + witness_key).decode()
+    policy = f"log {vkey}\nwitness w {witness_vkey} http://127.0.0.1:9\ngroup g any w\nquorum g\n"
+    return [
+        b"\x00" + body(0, [], note(2, root)).encode(),
+        b"\x00" + body(1, [sibling], note(2, root)).encode(),
+        b"\x00" + body(0, [leaf], note(2, root)).encode(),
+        b"\x00" + body(3, [], note(2, root)).encode(),
+        b"\x00" + body(0, [], note(0, hashlib.sha256(b"").digest())).encode(),
+        b"\x00" + body(0, [], note(1, leaf, "elsewhere.example/x/1")).encode(),
+        b"\x01" + policy.encode(),
+        b"\x01" + policy.replace("quorum g", "quorum none").encode(),
+        b"\x01group g 2 a b\nquorum g\n",
+    ]
+
+
 def write(target, seeds):
     directory = ROOT / target
     directory.mkdir(parents=True, exist_ok=True)
@@ -155,6 +191,7 @@ def main():
         b"\x01" + now + base64.urlsafe_b64encode(b'{"member_id":"dana"}').decode().rstrip("=").encode(),
     ])
     write("tlog", tlog_seeds())
+    write("witness", witness_seeds())
     write("oauth", [
         ("Basic " + base64.b64encode(":".join(CLIENT).encode()).decode() + "\ngrant_type=client_credentials&resource=x").encode(),
         b"Basic Zm9vOmJhcg==\ngrant_type=client_credentials&grant_type=client_credentials",

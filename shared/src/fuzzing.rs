@@ -349,3 +349,53 @@ pub fn tlog(data: &[u8]) {
     let _ = root_from_inclusion(file.index, size, &[1; 32], &file.path);
     let _ = verify_consistency(file.index, &[1; 32], size, &[2; 32], &file.path);
 }
+
+/// A witness's two parsers on arbitrary input: the first byte picks which. Even: an
+/// `add-checkpoint` body, answered by a witness (over an in-memory state) that trusts the fuzz
+/// log key for `fuzz.example/`; its status is one the protocol names, and a cosignature only
+/// ever answers a checkpoint the key really signed (the seeds carry some). Odd: a witness
+/// policy; one that parses must judge a fixed note without panicking.
+pub fn witness(data: &[u8]) {
+    use crate::tlog::cosignature::Cosigner;
+    use crate::tlog::note::NoteSigner;
+    use crate::tlog::policy::Policy;
+    use crate::witness::{Trust, Witness, WitnessState};
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    let Ok(text) = std::str::from_utf8(rest) else {
+        return;
+    };
+    if mode % 2 == 1 {
+        if let Ok(policy) = Policy::parse(text) {
+            let _ = policy
+                .verify("o\n1\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n\n\u{2014} k AAAA\n");
+            let _ = policy.quorum_met(&Default::default());
+        }
+        return;
+    }
+    let state = WitnessState::open(std::path::Path::new(":memory:")).expect("an in-memory state");
+    let log =
+        NoteSigner::from_seed(&format!("{LOG_HOST}/hearth-log/v1"), &LOG_SEED).expect("a key");
+    state
+        .trust(&Trust {
+            vkey: log.vkey(),
+            origin_prefix: format!("{LOG_HOST}/"),
+            max_logs: 4,
+        })
+        .expect("trusted");
+    let witness = Witness::new(
+        Cosigner::from_seed("fuzz.example/witness", &[5; 32]).expect("a witness key"),
+        state,
+    );
+    let reply = witness.add_checkpoint(text, 1_800_000_000);
+    assert!(
+        [200, 400, 403, 404, 409, 422].contains(&reply.status),
+        "status {}: {}",
+        reply.status,
+        reply.body
+    );
+    if reply.status == 200 {
+        assert!(reply.body.starts_with("\u{2014} fuzz.example/witness "));
+    }
+}

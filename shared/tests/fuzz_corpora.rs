@@ -85,6 +85,38 @@ fn tlog_corpus() {
     replay("tlog", fuzzing::tlog);
 }
 
+#[test]
+fn witness_corpus() {
+    replay("witness", fuzzing::witness);
+}
+
+/// The witness seeds were signed in Python (fuzz/make_seeds.py): the first is cosigned, so the
+/// fuzzer starts past the signature check.
+#[test]
+fn the_witness_seeds_reach_a_cosignature() {
+    let seeds = inputs("corpus", "witness");
+    let (_, first) = &seeds[0];
+    let text = std::str::from_utf8(&first[1..]).unwrap();
+    let witness = hearth_core::witness::Witness::new(
+        hearth_core::tlog::cosignature::Cosigner::from_seed("w", &[5; 32]).unwrap(),
+        hearth_core::witness::WitnessState::open(Path::new(":memory:")).unwrap(),
+    );
+    witness
+        .state()
+        .trust(&hearth_core::witness::Trust {
+            vkey: hearth_core::tlog::note::NoteSigner::from_seed(
+                "fuzz.example/hearth-log/v1",
+                &fuzzing::LOG_SEED,
+            )
+            .unwrap()
+            .vkey(),
+            origin_prefix: "fuzz.example/".into(),
+            max_logs: 4,
+        })
+        .unwrap();
+    assert_eq!(witness.add_checkpoint(text, 1_800_000_000).status, 200);
+}
+
 /// The tlog seeds were signed in Python (`cryptography`, fuzz/make_seeds.py); the Rust side
 /// must verify them, or the fuzzer never reaches the verified branch. A second Ed25519
 /// implementation agreeing with ed25519-dalek on the same seed, too.
