@@ -458,6 +458,9 @@
       : "Log check FAILED: " + verdict.text;
     log.classList.add(verdict.ok ? "good" : "bad");
     log.dataset.agrees = String(verdict.ok);
+    if (verdict.warning) {
+      node.appendChild(el("p", { className: "badge warn", text: "Log warning: " + verdict.warning, data: { check: "log-warning" } }));
+    }
     return node;
   }
 

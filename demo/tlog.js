@@ -1,8 +1,11 @@
 // The simulated device's own check of the household's transparency log, in the browser:
-// the checkpoint's Ed25519 signature (WebCrypto) against the key the server publishes, every
-// retained record's inclusion proof, and the consistency of the newest checkpoint with the
-// one the device kept from its last look (RFC 9162 sections 2.1.3.2 and 2.1.4.2). The device
-// keeps that checkpoint in memory for the page's life, as a real device would keep it on disk.
+// the checkpoint's Ed25519 signature (WebCrypto) against the key the server publishes, its
+// witnesses' cosignatures (C2SP tlog-cosignature v1) against the published witness policy,
+// every retained record's inclusion proof, and the consistency of the newest checkpoint with
+// the one the device kept from its last look (RFC 9162 sections 2.1.3.2 and 2.1.4.2). The
+// device keeps that checkpoint in memory for the page's life, as a real device would keep it
+// on disk, and with it the origin it saw: a new log id or epoch is named as a warning, since
+// nothing proves the history before it.
 "use strict";
 
 (function () {
@@ -76,6 +79,75 @@
     throw new Error("the checkpoint carries no signature by the published key");
   }
 
+  // The witness policy the server publishes (C2SP tlog-policy text), parsed, with each
+  // witness's key ready for WebCrypto; null when the server names no witnesses (404).
+  async function loadPolicy() {
+    const answer = await fetch("/.well-known/hearth/witness-policy");
+    if (answer.status === 404) return null;
+    if (!answer.ok) throw new Error("the witness policy could not be read");
+    return parsePolicy(await answer.text());
+  }
+
+  // The witnesses, groups and quorum of a policy text. The log lines are not needed here: the
+  // log's key comes from /.well-known/hearth/log-keys.
+  async function parsePolicy(text) {
+    const witnesses = new Map();
+    const groups = new Map();
+    let quorum;
+    for (const line of text.split("\n")) {
+      const items = line.trim().split(/[ \t]+/).filter(Boolean);
+      if (!items.length || items[0].startsWith("#")) continue;
+      const [keyword, ...rest] = items;
+      if (keyword === "witness") {
+        const [name, vkey] = rest;
+        const parts = vkey.split("+");
+        const raw = fromBase64(parts.slice(2).join("+"));
+        if (raw.length !== 33 || raw[0] !== 4) throw new Error("witness " + name + " has no cosignature key");
+        const key = await crypto.subtle.importKey("raw", raw.slice(1), { name: "Ed25519" }, false, ["verify"]);
+        witnesses.set(name, { keyName: parts[0], id: fromHex(parts[1]), key });
+      } else if (keyword === "group") {
+        const [name, threshold, ...members] = rest;
+        const k = threshold === "all" ? members.length : threshold === "any" ? 1 : Number(threshold);
+        groups.set(name, { k, members });
+      } else if (keyword === "quorum") {
+        quorum = rest[0] === "none" ? null : rest[0];
+      }
+    }
+    if (quorum === undefined) throw new Error("the witness policy has no quorum");
+    return { witnesses, groups, quorum };
+  }
+
+  // The policy's witnesses whose cosignature of `checkpoint` verifies (a timestamped Ed25519
+  // signature over "cosignature/v1\ntime <t>\n" and the checkpoint), and whether they meet
+  // its quorum. A line by another key is ignored; a bad one does not count.
+  async function witnessesOf(checkpoint, policy) {
+    const cosigned = new Set();
+    for (const signature of checkpoint.signatures) {
+      for (const [name, witness] of policy.witnesses) {
+        const blob = signature.blob;
+        if (signature.name !== witness.keyName || blob.length !== 76 || !same(blob.slice(0, 4), witness.id)) continue;
+        const time = new DataView(blob.buffer, blob.byteOffset + 4, 8).getBigUint64(0);
+        const message = encoder.encode("cosignature/v1\ntime " + time + "\n" + checkpoint.text);
+        if (time > 0n && await crypto.subtle.verify({ name: "Ed25519" }, witness.key, blob.slice(12), message)) cosigned.add(name);
+      }
+    }
+    const witnessed = (name) => {
+      if (policy.witnesses.has(name)) return cosigned.has(name);
+      const group = policy.groups.get(name);
+      return Boolean(group) && group.members.filter(witnessed).length >= group.k;
+    };
+    return { cosigned: [...cosigned].sort(), met: policy.quorum === null || witnessed(policy.quorum) };
+  }
+
+  // What changed between the origin the device kept and a new one: the log id or the epoch.
+  function newOrigin(kept, now) {
+    const [keptLog, keptEpoch] = [kept.slice(0, kept.lastIndexOf("/")), kept.slice(kept.lastIndexOf("/") + 1)];
+    const [nowLog, nowEpoch] = [now.slice(0, now.lastIndexOf("/")), now.slice(now.lastIndexOf("/") + 1)];
+    return keptLog === nowLog
+      ? "the log started epoch " + nowEpoch + " after epoch " + keptEpoch
+      : "a new log replaced the one this device first saw";
+  }
+
   async function rootFromInclusion(index, size, leaf, path) {
     if (index >= size) return null;
     let fn = index, sn = size - 1, r = leaf;
@@ -128,6 +200,14 @@
       if (!trace.checkpoint) return { ok: false, text: "the server signs no checkpoint", checkpoint: kept };
       const keys = await loadKeys();
       const now = await verifiedCheckpoint(trace.checkpoint, keys);
+      const policy = await loadPolicy();
+      let vouched = "";
+      if (policy) {
+        const witnessed = await witnessesOf(now, policy);
+        const who = witnessed.cosigned.join(", ") || "no known witness";
+        if (!witnessed.met) throw new Error("witness quorum not met: cosigned by " + who);
+        vouched = "; cosigned by " + who;
+      }
       const proofs = trace.inclusion_proofs || [];
       for (const proof of proofs) {
         const leaf = await leafHash(fromHex(proof.entry));
@@ -138,16 +218,25 @@
         throw new Error("the newest entries were removed from the trace");
       }
       let since = "";
-      if (kept) {
+      let warning = null;
+      if (kept && kept.origin !== now.origin) {
+        // The device pinned the origin it saw; a new one proves nothing about the history
+        // before it (an operator's log reset, or a fork a witness never saw).
+        warning = newOrigin(kept.origin, now.origin) + ": nothing proves the history before it";
+      } else if (kept) {
         const history = await proveHistory(kept.size);
         const newest = await verifiedCheckpoint(history.checkpoint, keys);
-        if (newest.origin !== kept.origin) throw new Error("the log was replaced by another");
-        await checkConsistency(kept.size, kept.root, newest.size, newest.root, history.consistency.map(fromBase64));
-        since = "; it extends the " + kept.size + " entries seen before";
+        if (newest.origin !== kept.origin) {
+          warning = newOrigin(kept.origin, newest.origin) + ": nothing proves the history before it";
+        } else {
+          await checkConsistency(kept.size, kept.root, newest.size, newest.root, history.consistency.map(fromBase64));
+          since = "; it extends the " + kept.size + " entries seen before";
+        }
       }
       return {
         ok: true,
-        text: "signed checkpoint of " + now.size + " entries, " + proofs.length + " inclusion proof(s) checked" + since,
+        warning,
+        text: "signed checkpoint of " + now.size + " entries, " + proofs.length + " inclusion proof(s) checked" + vouched + since,
         checkpoint: now,
       };
     } catch (error) {
@@ -155,5 +244,5 @@
     }
   }
 
-  window.HearthLog = { checkTrace, checkConsistency, rootFromInclusion, parseNote };
+  window.HearthLog = { checkTrace, checkConsistency, rootFromInclusion, parseNote, parsePolicy, witnessesOf, newOrigin };
 })();

@@ -13,7 +13,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, mkdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { createHash, randomBytes } from "node:crypto";
+import { createHash, generateKeyPairSync, randomBytes, sign } from "node:crypto";
 import { ROOT, chromium, FLAGS, check, startHearth } from "./lib.mjs";
 
 const OUT = resolve(process.argv[2] || join(ROOT, ".test-output", "browser"));
@@ -58,6 +58,38 @@ async function startServer() {
     HEARTH_RATE_LIMIT_PER_SUBJECT: "1000000", HEARTH_RATE_LIMIT_PER_IP: "1000000",
   });
   return { server, standIn, base, token, db: join(dataDir, "hearth.db") };
+}
+
+// A policy of two witnesses (both needed) and checkpoints cosigned by both, by one, and by
+// one plus a forged line, signed with Node's Ed25519 (a second implementation of the formats).
+function witnessFixture() {
+  const vkey = (name, type, raw) => {
+    const blob = Buffer.concat([Buffer.from([type]), raw]);
+    const id = createHash("sha256").update(Buffer.concat([Buffer.from(name + "\n"), blob])).digest().subarray(0, 4);
+    return `${name}+${id.toString("hex")}+${blob.toString("base64")}`;
+  };
+  const raw = (key) => key.export({ format: "der", type: "spki" }).subarray(-32);
+  const text = "h/hearth/aa/decisions/1\n3\n" + Buffer.alloc(32, 7).toString("base64") + "\n";
+  const witnesses = ["hub", "grandma"].map((name) => ({ name, keyName: "w.example/" + name, ...generateKeyPairSync("ed25519") }));
+  const cosign = (witness, body = text) => {
+    const time = Buffer.alloc(8);
+    time.writeBigUInt64BE(1800000000n);
+    const signature = sign(null, Buffer.from(`cosignature/v1\ntime 1800000000\n${body}`), witness.privateKey);
+    const id = Buffer.from(vkey(witness.keyName, 4, raw(witness.publicKey)).split("+")[1], "hex");
+    return `\u2014 ${witness.keyName} ${Buffer.concat([id, time, signature]).toString("base64")}\n`;
+  };
+  const log = generateKeyPairSync("ed25519");
+  const logLine = `\u2014 h/hearth-log/v1 ${Buffer.concat([Buffer.alloc(4), sign(null, Buffer.from(text), log.privateKey)]).toString("base64")}\n`;
+  const note = text + "\n" + logLine;
+  const policy = `log ${vkey("h/hearth-log/v1", 1, raw(log.publicKey))}\n` +
+    witnesses.map((w) => `witness ${w.name} ${vkey(w.keyName, 4, raw(w.publicKey))} http://127.0.0.1:9\n`).join("") +
+    "group both all hub grandma\nquorum both\n";
+  return {
+    policy,
+    both: note + cosign(witnesses[0]) + cosign(witnesses[1]),
+    one: note + cosign(witnesses[0]),
+    forged: note + cosign(witnesses[0]) + cosign(witnesses[1], text.replace("\n3\n", "\n4\n")),
+  };
 }
 
 async function newestCard(page) {
@@ -179,6 +211,24 @@ async function runTour(viewport) {
     check(verdicts[0].includes("forked"), `${viewport.name}: a fork is named: ${verdicts[0]}`);
     check(verdicts[1].includes("shrank from 5 to 4"), `${viewport.name}: ${verdicts[1]}`);
     check(verdicts[2] === "ok", `${viewport.name}: the same tree is consistent: ${verdicts[2]}`);
+
+    // The device's witness check (tlog-cosignature v1 under a tlog-policy), fed cosignatures
+    // made here with Node's own Ed25519: a quorum met, one short, a forged line, and the
+    // warning for a new log id or epoch.
+    const witnessed = await page.evaluate(async (input) => {
+      const policy = await HearthLog.parsePolicy(input.policy);
+      const of = async (note) => HearthLog.witnessesOf(HearthLog.parseNote(note), policy);
+      return [
+        await of(input.both), await of(input.one), await of(input.forged),
+        HearthLog.newOrigin("h/hearth/aa/decisions/1", "h/hearth/aa/decisions/2"),
+        HearthLog.newOrigin("h/hearth/aa/decisions/1", "h/hearth/bb/decisions/1"),
+      ];
+    }, witnessFixture());
+    check(witnessed[0].met && witnessed[0].cosigned.join() === "grandma,hub", `${viewport.name}: ${JSON.stringify(witnessed[0])}`);
+    check(!witnessed[1].met && witnessed[1].cosigned.join() === "hub", `${viewport.name}: ${JSON.stringify(witnessed[1])}`);
+    check(!witnessed[2].met && witnessed[2].cosigned.join() === "hub", `${viewport.name}: a forged cosignature counted`);
+    check(witnessed[3].includes("epoch 2 after epoch 1"), `${viewport.name}: ${witnessed[3]}`);
+    check(witnessed[4].includes("a new log replaced"), `${viewport.name}: ${witnessed[4]}`);
 
     // Read answers aloud asks /tts (here it fails, so the page falls back quietly).
     await page.check("#read-aloud");
