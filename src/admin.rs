@@ -31,7 +31,7 @@ usage: hearth admin COMMAND [--json]
   log-key re-sign (--all | HOUSEHOLD)
                                     (sign log heads again with the current key and host)
   log reset HOUSEHOLD --yes [--log decisions|ledger]
-                                    (start the household's logs anew; see the README)
+                                    (start the household's logs anew; see the manual)
   client add NAME --redirect-uri URI [--redirect-uri URI ...] [--public]
                                     (an OAuth client; its secret is shown once)
   client list

@@ -159,7 +159,7 @@ where
 
 /// Record bodies already hashed and found to match their hashes: a window read again is then
 /// checked with a byte comparison per record rather than a SHA-256 (the costliest part of
-/// every `explain_why`; see the README's performance notes). Holds at most `capacity` bodies;
+/// every `explain_why`; see the manual's Measurements). Holds at most `capacity` bodies;
 /// when full it starts afresh, so memory stays bounded (about 1 KB a record).
 pub struct VerifiedBodies {
     capacity: usize,

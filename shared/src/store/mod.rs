@@ -455,7 +455,8 @@ impl Window {
 pub enum Taken {
     /// Every counter was below its limit and now counts this request.
     Granted,
-    /// `counters[index]` is at its limit; no counter was changed.
+    /// `counters[index]` is at its limit and was left unchanged; the counters below their
+    /// limits still count this request (see [`CounterStore::take`]).
     Refused { index: usize },
 }
 

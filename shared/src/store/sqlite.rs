@@ -95,7 +95,7 @@ CREATE TABLE IF NOT EXISTS cosigned (
 /// queue behind chain reads. They are written on every request and matter for one minute, so
 /// durability buys nothing locally: a restart starts every window afresh. A file cost about
 /// 45% of `explain_why` throughput even without fsync, and an in-memory SQLite database (two
-/// upserts in a transaction per request) still cost more than this map; see the README's
+/// upserts in a transaction per request) still cost more than this map; see the manual's
 /// performance notes. The local server is one process, so one process's memory is the whole
 /// picture; under Lambda the counters live in DynamoDB, shared by every instance.
 #[derive(Default)]
