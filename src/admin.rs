@@ -1,43 +1,24 @@
 //! `hearth admin`: the operator's command line over the configured store (the SQLite file
 //! locally, or the DynamoDB table `HEARTH_TABLE` names with ordinary AWS credentials).
 //!
-//! Every command takes `--json` and then prints exactly one JSON object on stdout: the result,
-//! or `{"error": …}` (with `"usage"` for a usage error). The exit status is 0 on success, 1 on
-//! failure and 2 on a usage error. Nothing secret is printed except what a command exists to
-//! show (a device key, a token, a link code), once.
+//! The commands are declared in `cli.rs`. Every command takes `--json` and then prints exactly
+//! one JSON object on stdout: the result, or `{"error": …}` (with `"usage"` for a usage error).
+//! The exit status is 0 on success, 1 on failure and 2 on a usage error. Nothing secret is
+//! printed except what a command exists to show (a device key, a token, a link code), once.
+//! Commands that destroy (`household delete`, `log reset`) do nothing without `--yes`.
 
 use std::process::ExitCode;
 
-use hearth_core::admin::{AdminError, TOKEN_DAYS_DEFAULT, TOKEN_DAYS_MAX};
+use hearth_core::admin::AdminError;
 use hearth_core::auth::dev_credentials;
 use hearth_core::config::{Config, CredentialSource};
 use hearth_core::transparency::LogKind;
 use serde_json::{Value, json};
 
-pub const USAGE: &str = "\
-usage: hearth admin COMMAND [--json]
-  household create NAME [--policy FILE]
-  household list
-  household show HOUSEHOLD
-  household set-policy HOUSEHOLD FILE
-  household delete HOUSEHOLD
-  household adopt --subject-scope HASH --household-id OLD [--name NAME]
-  device-key add HOUSEHOLD
-  device-key list HOUSEHOLD
-  device-key revoke HOUSEHOLD KEY_ID
-  token HOUSEHOLD [--days N]        (N from 1 to 90, default 30)
-  link-code HOUSEHOLD               (one-time, for the consent page; 15 minutes)
-  log-key                           (the verifier key of the households' logs)
-  log-key re-sign (--all | HOUSEHOLD)
-                                    (sign log heads again with the current key and host)
-  log reset HOUSEHOLD --yes [--log decisions|ledger]
-                                    (start the household's logs anew; see the manual)
-  client add NAME --redirect-uri URI [--redirect-uri URI ...] [--public]
-                                    (an OAuth client; its secret is shown once)
-  client list
-  client delete CLIENT_ID           (its codes and refresh tokens stop at once)
-  unlink HOUSEHOLD
-HOUSEHOLD is the household id that `household create` printed.";
+use crate::cli::{
+    AdminArgs, AdminCommand, ClientCommand, DeviceKeyCommand, HouseholdCommand, LogCommand,
+    LogKeyCommand, LogName, usage_error,
+};
 
 /// One parsed command.
 #[derive(Debug)]
@@ -87,22 +68,11 @@ enum Command {
     Unlink(String),
 }
 
-/// Why the command line was not understood.
-struct Usage(String);
-
-pub async fn run(args: &[&str]) -> ExitCode {
-    let json = args.contains(&"--json");
-    let words: Vec<&str> = args.iter().copied().filter(|a| *a != "--json").collect();
-    let command = match parse(&words) {
+pub async fn run(args: AdminArgs) -> ExitCode {
+    let json = args.json;
+    let command = match command_of(args.command) {
         Ok(command) => command,
-        Err(Usage(problem)) => {
-            if json {
-                println!("{}", json!({"error": problem, "usage": USAGE}));
-            } else {
-                eprintln!("hearth admin: {problem}\n{USAGE}");
-            }
-            return ExitCode::from(2);
-        }
+        Err(problem) => return usage_error(json, &problem, &admin_usage()),
     };
     match execute(command).await {
         Ok(result) => {
@@ -125,98 +95,69 @@ pub async fn run(args: &[&str]) -> ExitCode {
     }
 }
 
-fn parse(words: &[&str]) -> Result<Command, Usage> {
-    let usage = |problem: &str| Err(Usage(problem.to_owned()));
-    Ok(match words {
-        ["household", "create", rest @ ..] => {
-            let (positional, flags) = split_flags(rest, &["--policy"])?;
-            let [name] = positional.as_slice() else {
-                return usage("household create takes one NAME (quote a name with spaces)");
-            };
-            Command::Create {
-                name: name.to_string(),
-                policy: flags.get("--policy").cloned(),
+/// `hearth admin`'s usage line, for usage errors found after parsing.
+fn admin_usage() -> String {
+    use clap::CommandFactory;
+    let mut command = crate::cli::Cli::command();
+    command.build();
+    command
+        .find_subcommand_mut("admin")
+        .map(|admin| admin.render_usage().to_string())
+        .unwrap_or_default()
+}
+
+/// The command to execute, or why it needs confirming first (a usage error: nothing done).
+fn command_of(command: AdminCommand) -> Result<Command, String> {
+    Ok(match command {
+        AdminCommand::Household(household) => match household {
+            HouseholdCommand::Create { name, policy } => Command::Create { name, policy },
+            HouseholdCommand::List => Command::List,
+            HouseholdCommand::Show { household } => Command::Show(household),
+            HouseholdCommand::SetPolicy { household, file } => {
+                Command::SetPolicy { household, file }
             }
-        }
-        ["household", "list"] => Command::List,
-        ["household", "show", household] => Command::Show(household.to_string()),
-        ["household", "set-policy", household, file] => Command::SetPolicy {
-            household: household.to_string(),
-            file: file.to_string(),
+            HouseholdCommand::Delete { household, yes } => {
+                if !yes {
+                    return Err(format!(
+                        "household delete removes household {household} for good: its account, device keys and tokens, its decisions, its ledger and its logs. Run it again with --yes to do it"
+                    ));
+                }
+                Command::Delete(household)
+            }
+            HouseholdCommand::Adopt {
+                subject_scope,
+                household_id,
+                name,
+            } => Command::Adopt {
+                scope: subject_scope,
+                old: household_id,
+                name,
+            },
         },
-        ["household", "delete", household] => Command::Delete(household.to_string()),
-        ["household", "adopt", rest @ ..] => {
-            let (positional, flags) =
-                split_flags(rest, &["--subject-scope", "--household-id", "--name"])?;
-            if !positional.is_empty() {
-                return usage("household adopt takes only its flags");
+        AdminCommand::DeviceKey(key) => match key {
+            DeviceKeyCommand::Add { household } => Command::KeyAdd(household),
+            DeviceKeyCommand::List { household } => Command::KeyList(household),
+            DeviceKeyCommand::Revoke { household, key_id } => {
+                Command::KeyRevoke { household, key_id }
             }
-            let (Some(scope), Some(old)) =
-                (flags.get("--subject-scope"), flags.get("--household-id"))
-            else {
-                return usage("household adopt needs --subject-scope HASH and --household-id OLD");
-            };
-            Command::Adopt {
-                scope: scope.clone(),
-                old: old.clone(),
-                name: flags.get("--name").cloned(),
-            }
-        }
-        ["device-key", "add", household] => Command::KeyAdd(household.to_string()),
-        ["device-key", "list", household] => Command::KeyList(household.to_string()),
-        ["device-key", "revoke", household, key_id] => Command::KeyRevoke {
-            household: household.to_string(),
-            key_id: key_id.to_string(),
         },
-        ["token", rest @ ..] => {
-            let (positional, flags) = split_flags(rest, &["--days"])?;
-            let [household] = positional.as_slice() else {
-                return usage("token takes one HOUSEHOLD");
-            };
-            let days = match flags.get("--days") {
-                None => TOKEN_DAYS_DEFAULT,
-                Some(days) => match days.parse::<u32>() {
-                    Ok(days) if (1..=TOKEN_DAYS_MAX).contains(&days) => days,
-                    _ => {
-                        return usage(&format!(
-                            "--days is a whole number from 1 to {TOKEN_DAYS_MAX}"
-                        ));
-                    }
-                },
-            };
-            Command::Token {
-                household: household.to_string(),
-                days,
-            }
-        }
-        ["link-code", household] => Command::LinkCode(household.to_string()),
-        ["log-key"] => Command::LogKey,
-        ["log-key", "re-sign", "--all"] => Command::ResignLogs(None),
-        ["log-key", "re-sign", household] if !household.starts_with("--") => {
-            Command::ResignLogs(Some(household.to_string()))
-        }
-        ["log-key", "re-sign", ..] => {
-            return usage("log-key re-sign takes --all or one HOUSEHOLD");
-        }
-        ["client", "add", rest @ ..] => parse_client_add(rest)?,
-        ["client", "list"] => Command::ClientList,
-        ["client", "delete", client_id] => Command::ClientDelete(client_id.to_string()),
-        ["log", "reset", rest @ ..] => {
-            let confirmed = rest.contains(&"--yes");
-            let rest: Vec<&str> = rest.iter().copied().filter(|w| *w != "--yes").collect();
-            let (positional, flags) = split_flags(&rest, &["--log"])?;
-            let [household] = positional.as_slice() else {
-                return usage("log reset takes one HOUSEHOLD");
-            };
-            let only = match flags.get("--log").map(String::as_str) {
-                None => None,
-                Some(name) => match LogKind::parse(name) {
-                    Some(kind) => Some(kind),
-                    None => return usage("--log is decisions or ledger"),
-                },
-            };
-            if !confirmed {
-                return usage(&format!(
+        AdminCommand::Token { household, days } => Command::Token { household, days },
+        AdminCommand::LinkCode { household } => Command::LinkCode(household),
+        AdminCommand::LogKey { command: None } => Command::LogKey,
+        AdminCommand::LogKey {
+            command: Some(LogKeyCommand::Resign { household, .. }),
+        } => Command::ResignLogs(household),
+        AdminCommand::Log(LogCommand::Reset {
+            household,
+            yes,
+            log,
+        }) => {
+            let only = log.map(|log| match log {
+                LogName::Decisions => LogKind::Decisions,
+                LogName::Ledger => LogKind::Ledger,
+            });
+            if !yes {
+                return Err(format!(
                     "log reset starts {} of household {household} anew: kept proofs of the old log will check as \"the log was replaced\". Run it again with --yes to do it",
                     match only {
                         None => "both logs".to_owned(),
@@ -224,80 +165,23 @@ fn parse(words: &[&str]) -> Result<Command, Usage> {
                     }
                 ));
             }
-            Command::ResetLog {
-                household: household.to_string(),
-                only,
-            }
+            Command::ResetLog { household, only }
         }
-        ["unlink", household] => Command::Unlink(household.to_string()),
-        [] => return usage("no command given"),
-        _ => {
-            return usage(&format!(
-                "unknown or incomplete command {:?}",
-                words.join(" ")
-            ));
-        }
-    })
-}
-
-/// `client add NAME --redirect-uri URI [--redirect-uri URI ...] [--public]`: the one flag that
-/// repeats, and the one that takes no value, in any order.
-fn parse_client_add(words: &[&str]) -> Result<Command, Usage> {
-    let usage = |problem: &str| Err(Usage(problem.to_owned()));
-    let mut name = None;
-    let mut redirect_uris = Vec::new();
-    let mut public = false;
-    let mut rest = words.iter();
-    while let Some(word) = rest.next() {
-        match *word {
-            "--redirect-uri" => match rest.next() {
-                Some(uri) if !uri.starts_with("--") => redirect_uris.push(uri.to_string()),
-                _ => return usage("--redirect-uri needs a URI"),
+        AdminCommand::Client(client) => match client {
+            ClientCommand::Add {
+                name,
+                redirect_uris,
+                public,
+            } => Command::ClientAdd {
+                name,
+                redirect_uris,
+                public,
             },
-            "--public" => public = true,
-            flag if flag.starts_with("--") => return usage(&format!("unknown flag {flag}")),
-            positional if name.is_none() => name = Some(positional.to_string()),
-            _ => return usage("client add takes one NAME (quote a name with spaces)"),
-        }
-    }
-    let Some(name) = name else {
-        return usage("client add needs a NAME");
-    };
-    if redirect_uris.is_empty() {
-        return usage("client add needs at least one --redirect-uri");
-    }
-    Ok(Command::ClientAdd {
-        name,
-        redirect_uris,
-        public,
+            ClientCommand::List => Command::ClientList,
+            ClientCommand::Delete { client_id } => Command::ClientDelete(client_id),
+        },
+        AdminCommand::Unlink { household } => Command::Unlink(household),
     })
-}
-
-/// Splits `words` into positional arguments and the values of the `known` flags (each given at
-/// most once, each with a value).
-fn split_flags<'a>(
-    words: &[&'a str],
-    known: &[&str],
-) -> Result<(Vec<&'a str>, std::collections::HashMap<String, String>), Usage> {
-    let mut positional = Vec::new();
-    let mut flags = std::collections::HashMap::new();
-    let mut rest = words.iter();
-    while let Some(word) = rest.next() {
-        if word.starts_with("--") {
-            if !known.contains(word) {
-                return Err(Usage(format!("unknown flag {word}")));
-            }
-            let value = rest
-                .next()
-                .ok_or_else(|| Usage(format!("{word} needs a value")))?;
-            if flags.insert(word.to_string(), value.to_string()).is_some() {
-                return Err(Usage(format!("{word} is given twice")));
-            }
-        } else {
-            positional.push(*word);
-        }
-    }
-    Ok((positional, flags))
 }
 
 async fn execute(command: Command) -> anyhow::Result<Value> {

@@ -1,4 +1,4 @@
-//! `hearth assistant --member ID [--household H] [--json] "words"`: one turn of the
+//! `hearth assistant --member ID [--household H] [--json] WORDS...`: one turn of the
 //! model-driven assistant, with this process playing the device (see
 //! `hearth_core::assistant`).
 //!
@@ -14,6 +14,7 @@
 //! The device remembers, per person, which request's question it last read aloud, in
 //! `<data dir>/assistant-device.json`, so that "yes" in the next invocation answers it.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use hearth_core::assistant::device::{DeviceKey, DeviceMemory, Heard};
@@ -22,9 +23,9 @@ use hearth_core::auth::{Secret, dev_credentials};
 use hearth_core::config::Config;
 use serde_json::json;
 
-pub const USAGE: &str = "usage: hearth assistant --member ID [--household H] [--json] \"words\"";
+use crate::cli::{AssistantArgs, usage_error};
 
-#[derive(Debug)]
+/// What one turn needs from the command line.
 struct Args {
     member: String,
     household: Option<String>,
@@ -32,53 +33,25 @@ struct Args {
     words: String,
 }
 
-fn parse(args: &[&str]) -> Result<Args, String> {
-    let (mut member, mut household, mut json, mut words) = (None, None, false, Vec::new());
-    let mut rest = args.iter();
-    while let Some(arg) = rest.next() {
-        match *arg {
-            "--json" => json = true,
-            "--member" | "--household" => {
-                let value = rest.next().ok_or(format!("{arg} needs a value"))?;
-                let slot = if *arg == "--member" {
-                    &mut member
-                } else {
-                    &mut household
-                };
-                if slot.replace(value.to_string()).is_some() {
-                    return Err(format!("{arg} is given twice"));
-                }
-            }
-            flag if flag.starts_with("--") => return Err(format!("unknown flag {flag}")),
-            word => words.push(word),
-        }
-    }
-    let member = member.ok_or("--member is required")?;
-    let words = words.join(" ");
+pub async fn run(args: AssistantArgs) -> ExitCode {
+    let words = args.words.join(" ");
     if words.trim().is_empty() {
-        return Err("say something: the words are the last argument".into());
+        return usage_error(
+            args.json,
+            "say something: the words are the last argument",
+            "Usage: hearth assistant --member <ID> [WORDS]...",
+        );
     }
-    Ok(Args {
-        member,
-        household,
-        json,
+    let args = Args {
+        member: args.member,
+        household: args.household,
+        json: args.json,
         words,
-    })
-}
-
-pub async fn run(args: &[&str]) -> ExitCode {
-    let json = args.contains(&"--json");
-    let args = match parse(args) {
-        Ok(args) => args,
-        Err(problem) => {
-            if json {
-                println!("{}", json!({"error": problem, "usage": USAGE}));
-            } else {
-                eprintln!("hearth assistant: {problem}\n{USAGE}");
-            }
-            return ExitCode::from(2);
-        }
     };
+    // A turn waits on the model a few seconds: say so at a terminal, never in the output.
+    if !args.json && std::io::stderr().is_terminal() {
+        eprintln!("asking the assistant model…");
+    }
     match turn(&args).await {
         Ok(outcome) => {
             if args.json {
@@ -185,36 +158,5 @@ fn print_human(outcome: &TurnOutcome) {
             println!("(assistant's reply: {})", outcome.reply);
         }
         None => println!("device says: {}", outcome.reply),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_command_line_names_what_is_missing_or_unknown() {
-        let args = parse(&["--member", "dana", "--json", "order", "batteries"]).unwrap();
-        assert_eq!((args.member.as_str(), args.json), ("dana", true));
-        assert_eq!(args.words, "order batteries");
-        assert_eq!(parse(&["order"]).unwrap_err(), "--member is required");
-        assert!(parse(&["--member"]).unwrap_err().contains("needs a value"));
-        assert!(
-            parse(&["--member", "a", "--member", "b", "x"])
-                .unwrap_err()
-                .contains("twice")
-        );
-        assert!(
-            parse(&["--member", "dana"])
-                .unwrap_err()
-                .contains("say something")
-        );
-        assert!(
-            parse(&["--member", "dana", "--loud", "x"])
-                .unwrap_err()
-                .contains("unknown flag")
-        );
-        let household = parse(&["--household", "hh-1", "--member", "dana", "hi"]).unwrap();
-        assert_eq!(household.household.as_deref(), Some("hh-1"));
     }
 }

@@ -12,35 +12,28 @@
 
 mod admin;
 mod assistant;
+mod cli;
 mod witness;
 
 use std::process::ExitCode;
 
 use anyhow::bail;
+use cli::{Command, EvalArgs, JudgeName, ServeArgs, SplitName};
 use hearth_core::auth::dev_credentials::{self, DevCredentials};
 use hearth_core::config::{Config, CredentialSource, Runtime};
 
-const USAGE: &str = "usage: hearth [serve] | hearth admin COMMAND [--json] (hearth admin --help) | hearth assistant --member ID [--household H] [--json] \"words\" | hearth witness serve|key|trust|list (hearth witness --help) | hearth eval [--cases FILE] [--split dev|test] [--judge rules|bedrock] [--json] [--save DIR] | hearth routes";
-
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let words: Vec<&str> = args.iter().map(String::as_str).collect();
-    let outcome = match words.as_slice() {
-        [] | ["serve"] => serve().await,
-        ["admin", "-h" | "--help" | "help"] => {
-            println!("{}", admin::USAGE);
-            Ok(())
-        }
-        ["admin", rest @ ..] => return admin::run(rest).await,
-        ["assistant", "-h" | "--help" | "help"] => {
-            println!("{}", assistant::USAGE);
-            Ok(())
-        }
-        ["assistant", rest @ ..] => return assistant::run(rest).await,
-        ["witness", rest @ ..] => return witness::run(rest).await,
-        ["eval", rest @ ..] => eval(rest).await,
-        ["routes"] => {
+    let cli = cli::parse(std::env::args_os());
+    let log_format = cli.log_format;
+    let outcome = match cli.command {
+        None => serve(ServeArgs::default(), log_format).await,
+        Some(Command::Serve(args)) => serve(args, log_format).await,
+        Some(Command::Admin(args)) => return admin::run(args).await,
+        Some(Command::Assistant(args)) => return assistant::run(args).await,
+        Some(Command::Witness(args)) => return witness::run(args, log_format).await,
+        Some(Command::Eval(args)) => eval(args).await,
+        Some(Command::Routes) => {
             // Every route and the function serving it, as JSON: what the template must route.
             println!(
                 "{}",
@@ -48,11 +41,10 @@ async fn main() -> ExitCode {
             );
             Ok(())
         }
-        ["-h" | "--help" | "help"] => {
-            println!("{USAGE}");
+        Some(Command::HelpMarkdown) => {
+            print!("{}", cli::markdown());
             Ok(())
         }
-        _ => Err(anyhow::anyhow!("unknown arguments {args:?}; {USAGE}")),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -64,9 +56,20 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn serve() -> anyhow::Result<()> {
-    let _logs = hearth_core::telemetry::init();
-    let mut config = Config::from_env()?;
+/// Whether log lines are JSON: when asked, and by default whenever stderr is not a terminal
+/// (a service manager, a file, CloudWatch).
+fn json_logs(format: Option<cli::LogFormat>) -> bool {
+    use std::io::IsTerminal;
+    match format {
+        Some(cli::LogFormat::Json) => true,
+        Some(cli::LogFormat::Text) => false,
+        None => !std::io::stderr().is_terminal(),
+    }
+}
+
+async fn serve(args: ServeArgs, log_format: Option<cli::LogFormat>) -> anyhow::Result<()> {
+    let _logs = hearth_core::telemetry::init_with(json_logs(log_format));
+    let mut config = Config::from_env_with(&args.settings())?;
     if config.runtime == Runtime::Lambda {
         bail!("the local server does not run under Lambda; deploy functions/mcp instead");
     }
@@ -132,45 +135,24 @@ fn print_dev_banner(config: &Config, dev: &DevCredentials) {
 
 /// `hearth eval`: runs a judge over a cases file (`eval/cases.jsonl` by default, from the
 /// project root), or one split of it, and prints the table, or JSON with `--json`; `--save DIR`
-/// also writes the JSON report (the cases' and prompt's hashes and every verdict) there.
-async fn eval(args: &[&str]) -> anyhow::Result<()> {
+/// also writes the JSON report (the cases' and prompt's hashes and every verdict) there. At a
+/// terminal it shows its progress on stderr.
+async fn eval(args: EvalArgs) -> anyhow::Result<()> {
     use hearth_core::chain::sha256_hex;
-    use hearth_core::countersign::eval::{Split, parse_cases, run, select, table};
+    use hearth_core::countersign::eval::{Split, parse_cases, run_with_progress, select, table};
     use hearth_core::countersign::judge::Judge;
     use hearth_core::countersign::judge::bedrock::{BedrockJudge, Guardrail, prompt_sha256};
     use hearth_core::countersign::judge::rules::RulesJudge;
+    use std::io::IsTerminal;
 
-    let mut cases_path = "eval/cases.jsonl";
-    let mut judge_name = "rules";
-    let mut split = None;
-    let mut save = None;
-    let mut json = false;
-    let mut rest = args.iter();
-    while let Some(arg) = rest.next() {
-        let mut value = |flag: &str| {
-            rest.next()
-                .copied()
-                .ok_or_else(|| anyhow::anyhow!("{flag} needs a value; {USAGE}"))
-        };
-        match *arg {
-            "--cases" => cases_path = value("--cases")?,
-            "--judge" => judge_name = value("--judge")?,
-            "--split" => {
-                let name = value("--split")?;
-                split =
-                    Some(Split::parse(name).ok_or_else(|| {
-                        anyhow::anyhow!("unknown split {name:?}; known: dev, test")
-                    })?);
-            }
-            "--save" => save = Some(value("--save")?),
-            "--json" => json = true,
-            other => bail!("unknown argument {other:?}; {USAGE}"),
-        }
-    }
+    let split = args.split.map(|split| match split {
+        SplitName::Dev => Split::Dev,
+        SplitName::Test => Split::Test,
+    });
     let config = Config::from_env()?;
-    let (judge, prompt): (Box<dyn Judge>, Option<String>) = match judge_name {
-        "rules" => (Box::new(RulesJudge), None),
-        "bedrock" => {
+    let (judge, prompt): (Box<dyn Judge>, Option<String>) = match args.judge {
+        JudgeName::Rules => (Box::new(RulesJudge), None),
+        JudgeName::Bedrock => {
             let guardrail = config
                 .judge
                 .guardrail
@@ -179,19 +161,36 @@ async fn eval(args: &[&str]) -> anyhow::Result<()> {
             let judge = BedrockJudge::from_environment(config.judge.model.clone(), guardrail).await;
             (Box::new(judge), Some(prompt_sha256()))
         }
-        other => bail!("unknown judge {other:?}; known: rules, bedrock"),
     };
-    let text = std::fs::read_to_string(cases_path)
+    let cases_path = args.cases.display().to_string();
+    let text = std::fs::read_to_string(&args.cases)
         .map_err(|error| anyhow::anyhow!("reading {cases_path}: {error}"))?;
     let cases = parse_cases(&text).map_err(|error| anyhow::anyhow!("{cases_path}: {error}"))?;
     let cases = select(cases, split);
     if cases.is_empty() {
         bail!("{cases_path} has no cases in that split");
     }
-    let report = run(judge.as_ref(), &cases, split, sha256_hex(&text), prompt).await;
+    let terminal = std::io::stderr().is_terminal();
+    let progress = |done: usize, total: usize| {
+        if terminal {
+            eprint!("\rjudging case {done} of {total}");
+            if done == total {
+                eprintln!();
+            }
+        }
+    };
+    let report = run_with_progress(
+        judge.as_ref(),
+        &cases,
+        split,
+        sha256_hex(&text),
+        prompt,
+        &progress,
+    )
+    .await;
     let report_json = serde_json::to_string_pretty(&report)?;
-    if let Some(dir) = save {
-        std::fs::create_dir_all(dir)?;
+    if let Some(dir) = args.save {
+        std::fs::create_dir_all(&dir)?;
         let seconds = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)?
             .as_secs();
@@ -201,11 +200,11 @@ async fn eval(args: &[&str]) -> anyhow::Result<()> {
             None => "all",
         };
         let name = format!("{}-{part}-{seconds}.json", report.judge);
-        let path = std::path::Path::new(dir).join(name);
+        let path = dir.join(name);
         std::fs::write(&path, &report_json)?;
         eprintln!("saved {}", path.display());
     }
-    if json {
+    if args.json {
         println!("{report_json}");
     } else {
         print!("{}", table(&report));

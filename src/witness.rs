@@ -13,83 +13,43 @@ use base64::engine::general_purpose::STANDARD;
 use hearth_core::config::WitnessSettings;
 use hearth_core::tlog::note::NoteVerifier;
 use hearth_core::witness::key::{STATE_FILE, cosigner};
-use hearth_core::witness::{DEFAULT_MAX_LOGS, Trust, Witness, WitnessState, http};
+use hearth_core::witness::{Trust, Witness, WitnessState, http};
 use serde_json::json;
 
-pub const USAGE: &str = "\
-usage: hearth witness COMMAND
-  serve                             (POST /add-checkpoint, GET /<sha256 of origin>/checkpoint,
-                                     GET /events, on HEARTH_WITNESS_ADDR)
-  key [--json]                      (this witness's name and verifier key, for a policy)
-  trust LOG_VKEY --origin-prefix PREFIX [--max-logs N] [--json]
-                                    (cosign that log key's checkpoints under PREFIX; N logs
-                                     at most under it, default 4096)
-  list [--json]                     (what it trusts, and the latest size of each log)
-Settings: HEARTH_WITNESS_ADDR (default 127.0.0.1:8788), HEARTH_WITNESS_DIR (default
-./.hearth-witness: its key and state), HEARTH_WITNESS_NAME (default: derived from its key).";
+use crate::cli::{LogFormat, WitnessArgs, WitnessCommand, usage_error};
 
-enum Command {
-    Serve,
-    Key,
-    Trust(Trust),
-    List,
-}
-
-fn parse(args: &[&str]) -> Result<(Command, bool), String> {
-    let json = args.contains(&"--json");
-    let words: Vec<&str> = args.iter().copied().filter(|a| *a != "--json").collect();
-    let command = match words.as_slice() {
-        ["serve"] if !json => Command::Serve,
-        ["key"] => Command::Key,
-        ["list"] => Command::List,
-        ["trust", vkey, rest @ ..] => {
-            let mut prefix = None;
-            let mut max_logs = DEFAULT_MAX_LOGS;
-            let mut rest = rest.iter();
-            while let Some(flag) = rest.next() {
-                match *flag {
-                    "--origin-prefix" => prefix = rest.next().map(|p| (*p).to_owned()),
-                    "--max-logs" => {
-                        max_logs = rest
-                            .next()
-                            .and_then(|n| n.parse().ok())
-                            .filter(|n| *n >= 1)
-                            .ok_or("--max-logs takes a whole number of at least 1")?;
-                    }
-                    other => return Err(format!("unknown argument {other:?}")),
-                }
+pub async fn run(args: WitnessArgs, log_format: Option<LogFormat>) -> ExitCode {
+    let json = args.json;
+    let command = match args.command {
+        WitnessCommand::Serve => Command::Serve(log_format),
+        WitnessCommand::Key => Command::Key,
+        WitnessCommand::List => Command::List,
+        WitnessCommand::Trust {
+            log_vkey,
+            origin_prefix,
+            max_logs,
+        } => {
+            if let Err(error) = NoteVerifier::parse(&log_vkey) {
+                return usage_error(
+                    json,
+                    &format!(
+                        "{log_vkey:?} is not a log's verifier key (name+id+key, type 0x01): {error}"
+                    ),
+                    "Usage: hearth witness trust --origin-prefix <PREFIX> <LOG_VKEY>",
+                );
             }
-            let origin_prefix = prefix
-                .filter(|p| !p.is_empty())
-                .ok_or("trust needs --origin-prefix PREFIX, for example hearth.example/hearth/")?;
-            NoteVerifier::parse(vkey).map_err(|error| {
-                format!("{vkey:?} is not a log's verifier key (name+id+key, type 0x01): {error}")
-            })?;
+            if origin_prefix.is_empty() {
+                return usage_error(
+                    json,
+                    "--origin-prefix names the origins to trust, for example hearth.example/hearth/",
+                    "Usage: hearth witness trust --origin-prefix <PREFIX> <LOG_VKEY>",
+                );
+            }
             Command::Trust(Trust {
-                vkey: (*vkey).to_owned(),
+                vkey: log_vkey,
                 origin_prefix,
                 max_logs,
             })
-        }
-        _ => return Err("unknown or incomplete command".into()),
-    };
-    Ok((command, json))
-}
-
-pub async fn run(args: &[&str]) -> ExitCode {
-    if matches!(args, [] | ["-h" | "--help" | "help"]) {
-        println!("{USAGE}");
-        return if args.is_empty() {
-            ExitCode::from(2)
-        } else {
-            ExitCode::SUCCESS
-        };
-    }
-    let (command, json) = match parse(args) {
-        Ok(parsed) => parsed,
-        Err(error) => {
-            eprintln!("hearth witness: {error}\n{USAGE}");
-            return ExitCode::from(2);
         }
     };
     match execute(command, json).await {
@@ -105,6 +65,13 @@ pub async fn run(args: &[&str]) -> ExitCode {
     }
 }
 
+enum Command {
+    Serve(Option<LogFormat>),
+    Key,
+    Trust(Trust),
+    List,
+}
+
 async fn execute(command: Command, json: bool) -> anyhow::Result<()> {
     let settings = WitnessSettings::from_env()?;
     let signer = cosigner(&settings.dir, settings.name.as_deref())?;
@@ -113,8 +80,8 @@ async fn execute(command: Command, json: bool) -> anyhow::Result<()> {
             .with_context(|| format!("opening the witness state in {}", settings.dir.display()))
     };
     match command {
-        Command::Serve => {
-            let _logs = hearth_core::telemetry::init();
+        Command::Serve(log_format) => {
+            let _logs = hearth_core::telemetry::init_with(crate::json_logs(log_format));
             let vkey = signer.vkey();
             let witness = Arc::new(Witness::new(signer, open()?));
             let listener = tokio::net::TcpListener::bind(settings.addr)

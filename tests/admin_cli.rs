@@ -266,8 +266,18 @@ fn every_command_answers_one_json_object_with_its_exit_status() {
     );
     assert!(run(&["household", "list", "--json"]).json()["households"][0]["linked"] == false);
 
-    // Deleting: everything goes, and the household is then unknown.
-    let removed = run(&["household", "delete", &id, "--json"]).json();
+    // Deleting needs --yes: without it, nothing goes, and the answer says what would.
+    let unconfirmed = run(&["household", "delete", &id, "--json"]);
+    assert_eq!(unconfirmed.code, 2);
+    assert!(
+        unconfirmed
+            .error()
+            .contains("its decisions, its ledger and its logs")
+    );
+    assert!(unconfirmed.json()["usage"].is_string());
+    assert_eq!(run(&["household", "show", &id, "--json"]).code, 0);
+    // With it, everything goes, and the household is then unknown.
+    let removed = run(&["household", "delete", &id, "--yes", "--json"]).json();
     assert_eq!(keys(&removed), ["household_id", "removed"]);
     assert_eq!(removed["removed"]["accounts"], 1);
     assert_eq!(removed["removed"]["device_keys"], 0);
@@ -305,7 +315,7 @@ fn usage_errors_exit_2_and_say_how() {
     let plain = admin(&env, &["frobnicate"]);
     assert_eq!(plain.code, 2);
     assert!(
-        plain.stderr.contains("usage: hearth admin"),
+        plain.stderr.contains("Usage: hearth admin"),
         "{}",
         plain.stderr
     );
@@ -359,7 +369,7 @@ async fn the_same_commands_run_over_dynamodb() {
     assert_eq!(listed["households"][0]["household_id"], id.as_str());
     let token = admin(&env, &["token", &id, "--json"]);
     assert_eq!(token.code, 0, "{}", token.stdout);
-    let removed = admin(&env, &["household", "delete", &id, "--json"]).json();
+    let removed = admin(&env, &["household", "delete", &id, "--yes", "--json"]).json();
     assert_eq!(removed["removed"]["device_keys"], 1);
     assert_eq!(
         admin(&env, &["household", "list", "--json"]).json(),

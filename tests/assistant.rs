@@ -429,7 +429,10 @@ async fn the_command_line_plays_the_device_across_turns() {
     let usage = run(vec!["--json", "hello"]).await.unwrap();
     assert_eq!(usage.status.code(), Some(2));
     let error: Value = serde_json::from_slice(&usage.stdout).unwrap();
-    assert_eq!(error["error"], "--member is required");
+    assert!(
+        error["error"].as_str().unwrap().contains("--member"),
+        "{error}"
+    );
     let household = run(vec!["--member", "dana", "--household", "hh-1", "hi"])
         .await
         .unwrap();

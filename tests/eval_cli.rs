@@ -109,11 +109,25 @@ fn the_table_names_counts_percentages_and_intervals() {
 }
 
 #[test]
-fn bad_invocations_are_one_clear_line() {
+fn bad_invocations_are_refused_clearly() {
+    // Usage errors: exit 2, clap's message naming the flag and what it accepts.
     for (args, expected) in [
-        (vec!["--judge"], "--judge needs a value"),
-        (vec!["--split", "train"], "unknown split"),
-        (vec!["--judge", "oracle"], "unknown judge"),
+        (vec!["--judge"], "a value is required for '--judge <JUDGE>'"),
+        (
+            vec!["--split", "train"],
+            "invalid value 'train' for '--split <SPLIT>'",
+        ),
+        (
+            vec!["--judge", "oracle"],
+            "[possible values: rules, bedrock]",
+        ),
+    ] {
+        let (code, _, stderr) = eval(&args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+    // Failures: exit 1, one line.
+    for (args, expected) in [
         (
             vec!["--cases", "nowhere.jsonl", "--judge", "rules"],
             "reading nowhere.jsonl",

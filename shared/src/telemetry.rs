@@ -49,14 +49,31 @@ pub fn init() -> LogGuard {
     LogGuard(guard)
 }
 
+/// Installs the log subscriber: JSON as [`init`] does when `json`, else lines for a person at a
+/// terminal (the same events and fields, without the metrics a log pipeline reads).
+pub fn init_with(json: bool) -> LogGuard {
+    if json {
+        return init();
+    }
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .buffered_lines_limit(QUEUED_LINES)
+        .lossy(true)
+        .finish(std::io::stderr());
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(filter())
+        .with_writer(writer)
+        .finish();
+    let _ = tracing::subscriber::set_global_default(subscriber);
+    LogGuard(guard)
+}
+
 /// The JSON subscriber every entry point logs through, writing to `writer`. Tests capture
 /// exactly what production writes by giving it their own writer.
 pub fn subscriber<W>(writer: W) -> impl tracing::Subscriber + Send + Sync
 where
     W: for<'writer> tracing_subscriber::fmt::MakeWriter<'writer> + Send + Sync + 'static,
 {
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=off"));
+    let filter = filter();
     let json = tracing_subscriber::fmt::format()
         .json()
         .flatten_event(true)
@@ -68,6 +85,11 @@ where
         .with_env_filter(filter)
         .with_writer(writer)
         .finish()
+}
+
+/// The level filter: `RUST_LOG`, else `info` with rmcp silenced.
+fn filter() -> EnvFilter {
+    EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=off"))
 }
 
 /// The CloudWatch namespace of the request metrics.

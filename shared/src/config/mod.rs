@@ -187,6 +187,18 @@ impl Config {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
 
+    /// The configuration with `settings` (by variable name: what `hearth serve`'s flags gave)
+    /// read before the environment.
+    pub fn from_env_with(settings: &[(&str, String)]) -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| {
+            settings
+                .iter()
+                .find(|(given, _)| *given == name)
+                .map(|(_, value)| value.clone())
+                .or_else(|| std::env::var(name).ok())
+        })
+    }
+
     /// Builds the configuration from any variable source; tests pass a map.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let get = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
@@ -244,6 +256,17 @@ impl Config {
                     reason,
                 }
             })?),
+            // Served on an address other machines reach (0.0.0.0 and :: included), a local
+            // server must be told the URL clients use: the token audience and every discovery
+            // document follow from it, and a guess from the listen address would be wrong.
+            None if runtime == Runtime::Local && !addr.ip().is_loopback() => {
+                return Err(ConfigError::Invalid {
+                    name: "MCP_RESOURCE_URL",
+                    reason: format!(
+                        "HEARTH_ADDR {addr} is reachable from other machines, so clients need the URL they reach /mcp by; set MCP_RESOURCE_URL (for example https://hearth.example/mcp)"
+                    ),
+                });
+            }
             None if runtime == Runtime::Local => PublicUrls::local_default(addr),
             None => None,
         };
@@ -905,6 +928,24 @@ mod tests {
         for bad in ["0", "1000001", "-1", "many"] {
             assert!(limit(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_server_reachable_from_elsewhere_needs_its_public_url() {
+        for addr in ["0.0.0.0:8787", "[::]:8787", "192.168.1.20:8787"] {
+            let error = config(&[("HEARTH_ADDR", addr)]).unwrap_err().to_string();
+            assert!(error.contains("MCP_RESOURCE_URL"), "{addr}: {error}");
+        }
+        for addr in ["127.0.0.1:8787", "[::1]:8787"] {
+            assert!(config(&[("HEARTH_ADDR", addr)]).is_ok(), "{addr}");
+        }
+        assert!(
+            config(&[
+                ("HEARTH_ADDR", "0.0.0.0:8787"),
+                ("MCP_RESOURCE_URL", "https://hearth.example/mcp")
+            ])
+            .is_ok()
+        );
     }
 
     #[test]

@@ -178,9 +178,22 @@ pub async fn run(
     cases_sha256: String,
     prompt_sha256: Option<String>,
 ) -> Report {
+    run_with_progress(judge, cases, split, cases_sha256, prompt_sha256, &|_, _| {}).await
+}
+
+/// [`run`], telling `progress(done, total)` after each case (a terminal shows it; a judge on
+/// Bedrock takes about a second a case).
+pub async fn run_with_progress(
+    judge: &dyn Judge,
+    cases: &[Case],
+    split: Option<Split>,
+    cases_sha256: String,
+    prompt_sha256: Option<String>,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Report {
     let mut results = Vec::with_capacity(cases.len());
     let mut tallies: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-    for case in cases {
+    for (done, case) in cases.iter().enumerate() {
         let judgement = judge.judge(&case.words, &case.proposal).await;
         let right = match case.label {
             Label::Match => judgement.verdict == Verdict::Match,
@@ -195,6 +208,7 @@ pub async fn run(
             codes: judgement.codes,
             reasons: judgement.notes,
         });
+        progress(done + 1, cases.len());
     }
     let (caught, mismatches) = tallies
         .iter()

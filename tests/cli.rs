@@ -1,0 +1,149 @@
+//! The command line as a person meets it: `--help` on every command exits 0, `--version`
+//! names the release, usage errors exit 2 (as JSON when `--json` was asked for), and the
+//! manual's CLI page is exactly what the definitions generate.
+
+use std::process::{Command, Output};
+
+fn hearth(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .args(args)
+        // A fresh, empty data directory: nothing here may touch a store.
+        .env(
+            "HEARTH_DATA_DIR",
+            std::env::temp_dir().join("hearth-cli-test-unused"),
+        )
+        .env_remove("HEARTH_LOG_FORMAT")
+        .output()
+        .expect("the hearth binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Every command path the reference documents (`hearth`, `hearth admin household create`…).
+fn command_paths() -> Vec<Vec<String>> {
+    let page = text(&hearth(&["help-markdown"]).stdout);
+    page.lines()
+        .filter_map(|line| line.strip_prefix("## `")?.strip_suffix('`'))
+        .map(|path| path.split(' ').skip(1).map(str::to_owned).collect())
+        .collect()
+}
+
+#[test]
+fn the_manuals_cli_page_is_what_the_definitions_generate() {
+    let generated = hearth(&["help-markdown"]);
+    assert_eq!(generated.status.code(), Some(0));
+    let page = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/reference/cli.md"),
+    )
+    .unwrap();
+    assert!(
+        text(&generated.stdout) == page,
+        "docs/src/reference/cli.md is out of date: run `cargo run -q -- help-markdown > docs/src/reference/cli.md`"
+    );
+}
+
+#[test]
+fn every_command_has_help_and_refuses_what_it_does_not_know_with_exit_2() {
+    let paths = command_paths();
+    assert!(paths.len() >= 25, "{} commands documented", paths.len());
+    for path in &paths {
+        let words: Vec<&str> = path.iter().map(String::as_str).collect();
+        let help = hearth(&[&words[..], &["--help"]].concat());
+        assert_eq!(help.status.code(), Some(0), "{words:?} --help");
+        assert!(
+            text(&help.stdout).contains("Usage: hearth"),
+            "{words:?}: {}",
+            text(&help.stdout)
+        );
+        let unknown = hearth(&[&words[..], &["--no-such-flag"]].concat());
+        assert_eq!(unknown.status.code(), Some(2), "{words:?} --no-such-flag");
+        assert!(text(&unknown.stderr).contains("--no-such-flag"));
+    }
+}
+
+#[test]
+fn version_and_usage_errors() {
+    let version = hearth(&["--version"]);
+    assert_eq!(version.status.code(), Some(0));
+    assert_eq!(
+        text(&version.stdout).trim(),
+        format!("hearth {}", env!("CARGO_PKG_VERSION"))
+    );
+    for args in [
+        &["frobnicate"][..],
+        &["admin"],
+        &["admin", "token"],
+        &["admin", "token", "hh-1", "--days", "91"],
+        &["assistant", "hello"],
+        &["witness", "trust", "not-a-vkey"],
+        &["eval", "--judge", "oracle"],
+    ] {
+        let run = hearth(args);
+        assert_eq!(
+            run.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&run.stderr)
+        );
+        // An error names what is wrong; a command missing its subcommand shows its help.
+        let stderr = text(&run.stderr);
+        assert!(
+            stderr.starts_with("error: ") || stderr.contains("Usage: hearth"),
+            "{args:?}: {stderr}"
+        );
+    }
+    // Asked for JSON, a usage error is one JSON object on stdout, naming what is wrong.
+    let run = hearth(&["admin", "token", "--json"]);
+    assert_eq!(run.status.code(), Some(2));
+    let answer: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(
+        answer["error"],
+        "the following required arguments were not provided: <HOUSEHOLD>"
+    );
+    assert!(
+        answer["usage"]
+            .as_str()
+            .unwrap()
+            .starts_with("Usage: hearth admin token")
+    );
+}
+
+#[test]
+fn destroying_commands_do_nothing_without_yes() {
+    for (args, says) in [
+        (
+            &["admin", "household", "delete", "hh-1", "--json"][..],
+            "its decisions, its ledger and its logs",
+        ),
+        (
+            &["admin", "log", "reset", "hh-1", "--json"],
+            "Run it again with --yes",
+        ),
+    ] {
+        let run = hearth(args);
+        assert_eq!(run.status.code(), Some(2), "{args:?}");
+        let answer: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+        assert!(answer["error"].as_str().unwrap().contains(says), "{answer}");
+    }
+}
+
+#[test]
+fn serve_refuses_an_address_others_reach_without_its_public_url() {
+    let run = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .args(["serve", "--addr", "0.0.0.0:0"])
+        .env_remove("MCP_RESOURCE_URL")
+        .env(
+            "HEARTH_DATA_DIR",
+            std::env::temp_dir().join("hearth-cli-test-unused"),
+        )
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    let stderr = text(&run.stderr);
+    assert!(
+        stderr.contains("MCP_RESOURCE_URL") && stderr.contains("0.0.0.0"),
+        "{stderr}"
+    );
+}
