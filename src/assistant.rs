@@ -79,20 +79,23 @@ async fn turn(args: &Args) -> Result<TurnOutcome, String> {
         .as_ref()
         .map(|urls| urls.resource().to_owned())
         .ok_or("MCP_RESOURCE_URL is not set: the device does not know where Hearth is")?;
-    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
     let (token, key, household) = match &args.household {
         Some(household) => {
-            let token = env("HEARTH_TOKEN").ok_or(format!(
+            let token = config.device.token.as_ref().ok_or(format!(
                 "set HEARTH_TOKEN to the household's token (hearth admin token {household})"
             ))?;
-            let key = env("HEARTH_DEVICE_KEY").ok_or(format!(
+            let key = config.device.key.as_ref().ok_or(format!(
                 "set HEARTH_DEVICE_KEY to a device key of the household (hearth admin device-key add {household})"
             ))?;
-            (token, DeviceKey::parse_household(&key)?, household.clone())
+            (
+                token.expose().to_owned(),
+                DeviceKey::parse_household(key.expose())?,
+                household.clone(),
+            )
         }
         None => {
-            let token = match env("HEARTH_TOKEN") {
-                Some(token) => token,
+            let token = match &config.device.token {
+                Some(token) => token.expose().to_owned(),
                 None => development_token(&config)?,
             };
             let key = config.host_key().ok_or(

@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use anyhow::bail;
 use cli::{Command, EvalArgs, JudgeName, ServeArgs, SplitName};
 use hearth_core::auth::dev_credentials::{self, DevCredentials};
-use hearth_core::config::{Config, CredentialSource, Runtime};
+use hearth_core::config::{Config, CredentialSource, LogSettings, Runtime};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -41,8 +41,14 @@ async fn main() -> ExitCode {
             );
             Ok(())
         }
-        Some(Command::HelpMarkdown) => {
-            print!("{}", cli::markdown());
+        Some(Command::Reference { page }) => {
+            print!(
+                "{}",
+                match page {
+                    cli::ReferencePage::Cli => cli::markdown(),
+                    cli::ReferencePage::Configuration => hearth_core::config::reference::markdown(),
+                }
+            );
             Ok(())
         }
     };
@@ -68,7 +74,7 @@ fn json_logs(format: Option<cli::LogFormat>) -> bool {
 }
 
 async fn serve(args: ServeArgs, log_format: Option<cli::LogFormat>) -> anyhow::Result<()> {
-    let _logs = hearth_core::telemetry::init_with(json_logs(log_format));
+    let _logs = hearth_core::telemetry::init_with(json_logs(log_format), &LogSettings::from_env());
     let mut config = Config::from_env_with(&args.settings())?;
     if config.runtime == Runtime::Lambda {
         bail!("the local server does not run under Lambda; deploy functions/mcp instead");

@@ -81,7 +81,10 @@ async fn execute(command: Command, json: bool) -> anyhow::Result<()> {
     };
     match command {
         Command::Serve(log_format) => {
-            let _logs = hearth_core::telemetry::init_with(crate::json_logs(log_format));
+            let _logs = hearth_core::telemetry::init_with(
+                crate::json_logs(log_format),
+                &hearth_core::config::LogSettings::from_env(),
+            );
             let vkey = signer.vkey();
             let witness = Arc::new(Witness::new(signer, open()?));
             let listener = tokio::net::TcpListener::bind(settings.addr)

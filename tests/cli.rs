@@ -23,7 +23,7 @@ fn text(bytes: &[u8]) -> String {
 
 /// Every command path the reference documents (`hearth`, `hearth admin household create`…).
 fn command_paths() -> Vec<Vec<String>> {
-    let page = text(&hearth(&["help-markdown"]).stdout);
+    let page = text(&hearth(&["reference", "cli"]).stdout);
     page.lines()
         .filter_map(|line| line.strip_prefix("## `")?.strip_suffix('`'))
         .map(|path| path.split(' ').skip(1).map(str::to_owned).collect())
@@ -31,17 +31,19 @@ fn command_paths() -> Vec<Vec<String>> {
 }
 
 #[test]
-fn the_manuals_cli_page_is_what_the_definitions_generate() {
-    let generated = hearth(&["help-markdown"]);
-    assert_eq!(generated.status.code(), Some(0));
-    let page = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/reference/cli.md"),
-    )
-    .unwrap();
-    assert!(
-        text(&generated.stdout) == page,
-        "docs/src/reference/cli.md is out of date: run `cargo run -q -- help-markdown > docs/src/reference/cli.md`"
-    );
+fn the_manuals_generated_reference_pages_are_what_the_code_generates() {
+    for page in ["cli", "configuration"] {
+        let generated = hearth(&["reference", page]);
+        assert_eq!(generated.status.code(), Some(0));
+        let path = format!("docs/src/reference/{page}.md");
+        let kept =
+            std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(&path))
+                .unwrap();
+        assert!(
+            text(&generated.stdout) == kept,
+            "{path} is out of date: run `cargo run -q -- reference {page} > {path}`"
+        );
+    }
 }
 
 #[test]

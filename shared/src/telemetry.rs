@@ -15,6 +15,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use axum::extract::Request;
+
+use crate::config::LogSettings;
 use http::StatusCode;
 use lambda_http::RequestExt;
 use rand::RngExt;
@@ -40,7 +42,14 @@ pub struct LogGuard(#[allow(dead_code)] tracing_appender::non_blocking::WorkerGu
 /// method names, which must never reach the logs). Lines are written to stderr by a
 /// background thread, so a request never waits on the write; if the queue ever fills, lines
 /// are dropped rather than slowing requests. Calling it twice keeps the first subscriber.
-pub fn init() -> LogGuard {
+pub fn init(settings: &LogSettings) -> LogGuard {
+    let _ = FUNCTION.set(
+        settings
+            .function_name
+            .clone()
+            .unwrap_or_else(|| "local".to_owned()),
+    );
+    let _ = FILTER.set(settings.filter.clone());
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
         .buffered_lines_limit(QUEUED_LINES)
         .lossy(true)
@@ -51,10 +60,11 @@ pub fn init() -> LogGuard {
 
 /// Installs the log subscriber: JSON as [`init`] does when `json`, else lines for a person at a
 /// terminal (the same events and fields, without the metrics a log pipeline reads).
-pub fn init_with(json: bool) -> LogGuard {
+pub fn init_with(json: bool, settings: &LogSettings) -> LogGuard {
     if json {
-        return init();
+        return init(settings);
     }
+    let _ = FILTER.set(settings.filter.clone());
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
         .buffered_lines_limit(QUEUED_LINES)
         .lossy(true)
@@ -87,9 +97,20 @@ where
         .finish()
 }
 
-/// The level filter: `RUST_LOG`, else `info` with rmcp silenced.
+/// The level filter `RUST_LOG` gave (see [`LogSettings`]), set once by `init`.
+static FILTER: OnceLock<Option<String>> = OnceLock::new();
+
+/// The function name the metrics carry (Lambda's, or `local`), set once by `init`.
+static FUNCTION: OnceLock<String> = OnceLock::new();
+
+/// The level filter: `RUST_LOG` (as the configuration read it), else `info` with rmcp
+/// silenced (its lines quote client input).
 fn filter() -> EnvFilter {
-    EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=off"))
+    FILTER
+        .get()
+        .and_then(Option::as_deref)
+        .and_then(|directives| EnvFilter::try_new(directives).ok())
+        .unwrap_or_else(|| EnvFilter::new("info,rmcp=off"))
 }
 
 /// The CloudWatch namespace of the request metrics.
@@ -162,13 +183,7 @@ impl Visit for Fields {
 
 /// The function name the metrics carry: Lambda's, or `local`.
 fn function_name() -> &'static str {
-    static NAME: OnceLock<String> = OnceLock::new();
-    NAME.get_or_init(|| {
-        std::env::var("AWS_LAMBDA_FUNCTION_NAME")
-            .ok()
-            .filter(|name| !name.is_empty())
-            .unwrap_or_else(|| "local".to_owned())
-    })
+    FUNCTION.get().map_or("local", String::as_str)
 }
 
 /// One request line: the logged fields, the time and level as tracing writes them, and the

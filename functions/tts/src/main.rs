@@ -2,7 +2,7 @@
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let _logs = hearth_core::telemetry::init();
+    let _logs = hearth_core::telemetry::init(&hearth_core::config::LogSettings::from_env());
     let mut config = hearth_core::config::Config::from_env()?;
     hearth_core::app::load_credentials(&mut config).await;
     let router = hearth_core::app::tts_router(&config).await?;

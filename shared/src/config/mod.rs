@@ -3,6 +3,7 @@
 //! silent fallback to something weaker.
 
 #[cfg(feature = "aws")]
+pub mod reference;
 pub mod secrets;
 mod witness;
 pub use witness::{WitnessSettings, WitnessSubmission};
@@ -146,6 +147,39 @@ pub struct Config {
     /// `HEARTH_WITNESS_POLICY` or `HEARTH_WITNESS_POLICY_FILE`, and
     /// `HEARTH_WITNESS_TIMEOUT_MS`: the witnesses each new checkpoint is submitted to.
     pub witnesses: Option<WitnessSubmission>,
+    /// `hearth assistant`'s device: `HEARTH_TOKEN` (its bearer token) and `HEARTH_DEVICE_KEY`
+    /// (a household device key, `KEY_ID:KEY`). Read by no server.
+    pub device: DeviceSettings,
+}
+
+/// What `hearth assistant`, playing a household's device, authenticates and signs with.
+#[derive(Debug, Clone, Default)]
+pub struct DeviceSettings {
+    pub token: Option<Secret>,
+    pub key: Option<Secret>,
+}
+
+/// How an entry point logs, read before anything else so that a configuration error is
+/// logged too: `RUST_LOG` (the filter) and `AWS_LAMBDA_FUNCTION_NAME` (the metrics'
+/// `Function` dimension, `local` off Lambda).
+#[derive(Debug, Clone, Default)]
+pub struct LogSettings {
+    pub filter: Option<String>,
+    pub function_name: Option<String>,
+}
+
+impl LogSettings {
+    pub fn from_env() -> Self {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let get = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
+        Self {
+            filter: get("RUST_LOG"),
+            function_name: get("AWS_LAMBDA_FUNCTION_NAME"),
+        }
+    }
 }
 
 /// Which intent judge runs, and the model judge's settings.
@@ -388,7 +422,12 @@ impl Config {
             }
         };
         let witnesses = witness::submission(&get, runtime)?;
+        let device = DeviceSettings {
+            token: get("HEARTH_TOKEN").map(|token| Secret::new(token.trim())),
+            key: get("HEARTH_DEVICE_KEY").map(|key| Secret::new(key.trim())),
+        };
         Ok(Self {
+            device,
             witnesses,
             cimd_allow_http_loopback,
             assistant_model: get("COUNTERSIGN_ASSISTANT_MODEL")
