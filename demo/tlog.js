@@ -80,12 +80,12 @@
   }
 
   // The witness policy the server publishes (C2SP tlog-policy text), parsed, with each
-  // witness's key ready for WebCrypto; null when the server names no witnesses (404).
+  // witness's key ready for WebCrypto; null when it names no witness (its quorum is "none").
   async function loadPolicy() {
     const answer = await fetch("/.well-known/hearth/witness-policy");
-    if (answer.status === 404) return null;
     if (!answer.ok) throw new Error("the witness policy could not be read");
-    return parsePolicy(await answer.text());
+    const policy = await parsePolicy(await answer.text());
+    return policy.quorum === null && policy.witnesses.size === 0 ? null : policy;
   }
 
   // The witnesses, groups and quorum of a policy text. The log lines are not needed here: the

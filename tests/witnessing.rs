@@ -427,7 +427,8 @@ async fn a_policy_that_does_not_name_this_deployments_log_key_stops_the_start() 
     .err()
     .expect("refused");
     assert!(error.to_string().contains(&log_vkey()), "{error}");
-    // Without a policy nothing is published.
+    // Without witnesses the published policy is still true: the log key, and no quorum, which
+    // verify_log.py reads like any other policy.
     let h = common::harness(&[]);
     let reply = request(
         &h.router,
@@ -437,5 +438,8 @@ async fn a_policy_that_does_not_name_this_deployments_log_key_stops_the_start() 
         "",
     )
     .await;
-    assert_eq!(reply.status, http::StatusCode::NOT_FOUND);
+    assert_eq!(reply.status, http::StatusCode::OK);
+    let policy = Policy::parse(&reply.raw).unwrap();
+    assert!(!policy.requires_witnesses());
+    assert_eq!(policy.logs[0].verifier.vkey(), log_vkey());
 }

@@ -231,28 +231,42 @@ async fn log_keys(State(endpoint): State<Arc<McpEndpoint>>) -> Response {
     }
 }
 
-/// `GET /.well-known/hearth/witness-policy`: the C2SP tlog-policy text whose quorum this
-/// deployment's checkpoints carry (its `log` line names the deployment's key, not an origin).
-/// 404 when no witnesses are configured.
+/// `GET /.well-known/hearth/witness-policy`: the C2SP tlog-policy text this deployment's
+/// checkpoints are checked under (its `log` lines name the deployment's keys, not origins).
+/// Without witnesses that is still a true policy: the log keys and `quorum none`. 503 without
+/// a log key, as for the keys themselves.
 async fn witness_policy(State(endpoint): State<Arc<McpEndpoint>>) -> Response {
-    match &endpoint.witness_policy {
-        Some(policy) => (
-            [
-                (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
-                (header::CACHE_CONTROL, "public, max-age=300"),
-            ],
-            policy.clone(),
-        )
-            .into_response(),
-        None => (
-            StatusCode::NOT_FOUND,
-            axum::Json(json!({
-                "error": "not_found",
-                "error_description": "no witnesses are configured (HEARTH_WITNESS_POLICY)",
-            })),
-        )
-            .into_response(),
-    }
+    let policy = match (&endpoint.witness_policy, &endpoint.log_keys) {
+        (Some(policy), _) => policy.clone(),
+        (None, Some(keys)) => {
+            let mut policy = String::from(
+                "# No witnesses are configured (HEARTH_WITNESS_POLICY): checkpoints are signed by the log key alone.\n",
+            );
+            for key in keys.published() {
+                policy.push_str(&format!("log {}\n", key.vkey));
+            }
+            policy.push_str("quorum none\n");
+            policy
+        }
+        (None, None) => {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                axum::Json(json!({
+                    "error": "temporarily_unavailable",
+                    "error_description": "no log signing key is configured (HEARTH_LOG_KEY)",
+                })),
+            )
+                .into_response();
+        }
+    };
+    (
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=300"),
+        ],
+        policy,
+    )
+        .into_response()
 }
 
 async fn healthz() -> Response {
