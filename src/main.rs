@@ -41,16 +41,7 @@ async fn main() -> ExitCode {
             );
             Ok(())
         }
-        Some(Command::Reference { page }) => {
-            print!(
-                "{}",
-                match page {
-                    cli::ReferencePage::Cli => cli::markdown(),
-                    cli::ReferencePage::Configuration => hearth_core::config::reference::markdown(),
-                }
-            );
-            Ok(())
-        }
+        Some(Command::Reference { page, update }) => reference(page, update),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -60,6 +51,35 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `hearth reference`: prints a generated reference page or table, or with `--update` writes
+/// them all into the manual (whole pages, or the tables between their markers).
+fn reference(page: Option<cli::ReferencePage>, update: bool) -> anyhow::Result<()> {
+    use cli::{Generated, ReferencePage};
+    if !update {
+        let (Generated::Page(text) | Generated::Table(_, text)) = page
+            .expect("clap requires a page without --update")
+            .generate();
+        print!("{text}");
+        return Ok(());
+    }
+    for page in ReferencePage::ALL {
+        let path = page.path();
+        let text = match page.generate() {
+            Generated::Page(text) => text,
+            Generated::Table(name, table) => {
+                let current = std::fs::read_to_string(path)
+                    .map_err(|error| anyhow::anyhow!("reading {path}: {error}"))?;
+                hearth_core::config::reference::splice(&current, name, &table).ok_or_else(|| {
+                    anyhow::anyhow!("{path} has no <!-- generated:{name}:begin/end --> markers")
+                })?
+            }
+        };
+        std::fs::write(path, text).map_err(|error| anyhow::anyhow!("writing {path}: {error}"))?;
+        eprintln!("wrote {path}");
+    }
+    Ok(())
 }
 
 /// Whether log lines are JSON: when asked, and by default whenever stderr is not a terminal

@@ -67,40 +67,138 @@ pub struct Backing {
 }
 
 /// One route: the function that serves it, its method (`ANY` when the handler answers other
-/// methods itself, with 405) and its path.
+/// methods itself, with 405), its path, and what it is (for the manual's routes page, which is
+/// generated from this table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Route {
     pub function: &'static str,
     pub method: &'static str,
     pub path: &'static str,
+    #[serde(skip)]
+    pub summary: &'static str,
 }
 
 /// Every route Hearth serves. The local server serves all of them; each Lambda function its
 /// own; `infra/template.yaml` routes exactly these (tests check both).
 pub const ROUTES: &[Route] = &[
-    route("mcp", "ANY", "/mcp"),
-    route("mcp", "GET", "/healthz"),
-    route("mcp", "GET", "/.well-known/hearth/log-keys"),
-    route("mcp", "GET", "/.well-known/hearth/witness-policy"),
-    route("mcp", "ANY", "/.well-known/oauth-protected-resource"),
-    route("mcp", "ANY", "/.well-known/oauth-protected-resource/mcp"),
-    route("mcp", "GET", "/demo"),
-    route("mcp", "GET", "/demo/{asset}"),
-    route("oauth", "ANY", "/oauth/authorize"),
-    route("oauth", "ANY", "/oauth/token"),
-    route("oauth", "ANY", "/oauth/revoke"),
-    route("oauth", "ANY", "/oauth/register"),
-    route("oauth", "ANY", "/oauth/judge"),
-    route("oauth", "ANY", "/.well-known/oauth-authorization-server"),
-    route("tts", "ANY", "/tts"),
+    route(
+        "mcp",
+        "ANY",
+        "/mcp",
+        "the MCP endpoint: POST only, stateless Streamable HTTP, JSON responses ([Protocol behaviour](protocol.md))",
+    ),
+    route(
+        "mcp",
+        "GET",
+        "/healthz",
+        r#"unauthenticated; answers only `{"status":"ok","service":"hearth"}`"#,
+    ),
+    route(
+        "mcp",
+        "GET",
+        "/.well-known/hearth/log-keys",
+        "the transparency logs' verifier keys ([Transparency logs](../concepts/transparency-logs.md)); 503 without a log key",
+    ),
+    route(
+        "mcp",
+        "GET",
+        "/.well-known/hearth/witness-policy",
+        "the policy checkpoints are checked under, C2SP tlog-policy text ([Witnesses](../concepts/witnesses.md)); without `HEARTH_WITNESS_POLICY`, the log keys and `quorum none`; 503 without a log key",
+    ),
+    route(
+        "mcp",
+        "ANY",
+        "/.well-known/oauth-protected-resource",
+        "RFC 9728 protected-resource metadata; 503 without `MCP_RESOURCE_URL`",
+    ),
+    route(
+        "mcp",
+        "ANY",
+        "/.well-known/oauth-protected-resource/mcp",
+        "the same document at its path-suffixed name",
+    ),
+    route(
+        "mcp",
+        "GET",
+        "/demo",
+        "the web demo page ([The demo](../getting-started/demo.md))",
+    ),
+    route(
+        "mcp",
+        "GET",
+        "/demo/{asset}",
+        "its scripts, styles and tour, built into the binary",
+    ),
+    route(
+        "oauth",
+        "ANY",
+        "/oauth/authorize",
+        "the consent page (GET) and its form (POST) ([Account linking](../concepts/account-linking.md))",
+    ),
+    route(
+        "oauth",
+        "ANY",
+        "/oauth/token",
+        "the token endpoint: client credentials, authorization code, refresh token",
+    ),
+    route(
+        "oauth",
+        "ANY",
+        "/oauth/revoke",
+        "RFC 7009 revocation of a refresh-token family",
+    ),
+    route(
+        "oauth",
+        "ANY",
+        "/oauth/register",
+        "RFC 7591 dynamic client registration",
+    ),
+    route(
+        "oauth",
+        "ANY",
+        "/oauth/judge",
+        "a static judge token exchanged for an access token",
+    ),
+    route(
+        "oauth",
+        "ANY",
+        "/.well-known/oauth-authorization-server",
+        "RFC 8414 authorization-server metadata",
+    ),
+    route(
+        "tts",
+        "ANY",
+        "/tts",
+        "speech from Amazon Polly ([below](#speech-post-tts))",
+    ),
 ];
 
-const fn route(function: &'static str, method: &'static str, path: &'static str) -> Route {
+const fn route(
+    function: &'static str,
+    method: &'static str,
+    path: &'static str,
+    summary: &'static str,
+) -> Route {
     Route {
         function,
         method,
         path,
+        summary,
     }
+}
+
+/// The routes table of the manual's HTTP routes page, generated from [`ROUTES`] (see
+/// `config::reference::splice`).
+pub fn routes_markdown() -> String {
+    let mut table =
+        String::from("| Function | Method | Path | What it is |\n| --- | --- | --- | --- |\n");
+    for route in ROUTES {
+        table.push_str(&format!(
+            "| `{}` | `{}` | `{}` | {} |\n",
+            route.function, route.method, route.path, route.summary
+        ));
+    }
+    table
 }
 
 /// The household and catalogue: from `COUNTERSIGN_DATA` when set, else the built-in files.
