@@ -84,10 +84,12 @@ pub enum ReferencePage {
     Configuration,
     /// The table of docs/src/reference/routes.md, from `app::ROUTES`
     Routes,
+    /// The table of docs/src/reference/tools.md, from what `tools/list` answers
+    Tools,
 }
 
 impl ReferencePage {
-    pub const ALL: [ReferencePage; 3] = [Self::Cli, Self::Configuration, Self::Routes];
+    pub const ALL: [ReferencePage; 4] = [Self::Cli, Self::Configuration, Self::Routes, Self::Tools];
 
     /// The page's file, from the project root.
     pub fn path(self) -> &'static str {
@@ -95,17 +97,19 @@ impl ReferencePage {
             Self::Cli => "docs/src/reference/cli.md",
             Self::Configuration => "docs/src/reference/configuration.md",
             Self::Routes => "docs/src/reference/routes.md",
+            Self::Tools => "docs/src/reference/tools.md",
         }
     }
 
     /// What the code generates: the whole page, or the table spliced into it between
     /// `<!-- generated:NAME:begin/end -->` markers (see `config::reference::splice`).
-    pub fn generate(self) -> Generated {
-        match self {
+    pub fn generate(self) -> anyhow::Result<Generated> {
+        Ok(match self {
             Self::Cli => Generated::Page(markdown()),
             Self::Configuration => Generated::Page(hearth_core::config::reference::markdown()),
             Self::Routes => Generated::Table("routes", hearth_core::app::routes_markdown()),
-        }
+            Self::Tools => Generated::Table("tools", hearth_core::app::tools_markdown()?),
+        })
     }
 }
 

@@ -60,13 +60,13 @@ fn reference(page: Option<cli::ReferencePage>, update: bool) -> anyhow::Result<(
     if !update {
         let (Generated::Page(text) | Generated::Table(_, text)) = page
             .expect("clap requires a page without --update")
-            .generate();
+            .generate()?;
         print!("{text}");
         return Ok(());
     }
     for page in ReferencePage::ALL {
         let path = page.path();
-        let text = match page.generate() {
+        let text = match page.generate()? {
             Generated::Page(text) => text,
             Generated::Table(name, table) => {
                 let current = std::fs::read_to_string(path)

@@ -37,6 +37,7 @@ fn the_manuals_generated_reference_pages_are_what_the_code_generates() {
         ("cli", None),
         ("configuration", None),
         ("routes", Some("routes")),
+        ("tools", Some("tools")),
     ] {
         let generated = hearth(&["reference", page]);
         assert_eq!(generated.status.code(), Some(0));

@@ -201,6 +201,81 @@ pub fn routes_markdown() -> String {
     table
 }
 
+/// The at-a-glance table of the manual's Tools page, generated from what `tools/list` answers
+/// with every toolset on (see `config::reference::splice`): each tool's toolset, arguments
+/// (required ones in bold) and hints. The tools need no store to describe themselves.
+pub fn tools_markdown() -> anyhow::Result<String> {
+    let config = Config::from_lookup(|_| None)?;
+    let stores = Stores::shared(Arc::new(Unconfigured));
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let backing = Backing {
+        accounts: Arc::new(Accounts::new(stores.accounts.clone(), clock.clone())),
+        stores,
+        household: household_data(&config)?,
+        judge: judge(&config),
+        clock,
+        #[cfg(feature = "aws")]
+        voice: None,
+        witnesses: None,
+    };
+    let mut table = String::from(
+        "| Tool | Toolset | Arguments (**required**) | Hints |\n| --- | --- | --- | --- |\n",
+    );
+    for toolset in toolsets(&config, &backing) {
+        for tool in toolset.tools() {
+            let required: Vec<&str> = tool
+                .input_schema
+                .get("required")
+                .and_then(serde_json::Value::as_array)
+                .map(|names| names.iter().filter_map(serde_json::Value::as_str).collect())
+                .unwrap_or_default();
+            let arguments: Vec<String> = tool
+                .input_schema
+                .get("properties")
+                .and_then(serde_json::Value::as_object)
+                .map(|properties| {
+                    properties
+                        .keys()
+                        .map(|name| match required.contains(&name.as_str()) {
+                            true => format!("**`{name}`**"),
+                            false => format!("`{name}`"),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let hints = tool
+                .annotations
+                .as_ref()
+                .map(|hints| {
+                    [
+                        (hints.read_only_hint, "read-only"),
+                        (hints.destructive_hint, "destructive"),
+                        (hints.idempotent_hint, "idempotent"),
+                        (hints.open_world_hint, "open world"),
+                    ]
+                    .into_iter()
+                    .filter(|(hint, _)| *hint == Some(true))
+                    .map(|(_, name)| name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+                })
+                .unwrap_or_default();
+            table.push_str(&format!(
+                "| `{}` | `{}` | {} | {} |\n",
+                tool.name,
+                toolset.name(),
+                if arguments.is_empty() {
+                    "none".to_owned()
+                } else {
+                    arguments.join(", ")
+                },
+                if hints.is_empty() { "–" } else { &hints }
+            ));
+        }
+    }
+    Ok(table)
+}
+
 /// The household and catalogue: from `COUNTERSIGN_DATA` when set, else the built-in files.
 /// A malformed file is an error that names it.
 pub fn household_data(config: &Config) -> anyhow::Result<Arc<HouseholdData>> {
