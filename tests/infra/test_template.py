@@ -9,6 +9,7 @@ after `cargo build --bin hearth`."""
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 from cfnlint.decode import cfn_yaml
@@ -304,3 +305,14 @@ def test_the_dashboard_shows_every_function_the_api_the_table_and_the_tools():
                    "ConditionalCheckFailedRequests", "WriteThrottleEvents"]:
         assert f'"{metric}"' in text, metric
     assert "SEARCH('{Hearth,Function,Tool} MetricName=\\\"Latency\\\"" in text
+
+
+def test_the_manuals_template_page_is_generated_from_the_template():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import reference_template
+
+    page = ROOT / "docs" / "src" / "reference" / "template.md"
+    assert reference_template.page() == page.read_text(), (
+        "docs/src/reference/template.md is out of date: "
+        "run .venv-infra/bin/python scripts/reference_template.py --update"
+    )
