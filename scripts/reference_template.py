@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Generates the parameters and outputs tables of the manual's Template page
-(docs/src/reference/template.md) from infra/template.yaml, between the page's
-`<!-- generated:parameters:... -->` and `<!-- generated:outputs:... -->` markers.
+"""Generates, from infra/template.yaml, the parameters and outputs tables of the manual's
+Template page (docs/src/reference/template.md) and the table access table of its DynamoDB page
+(docs/src/reference/dynamodb.md), between each page's `<!-- generated:NAME:... -->` markers.
 
-    reference_template.py            prints the page as it should be
-    reference_template.py --update   rewrites the page
+    reference_template.py            prints the pages as they should be
+    reference_template.py --update   rewrites them
 
 tests/infra/test_template.py fails when the page differs. Needs cfn-lint (its YAML loader reads
 the template's intrinsic tags): run it with .venv-infra/bin/python.
@@ -17,6 +17,7 @@ from cfnlint.decode import cfn_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "src" / "reference" / "template.md"
+ACCESS_PAGE = ROOT / "docs" / "src" / "reference" / "dynamodb.md"
 
 
 def references(value, name):
@@ -78,6 +79,38 @@ def outputs_table(template):
     return "\n".join(rows) + "\n"
 
 
+ROLES = {"McpRole": "mcp", "OAuthRole": "oauth", "TtsRole": "tts"}
+
+
+def statements(role):
+    """A role's policy statements, a conditional statement (Fn::If) by its first branch."""
+    for policy in role["Properties"].get("Policies", []):
+        for statement in policy["PolicyDocument"]["Statement"]:
+            if "Fn::If" in statement:
+                statement = statement["Fn::If"][1]
+            if isinstance(statement, dict) and "Action" in statement:
+                yield statement
+
+
+def iam_table(template):
+    """Each function's access to the table: its statements on the table's ARN."""
+    rows = ["| Function | Statement | Actions on the table | Partitions (`dynamodb:LeadingKeys`) |",
+            "| --- | --- | --- | --- |"]
+    for role_name, function in ROLES.items():
+        for statement in statements(template["Resources"][role_name]):
+            resource = statement.get("Resource")
+            if resource != {"Fn::GetAtt": ["Table", "Arn"]}:
+                continue
+            actions = statement["Action"]
+            actions = [actions] if isinstance(actions, str) else list(actions)
+            actions = ", ".join(f"`{action.removeprefix('dynamodb:')}`" for action in actions)
+            keys = (statement.get("Condition", {}).get("ForAllValues:StringLike", {})
+                    .get("dynamodb:LeadingKeys"))
+            keys = ", ".join(f"`{key}`" for key in keys) if keys else "any"
+            rows.append(f"| `{function}` | {statement.get('Sid', '–')} | {actions} | {keys} |")
+    return "\n".join(rows) + "\n"
+
+
 def splice(page, name, generated):
     begin, end = f"<!-- generated:{name}:begin -->\n", f"<!-- generated:{name}:end -->"
     start = page.index(begin) + len(begin)
@@ -85,18 +118,23 @@ def splice(page, name, generated):
     return page[:start] + generated + page[stop:]
 
 
-def page():
+def pages():
+    """Each generated page as it should be: {path: text}."""
     template = cfn_yaml.load(str(ROOT / "infra" / "template.yaml"))
     text = PAGE.read_text()
     text = splice(text, "parameters", parameters_table(template))
-    return splice(text, "outputs", outputs_table(template))
+    text = splice(text, "outputs", outputs_table(template))
+    access = splice(ACCESS_PAGE.read_text(), "iam", iam_table(template))
+    return {PAGE: text, ACCESS_PAGE: access}
 
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--update"]:
-        PAGE.write_text(page())
-        print(f"wrote {PAGE.relative_to(ROOT)}")
+        for path, text in pages().items():
+            path.write_text(text)
+            print(f"wrote {path.relative_to(ROOT)}")
     elif not sys.argv[1:]:
-        sys.stdout.write(page())
+        for text in pages().values():
+            sys.stdout.write(text)
     else:
         sys.exit(__doc__)

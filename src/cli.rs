@@ -86,10 +86,19 @@ pub enum ReferencePage {
     Routes,
     /// The table of docs/src/reference/tools.md, from what `tools/list` answers
     Tools,
+    /// The items table of docs/src/reference/dynamodb.md, from the DynamoDB store's own
+    /// module comment
+    Dynamodb,
 }
 
 impl ReferencePage {
-    pub const ALL: [ReferencePage; 4] = [Self::Cli, Self::Configuration, Self::Routes, Self::Tools];
+    pub const ALL: [ReferencePage; 5] = [
+        Self::Cli,
+        Self::Configuration,
+        Self::Routes,
+        Self::Tools,
+        Self::Dynamodb,
+    ];
 
     /// The page's file, from the project root.
     pub fn path(self) -> &'static str {
@@ -98,6 +107,7 @@ impl ReferencePage {
             Self::Configuration => "docs/src/reference/configuration.md",
             Self::Routes => "docs/src/reference/routes.md",
             Self::Tools => "docs/src/reference/tools.md",
+            Self::Dynamodb => "docs/src/reference/dynamodb.md",
         }
     }
 
@@ -109,8 +119,19 @@ impl ReferencePage {
             Self::Configuration => Generated::Page(hearth_core::config::reference::markdown()),
             Self::Routes => Generated::Table("routes", hearth_core::app::routes_markdown()),
             Self::Tools => Generated::Table("tools", hearth_core::app::tools_markdown()?),
+            Self::Dynamodb => Generated::Table("items", dynamodb_items()),
         })
     }
+}
+
+/// The item table of the DynamoDB store's module comment, where the code that writes the items
+/// is: the one place it is edited.
+fn dynamodb_items() -> String {
+    include_str!("../shared/src/store/dynamodb.rs")
+        .lines()
+        .filter_map(|line| line.strip_prefix("//! |"))
+        .map(|row| format!("|{row}\n"))
+        .collect()
 }
 
 /// A generated reference: a whole page, or a named table within one.

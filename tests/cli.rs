@@ -38,6 +38,7 @@ fn the_manuals_generated_reference_pages_are_what_the_code_generates() {
         ("configuration", None),
         ("routes", Some("routes")),
         ("tools", Some("tools")),
+        ("dynamodb", Some("items")),
     ] {
         let generated = hearth(&["reference", page]);
         assert_eq!(generated.status.code(), Some(0));

@@ -307,12 +307,12 @@ def test_the_dashboard_shows_every_function_the_api_the_table_and_the_tools():
     assert "SEARCH('{Hearth,Function,Tool} MetricName=\\\"Latency\\\"" in text
 
 
-def test_the_manuals_template_page_is_generated_from_the_template():
+def test_the_manuals_template_and_table_access_tables_are_generated_from_the_template():
     sys.path.insert(0, str(ROOT / "scripts"))
     import reference_template
 
-    page = ROOT / "docs" / "src" / "reference" / "template.md"
-    assert reference_template.page() == page.read_text(), (
-        "docs/src/reference/template.md is out of date: "
-        "run .venv-infra/bin/python scripts/reference_template.py --update"
-    )
+    for path, text in reference_template.pages().items():
+        assert text == path.read_text(), (
+            f"{path.relative_to(ROOT)} is out of date: "
+            "run .venv-infra/bin/python scripts/reference_template.py --update"
+        )

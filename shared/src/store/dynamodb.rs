@@ -6,20 +6,20 @@
 //! Item layout (`pk` and `sk` are strings; `expires_at` is the table's TTL attribute, in epoch
 //! seconds, on every item that belongs to an expiring window):
 //!
-//! | item           | `pk`                     | `sk`              | attributes |
-//! |----------------|--------------------------|-------------------|------------|
-//! | chain head     | `chain#<scope>#<name>`   | `head`            | `window_started_ms`, `expires_at_ms`, `first_seq`, `last_seq`, `last_hash`, `anchor` (absent until an eviction), `log_id` (the chain's log, absent before it has one), `expires_at` |
-//! | chain record   | `chain#<scope>#<name>`   | `rec#<seq, 10 digits>` | `seq`, `hash`, `body`, `window_started_ms`, `expires_at` |
-//! | log head       | `chain#<scope>#<name>`   | `log`             | `log_id`, `epoch`, `tree_size`, `frontier` (hex, absent when empty), `checkpoint` (absent when none); a household account's has no TTL, a credential's `expires_at_ms` and `expires_at` (its window's end plus a week) |
-//! | log hashes     | `chain#<scope>#<name>`   | `hash#<leaf, 20 digits>` | `hashes` (hex: the leaf's hash, then the interior hashes it completed); `expires_at` as its log head's |
-//! | cosignature    | `chain#<scope>#<name>`   | `cosig#<witness key name>` | `origin`, `tree_size`, `line` (a witness's latest cosignature of the log); `expires_at_ms` and `expires_at` as its log head's. Sorts before `hash#` and `head`, so chain reads never see it |
-//! | scope registry | `scope#<scope>`          | `registry`        | `live` (map: chain name → its window's `expires_at_ms`, kept until its log retires), `version`, `expires_at` |
-//! | rate counter   | `rate#<counter key>`     | `counter`         | `hits`, `expires_at_ms`, `expires_at`; one conditional `UpdateItem` each, issued together |
-//! | account        | `account#<household id>` | `account`         | `revision`, `body` (the account as JSON); no TTL |
-//! | account index  | `accounts`               | `<household id>`  | `name`, `linked`; written in the same transaction as the account, so a listing is one `Query` |
-//! | OAuth client   | `client#<client id>`     | `client`          | `revision`, `body` (the client as JSON; a secret only as its hash), `expires_at_ms` and `expires_at` for a registration not yet used |
-//! | client index   | `clients`                | `<client id>`     | the same attributes, written in the same transaction, so a listing is one `Query` |
-//! | linking record | `grant#<kind>#<key>`     | `grant`           | `revision`, `body`, `expires_at_ms`, `expires_at`; kind is `link`, `code`, `family` or `turn` (a host-key turn's ledger), key a hash or family id |
+//! | Item | `pk` | `sk` | Attributes |
+//! | --- | --- | --- | --- |
+//! | chain head | `chain#<scope>#<name>` | `head` | `window_started_ms`, `expires_at_ms`, `first_seq`, `last_seq`, `last_hash`, `anchor` (absent until an eviction), `log_id` (the chain's log, absent before it has one), `expires_at` |
+//! | chain record | `chain#<scope>#<name>` | `rec#<seq, 10 digits>` | `seq`, `hash`, `body` (the sealed canonical JSON), `window_started_ms`, `expires_at` |
+//! | log head | `chain#<scope>#<name>` | `log` | `log_id`, `epoch`, `tree_size`, `frontier` (hex, absent when empty), `checkpoint` (absent when none); a household account's has no TTL, a credential's has `expires_at_ms` and `expires_at` (its window's end plus a week) |
+//! | log hashes | `chain#<scope>#<name>` | `hash#<leaf, 20 digits>` | `hashes` (hex: the leaf's hash, then the interior hashes it completed); `expires_at` as its log head's |
+//! | cosignature | `chain#<scope>#<name>` | `cosig#<witness key name>` | `origin`, `tree_size`, `line`: a witness's latest cosignature of the log, written with a condition that a smaller tree of the same origin never replaces a larger one; `expires_at_ms` and `expires_at` as its log head's. Sorts before `hash#` and `head`, so a chain's reads never see it; the MCP function reads them with one `Query` (`begins_with`) when a proof is handed out |
+//! | scope registry | `scope#<scope>` | `registry` | `live` (map: chain name → its window's `expires_at_ms`, kept until its log retires), `version`, `expires_at` |
+//! | rate counter | `rate#<counter key>` | `counter` | `hits`, `expires_at_ms`, `expires_at`; one conditional `UpdateItem` each, issued together |
+//! | household account | `account#<household id>` | `account` | `revision`, `body` (the account as JSON: name, policy, generation, device keys, revoked families); no TTL |
+//! | account index | `accounts` | `<household id>` | `name`, `linked`; written in the same transaction as the account, so `household list` is one `Query` |
+//! | OAuth client | `client#<client id>` | `client` | `revision`, `body` (the client as JSON; a secret only as its hash), `expires_at_ms` and `expires_at` for a registration not yet used |
+//! | client index | `clients` | `<client id>` | the same attributes, written in the same transaction, so `client list` is one `Query` |
+//! | linking record | `grant#<kind>#<key>` | `grant` | `revision`, `body`, `expires_at_ms`, `expires_at`; kind is `link`, `code`, `family` or `turn` (a host-key turn's ledger claim), key a hash or a family id |
 //!
 //! Cost per call: a read is one strongly consistent `Query` of the chain's partition from
 //! `head` on (the head, the log head and the records sort together; the log's hashes sort
