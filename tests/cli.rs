@@ -159,3 +159,39 @@ fn serve_refuses_an_address_others_reach_without_its_public_url() {
         "{stderr}"
     );
 }
+
+/// The manual's bad-input table names, for each kind of bad input, the tests that pin it: each
+/// named test exists in the file named, so the table cannot point at a test that is gone.
+#[test]
+fn every_test_the_bad_input_table_names_exists() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let page = std::fs::read_to_string(root.join("docs/src/reference/bad-input.md")).unwrap();
+    let mut checked = 0;
+    for row in page.lines().filter(|line| line.starts_with("| ")) {
+        let Some(cell) = row.trim_end_matches('|').rsplit(" | ").next() else {
+            continue;
+        };
+        // "`tests/a.rs` `name`, `name`; `shared/tests/b.rs` `name`": a file, then its tests.
+        let mut file: Option<String> = None;
+        for quoted in cell.split('`').skip(1).step_by(2) {
+            if quoted.ends_with(".rs") {
+                file = Some(
+                    std::fs::read_to_string(root.join(quoted)).unwrap_or_else(|_| {
+                        panic!("the bad-input table names {quoted}, which does not exist")
+                    }),
+                );
+            } else if let Some(source) = &file
+                && quoted
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            {
+                assert!(
+                    source.contains(&format!("fn {quoted}(")),
+                    "the bad-input table names test {quoted}, which its file does not hold"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 20, "{checked} tests named");
+}
