@@ -443,3 +443,33 @@ async fn a_policy_that_does_not_name_this_deployments_log_key_stops_the_start() 
     assert!(!policy.requires_witnesses());
     assert_eq!(policy.logs[0].verifier.vkey(), log_vkey());
 }
+
+/// The ledger's receipts are witnessed like the decisions': a placed order's `tlog_proof`
+/// carries the quorum's cosignatures.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_placed_orders_receipt_is_cosigned() {
+    use common::device::{Device, HOST_KEY, Turn, ok};
+    let witness = RunningWitness::start(31, Duration::ZERO).await;
+    witness.trust(&log_vkey());
+    let text = policy_text(&[("hub", &witness)], "quorum hub");
+    let policy = Policy::parse(&text).unwrap();
+    let vars = settings(&[
+        ("HEARTH_WITNESS_POLICY", &text),
+        ("HEARTH_WITNESS_TIMEOUT_MS", "2000"),
+        ("COUNTERSIGN_HOST_KEY", HOST_KEY),
+    ]);
+    let borrowed: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let h = common::harness_with(&common::config(&borrowed));
+    let device = Device::new(h.router.clone(), h.clock.clone());
+    let placed = device
+        .call(
+            Turn::new("dana", &["buy a 4 pack of AA batteries"]),
+            "propose_purchase",
+            json!({"product_id": "aa-batteries", "variant_id": "4-pack", "quantity": 1}),
+        )
+        .await;
+    let receipt = ok(&placed)["tlog_proof"].as_str().unwrap();
+    let checkpoint = parse_proof(receipt).unwrap().checkpoint;
+    assert!(checkpoint.lines().next().unwrap().ends_with("/ledger/1"));
+    assert_eq!(quorum(receipt, &policy).unwrap(), ["hub"]);
+}

@@ -596,8 +596,9 @@ impl Ledger {
             return Ok((outcome, None));
         };
         if let (Some(witnesses), Some(signed), Some(receipt)) =
-            (&self.witnesses, signed, appended.tlog_proof.take())
+            (&self.witnesses, signed, appended.tlog_proof.as_ref())
         {
+            let receipt = receipt.clone();
             appended.tlog_proof = Some(witnesses.cosign_receipt(&key, &signed, receipt).await);
         }
         Ok((outcome, Some(appended)))
