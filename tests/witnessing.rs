@@ -473,3 +473,56 @@ async fn a_placed_orders_receipt_is_cosigned() {
     assert!(checkpoint.lines().next().unwrap().ends_with("/ledger/1"));
     assert_eq!(quorum(receipt, &policy).unwrap(), ["hub"]);
 }
+
+/// Two appends submitted at once can reach a witness out of order: the later checkpoint first.
+/// The earlier one is then behind, not refused: a warning, never a `WitnessRefusals` error.
+/// (One thread, so the submissions' log lines reach this test's capture.)
+#[tokio::test]
+async fn a_witness_ahead_by_a_later_append_is_no_refusal() {
+    use common::capture::Captured;
+    use hearth_core::store::ChainKey;
+    use hearth_core::store::sqlite::SqliteStore;
+    use hearth_core::witnessing::Witnesses;
+
+    let sink = Captured::default();
+    let _logs = tracing::subscriber::set_default(hearth_core::telemetry::subscriber({
+        let sink = sink.clone();
+        move || sink.clone()
+    }));
+    let witness = RunningWitness::start(41, Duration::ZERO).await;
+    witness.trust(&log_vkey());
+    let text = policy_text(&[("hub", &witness)], "quorum hub");
+    let (h, _) = hearth(Backend::Sqlite, &text, "2000").await;
+    let first = record(&h.router, "one").await;
+    record(&h.router, "two").await;
+
+    // The first checkpoint, submitted now, as if its submission had been overtaken.
+    let (scope, name): (String, String) = rusqlite::Connection::open(h.db_path())
+        .unwrap()
+        .query_row(
+            "SELECT scope, name FROM chain_logs WHERE scope LIKE '%/why'",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    let stores = Stores::shared(Arc::new(SqliteStore::open(&h.db_path()).unwrap()));
+    let vars = settings(&[("HEARTH_WITNESS_POLICY", &text)]);
+    let borrowed: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let submission = common::config(&borrowed).witnesses.unwrap();
+    let witnesses = Witnesses::new(
+        &submission,
+        stores.chains.clone(),
+        stores.cosigned.clone(),
+        Arc::new(hearth_core::clock::SystemClock),
+    )
+    .unwrap();
+    let note = parse_proof(&first).unwrap().checkpoint;
+    let cosigned = witnesses
+        .witness(&ChainKey { scope, name }, note, None)
+        .await;
+    assert_eq!(cosigned, "");
+    let logs = sink.text();
+    assert!(logs.contains("already holds a later checkpoint"), "{logs}");
+    assert!(!logs.contains("a witness refused"), "{logs}");
+    assert!(witness.evidence().is_empty());
+}

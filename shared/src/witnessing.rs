@@ -258,6 +258,16 @@ impl Inner {
                 409 if sized && attempt == 0 => match parse_size_body(&answer) {
                     // The witness holds a tree this checkpoint extends: prove from there.
                     Some(size) if size <= checkpoint.size && size != from => from = size,
+                    // A later checkpoint of this log reached the witness first (two appends
+                    // submitted at once): nothing to refuse, that one carries its cosignature.
+                    Some(size) if size > checkpoint.size && self.log_holds(key, size).await => {
+                        tracing::warn!(
+                            target: WITNESS_TARGET,
+                            witness = %witness.name,
+                            "a witness already holds a later checkpoint of this log"
+                        );
+                        return None;
+                    }
                     Some(size) => {
                         refused(
                             witness,
@@ -281,6 +291,18 @@ impl Inner {
         }
         refused(witness, 409, "it named another size again");
         None
+    }
+
+    /// Whether `key`'s log now holds at least `size` entries: a witness ahead of a checkpoint is
+    /// then ahead by a later append, not by a history this log lost.
+    async fn log_holds(&self, key: &ChainKey, size: u64) -> bool {
+        let now_ms = unix_ms(self.clock.now());
+        self.chains
+            .log_head(key, now_ms)
+            .await
+            .ok()
+            .and_then(|read| read.log)
+            .is_some_and(|log| log.size >= size)
     }
 
     /// Checks a 200's signature lines for this witness's cosignature of `checkpoint`, keeps
