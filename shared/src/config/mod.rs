@@ -2,12 +2,12 @@
 //! else reads the environment. A setting that cannot be honoured is a startup error, never a
 //! silent fallback to something weaker.
 
-#[cfg(feature = "aws")]
 pub mod reference;
+#[cfg(feature = "aws")]
 pub mod secrets;
+mod urls;
 mod witness;
 pub use witness::{WitnessSettings, WitnessSubmission};
-mod urls;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
