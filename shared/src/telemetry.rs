@@ -200,15 +200,7 @@ fn metric_line(mut fields: Map<String, Value>, now: time::OffsetDateTime, functi
         .and_then(Value::as_str)
         .filter(|tool| *tool != "-")
         .map(str::to_owned);
-    let timestamp = now
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default();
-    let mut line = Map::new();
-    line.insert("timestamp".into(), timestamp.into());
-    line.insert("level".into(), "INFO".into());
-    line.insert("target".into(), REQUEST_TARGET.into());
-    line.append(&mut fields);
-    line.insert("Function".into(), function.into());
+    let mut line = line_head(now, "INFO", REQUEST_TARGET, &mut fields, function);
     let mut dimensions = vec![json!(["Function"])];
     if let Some(tool) = tool {
         line.insert("Tool".into(), tool.into());
@@ -239,21 +231,34 @@ fn metric_line(mut fields: Map<String, Value>, now: time::OffsetDateTime, functi
     Value::Object(line)
 }
 
+/// The start of a metric line: the time, level and target as tracing writes them, the logged
+/// fields, and the function the metrics are counted by.
+fn line_head(
+    now: time::OffsetDateTime,
+    level: &str,
+    target: &str,
+    fields: &mut Map<String, Value>,
+    function: &str,
+) -> Map<String, Value> {
+    let timestamp = now
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    let mut line = Map::new();
+    line.insert("timestamp".into(), timestamp.into());
+    line.insert("level".into(), level.into());
+    line.insert("target".into(), target.into());
+    line.append(fields);
+    line.insert("Function".into(), function.into());
+    line
+}
+
 /// A witness's refusal: its fields, and `WitnessRefusals` = 1 by function, as EMF.
 fn refusal_line(
     mut fields: Map<String, Value>,
     now: time::OffsetDateTime,
     function: &str,
 ) -> Value {
-    let timestamp = now
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default();
-    let mut line = Map::new();
-    line.insert("timestamp".into(), timestamp.into());
-    line.insert("level".into(), "ERROR".into());
-    line.insert("target".into(), WITNESS_TARGET.into());
-    line.append(&mut fields);
-    line.insert("Function".into(), function.into());
+    let mut line = line_head(now, "ERROR", WITNESS_TARGET, &mut fields, function);
     line.insert("WitnessRefusals".into(), 1.into());
     line.insert(
         "_aws".into(),

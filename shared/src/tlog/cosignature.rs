@@ -9,7 +9,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 
-use super::note::{ParsedVkey, format_vkey, is_key_name, parse_vkey, typed_key_id};
+use super::note::{ParsedVkey, check_key_name, format_vkey, parse_vkey, typed_key_id};
 
 /// The signature type byte of an Ed25519 cosignature (tlog-cosignature v1).
 pub const COSIGNATURE_V1: u8 = 0x04;
@@ -32,11 +32,7 @@ pub struct Cosigner {
 impl Cosigner {
     /// The cosigner `name` (a signed-note key name) from a 32-byte Ed25519 seed.
     pub fn from_seed(name: &str, seed: &[u8; 32]) -> Result<Self, String> {
-        if !is_key_name(name) {
-            return Err(format!(
-                "{name:?} is not a key name (non-empty, no spaces, no +)"
-            ));
-        }
+        check_key_name(name)?;
         let key = SigningKey::from_bytes(seed);
         let id = typed_key_id(name, COSIGNATURE_V1, key.verifying_key().as_bytes());
         Ok(Self {

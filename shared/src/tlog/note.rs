@@ -89,6 +89,17 @@ pub enum NoteError {
     NoKnownSignature,
 }
 
+/// A key name, or why it is not one (for a signer's or verifier's constructor).
+pub(crate) fn check_key_name(name: &str) -> Result<(), String> {
+    if is_key_name(name) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name:?} is not a key name (non-empty, no spaces, no +)"
+        ))
+    }
+}
+
 /// A key name must be non-empty, without spaces or `+` (C2SP signed-note).
 pub fn is_key_name(name: &str) -> bool {
     !name.is_empty() && !name.chars().any(|c| c.is_whitespace() || c == '+')
@@ -108,11 +119,7 @@ pub struct NoteSigner {
 impl NoteSigner {
     /// The signer of `name` (see [`is_key_name`]) from a 32-byte Ed25519 seed.
     pub fn from_seed(name: &str, seed: &[u8; 32]) -> Result<Self, String> {
-        if !is_key_name(name) {
-            return Err(format!(
-                "{name:?} is not a key name (non-empty, no spaces, no +)"
-            ));
-        }
+        check_key_name(name)?;
         let key = SigningKey::from_bytes(seed);
         let id = key_id(name, key.verifying_key().as_bytes());
         Ok(Self {
@@ -166,11 +173,7 @@ pub struct NoteVerifier {
 impl NoteVerifier {
     /// The verifier of `name` (see [`is_key_name`]) with an Ed25519 public key.
     pub fn new(name: &str, public_key: &[u8; 32]) -> Result<Self, String> {
-        if !is_key_name(name) {
-            return Err(format!(
-                "{name:?} is not a key name (non-empty, no spaces, no +)"
-            ));
-        }
+        check_key_name(name)?;
         let key = VerifyingKey::from_bytes(public_key)
             .map_err(|_| "the public key is not a point on the curve".to_owned())?;
         Ok(Self {
