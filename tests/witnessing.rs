@@ -14,7 +14,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Backend, call_tool, request, settings};
+use common::{Backend, call_tool, request};
 use hearth_core::store::Stores;
 use hearth_core::store::dynamodb::DynamoStore;
 use hearth_core::tlog::checkpoint::parse_proof;
@@ -118,11 +118,8 @@ impl RunningWitness {
 
 /// The deployment's current log verifier key, as `hearth admin log-key` prints it.
 fn log_vkey() -> String {
-    let vars = settings(&[]);
-    let borrowed: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
-    hearth_core::app::log_keys(&common::config(&borrowed))
-        .unwrap()
-        .published()[0]
+    let config = common::config_with(&[]);
+    hearth_core::app::log_keys(&config).unwrap().published()[0]
         .vkey
         .clone()
 }
@@ -163,12 +160,10 @@ fn quorum(receipt: &str, policy: &Policy) -> Result<Vec<String>, QuorumError> {
 
 /// A router with `policy` over `backend`'s store, and the DynamoDB table's name.
 async fn hearth(backend: Backend, policy: &str, timeout_ms: &str) -> (common::Harness, String) {
-    let vars = settings(&[
+    let config = common::config_with(&[
         ("HEARTH_WITNESS_POLICY", policy),
         ("HEARTH_WITNESS_TIMEOUT_MS", timeout_ms),
     ]);
-    let borrowed: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
-    let config = common::config(&borrowed);
     let table = unique_name("hearth-witnessing");
     let harness = match backend {
         Backend::Sqlite => common::harness_with(&config),
@@ -413,9 +408,7 @@ async fn a_policy_that_does_not_name_this_deployments_log_key_stops_the_start() 
         stranger.vkey(),
         witness.vkey()
     );
-    let vars = settings(&[("HEARTH_WITNESS_POLICY", &text)]);
-    let borrowed: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
-    let config = common::config(&borrowed);
+    let config = common::config_with(&[("HEARTH_WITNESS_POLICY", &text)]);
     let dir = tempfile::tempdir().unwrap();
     let store =
         Arc::new(hearth_core::store::sqlite::SqliteStore::open(&dir.path().join("h.db")).unwrap());
@@ -453,13 +446,12 @@ async fn a_placed_orders_receipt_is_cosigned() {
     witness.trust(&log_vkey());
     let text = policy_text(&[("hub", &witness)], "quorum hub");
     let policy = Policy::parse(&text).unwrap();
-    let vars = settings(&[
+    let config = common::config_with(&[
         ("HEARTH_WITNESS_POLICY", &text),
         ("HEARTH_WITNESS_TIMEOUT_MS", "2000"),
         ("COUNTERSIGN_HOST_KEY", HOST_KEY),
     ]);
-    let borrowed: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
-    let h = common::harness_with(&common::config(&borrowed));
+    let h = common::harness_with(&config);
     let device = Device::new(h.router.clone(), h.clock.clone());
     let placed = device
         .call(
@@ -506,9 +498,8 @@ async fn a_witness_ahead_by_a_later_append_is_no_refusal() {
         )
         .unwrap();
     let stores = Stores::shared(Arc::new(SqliteStore::open(&h.db_path()).unwrap()));
-    let vars = settings(&[("HEARTH_WITNESS_POLICY", &text)]);
-    let borrowed: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
-    let submission = common::config(&borrowed).witnesses.unwrap();
+    let config = common::config_with(&[("HEARTH_WITNESS_POLICY", &text)]);
+    let submission = config.witnesses.unwrap();
     let witnesses = Witnesses::new(
         &submission,
         stores.chains.clone(),

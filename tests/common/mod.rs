@@ -83,9 +83,14 @@ pub fn settings<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, String)> {
 /// The whole local router (MCP and OAuth) accepting [`TOKEN`] and the fixture client, plus
 /// `extra` settings, over a fresh SQLite store.
 pub fn harness(extra: &[(&str, &str)]) -> Harness {
+    harness_with(&config_with(extra))
+}
+
+/// The harness's configuration ([`settings`]) with `extra` settings.
+pub fn config_with(extra: &[(&str, &str)]) -> Config {
     let vars = settings(extra);
     let borrowed: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
-    harness_with(&config(&borrowed))
+    config(&borrowed)
 }
 
 pub fn harness_with(config: &Config) -> Harness {
