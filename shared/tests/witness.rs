@@ -474,3 +474,29 @@ async fn racing_checkpoints_from_one_size_are_cosigned_once() {
             .all(|s| *s == StatusCode::OK || *s == StatusCode::CONFLICT)
     );
 }
+
+#[tokio::test]
+async fn evidence_is_kept_up_to_its_limit_and_counted_past_it() {
+    use hearth_core::witness::MAX_EVIDENCE_PER_LOG;
+    let fixture = fixture(16);
+    let log = Log::new(&origin("aa", 1), 2, 0);
+    assert_eq!(
+        post(&fixture.witness, log.body(0, 1)).await.0,
+        StatusCode::OK
+    );
+    let state = fixture.witness.state();
+    let key = format!("{PREFIX}aa/decisions");
+    for _ in 0..MAX_EVIDENCE_PER_LOG {
+        state.keep_evidence(&key, "fork", "body", 1).unwrap();
+    }
+    assert_eq!(
+        state.evidence(&key).unwrap().len(),
+        MAX_EVIDENCE_PER_LOG as usize
+    );
+    state.keep_evidence(&key, "fork", "body", 1).unwrap();
+    assert_eq!(
+        state.evidence(&key).unwrap().len(),
+        MAX_EVIDENCE_PER_LOG as usize
+    );
+    assert_eq!(state.logs().unwrap()[0].evidence, MAX_EVIDENCE_PER_LOG + 1);
+}
