@@ -25,6 +25,69 @@ fn fixture(relative: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// The household the passkey fixtures act on (written with them by
+/// scripts/passkey_fixtures.py): a guardian with an Ed25519 passkey, a later passkey waiting
+/// for a guardian with a statement nonce given out, and an open invite whose page was given a
+/// challenge. The challenge and the nonce are dated now, as if the page had just asked.
+async fn seed_passkey_household(db: &std::path::Path) {
+    use hearth_core::store::{
+        AccountItem, AccountStore, NonceItem, PasskeyInviteItem, PasskeyItem, PendingEnrolmentItem,
+        sqlite::SqliteStore,
+    };
+    let spec: Value = serde_json::from_str(&fixture("events/passkey-household.json")).unwrap();
+    let text = |value: &Value| value.as_str().unwrap().to_owned();
+    let now = hearth_core::clock::unix_ms(time::OffsetDateTime::now_utc());
+    let passkey = |key: &Value, pending: Option<PendingEnrolmentItem>| PasskeyItem {
+        credential_id: text(&key["credential_id"]),
+        member_id: text(&key["member_id"]),
+        algorithm: text(&key["algorithm"]),
+        public_key_spki: text(&key["public_key_spki"]),
+        sign_count: 0,
+        backup_eligible: false,
+        created_at_ms: now - 60_000,
+        last_used_at_ms: None,
+        revoked_at_ms: None,
+        suspect_at_ms: None,
+        pending,
+    };
+    let waiting = PendingEnrolmentItem {
+        approval_token: text(&spec["pending"]["approval_token"]),
+        nonce: Some(NonceItem {
+            nonce: text(&spec["pending"]["nonce"]),
+            decision: "approve".into(),
+            created_at_ms: now,
+        }),
+    };
+    // The built-in household's rules, under this account's id.
+    let mut policy = hearth_core::countersign::household::built_in_policy();
+    policy.as_object_mut().unwrap().remove("household_id");
+    let account = AccountItem {
+        household_id: text(&spec["household_id"]),
+        name: "The Fixture Household".into(),
+        policy: Some(policy),
+        generation: 0,
+        tokens_issued: 0,
+        device_keys: Vec::new(),
+        revoked_families: Vec::new(),
+        passkeys: vec![
+            passkey(&spec["guardian"], None),
+            passkey(&spec["pending"], Some(waiting)),
+        ],
+        passkey_invites: vec![PasskeyInviteItem {
+            invite_hash: text(&spec["invite"]["token_sha256"]),
+            member_id: text(&spec["invite"]["member_id"]),
+            generation: 0,
+            expires_at_ms: now + 60_000,
+            challenge: Some(text(&spec["invite"]["challenge"])),
+            challenge_at_ms: Some(now),
+        }],
+        created_at_ms: now - 120_000,
+        revision: 1,
+    };
+    let store = SqliteStore::open(db).unwrap();
+    store.put_account(&account, None).await.unwrap();
+}
+
 /// Replays one fixture through `lambda_http`'s adapter and returns the Lambda response JSON.
 async fn replay_to(function: Function, file: &str) -> Value {
     // REST API (v1) events carry the stage in the path; deployments set this variable so the
@@ -40,6 +103,9 @@ async fn replay_to(function: Function, file: &str) -> Value {
         serde_json::from_str(&fixture(&format!("{folder}/{file}"))).expect("API Gateway event");
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("lambda.db");
+    if file.starts_with("v2-passkey-") {
+        seed_passkey_household(&db).await;
+    }
     let mut vars = vec![
         ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001"),
         ("HEARTH_DB", db.to_str().unwrap()),

@@ -69,7 +69,11 @@ async fn any_routes_answer_other_methods_themselves_and_get_routes_only_get() {
     );
 }
 
-/// A concrete path for a route path: its one parameter, `{asset}`, names a real asset.
+/// A concrete path for a route path: `{asset}` names a real asset, and `{token}` is a link
+/// token of the right form (for no household: its page answers 410, not 404).
 fn sample(path: &str) -> String {
-    path.replace("{asset}", "app.js")
+    path.replace("{asset}", "app.js").replace(
+        "{token}",
+        "hh-0123456789abcdef0123456789abcdef.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+    )
 }

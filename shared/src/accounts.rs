@@ -142,6 +142,11 @@ impl Accounts {
         unix_ms(self.clock.now())
     }
 
+    /// The clock accounts are kept by.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
     /// Creates household `household_id` (from [`new_household_id`]) named `name` with
     /// `policy` (already checked by its owner).
     pub async fn create(
@@ -164,6 +169,8 @@ impl Accounts {
             tokens_issued: 0,
             device_keys: Vec::new(),
             revoked_families: Vec::new(),
+            passkeys: Vec::new(),
+            passkey_invites: Vec::new(),
             created_at_ms: self.now_ms(),
             revision: 1,
         };
@@ -188,11 +195,22 @@ impl Accounts {
 
     /// Reads the household, lets `change` edit it and writes it back on condition that
     /// nothing else wrote in between; on a conflict it reads and changes again.
+    /// `change` may refuse, and then nothing is written.
     async fn update<T>(
         &self,
         household_id: &str,
-        mut change: impl FnMut(&mut AccountItem) -> Result<T, AccountError>,
+        change: impl FnMut(&mut AccountItem) -> Result<T, AccountError>,
     ) -> Result<(T, AccountItem), AccountError> {
+        self.update_with(household_id, change).await
+    }
+
+    /// [`Accounts::update`] for the rules of other modules (passkeys), whose `change` refuses
+    /// in their own error type.
+    pub async fn update_with<T, E: From<AccountError>>(
+        &self,
+        household_id: &str,
+        mut change: impl FnMut(&mut AccountItem) -> Result<T, E>,
+    ) -> Result<(T, AccountItem), E> {
         for _ in 0..WRITE_ATTEMPTS {
             let mut item = self.get(household_id).await?;
             let read = item.revision;
@@ -201,10 +219,10 @@ impl Accounts {
             match self.store.put_account(&item, Some(read)).await {
                 Ok(()) => return Ok((outcome, item)),
                 Err(StoreError::Conflict) => continue,
-                Err(error) => return Err(error.into()),
+                Err(error) => return Err(AccountError::from(error).into()),
             }
         }
-        Err(AccountError::Busy)
+        Err(AccountError::Busy.into())
     }
 
     /// Replaces the policy and the display name (the policy's `name`).

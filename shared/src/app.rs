@@ -18,7 +18,7 @@ use crate::clock::{Clock, SystemClock};
 #[cfg(feature = "aws")]
 use crate::config::secrets;
 use crate::config::{Config, CredentialSource, Runtime, StoreChoice};
-use crate::countersign::household::HouseholdData;
+use crate::countersign::household::{Catalogue, HouseholdData};
 use crate::countersign::judge::Judge;
 #[cfg(feature = "aws")]
 use crate::countersign::judge::bedrock::{BedrockJudge, Guardrail};
@@ -34,9 +34,12 @@ use crate::oauth::{
     LINK_CODE_ATTEMPTS, LINK_CODE_WINDOW_MS, OAuthEndpoint, REGISTRATION_WINDOW_MS,
     REGISTRATIONS_PER_WINDOW,
 };
+use crate::passkeys::ceremony::Site;
+use crate::passkeys::{Member as PasskeyMember, PasskeySite, Passkeys, RosterOf};
 use crate::ratelimit::{AttemptLimiter, RateLimiter};
 #[cfg(feature = "aws")]
 use crate::speech::polly::Voice;
+use crate::store::AccountItem;
 use crate::store::Stores;
 #[cfg(feature = "aws")]
 use crate::store::dynamodb::DynamoStore;
@@ -128,6 +131,48 @@ pub const ROUTES: &[Route] = &[
         "GET",
         "/demo/{asset}",
         "its scripts, styles and tour, built into the binary",
+    ),
+    route(
+        "mcp",
+        "GET",
+        "/passkeys/page.js",
+        "the passkey pages' script ([Passkeys](../concepts/passkeys.md))",
+    ),
+    route(
+        "mcp",
+        "GET",
+        "/passkeys/enrol/{token}",
+        "a member's enrolment page (`Create passkey`), from `hearth admin passkey invite`; 410 once used, expired or voided",
+    ),
+    route(
+        "mcp",
+        "POST",
+        "/passkeys/enrol/{token}",
+        "the new credential (`{\"credential\"}`, WebAuthn JSON); from the page's own origin only",
+    ),
+    route(
+        "mcp",
+        "POST",
+        "/passkeys/enrol/{token}/options",
+        "the creation options for the enrolment page",
+    ),
+    route(
+        "mcp",
+        "GET",
+        "/passkeys/confirm/{token}",
+        "a guardian's page letting a later passkey in (`Approve`)",
+    ),
+    route(
+        "mcp",
+        "POST",
+        "/passkeys/confirm/{token}",
+        "the guardian's signed statement (`{\"statement\", \"credential\"}`)",
+    ),
+    route(
+        "mcp",
+        "POST",
+        "/passkeys/confirm/{token}/challenge",
+        "the statement to sign and its request options",
     ),
     route(
         "oauth",
@@ -369,6 +414,17 @@ pub async fn admin(config: &Config) -> anyhow::Result<Admin> {
         clock,
     )
     .with_log_keys(log_keys(config)))
+}
+
+/// The members' passkeys as `hearth admin passkey` manages them, over the configured store.
+pub async fn admin_passkeys(config: &Config) -> anyhow::Result<Passkeys> {
+    let stores = existing_stores(config).await?;
+    let accounts = Arc::new(Accounts::new(stores.accounts, Arc::new(SystemClock)));
+    passkeys(config, accounts, &*household_data(config)?).ok_or_else(|| {
+        anyhow::anyhow!(
+            "passkey links need the public URL their pages are served under: set MCP_RESOURCE_URL"
+        )
+    })
 }
 
 /// The OAuth clients as `hearth admin client` manages them, over the configured store.
@@ -647,7 +703,53 @@ fn mcp_routes(config: &Config, backing: &Backing) -> Router {
             .as_ref()
             .map(|witnesses| witnesses.policy_text().to_owned()),
     );
-    crate::mcp::router(Arc::new(endpoint)).merge(crate::demo::page_router())
+    let router = crate::mcp::router(Arc::new(endpoint)).merge(crate::demo::page_router());
+    match passkeys(config, backing.accounts.clone(), &backing.household) {
+        Some(passkeys) => router.merge(crate::passkeys::http::router(Arc::new(passkeys))),
+        None => router,
+    }
+}
+
+/// The members' passkeys, where there is a public URL to serve their pages under.
+fn passkeys(
+    config: &Config,
+    accounts: Arc<Accounts>,
+    household: &HouseholdData,
+) -> Option<Passkeys> {
+    let place = config.passkeys.as_ref()?;
+    Some(Passkeys::new(
+        accounts,
+        PasskeySite {
+            site: Site {
+                rp_id: place.rp_id.clone(),
+                origin: place.origin.clone(),
+            },
+            base_url: place.base_url.clone(),
+        },
+        roster_of(household.catalogue.clone()),
+    ))
+}
+
+/// The members passkeys are enrolled for: a household account's policy, read over the
+/// deployment's catalogue (passkeys know nothing of the purchase guard's rules).
+fn roster_of(catalogue: Catalogue) -> RosterOf {
+    Arc::new(move |account: &AccountItem| {
+        let policy = account.policy.as_ref().ok_or(
+            "it has no policy yet; set one with hearth admin household set-policy".to_owned(),
+        )?;
+        let data = HouseholdData::for_account(policy, &account.household_id, &catalogue)
+            .map_err(|error| error.to_string())?;
+        Ok(data
+            .household
+            .members
+            .iter()
+            .map(|member| PasskeyMember {
+                id: member.id.clone(),
+                name: member.name.clone(),
+                guardian: data.is_guardian(&member.id),
+            })
+            .collect())
+    })
 }
 
 /// The OAuth clients: the configured one (`MCP_CLIENT_ID`, its secret and

@@ -31,6 +31,7 @@ pub mod linking;
 pub mod mcp;
 pub mod media;
 pub mod oauth;
+pub mod passkeys;
 pub mod random;
 pub mod ratelimit;
 pub mod scholia;

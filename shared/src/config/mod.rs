@@ -12,7 +12,7 @@ pub use witness::{WitnessSettings, WitnessSubmission};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-pub use urls::PublicUrls;
+pub use urls::{PasskeyPlace, PublicUrls};
 
 use crate::auth::Secret;
 use crate::auth::attestation::DEVELOPMENT_HOST_KEY;
@@ -99,6 +99,9 @@ pub struct Config {
     /// `MCP_RESOURCE_URL`: the public URL of `/mcp`, and what follows from it. Locally it
     /// defaults to the loopback address served; under Lambda it has no default.
     pub urls: Option<PublicUrls>,
+    /// Where passkey pages are served (`HEARTH_PASSKEY_RP_ID` over `MCP_RESOURCE_URL`); `None`
+    /// without a public URL.
+    pub passkeys: Option<PasskeyPlace>,
     /// `MCP_REDIRECT_URIS`: comma-separated redirect URIs an authorization request may name,
     /// compared exactly. Empty: account linking is off, and client-credential tokens keep
     /// reaching every tool.
@@ -304,6 +307,25 @@ impl Config {
             None if runtime == Runtime::Local => PublicUrls::local_default(addr),
             None => None,
         };
+        let passkey_rp_id = get("HEARTH_PASSKEY_RP_ID").filter(|id| !id.trim().is_empty());
+        let passkeys = match (&urls, &passkey_rp_id) {
+            (Some(urls), rp_id) => {
+                Some(urls.passkey_place(rp_id.as_deref()).map_err(|reason| {
+                    ConfigError::Invalid {
+                        name: "HEARTH_PASSKEY_RP_ID",
+                        reason,
+                    }
+                })?)
+            }
+            (None, Some(_)) => {
+                return Err(ConfigError::Invalid {
+                    name: "HEARTH_PASSKEY_RP_ID",
+                    reason: "passkey pages need MCP_RESOURCE_URL, the public URL they hang off"
+                        .into(),
+                });
+            }
+            (None, None) => None,
+        };
         let redirect_uris = split_list(&get("MCP_REDIRECT_URIS").unwrap_or_default());
         for uri in &redirect_uris {
             redirect_uri(uri).map_err(|reason| ConfigError::Invalid {
@@ -451,6 +473,7 @@ impl Config {
             disabled,
             allowed_origins: split_list(&get("MCP_ALLOWED_ORIGINS").unwrap_or_default()),
             urls,
+            passkeys,
             redirect_uris,
             log_key_version,
             log_key_names_previous,

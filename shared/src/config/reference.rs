@@ -129,6 +129,11 @@ pub const SETTINGS: &[Setting] = &[
         meaning: r#"Public URL of `/mcp`: JWT audience, the only accepted `resource`, base of the issuer; its host is accepted in `Host` headers"#,
     },
     Setting {
+        names: r#"`HEARTH_PASSKEY_RP_ID`"#,
+        default: r#"the host of `MCP_RESOURCE_URL`; `localhost` for a loopback IP"#,
+        meaning: r#"The WebAuthn relying party id of members' passkeys: the pages' host or a parent domain of it, never an IP address. Passkey pages are served on the origin of `MCP_RESOURCE_URL` (a loopback IP spelled `localhost`) and every printed link uses it. **Changing it later voids every passkey** ([Passkeys](../concepts/passkeys.md))"#,
+    },
+    Setting {
         names: r#"`MCP_ALLOW_NO_AUTH`"#,
         default: r#"unset"#,
         meaning: r#"Exactly `true` (any case) turns authentication off for local development. Refused under Lambda; never inferred. Local only"#,

@@ -9,6 +9,15 @@ use std::net::{IpAddr, SocketAddr};
 
 use url::{Host, Url};
 
+/// Where the passkey pages are served: the WebAuthn relying party id, the one origin the
+/// pages (and so every assertion) come from, and the URL prefix of every printed link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PasskeyPlace {
+    pub rp_id: String,
+    pub origin: String,
+    pub base_url: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PublicUrls {
     resource: String,
@@ -83,6 +92,67 @@ impl PublicUrls {
     /// The resource's host, lower-cased, without port.
     pub fn host(&self) -> &str {
         &self.host
+    }
+
+    /// The passkey pages' place for relying party id `rp_id` (`HEARTH_PASSKEY_RP_ID`), by
+    /// default the resource's host. WebAuthn refuses IP addresses, so a loopback IP literal
+    /// is served, and named, as `localhost`; a relying party id must be the pages' host or a
+    /// parent domain of it.
+    pub fn passkey_place(&self, rp_id: Option<&str>) -> Result<PasskeyPlace, String> {
+        let issuer = Url::parse(&self.issuer).map_err(|error| error.to_string())?;
+        let loopback_literal = match issuer.host() {
+            Some(Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(Host::Ipv6(ip)) => ip.is_loopback(),
+            _ => false,
+        };
+        let page_host = if loopback_literal {
+            "localhost".to_owned()
+        } else {
+            self.host.clone()
+        };
+        if !loopback_literal && self.host.parse::<IpAddr>().is_ok() {
+            return Err(format!(
+                "passkeys need a host name, and MCP_RESOURCE_URL's host {} is an IP address: serve Hearth under a name",
+                self.host
+            ));
+        }
+        let rp_id = match rp_id.map(str::trim).filter(|id| !id.is_empty()) {
+            None => page_host.clone(),
+            Some(id) => {
+                let id = id.to_ascii_lowercase();
+                if id.parse::<IpAddr>().is_ok()
+                    || id.trim_matches(['[', ']']).parse::<IpAddr>().is_ok()
+                {
+                    return Err(
+                        "WebAuthn refuses IP addresses as a relying party id; name a domain".into(),
+                    );
+                }
+                if !id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+                    || id.starts_with('.')
+                    || id.ends_with('.')
+                {
+                    return Err(format!("{id:?} is not a domain name"));
+                }
+                if page_host != id && !page_host.ends_with(&format!(".{id}")) {
+                    return Err(format!(
+                        "the passkey pages are served on {page_host}, which is neither {id} nor under it"
+                    ));
+                }
+                id
+            }
+        };
+        let origin = match issuer.port() {
+            Some(port) => format!("{}://{page_host}:{port}", issuer.scheme()),
+            None => format!("{}://{page_host}", issuer.scheme()),
+        };
+        let base_url = format!("{origin}{}", issuer.path().trim_end_matches('/'));
+        Ok(PasskeyPlace {
+            rp_id,
+            origin,
+            base_url,
+        })
     }
 
     pub fn token_endpoint(&self) -> String {

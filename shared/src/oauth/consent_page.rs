@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::auth::{Scope, Scopes};
 
-const STYLE: &str = "body{font:17px/1.45 system-ui,sans-serif;margin:0;background:#f6f4ef;color:#1d1b16}\
+pub(crate) const STYLE: &str = "body{font:17px/1.45 system-ui,sans-serif;margin:0;background:#f6f4ef;color:#1d1b16}\
 main{max-width:32rem;margin:0 auto;padding:1.25rem}\
 h1{font-size:1.35rem;margin:.5rem 0 1rem}\
 ul{padding-left:1.2rem}li{margin:.3rem 0}\

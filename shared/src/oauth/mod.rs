@@ -13,7 +13,7 @@
 //! token's hash.
 
 mod authorize;
-mod consent_page;
+pub(crate) mod consent_page;
 mod error;
 pub(crate) mod form;
 pub mod metadata;

@@ -30,6 +30,13 @@ pub struct AccountItem {
     /// token naming one of them is refused. Absent from accounts stored before linking.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub revoked_families: Vec<RevokedFamily>,
+    /// The members' passkeys, revoked ones included (older approvals still check against
+    /// them). Absent from accounts stored before passkeys.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub passkeys: Vec<PasskeyItem>,
+    /// Enrolment invites not yet used, each until it expires.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub passkey_invites: Vec<PasskeyInviteItem>,
     pub created_at_ms: i64,
     /// Raised by every write; a write names the revision it read.
     pub revision: u64,
@@ -84,6 +91,100 @@ impl fmt::Debug for DeviceKeyItem {
         f.debug_struct("DeviceKeyItem")
             .field("key_id", &self.key_id)
             .field("created_at_ms", &self.created_at_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One member's passkey: a WebAuthn credential on a phone or security key. Nothing here is
+/// secret (the private key never leaves the authenticator) except a pending enrolment's
+/// approval token, which only opens a page: approving takes a guardian's passkey.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PasskeyItem {
+    /// base64url without padding.
+    pub credential_id: String,
+    pub member_id: String,
+    /// `ES256` or `Ed25519`.
+    pub algorithm: String,
+    /// DER SubjectPublicKeyInfo, base64url without padding.
+    pub public_key_spki: String,
+    /// The authenticator's signature counter as last seen; 0 for one that keeps none.
+    pub sign_count: u32,
+    /// Whether the credential may be synced between devices (it may not change later).
+    pub backup_eligible: bool,
+    pub created_at_ms: i64,
+    #[serde(default)]
+    pub last_used_at_ms: Option<i64>,
+    #[serde(default)]
+    pub revoked_at_ms: Option<i64>,
+    /// When its counter went backwards: it signs nothing more until re-enrolled.
+    #[serde(default)]
+    pub suspect_at_ms: Option<i64>,
+    /// Present while the enrolment waits for a guardian's approval.
+    #[serde(default)]
+    pub pending: Option<PendingEnrolmentItem>,
+}
+
+/// A later enrolment waiting for a guardian.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PendingEnrolmentItem {
+    /// The approval page's token (after the household id in its URL), base64url.
+    pub approval_token: String,
+    /// The statement nonce a guardian's page was last given, until it is used.
+    #[serde(default)]
+    pub nonce: Option<NonceItem>,
+}
+
+impl fmt::Debug for PendingEnrolmentItem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PendingEnrolmentItem")
+            .finish_non_exhaustive()
+    }
+}
+
+/// A single-use server nonce for a signed statement.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NonceItem {
+    /// base64url.
+    pub nonce: String,
+    /// What the statement decides (`approve` or `decline`).
+    pub decision: String,
+    pub created_at_ms: i64,
+}
+
+impl fmt::Debug for NonceItem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NonceItem")
+            .field("decision", &self.decision)
+            .field("created_at_ms", &self.created_at_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An enrolment invite: single use, for one member, valid until `expires_at_ms` and only
+/// under the generation it was made in (an unlink voids it).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PasskeyInviteItem {
+    /// SHA-256 of the invite's token, lowercase hex: the token itself is never stored.
+    pub invite_hash: String,
+    pub member_id: String,
+    pub generation: u64,
+    pub expires_at_ms: i64,
+    /// The registration challenge the page was given (base64url), and when.
+    #[serde(default)]
+    pub challenge: Option<String>,
+    #[serde(default)]
+    pub challenge_at_ms: Option<i64>,
+}
+
+impl fmt::Debug for PasskeyInviteItem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PasskeyInviteItem")
+            .field("member_id", &self.member_id)
+            .field("expires_at_ms", &self.expires_at_ms)
             .finish_non_exhaustive()
     }
 }

@@ -22,7 +22,10 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 
-pub use account::{AccountItem, AccountStore, AccountSummary, DeviceKeyItem, RevokedFamily};
+pub use account::{
+    AccountItem, AccountStore, AccountSummary, DeviceKeyItem, NonceItem, PasskeyInviteItem,
+    PasskeyItem, PendingEnrolmentItem, RevokedFamily,
+};
 pub use client::{ClientItem, ClientOrigin, ClientStore};
 pub use cosigned::{Cosigned, CosignedStore};
 pub use grant::{GrantItem, GrantKind, GrantStore};

@@ -11,8 +11,8 @@ use hearth_core::clock::ManualClock;
 use hearth_core::store::{
     AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, ClientItem,
     ClientOrigin, ClientStore, Cosigned, CosignedStore, Counter, CounterStore, DeviceKeyItem,
-    GrantItem, GrantKind, GrantStore, Head, LOG_RETIREMENT_MS, LogAppend, LogHead, RevokedFamily,
-    StoreError, Taken,
+    GrantItem, GrantKind, GrantStore, Head, LOG_RETIREMENT_MS, LogAppend, LogHead, NonceItem,
+    PasskeyInviteItem, PasskeyItem, PendingEnrolmentItem, RevokedFamily, StoreError, Taken,
 };
 use hearth_core::why::record::NewDecision;
 use hearth_core::why::{WhyError, WhyService, limits};
@@ -517,6 +517,34 @@ fn account(household_id: &str, name: &str, revision: u64) -> AccountItem {
         revoked_families: vec![RevokedFamily {
             family_id: "fam-1".into(),
             until_ms: NOW + HOUR,
+        }],
+        passkeys: vec![PasskeyItem {
+            credential_id: "Y3JlZA".into(),
+            member_id: "dana".into(),
+            algorithm: "ES256".into(),
+            public_key_spki: "MFkw".into(),
+            sign_count: 7,
+            backup_eligible: true,
+            created_at_ms: NOW,
+            last_used_at_ms: Some(NOW + 1),
+            revoked_at_ms: None,
+            suspect_at_ms: None,
+            pending: Some(PendingEnrolmentItem {
+                approval_token: "token".into(),
+                nonce: Some(NonceItem {
+                    nonce: "bm9uY2U".into(),
+                    decision: "approve".into(),
+                    created_at_ms: NOW,
+                }),
+            }),
+        }],
+        passkey_invites: vec![PasskeyInviteItem {
+            invite_hash: "ab".repeat(32),
+            member_id: "mia".into(),
+            generation: 0,
+            expires_at_ms: NOW + HOUR,
+            challenge: None,
+            challenge_at_ms: None,
         }],
         created_at_ms: NOW,
         revision,

@@ -1,0 +1,831 @@
+//! Passkeys: the household members' WebAuthn credentials, on their phones or security keys.
+//! A passkey signs a statement the person reads on Hearth's own page, so what it approves is
+//! the real thing and not a model's paraphrase of it.
+//!
+//! - **Enrolment.** The operator makes an invite for one member (`hearth admin passkey
+//!   invite`): a link that works once, for [`INVITE_TTL_MS`], under the household's current
+//!   generation (an unlink voids it at once: the account is read fresh, never through the
+//!   generation cache). The page creates a passkey (ES256 or Ed25519, user verification
+//!   required) and it is stored under the member, in the household's account.
+//! - **Guardians first.** A household's first passkey must be a guardian's. Every later one
+//!   waits, `pending`, until a guardian approves it with their own passkey on its approval
+//!   page: a leaked invite must not grant a parent's authority.
+//! - **Limits.** [`MAX_PASSKEYS_PER_MEMBER`] live (pending included) per member;
+//!   [`MAX_KEPT_PASSKEYS`] kept per household, revoked ones included (they stay, so older
+//!   approvals still check); [`MAX_OPEN_INVITES`] invites at once.
+//! - **Counters.** A passkey whose sign counter goes backwards is marked suspect and signs
+//!   nothing more; a counter of 0 is an authenticator that keeps none (synced passkeys).
+//!
+//! Passkeys are read fresh on every check and never cached. This module knows accounts and
+//! the WebAuthn ceremonies; who the members are and who is a guardian comes from the
+//! household's policy, through the [`RosterOf`] the composition hands it, so that the purchase
+//! guard can use passkeys without passkeys depending on the purchase guard.
+
+pub mod ceremony;
+pub mod http;
+pub mod pages;
+pub mod statement;
+
+use std::sync::Arc;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::accounts::{AccountError, Accounts, is_household_id};
+use crate::clock::unix_ms;
+use crate::random::os_bytes;
+use crate::store::{AccountItem, NonceItem, PasskeyInviteItem, PasskeyItem, PendingEnrolmentItem};
+use ceremony::{Assertion, CEREMONY_TIMEOUT_MS, CeremonyError, Site, StoredKey};
+
+/// Passkeys one member may hold at once (pending ones included, revoked ones not).
+pub const MAX_PASSKEYS_PER_MEMBER: usize = 5;
+/// Passkeys one household keeps, revoked ones included.
+pub const MAX_KEPT_PASSKEYS: usize = 100;
+/// How long an enrolment invite works.
+pub const INVITE_TTL_MS: i64 = 15 * 60 * 1000;
+/// Invites a household may have open at once.
+pub const MAX_OPEN_INVITES: usize = 20;
+
+/// One member as passkeys need them: who they are, and whether they are a guardian.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub id: String,
+    pub name: String,
+    pub guardian: bool,
+}
+
+/// The members of a household account, from its policy; an error says why there are none.
+pub type RosterOf = Arc<dyn Fn(&AccountItem) -> Result<Vec<Member>, String> + Send + Sync>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PasskeyError {
+    /// The household or passkey does not exist (a link's page says only that the link does
+    /// not work, 410, whether or not its household exists).
+    #[error("{0}")]
+    NotFound(String),
+    /// The link existed and no longer works: used, expired, or voided by an unlink (410).
+    #[error("{0}")]
+    Gone(String),
+    /// The request itself is wrong (400).
+    #[error("{0}")]
+    Invalid(String),
+    /// Understood and refused: the rules or the passkey's answer say no (403).
+    #[error("{0}")]
+    Refused(String),
+    /// A limit is reached (409).
+    #[error("{0}")]
+    Full(String),
+    /// The store could not be reached, or stayed busy (503).
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl From<AccountError> for PasskeyError {
+    fn from(error: AccountError) -> Self {
+        match error {
+            AccountError::NotFound(_) => PasskeyError::NotFound(error.to_string()),
+            AccountError::Invalid(reason) => PasskeyError::Invalid(reason),
+            AccountError::Busy => PasskeyError::Unavailable(
+                "Hearth is busy with other changes to this household. Try again in a moment."
+                    .into(),
+            ),
+            AccountError::Unavailable(_) => PasskeyError::Unavailable(
+                "Hearth cannot reach its storage right now. Try again in a minute.".into(),
+            ),
+        }
+    }
+}
+
+impl From<CeremonyError> for PasskeyError {
+    fn from(error: CeremonyError) -> Self {
+        match error {
+            CeremonyError::Malformed(reason) => PasskeyError::Invalid(reason),
+            other => PasskeyError::Refused(other.to_string()),
+        }
+    }
+}
+
+/// An invite as the operator is shown it, once.
+#[derive(Debug, Clone, Serialize)]
+pub struct Invite {
+    pub url: String,
+    pub expires_at: String,
+}
+
+/// One passkey as `passkey list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PasskeyView {
+    pub credential_id: String,
+    pub member_id: String,
+    pub algorithm: String,
+    pub public_key_spki: String,
+    pub created_at: String,
+    pub last_used_at: Option<String>,
+    pub revoked_at: Option<String>,
+    pub pending: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_url: Option<String>,
+    /// Set when its counter went backwards: it signs nothing more.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suspect_at: Option<String>,
+}
+
+/// What an enrolment or confirmation page shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnrolmentView {
+    pub household_name: String,
+    pub member_name: String,
+    /// Whether a guardian will have to approve this passkey before it counts.
+    pub needs_guardian: bool,
+}
+
+/// The outcome of an enrolment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Enrolled {
+    pub member_id: String,
+    pub pending: bool,
+    /// The guardians' approval page, while pending.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_url: Option<String>,
+}
+
+/// What a page is given to sign: the statement, and the request options whose challenge is
+/// its hash.
+#[derive(Debug, Clone, Serialize)]
+pub struct SigningRequest {
+    pub statement: String,
+    pub options: Value,
+}
+
+/// Where pages live: the relying party, and the URL prefix every printed link starts with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PasskeySite {
+    pub site: Site,
+    /// The pages' base URL (the origin, and the stage prefix under API Gateway).
+    pub base_url: String,
+}
+
+pub struct Passkeys {
+    accounts: Arc<Accounts>,
+    site: PasskeySite,
+    roster_of: RosterOf,
+}
+
+impl Passkeys {
+    pub fn new(accounts: Arc<Accounts>, site: PasskeySite, roster_of: RosterOf) -> Self {
+        Self {
+            accounts,
+            site,
+            roster_of,
+        }
+    }
+
+    pub fn site(&self) -> &PasskeySite {
+        &self.site
+    }
+
+    fn now_ms(&self) -> i64 {
+        unix_ms(self.accounts.clock().now())
+    }
+
+    pub fn invite_url(&self, token: &str) -> String {
+        format!("{}/passkeys/enrol/{token}", self.site.base_url)
+    }
+
+    pub fn confirmation_url(&self, token: &str) -> String {
+        format!("{}/passkeys/confirm/{token}", self.site.base_url)
+    }
+
+    /// A single-use enrolment invite for `member_id` of `household_id`.
+    pub async fn invite(
+        &self,
+        household_id: &str,
+        member_id: &str,
+    ) -> Result<Invite, PasskeyError> {
+        let secret = random_token()?;
+        let token = format!("{household_id}.{secret}");
+        let now = self.now_ms();
+        let expires_at_ms = now + INVITE_TTL_MS;
+        self.accounts
+            .update_with::<_, PasskeyError>(household_id, |account| {
+                let members = self.members(account)?;
+                let member = find_member(&members, member_id)?;
+                enrolment_allowed(account, &members, member)?;
+                account.passkey_invites.retain(|invite| invite.expires_at_ms > now);
+                if account.passkey_invites.len() >= MAX_OPEN_INVITES {
+                    return Err(PasskeyError::Full(format!(
+                        "household {household_id} already has {MAX_OPEN_INVITES} open invites; wait for some to be used or to expire (15 minutes)"
+                    )));
+                }
+                account.passkey_invites.push(PasskeyInviteItem {
+                    invite_hash: hash_hex(&token),
+                    member_id: member.id.clone(),
+                    generation: account.generation,
+                    expires_at_ms,
+                    challenge: None,
+                    challenge_at_ms: None,
+                });
+                Ok(())
+            })
+            .await?;
+        Ok(Invite {
+            url: self.invite_url(&token),
+            expires_at: timestamp(expires_at_ms),
+        })
+    }
+
+    /// Every passkey of `household_id`, revoked ones included, oldest first.
+    pub async fn list(&self, household_id: &str) -> Result<Vec<PasskeyView>, PasskeyError> {
+        let account = self.accounts.get(household_id).await?;
+        Ok(account
+            .passkeys
+            .iter()
+            .map(|passkey| self.view(&account.household_id, passkey))
+            .collect())
+    }
+
+    /// Revokes one passkey: it signs nothing more, and stays listed.
+    pub async fn revoke(
+        &self,
+        household_id: &str,
+        credential_id: &str,
+    ) -> Result<PasskeyView, PasskeyError> {
+        let now = self.now_ms();
+        let (view, _) = self
+            .accounts
+            .update_with::<_, PasskeyError>(household_id, |account| {
+                let household = account.household_id.clone();
+                let passkey = account
+                    .passkeys
+                    .iter_mut()
+                    .find(|passkey| passkey.credential_id == credential_id)
+                    .ok_or_else(|| {
+                        PasskeyError::NotFound(format!(
+                            "household {household_id} has no passkey {credential_id}"
+                        ))
+                    })?;
+                if passkey.revoked_at_ms.is_none() {
+                    passkey.revoked_at_ms = Some(now);
+                    passkey.pending = None;
+                }
+                Ok(self.view(&household, passkey))
+            })
+            .await?;
+        Ok(view)
+    }
+
+    /// What the enrolment page for `token` shows, if the invite still works.
+    pub async fn enrolment_view(&self, token: &str) -> Result<EnrolmentView, PasskeyError> {
+        let (household_id, _) = split_token(token)?;
+        let account = self.accounts.get(household_id).await?;
+        let invite = open_invite(&account, token, self.now_ms())?;
+        let members = self.members(&account)?;
+        let member = find_member(&members, &invite.member_id)?;
+        Ok(EnrolmentView {
+            household_name: account.name.clone(),
+            member_name: member.name.clone(),
+            needs_guardian: has_guardian_passkey(&account, &members),
+        })
+    }
+
+    /// The creation options for the invite's page; the challenge is kept with the invite.
+    pub async fn creation_options(&self, token: &str) -> Result<Value, PasskeyError> {
+        let (household_id, _) = split_token(token)?;
+        let challenge = os_bytes::<32>().map_err(|_| unavailable_randomness())?;
+        let now = self.now_ms();
+        let (options, _) = self
+            .accounts
+            .update_with::<_, PasskeyError>(household_id, |account| {
+                let members = self.members(account)?;
+                let invite = open_invite(account, token, now)?.clone();
+                let member = find_member(&members, &invite.member_id)?.clone();
+                enrolment_allowed(account, &members, &member)?;
+                let exclude: Vec<String> = account
+                    .passkeys
+                    .iter()
+                    .filter(|passkey| passkey.member_id == member.id)
+                    .map(|passkey| passkey.credential_id.clone())
+                    .collect();
+                let hash = hash_hex(token);
+                if let Some(stored) = account
+                    .passkey_invites
+                    .iter_mut()
+                    .find(|stored| stored.invite_hash == hash)
+                {
+                    stored.challenge = Some(URL_SAFE_NO_PAD.encode(challenge));
+                    stored.challenge_at_ms = Some(now);
+                }
+                Ok(self.site.site.creation_options(
+                    &challenge,
+                    &user_handle(&account.household_id, &member.id),
+                    &member.id,
+                    &member.name,
+                    &exclude,
+                ))
+            })
+            .await?;
+        Ok(options)
+    }
+
+    /// Checks the browser's new credential against the invite's challenge and stores it:
+    /// enrolled at once if it is the household's first guardian passkey, pending a guardian
+    /// otherwise. The invite is used up either way.
+    pub async fn enrol(&self, token: &str, credential: &Value) -> Result<Enrolled, PasskeyError> {
+        let (household_id, _) = split_token(token)?;
+        let now = self.now_ms();
+        let account = self.accounts.get(household_id).await?;
+        let invite = open_invite(&account, token, now)?.clone();
+        let (Some(challenge), Some(issued_at)) = (&invite.challenge, invite.challenge_at_ms) else {
+            return Err(PasskeyError::Invalid(
+                "Press Create passkey to start.".into(),
+            ));
+        };
+        if now - issued_at > CEREMONY_TIMEOUT_MS {
+            return Err(PasskeyError::Refused(
+                "That took longer than five minutes. Press Create passkey again.".into(),
+            ));
+        }
+        let challenge_bytes = URL_SAFE_NO_PAD
+            .decode(challenge)
+            .map_err(|_| PasskeyError::Invalid("the stored challenge is unreadable".into()))?;
+        let created = self.site.site.verify_registration(
+            &challenge_bytes,
+            &user_handle(household_id, &invite.member_id),
+            credential,
+        )?;
+        let approval_token = format!("{household_id}.{}", random_token()?);
+        let (enrolled, _) = self
+            .accounts
+            .update_with::<_, PasskeyError>(household_id, |account| {
+                let stored = open_invite(account, token, now)?;
+                if stored.challenge.as_deref() != Some(challenge.as_str()) {
+                    return Err(PasskeyError::Gone(
+                        "This invite was used in another window. Ask for a new one.".into(),
+                    ));
+                }
+                let hash = hash_hex(token);
+                account
+                    .passkey_invites
+                    .retain(|invite| invite.invite_hash != hash);
+                let members = self.members(account)?;
+                let member = find_member(&members, &invite.member_id)?.clone();
+                enrolment_allowed(account, &members, &member)?;
+                if account
+                    .passkeys
+                    .iter()
+                    .any(|passkey| passkey.credential_id == created.credential_id)
+                {
+                    return Err(PasskeyError::Invalid(
+                        "This passkey is already enrolled in this household.".into(),
+                    ));
+                }
+                let pending = has_guardian_passkey(account, &members);
+                account.passkeys.push(PasskeyItem {
+                    credential_id: created.credential_id.clone(),
+                    member_id: member.id.clone(),
+                    algorithm: created.algorithm.as_str().to_owned(),
+                    public_key_spki: created.public_key_spki.clone(),
+                    sign_count: created.sign_count,
+                    backup_eligible: created.backup_eligible,
+                    created_at_ms: now,
+                    last_used_at_ms: None,
+                    revoked_at_ms: None,
+                    suspect_at_ms: None,
+                    pending: pending.then(|| PendingEnrolmentItem {
+                        approval_token: approval_token.clone(),
+                        nonce: None,
+                    }),
+                });
+                Ok(Enrolled {
+                    member_id: member.id,
+                    pending,
+                    approval_url: pending.then(|| self.confirmation_url(&approval_token)),
+                })
+            })
+            .await?;
+        Ok(enrolled)
+    }
+
+    /// What a pending passkey's confirmation page shows.
+    pub async fn confirmation_view(&self, token: &str) -> Result<EnrolmentView, PasskeyError> {
+        let (household_id, _) = split_token(token)?;
+        let account = self.accounts.get(household_id).await?;
+        let passkey = pending_by_token(&account, token)?;
+        let members = self.members(&account)?;
+        let member = find_member(&members, &passkey.member_id)?;
+        Ok(EnrolmentView {
+            household_name: account.name.clone(),
+            member_name: member.name.clone(),
+            needs_guardian: true,
+        })
+    }
+
+    /// A statement for a guardian to let the pending passkey in, with a fresh nonce.
+    pub async fn confirmation_request(&self, token: &str) -> Result<SigningRequest, PasskeyError> {
+        let (household_id, _) = split_token(token)?;
+        let nonce = URL_SAFE_NO_PAD.encode(os_bytes::<16>().map_err(|_| unavailable_randomness())?);
+        let now = self.now_ms();
+        let (request, _) = self
+            .accounts
+            .update_with::<_, PasskeyError>(household_id, |account| {
+                let members = self.members(account)?;
+                let allow = signers(account, |passkey| is_guardian(&members, &passkey.member_id));
+                if allow.is_empty() {
+                    return Err(PasskeyError::Refused(
+                        "No guardian has a passkey that can approve this.".into(),
+                    ));
+                }
+                let household = account.household_id.clone();
+                let passkey = pending_by_token_mut(account, token)?;
+                passkey
+                    .pending
+                    .as_mut()
+                    .expect("pending_by_token_mut finds pending passkeys")
+                    .nonce = Some(NonceItem {
+                    nonce: nonce.clone(),
+                    decision: "approve".into(),
+                    created_at_ms: now,
+                });
+                let statement = statement::enrolment(
+                    &household,
+                    &passkey.member_id,
+                    &passkey.credential_id,
+                    &nonce,
+                );
+                let options = self
+                    .site
+                    .site
+                    .request_options(&ceremony::challenge_of(&statement), &allow);
+                Ok(SigningRequest { statement, options })
+            })
+            .await?;
+        Ok(request)
+    }
+
+    /// A guardian's signed approval of a pending passkey: checks it and lets the passkey in.
+    /// Returns the member whose passkey it is.
+    pub async fn confirm(
+        &self,
+        token: &str,
+        statement_text: &str,
+        credential: &Value,
+    ) -> Result<String, PasskeyError> {
+        let (household_id, _) = split_token(token)?;
+        let now = self.now_ms();
+        let account = self.accounts.get(household_id).await?;
+        let members = self.members(&account)?;
+        let pending = pending_by_token(&account, token)?;
+        let nonce = pending
+            .pending
+            .as_ref()
+            .and_then(|waiting| waiting.nonce.clone())
+            .ok_or_else(|| PasskeyError::Invalid("Press Approve to start.".into()))?;
+        let expected = statement::enrolment(
+            household_id,
+            &pending.member_id,
+            &pending.credential_id,
+            &nonce.nonce,
+        );
+        check_statement(statement_text, &expected, &nonce, now)?;
+        let assertion = self
+            .check_signer(&account, credential, statement_text, |passkey| {
+                is_guardian(&members, &passkey.member_id)
+            })
+            .await?;
+        let member_id = pending.member_id.clone();
+        self.accounts
+            .update_with::<_, PasskeyError>(household_id, |account| {
+                let passkey = pending_by_token_mut(account, token)?;
+                let waiting = passkey
+                    .pending
+                    .as_ref()
+                    .and_then(|waiting| waiting.nonce.as_ref());
+                if waiting.map(|stored| stored.nonce.as_str()) != Some(nonce.nonce.as_str()) {
+                    return Err(PasskeyError::Gone(
+                        "This approval was already used. Start again if it is still needed.".into(),
+                    ));
+                }
+                passkey.pending = None;
+                record_use(account, &assertion, now);
+                Ok(())
+            })
+            .await?;
+        Ok(member_id)
+    }
+
+    /// Checks `credential` as an assertion over `statement_text` by one of the household's
+    /// live passkeys that `may_sign`. A counter that went backwards marks the passkey suspect
+    /// (written at once) and refuses.
+    pub async fn check_signer(
+        &self,
+        account: &AccountItem,
+        credential: &Value,
+        statement_text: &str,
+        may_sign: impl Fn(&PasskeyItem) -> bool,
+    ) -> Result<Assertion, PasskeyError> {
+        let credential_id = ceremony::assertion_credential_id(credential)?;
+        let passkey = account
+            .passkeys
+            .iter()
+            .find(|passkey| passkey.credential_id == credential_id)
+            .ok_or_else(|| {
+                PasskeyError::Refused("That passkey is not one of this household's.".into())
+            })?;
+        if passkey.revoked_at_ms.is_some() {
+            return Err(PasskeyError::Refused("That passkey was revoked.".into()));
+        }
+        if passkey.suspect_at_ms.is_some() {
+            return Err(PasskeyError::Refused(
+                "That passkey may have been copied, so it signs nothing more. Revoke it and enrol a new one.".into(),
+            ));
+        }
+        if passkey.pending.is_some() {
+            return Err(PasskeyError::Refused(
+                "That passkey still waits for a guardian's approval.".into(),
+            ));
+        }
+        if !may_sign(passkey) {
+            return Err(PasskeyError::Refused(
+                "That passkey's owner cannot approve this: a guardian must.".into(),
+            ));
+        }
+        let key = StoredKey {
+            credential_id: &passkey.credential_id,
+            algorithm: &passkey.algorithm,
+            public_key_spki: &passkey.public_key_spki,
+            sign_count: passkey.sign_count,
+            backup_eligible: passkey.backup_eligible,
+        };
+        match self.site.site.verify_assertion(
+            &ceremony::challenge_of(statement_text),
+            &key,
+            credential,
+        ) {
+            Ok(assertion) => Ok(assertion),
+            Err(error @ CeremonyError::CounterWentBack { .. }) => {
+                let now = self.now_ms();
+                self.accounts
+                    .update_with::<_, PasskeyError>(&account.household_id, |account| {
+                        if let Some(passkey) = account
+                            .passkeys
+                            .iter_mut()
+                            .find(|passkey| passkey.credential_id == credential_id)
+                        {
+                            passkey.suspect_at_ms.get_or_insert(now);
+                        }
+                        Ok::<_, PasskeyError>(())
+                    })
+                    .await?;
+                tracing::warn!(
+                    household = %account.household_id,
+                    "a passkey's sign counter went backwards; it is marked suspect"
+                );
+                Err(error.into())
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    fn members(&self, account: &AccountItem) -> Result<Vec<Member>, PasskeyError> {
+        (self.roster_of)(account).map_err(|reason| {
+            PasskeyError::Invalid(format!(
+                "household {} has no members to enrol: {reason}",
+                account.household_id
+            ))
+        })
+    }
+
+    fn view(&self, _household_id: &str, passkey: &PasskeyItem) -> PasskeyView {
+        PasskeyView {
+            credential_id: passkey.credential_id.clone(),
+            member_id: passkey.member_id.clone(),
+            algorithm: passkey.algorithm.clone(),
+            public_key_spki: passkey.public_key_spki.clone(),
+            created_at: timestamp(passkey.created_at_ms),
+            last_used_at: passkey.last_used_at_ms.map(timestamp),
+            revoked_at: passkey.revoked_at_ms.map(timestamp),
+            pending: passkey.pending.is_some(),
+            approval_url: passkey
+                .pending
+                .as_ref()
+                .map(|waiting| self.confirmation_url(&waiting.approval_token)),
+            suspect_at: passkey.suspect_at_ms.map(timestamp),
+        }
+    }
+}
+
+/// After a checked assertion: the passkey's counter and last use.
+pub fn record_use(account: &mut AccountItem, assertion: &Assertion, now_ms: i64) {
+    if let Some(passkey) = account
+        .passkeys
+        .iter_mut()
+        .find(|passkey| passkey.credential_id == assertion.credential_id)
+    {
+        passkey.sign_count = passkey.sign_count.max(assertion.sign_count);
+        passkey.last_used_at_ms = Some(now_ms);
+    }
+}
+
+/// Checks a signed statement against the one the server expects, with its nonce still in
+/// time.
+pub fn check_statement(
+    statement_text: &str,
+    expected: &str,
+    nonce: &NonceItem,
+    now_ms: i64,
+) -> Result<(), PasskeyError> {
+    if statement_text != expected {
+        return Err(PasskeyError::Refused(
+            "That approval was for something else, or was started again elsewhere. Start again."
+                .into(),
+        ));
+    }
+    if now_ms - nonce.created_at_ms > CEREMONY_TIMEOUT_MS {
+        return Err(PasskeyError::Refused(
+            "That took longer than five minutes. Start again.".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The credential ids of the household's live passkeys that `may_sign`.
+pub fn signers(account: &AccountItem, may_sign: impl Fn(&PasskeyItem) -> bool) -> Vec<String> {
+    account
+        .passkeys
+        .iter()
+        .filter(|passkey| is_live(passkey) && passkey.pending.is_none() && may_sign(passkey))
+        .map(|passkey| passkey.credential_id.clone())
+        .collect()
+}
+
+fn is_live(passkey: &PasskeyItem) -> bool {
+    passkey.revoked_at_ms.is_none() && passkey.suspect_at_ms.is_none()
+}
+
+fn is_guardian(members: &[Member], member_id: &str) -> bool {
+    members
+        .iter()
+        .any(|member| member.id == member_id && member.guardian)
+}
+
+/// Whether a guardian already holds a live, approved passkey: then every enrolment waits.
+fn has_guardian_passkey(account: &AccountItem, members: &[Member]) -> bool {
+    !signers(account, |passkey| is_guardian(members, &passkey.member_id)).is_empty()
+}
+
+/// The rules an enrolment for `member` must meet now: guardians first, and the limits.
+fn enrolment_allowed(
+    account: &AccountItem,
+    members: &[Member],
+    member: &Member,
+) -> Result<(), PasskeyError> {
+    if !member.guardian && !has_guardian_passkey(account, members) {
+        return Err(PasskeyError::Refused(format!(
+            "The household's first passkey must be a guardian's: enrol one of {} first.",
+            members
+                .iter()
+                .filter(|member| member.guardian)
+                .map(|member| member.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let held = account
+        .passkeys
+        .iter()
+        .filter(|passkey| passkey.member_id == member.id && is_live(passkey))
+        .count();
+    if held >= MAX_PASSKEYS_PER_MEMBER {
+        return Err(PasskeyError::Full(format!(
+            "{} already has {MAX_PASSKEYS_PER_MEMBER} passkeys; revoke one first.",
+            member.id
+        )));
+    }
+    if account.passkeys.len() >= MAX_KEPT_PASSKEYS {
+        return Err(PasskeyError::Full(format!(
+            "This household keeps {MAX_KEPT_PASSKEYS} passkeys, revoked ones included, and can enrol no more."
+        )));
+    }
+    Ok(())
+}
+
+fn find_member<'a>(members: &'a [Member], member_id: &str) -> Result<&'a Member, PasskeyError> {
+    members
+        .iter()
+        .find(|member| member.id == member_id)
+        .ok_or_else(|| {
+            PasskeyError::Invalid(format!(
+                "{member_id:?} is not a member of this household (members: {})",
+                members
+                    .iter()
+                    .map(|member| member.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })
+}
+
+fn open_invite<'a>(
+    account: &'a AccountItem,
+    token: &str,
+    now_ms: i64,
+) -> Result<&'a PasskeyInviteItem, PasskeyError> {
+    let hash = hash_hex(token);
+    account
+        .passkey_invites
+        .iter()
+        .find(|invite| {
+            invite.invite_hash == hash
+                && invite.expires_at_ms > now_ms
+                && invite.generation == account.generation
+        })
+        .ok_or_else(|| {
+            PasskeyError::Gone(
+                "This invite has been used, has expired, or was cancelled. Ask whoever runs Hearth for a new one."
+                    .into(),
+            )
+        })
+}
+
+fn pending_by_token<'a>(
+    account: &'a AccountItem,
+    token: &str,
+) -> Result<&'a PasskeyItem, PasskeyError> {
+    account
+        .passkeys
+        .iter()
+        .find(|passkey| {
+            passkey
+                .pending
+                .as_ref()
+                .is_some_and(|waiting| waiting.approval_token == token)
+        })
+        .ok_or_else(no_longer_pending)
+}
+
+fn pending_by_token_mut<'a>(
+    account: &'a mut AccountItem,
+    token: &str,
+) -> Result<&'a mut PasskeyItem, PasskeyError> {
+    account
+        .passkeys
+        .iter_mut()
+        .find(|passkey| {
+            passkey
+                .pending
+                .as_ref()
+                .is_some_and(|waiting| waiting.approval_token == token)
+        })
+        .ok_or_else(no_longer_pending)
+}
+
+fn no_longer_pending() -> PasskeyError {
+    PasskeyError::Gone(
+        "Nothing waits here any more: this passkey was already approved or was revoked.".into(),
+    )
+}
+
+/// A link token is the household id, a dot, and 32 random bytes in base64url.
+fn split_token(token: &str) -> Result<(&str, &str), PasskeyError> {
+    token
+        .split_once('.')
+        .filter(|(household, secret)| {
+            is_household_id(household)
+                && secret.len() == 43
+                && secret
+                    .bytes()
+                    .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_')
+        })
+        .ok_or_else(|| PasskeyError::NotFound("the link's token is malformed".into()))
+}
+
+fn random_token() -> Result<String, PasskeyError> {
+    Ok(URL_SAFE_NO_PAD.encode(os_bytes::<32>().map_err(|_| unavailable_randomness())?))
+}
+
+fn unavailable_randomness() -> PasskeyError {
+    PasskeyError::Unavailable("the system's random source failed; try again".into())
+}
+
+fn hash_hex(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// The WebAuthn user handle of a member: stable, and no personal data (a hash of the
+/// household and member ids).
+fn user_handle(household_id: &str, member_id: &str) -> Vec<u8> {
+    Sha256::digest(format!("{household_id}\n{member_id}").as_bytes())[..16].to_vec()
+}
+
+fn timestamp(ms: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|at| {
+            at.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default()
+}

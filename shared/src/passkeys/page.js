@@ -1,0 +1,120 @@
+// Hearth's passkey pages: enrol a passkey, or sign a statement with one. The server renders
+// the page; this script only runs the WebAuthn ceremony and posts its answer back to the
+// page's own URL. Byte strings travel as base64url, as WebAuthn's JSON forms write them.
+"use strict";
+
+const main = document.querySelector("main[data-page]");
+const status = document.getElementById("status");
+
+function fromBase64url(text) {
+  const base64 = text.replace(/-/g, "+").replace(/_/g, "/");
+  const binary = atob(base64 + "===".slice((base64.length + 3) % 4));
+  return Uint8Array.from(binary, (c) => c.charCodeAt(0)).buffer;
+}
+
+function toBase64url(buffer) {
+  let binary = "";
+  for (const byte of new Uint8Array(buffer)) binary += String.fromCharCode(byte);
+  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function say(text, done) {
+  status.textContent = text;
+  status.className = done ? "done" : "";
+}
+
+async function post(path, body) {
+  const response = await fetch(path, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const answer = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    const error = new Error(answer.message || "Hearth could not take that. Try again.");
+    error.final = response.status === 410 || response.status === 404;
+    throw error;
+  }
+  return answer;
+}
+
+function descriptors(list) {
+  return (list || []).map((item) => ({ ...item, id: fromBase64url(item.id) }));
+}
+
+async function enrol(button) {
+  const here = location.pathname;
+  const options = await post(here + "/options", {});
+  const publicKey = {
+    ...options,
+    challenge: fromBase64url(options.challenge),
+    user: { ...options.user, id: fromBase64url(options.user.id) },
+    excludeCredentials: descriptors(options.excludeCredentials),
+  };
+  const credential = await navigator.credentials.create({ publicKey });
+  const answer = await post(here, {
+    credential: {
+      id: credential.id,
+      rawId: toBase64url(credential.rawId),
+      type: credential.type,
+      response: {
+        clientDataJSON: toBase64url(credential.response.clientDataJSON),
+        attestationObject: toBase64url(credential.response.attestationObject),
+      },
+    },
+  });
+  button.disabled = true;
+  say(answer.message, true);
+}
+
+async function sign(button, decision) {
+  const here = location.pathname;
+  const request = await post(here + "/challenge", { decision });
+  const publicKey = {
+    ...request.options,
+    challenge: fromBase64url(request.options.challenge),
+    allowCredentials: descriptors(request.options.allowCredentials),
+  };
+  const credential = await navigator.credentials.get({ publicKey });
+  const answer = await post(here, {
+    decision,
+    statement: request.statement,
+    credential: {
+      id: credential.id,
+      rawId: toBase64url(credential.rawId),
+      type: credential.type,
+      response: {
+        clientDataJSON: toBase64url(credential.response.clientDataJSON),
+        authenticatorData: toBase64url(credential.response.authenticatorData),
+        signature: toBase64url(credential.response.signature),
+        userHandle: credential.response.userHandle
+          ? toBase64url(credential.response.userHandle)
+          : null,
+      },
+    },
+  });
+  for (const other of document.querySelectorAll("button")) other.disabled = true;
+  say(answer.message, true);
+}
+
+function wire(id, run) {
+  const button = document.getElementById(id);
+  if (!button) return;
+  button.addEventListener("click", async () => {
+    for (const other of document.querySelectorAll("button")) other.disabled = true;
+    say("Waiting for your passkey…");
+    try {
+      await run(button);
+    } catch (error) {
+      const cancelled = error && error.name === "NotAllowedError";
+      say(cancelled ? "Nothing was done: the passkey was not used. You can try again." : error.message);
+      if (!error.final) for (const other of document.querySelectorAll("button")) other.disabled = false;
+    }
+  });
+}
+
+if (main) {
+  wire("create", (button) => enrol(button));
+  wire("approve", (button) => sign(button, "approve"));
+  wire("decline", (button) => sign(button, "decline"));
+}

@@ -1,0 +1,170 @@
+//! The passkey pages: server-rendered HTML in the consent page's style, and one script
+//! (`page.js`, served from Hearth's own origin) that runs the WebAuthn ceremony. The
+//! Content-Security-Policy allows that script, the style by its hash, and fetches to the same
+//! origin, nothing else. Every value shown is escaped.
+
+use std::sync::LazyLock;
+
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use http::{HeaderValue, StatusCode, header};
+use sha2::{Digest, Sha256};
+
+use crate::oauth::consent_page::{STYLE, escape};
+
+/// The script every passkey page loads.
+pub const SCRIPT: &str = include_str!("page.js");
+
+const EXTRA_STYLE: &str = "#status{min-height:1.5em;margin-top:1rem}\
+.done{background:#e3f1e4;border-left:4px solid #3d5a40;padding:.6rem .8rem}\
+.order{background:#fff;border:1px solid #d8d3c7;border-radius:.4rem;padding:.4rem 1rem}\
+.order dt{font-weight:600;margin-top:.4rem}.order dd{margin:0}\
+.warning{background:#fff4d6;border-left:4px solid #a36a00;padding:.6rem .8rem}";
+
+static STYLE_HASH: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "'sha256-{}'",
+        STANDARD.encode(Sha256::digest(format!("{STYLE}{EXTRA_STYLE}")))
+    )
+});
+
+/// The enrolment page: one button, `Create passkey`.
+pub fn enrolment(household_name: &str, member_name: &str, needs_guardian: bool) -> Response {
+    let waits = if needs_guardian {
+        "<p class=\"small\">A guardian approves this passkey with their own before it counts.</p>"
+    } else {
+        ""
+    };
+    page(
+        StatusCode::OK,
+        "A passkey for Hearth",
+        &format!(
+            r#"<main data-page="enrol">
+<h1>A passkey for {member}</h1>
+<p>{household} uses Hearth to check what the assistant buys. With a passkey on this phone, {member} can approve or decline an order here, after reading what it really is.</p>
+{waits}
+<div class="actions"><button id="create" class="allow" type="button">Create passkey</button></div>
+<p id="status" role="status"></p>
+</main>"#,
+            member = escape(member_name),
+            household = escape(household_name),
+        ),
+    )
+}
+
+/// The page where a guardian lets a later passkey in: one button, `Approve`.
+pub fn confirmation(household_name: &str, member_name: &str) -> Response {
+    page(
+        StatusCode::OK,
+        "Approve a new passkey",
+        &format!(
+            r#"<main data-page="confirm">
+<h1>Approve a new passkey</h1>
+<p>A new passkey was created for <strong>{member}</strong> of {household}. Once approved, it can approve orders as {member}.</p>
+<p>Approve it only if you know who created it. Otherwise do nothing: it stays unused, and whoever runs Hearth can remove it.</p>
+<div class="actions"><button id="approve" class="allow" type="button">Approve</button></div>
+<p id="status" role="status"></p>
+</main>"#,
+            member = escape(member_name),
+            household = escape(household_name),
+        ),
+    )
+}
+
+/// A page that only says why nothing can be done here, and what to do instead.
+pub fn problem(status: StatusCode, detail: &str) -> Response {
+    page(
+        status,
+        "This link does not work",
+        &format!(
+            r#"<main>
+<h1>This link does not work</h1>
+<p class="problem" role="alert">{}</p>
+</main>"#,
+            escape(detail)
+        ),
+    )
+}
+
+fn page(status: StatusCode, title: &str, main: &str) -> Response {
+    let body = format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width,initial-scale=1">
+<title>{title}</title>
+<style>{STYLE}{EXTRA_STYLE}</style></head>
+<body>{main}
+<script src="../page.js"></script></body></html>"#,
+        title = escape(title),
+    );
+    let csp = format!(
+        "default-src 'none'; script-src 'self'; connect-src 'self'; style-src {}; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
+        *STYLE_HASH
+    );
+    let mut response = (status, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    if let Ok(csp) = HeaderValue::from_str(&csp) {
+        headers.insert(header::CONTENT_SECURITY_POLICY, csp);
+    }
+    secure_headers(headers);
+    // The URL carries the link's token: no other site needs to see it.
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    response
+}
+
+/// The page script, cached briefly (it changes with releases).
+pub fn script() -> Response {
+    let mut response = SCRIPT.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/javascript; charset=utf-8"),
+    );
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=300"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+/// The headers every answer of a passkey route carries: never cached, never framed.
+pub fn secure_headers(headers: &mut http::HeaderMap) {
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_escaped() {
+        let response = enrolment("<b>Home</b>", "Dana \"D\"", true);
+        let body = futures_util::FutureExt::now_or_never(axum::body::to_bytes(
+            response.into_body(),
+            usize::MAX,
+        ))
+        .unwrap()
+        .unwrap();
+        let html = String::from_utf8(body.to_vec()).unwrap();
+        assert!(html.contains("&lt;b&gt;Home&lt;/b&gt;"));
+        assert!(html.contains("Dana &quot;D&quot;"));
+        assert!(!html.contains("<b>Home"));
+    }
+}
