@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::cli::{
     AdminArgs, AdminCommand, ClientCommand, DeviceKeyCommand, HouseholdCommand, LogCommand,
-    LogKeyCommand, LogName, usage_error,
+    LogKeyCommand, LogName, PasskeyCommand, usage_error,
 };
 
 /// One parsed command.
@@ -66,6 +66,15 @@ enum Command {
     ClientList,
     ClientDelete(String),
     Unlink(String),
+    PasskeyInvite {
+        household: String,
+        member: String,
+    },
+    PasskeyList(String),
+    PasskeyRevoke {
+        household: String,
+        credential_id: String,
+    },
 }
 
 pub async fn run(args: AdminArgs) -> ExitCode {
@@ -181,6 +190,19 @@ fn command_of(command: AdminCommand) -> Result<Command, String> {
             ClientCommand::Delete { client_id } => Command::ClientDelete(client_id),
         },
         AdminCommand::Unlink { household } => Command::Unlink(household),
+        AdminCommand::Passkey(passkey) => match passkey {
+            PasskeyCommand::Invite { household, member } => {
+                Command::PasskeyInvite { household, member }
+            }
+            PasskeyCommand::List { household } => Command::PasskeyList(household),
+            PasskeyCommand::Revoke {
+                household,
+                credential_id,
+            } => Command::PasskeyRevoke {
+                household,
+                credential_id,
+            },
+        },
     })
 }
 
@@ -196,6 +218,9 @@ async fn execute(command: Command) -> anyhow::Result<Value> {
         hearth_core::app::load_credentials(&mut config).await;
     }
     if let Some(value) = client_command(&config, &command).await? {
+        return Ok(value);
+    }
+    if let Some(value) = passkey_command(&config, &command).await? {
         return Ok(value);
     }
     let admin = hearth_core::app::admin(&config).await?;
@@ -233,6 +258,9 @@ async fn execute(command: Command) -> anyhow::Result<Value> {
         Command::ClientAdd { .. } | Command::ClientList | Command::ClientDelete(_) => {
             unreachable!("client commands are answered by client_command")
         }
+        Command::PasskeyInvite { .. } | Command::PasskeyList(_) | Command::PasskeyRevoke { .. } => {
+            unreachable!("passkey commands are answered by passkey_command")
+        }
         Command::Unlink(household) => serde_json::to_value(admin.unlink(&household).await?),
     };
     Ok(value?)
@@ -257,6 +285,29 @@ async fn client_command(config: &Config, command: &Command) -> anyhow::Result<Op
             let clients = hearth_core::app::admin_clients(config).await?;
             clients.delete(client_id).await?;
             json!({"deleted": client_id})
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(value))
+}
+
+/// The `passkey` commands, over the store's household accounts; `None` for any other command.
+async fn passkey_command(config: &Config, command: &Command) -> anyhow::Result<Option<Value>> {
+    let value = match command {
+        Command::PasskeyInvite { household, member } => {
+            let passkeys = hearth_core::app::admin_passkeys(config).await?;
+            serde_json::to_value(passkeys.invite(household, member).await?)?
+        }
+        Command::PasskeyList(household) => {
+            let passkeys = hearth_core::app::admin_passkeys(config).await?;
+            json!({"passkeys": passkeys.list(household).await?})
+        }
+        Command::PasskeyRevoke {
+            household,
+            credential_id,
+        } => {
+            let passkeys = hearth_core::app::admin_passkeys(config).await?;
+            json!({"revoked": passkeys.revoke(household, credential_id).await?})
         }
         _ => return Ok(None),
     };

@@ -316,6 +316,23 @@ pub enum AdminCommand {
     Client(ClientCommand),
     /// Unlink a household from its assistant: its tokens, codes and refresh tokens stop at once
     Unlink { household: String },
+    /// Members' passkeys (what they approve orders with on their phones)
+    #[command(subcommand)]
+    Passkey(PasskeyCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PasskeyCommand {
+    /// A single-use enrolment link for one member (15 minutes); the household's first passkey
+    /// must be a guardian's
+    Invite { household: String, member: String },
+    /// List a household's passkeys, revoked and pending ones included
+    List { household: String },
+    /// Revoke one passkey: it signs nothing more, and stays listed
+    Revoke {
+        household: String,
+        credential_id: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
