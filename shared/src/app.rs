@@ -711,7 +711,7 @@ fn mcp_routes(config: &Config, backing: &Backing) -> Router {
 }
 
 /// The members' passkeys, where there is a public URL to serve their pages under.
-fn passkeys(
+pub fn passkeys(
     config: &Config,
     accounts: Arc<Accounts>,
     household: &HouseholdData,

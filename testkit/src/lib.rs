@@ -2,6 +2,7 @@
 
 pub mod converse;
 pub mod moto;
+pub mod passkey;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -194,6 +194,11 @@ impl Site {
             client_data_json: decode("clientDataJSON", &wire.response.client_data_json)?,
             attestation_object: decode("attestationObject", &wire.response.attestation_object)?,
         };
+        if !user_verified_at_registration(&response.attestation_object)? {
+            return Err(CeremonyError::Refused(
+                "the authenticator did not verify the person (no PIN, fingerprint or face)".into(),
+            ));
+        }
         let result = self
             .relying_party()
             .verify_registration(&fresh(challenge), &response, user_handle)
@@ -266,6 +271,28 @@ impl Site {
             sign_count: result.new_sign_count,
         })
     }
+}
+
+/// Whether a registration's authenticator data carries the UV flag. `caden` 0.9 checks it on
+/// assertions but not on registrations (WebAuthn §7.1 step 15, "if user verification is
+/// required"), so it is checked here: a passkey enrolled without verifying its holder would
+/// later sign with the same laxity on other authenticators' terms.
+fn user_verified_at_registration(attestation_object: &[u8]) -> Result<bool, CeremonyError> {
+    let malformed = || CeremonyError::Malformed("the attestation object is not readable".into());
+    let object: ciborium::Value =
+        ciborium::from_reader(attestation_object).map_err(|_| malformed())?;
+    let auth_data = object
+        .as_map()
+        .and_then(|entries| {
+            entries
+                .iter()
+                .find(|(key, _)| key.as_text() == Some("authData"))
+        })
+        .and_then(|(_, value)| value.as_bytes())
+        .ok_or_else(malformed)?;
+    let parsed = webauthn::authenticator_data::parse_authenticator_data(auth_data)
+        .map_err(|_| malformed())?;
+    Ok(parsed.flags.user_verified)
 }
 
 /// The credential id an assertion names (base64url), to find its stored passkey by.
