@@ -108,7 +108,7 @@ async fn enrol(
                 StatusCode::CREATED,
                 json!({
                     "status": "enrolled",
-                    "message": "Your passkey is ready. When the assistant asks to buy something, approve or decline it here.",
+                    "message": "Your passkey is ready. When the assistant asks to buy something, Hearth sends this phone a page to approve or decline it.",
                 }),
             )
         }

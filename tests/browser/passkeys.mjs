@@ -1,0 +1,147 @@
+// Passkeys in real headless Chromium with CDP virtual authenticators (ctap2, internal,
+// resident keys, user verification): a guardian enrols on a phone-width page; the invite used
+// twice does not work; a child's later passkey waits; the guardian approves it on a
+// desktop-width page; a copied key whose counter went backwards is refused and marked suspect;
+// a revoked passkey approves nothing.
+//
+// Usage: node tests/browser/passkeys.mjs OUTPUT_DIR   (scripts/test runs it)
+
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { ROOT, chromium, FLAGS, HEARTH, check, startHearth } from "./lib.mjs";
+
+const OUT = resolve(process.argv[2] || join(ROOT, ".test-output", "browser-passkeys"));
+mkdirSync(OUT, { recursive: true });
+
+const { server, base, dataDir, log } = await startHearth({});
+// The admin command prints links under the server's own address, so it runs with its settings.
+const store = { HEARTH_DB: join(dataDir, "hearth.db"), HEARTH_DATA_DIR: dataDir, HEARTH_ADDR: new URL(base).host };
+function admin(...args) {
+  const output = execFileSync(HEARTH, ["admin", ...args, "--json"], { env: { ...process.env, ...store } });
+  return JSON.parse(output.toString());
+}
+
+// The demo household's rules (dana and chris are guardians, mia and leo children).
+const policy = JSON.parse(readFileSync(join(ROOT, "data", "household.json"), "utf8"));
+delete policy.household_id;
+delete policy.name;
+const policyFile = join(dataDir, "policy.json");
+writeFileSync(policyFile, JSON.stringify(policy));
+const household = admin("household", "create", "Browser Home", "--policy", policyFile).household_id;
+
+const profile = mkdtempSync(join(tmpdir(), "hearth-chromium-"));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: "/usr/bin/chromium",
+  args: FLAGS,
+  headless: true,
+});
+const errors = [];
+
+/** A page at `width` with its own virtual authenticator: one person's device. */
+async function device(width) {
+  const page = await context.newPage();
+  await page.setViewportSize({ width, height: 844 });
+  page.on("pageerror", (error) => errors.push(error.message));
+  const cdp = await context.newCDPSession(page);
+  await cdp.send("WebAuthn.enable");
+  const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", {
+    options: {
+      protocol: "ctap2", transport: "internal", hasResidentKey: true,
+      hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true,
+    },
+  });
+  return { page, cdp, authenticatorId };
+}
+
+async function statusAfter(page, button) {
+  await page.getByRole("button", { name: button, exact: true }).click();
+  const status = page.locator("#status");
+  await page.waitForFunction(() => {
+    const text = document.getElementById("status")?.textContent || "";
+    return text && !text.startsWith("Waiting");
+  }, null, { timeout: 15000 });
+  return status.textContent();
+}
+
+function passkeys() {
+  return admin("passkey", "list", household).passkeys;
+}
+
+try {
+  // A child cannot be first.
+  let refused = null;
+  try { admin("passkey", "invite", household, "mia"); } catch (error) { refused = error.stdout.toString(); }
+  check(refused && refused.includes("guardian"), `a child's invite came first: ${refused}`);
+
+  // Dana enrols on her phone.
+  const dana = await device(390);
+  const invite = admin("passkey", "invite", household, "dana");
+  check(invite.url.startsWith("http://localhost:"), `links use the localhost origin: ${invite.url}`);
+  const shown = await dana.page.goto(invite.url);
+  check(shown.status() === 200, `enrolment page: ${shown.status()}`);
+  check((await dana.page.getByRole("button").count()) === 1, "the page has exactly one button");
+  let said = await statusAfter(dana.page, "Create passkey");
+  check(said.includes("ready"), `dana's enrolment: ${said}`);
+  await dana.page.screenshot({ path: join(OUT, "enrol-390.png"), fullPage: true });
+  const { credentials } = await dana.cdp.send("WebAuthn.getCredentials", { authenticatorId: dana.authenticatorId });
+  check(credentials.length === 1 && credentials[0].isResidentCredential, "one resident credential on dana's phone");
+  let listed = passkeys();
+  check(listed.length === 1 && listed[0].member_id === "dana" && !listed[0].pending, JSON.stringify(listed));
+
+  // The same invite again.
+  const again = await dana.page.goto(invite.url);
+  check(again.status() === 410, `a used invite answers ${again.status()}`);
+  check((await dana.page.textContent("body")).includes("does not work"), "the used invite says so");
+
+  // Mia's passkey waits for a guardian.
+  const mia = await device(390);
+  await mia.page.goto(admin("passkey", "invite", household, "mia").url);
+  said = await statusAfter(mia.page, "Create passkey");
+  check(said.includes("guardian approves"), `mia's enrolment: ${said}`);
+  listed = passkeys();
+  const waiting = listed.find((entry) => entry.member_id === "mia");
+  check(waiting.pending && waiting.approval_url.startsWith("http://localhost:"), JSON.stringify(waiting));
+
+  // Dana approves it at her desk.
+  await dana.page.setViewportSize({ width: 1280, height: 800 });
+  await dana.page.goto(waiting.approval_url);
+  check((await dana.page.textContent("h1")).includes("Approve a new passkey"), "the approval page");
+  await dana.page.screenshot({ path: join(OUT, "confirm-1280.png"), fullPage: true });
+  said = await statusAfter(dana.page, "Approve");
+  check(said.startsWith("Approved"), `dana's approval: ${said}`);
+  check(passkeys().every((entry) => !entry.pending), "nothing pending after the approval");
+
+  // A copy of dana's key with an older counter answers on another device: refused, suspect.
+  const leo = await device(390);
+  await leo.page.goto(admin("passkey", "invite", household, "leo").url);
+  said = await statusAfter(leo.page, "Create passkey");
+  check(said.includes("guardian approves"), `leo's enrolment: ${said}`);
+  const leoWaiting = passkeys().find((entry) => entry.member_id === "leo");
+  const copy = await device(1280);
+  const danaKey = (await dana.cdp.send("WebAuthn.getCredentials", { authenticatorId: dana.authenticatorId })).credentials[0];
+  await copy.cdp.send("WebAuthn.addCredential", {
+    authenticatorId: copy.authenticatorId,
+    credential: { ...danaKey, signCount: 0 },
+  });
+  await copy.page.goto(leoWaiting.approval_url);
+  said = await statusAfter(copy.page, "Approve");
+  check(said.includes("copied"), `a copied key: ${said}`);
+  const danaNow = passkeys().find((entry) => entry.member_id === "dana");
+  check(danaNow.suspect_at, `dana's passkey is suspect: ${JSON.stringify(danaNow)}`);
+
+  // Revoked, it approves nothing either: no guardian can sign, and the page says so.
+  admin("passkey", "revoke", household, danaNow.credential_id);
+  await dana.page.goto(leoWaiting.approval_url);
+  said = await statusAfter(dana.page, "Approve");
+  check(said.includes("No guardian"), `after the revocation: ${said}`);
+  check(passkeys().find((entry) => entry.member_id === "leo").pending, "leo's passkey still waits");
+
+  check(errors.length === 0, `page errors: ${errors.join("; ")}`);
+  check(!log().includes(invite.url.split("/").pop()), "the invite token reached the log");
+  console.log("passkeys (390px and 1280px): enrol, used invite, later enrolment approved, copied key, revoked key passed");
+} finally {
+  await context.close();
+  server.kill();
+}
