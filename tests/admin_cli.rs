@@ -649,3 +649,83 @@ fn clients_are_added_listed_and_deleted() {
         assert_eq!(run.code, 2, "{args:?}: {}{}", run.stdout, run.stderr);
     }
 }
+
+#[test]
+fn passkey_commands_invite_list_and_revoke() {
+    let dir = tempfile::tempdir().unwrap();
+    existing_store(dir.path());
+    let env = local(dir.path());
+    let mut policy = hearth_core::countersign::household::built_in_policy();
+    policy.as_object_mut().unwrap().remove("household_id");
+    policy.as_object_mut().unwrap().remove("name");
+    let file = write_json(dir.path(), "policy.json", &policy);
+    let created = admin(
+        &env,
+        &["household", "create", "Maple", "--policy", &file, "--json"],
+    )
+    .json();
+    let household = created["household_id"].as_str().unwrap();
+
+    let invite = admin(&env, &["passkey", "invite", household, "dana", "--json"]);
+    assert_eq!(invite.code, 0, "{}", invite.stdout);
+    let invite = invite.json();
+    assert_eq!(keys(&invite), ["expires_at", "url"]);
+    let url = invite["url"].as_str().unwrap();
+    // WebAuthn refuses IP addresses: a loopback IP is linked as localhost.
+    assert_eq!(RESOURCE, "http://127.0.0.1:8787/mcp");
+    assert!(
+        url.starts_with(&format!(
+            "http://localhost:8787/passkeys/enrol/{household}."
+        )),
+        "{url}"
+    );
+
+    // A child first, a stranger, a household that does not exist: failures, exit 1.
+    for (args, says) in [
+        (vec!["passkey", "invite", household, "mia"], "guardian"),
+        (
+            vec!["passkey", "invite", household, "nobody"],
+            "not a member",
+        ),
+        (
+            vec![
+                "passkey",
+                "invite",
+                "hh-00000000000000000000000000000000",
+                "dana",
+            ],
+            "no household",
+        ),
+        (vec!["passkey", "revoke", household, "bm8"], "no passkey"),
+    ] {
+        let mut args = args.clone();
+        args.push("--json");
+        let run = admin(&env, &args);
+        assert_eq!(run.code, 1, "{args:?}: {}", run.stdout);
+        assert!(run.error().contains(says), "{args:?}: {}", run.error());
+    }
+    let listed = admin(&env, &["passkey", "list", household, "--json"]).json();
+    assert_eq!(listed, serde_json::json!({"passkeys": []}));
+    for args in [
+        &["passkey", "invite", household, "--json"][..],
+        &["passkey", "list", "--json"],
+        &["passkey", "revoke", household, "--json"],
+    ] {
+        assert_eq!(admin(&env, args).code, 2, "{args:?}");
+    }
+    // Without a public URL under Lambda there is nowhere to link to.
+    let mut lambda = env.clone();
+    lambda.retain(|(name, _)| *name != "MCP_RESOURCE_URL" && *name != "MCP_JWT_SECRET");
+    lambda.push(("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9".into()));
+    lambda.push((
+        "HEARTH_DB",
+        dir.path().join("hearth.db").display().to_string(),
+    ));
+    let nowhere = admin(&lambda, &["passkey", "invite", household, "dana", "--json"]);
+    assert_eq!(nowhere.code, 1, "{}", nowhere.stdout);
+    assert!(
+        nowhere.error().contains("MCP_RESOURCE_URL"),
+        "{}",
+        nowhere.error()
+    );
+}
