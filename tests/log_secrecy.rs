@@ -513,3 +513,110 @@ async fn a_refused_tool_calls_line_names_its_code() {
     let spoken = refused["content"][0]["text"].as_str().unwrap();
     assert!(!captured.text().contains(spoken));
 }
+
+/// A passkey session: invites, enrolments, a guardian's approval, a refused copy. Nothing of
+/// a link's token, a nonce, a statement or an assertion reaches the log.
+#[tokio::test]
+async fn a_passkey_session_logs_no_link_nonce_statement_or_assertion() {
+    use hearth_core::store::Stores;
+    use hearth_testkit::passkey::SoftPasskey;
+    let captured = Captured::default();
+    let sink = captured.clone();
+    let _logs =
+        tracing::subscriber::set_default(hearth_core::telemetry::subscriber(move || sink.clone()));
+    let config = common::config_with(&[]);
+    let mut shared = None;
+    let h = common::harness_over(&config, |sqlite| {
+        let stores = Stores::shared(sqlite);
+        shared = Some(stores.clone());
+        stores
+    });
+    let stores = shared.unwrap();
+    let accounts = std::sync::Arc::new(hearth_core::accounts::Accounts::new(
+        stores.accounts.clone(),
+        h.clock.clone(),
+    ));
+    let passkeys = hearth_core::app::passkeys(
+        &config,
+        accounts.clone(),
+        &hearth_core::app::household_data(&config).unwrap(),
+    )
+    .unwrap();
+    let mut policy = hearth_core::countersign::household::built_in_policy();
+    policy.as_object_mut().unwrap().remove("household_id");
+    policy.as_object_mut().unwrap().remove("name");
+    let household = hearth_core::accounts::new_household_id();
+    accounts
+        .create(&household, "Maple", Some(policy))
+        .await
+        .unwrap();
+
+    let origin = "http://localhost:8787";
+    let post = |path: String, body: Value| {
+        let router = h.router.clone();
+        async move {
+            let headers = [("content-type", "application/json"), ("origin", origin)];
+            request(&router, "POST", &path, &headers, &body.to_string()).await
+        }
+    };
+    let mut secrets: Vec<String> = Vec::new();
+    let enrol = |member: &'static str| {
+        let passkeys = &passkeys;
+        let household = household.clone();
+        let post = &post;
+        async move {
+            let url = passkeys.invite(&household, member).await.unwrap().url;
+            let path = url.strip_prefix(origin).unwrap().to_owned();
+            let mut key = SoftPasskey::es256(origin, "localhost");
+            let options = post(format!("{path}/options"), json!({})).await;
+            let credential = key.register(&options.body);
+            let reply = post(path.clone(), json!({"credential": credential})).await;
+            assert_eq!(reply.status, http::StatusCode::CREATED, "{}", reply.raw);
+            let token = path.rsplit('/').next().unwrap().to_owned();
+            (
+                key,
+                vec![
+                    token,
+                    options.body["challenge"].as_str().unwrap().to_owned(),
+                ],
+            )
+        }
+    };
+    let (mut dana, more) = enrol("dana").await;
+    secrets.extend(more);
+    let (mia, more) = enrol("mia").await;
+    secrets.extend(more);
+    let listed = passkeys.list(&household).await.unwrap();
+    let approval = listed
+        .iter()
+        .find(|passkey| passkey.credential_id == mia.id())
+        .and_then(|passkey| passkey.approval_url.clone())
+        .unwrap();
+    let page = approval.strip_prefix(origin).unwrap().to_owned();
+    secrets.push(page.rsplit('/').next().unwrap().to_owned());
+    let asked = post(format!("{page}/challenge"), json!({"decision": "approve"})).await;
+    let statement = asked.body["statement"].as_str().unwrap().to_owned();
+    let credential = dana.sign_request(&asked.body);
+    for field in ["clientDataJSON", "authenticatorData", "signature"] {
+        secrets.push(credential["response"][field].as_str().unwrap().to_owned());
+    }
+    secrets.push(statement.lines().last().unwrap().to_owned());
+    let body = json!({"decision": "approve", "statement": statement, "credential": credential});
+    assert_eq!(
+        post(page.clone(), body.clone()).await.status,
+        http::StatusCode::OK
+    );
+    // Replayed: refused.
+    assert_eq!(post(page, body).await.status, http::StatusCode::GONE);
+
+    let logs = captured.text();
+    assert!(logs.contains("a guardian approved a new passkey"), "{logs}");
+    for secret in &secrets {
+        assert!(secret.len() >= 16, "{secret}");
+        assert!(
+            !logs.contains(secret.as_str()),
+            "the log holds {secret}:\n{logs}"
+        );
+    }
+    assert!(!logs.contains("hearth-enrolment/v1"), "{logs}");
+}
