@@ -16,8 +16,8 @@ use hearth_core::transparency::LogKind;
 use serde_json::{Value, json};
 
 use crate::cli::{
-    AdminArgs, AdminCommand, ClientCommand, DeviceKeyCommand, HouseholdCommand, LogCommand,
-    LogKeyCommand, LogName, PasskeyCommand, usage_error,
+    AdminArgs, AdminCommand, ClientCommand, DeviceKeyCommand, HouseholdCommand, LedgerCommand,
+    LogCommand, LogKeyCommand, LogName, PasskeyCommand, usage_error,
 };
 
 /// One parsed command.
@@ -71,6 +71,7 @@ enum Command {
         member: String,
     },
     PasskeyList(String),
+    LedgerExport(String),
     PasskeyRevoke {
         household: String,
         credential_id: String,
@@ -190,6 +191,9 @@ fn command_of(command: AdminCommand) -> Result<Command, String> {
             ClientCommand::Delete { client_id } => Command::ClientDelete(client_id),
         },
         AdminCommand::Unlink { household } => Command::Unlink(household),
+        AdminCommand::Ledger(LedgerCommand::Export { household }) => {
+            Command::LedgerExport(household)
+        }
         AdminCommand::Passkey(passkey) => match passkey {
             PasskeyCommand::Invite { household, member } => {
                 Command::PasskeyInvite { household, member }
@@ -262,6 +266,9 @@ async fn execute(command: Command) -> anyhow::Result<Value> {
             unreachable!("passkey commands are answered by passkey_command")
         }
         Command::Unlink(household) => serde_json::to_value(admin.unlink(&household).await?),
+        Command::LedgerExport(household) => {
+            serde_json::to_value(admin.export_ledger(&household).await?)
+        }
     };
     Ok(value?)
 }

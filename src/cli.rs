@@ -319,6 +319,16 @@ pub enum AdminCommand {
     /// Members' passkeys (what they approve orders with on their phones)
     #[command(subcommand)]
     Passkey(PasskeyCommand),
+    /// A household's purchase ledger
+    #[command(subcommand)]
+    Ledger(LedgerCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LedgerCommand {
+    /// Print the retained ledger entries as stored, for backups and audits (approvals in it
+    /// check offline with scripts/verify_approvals.py)
+    Export { household: String },
 }
 
 #[derive(Debug, Subcommand)]

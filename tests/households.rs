@@ -764,7 +764,91 @@ async fn a_credentials_token_still_names_its_own_households() {
     assert!(probe.contains("no decisions"), "{probe}");
 }
 
+/// `countersign:read`: a household token that holds it (as `hearth admin token` grants, and
+/// linking asks for) reads its own activity, the ledger's check, a receipt and the rules
+/// without a device; a token without it, and a judge's or client's token, still need one.
+async fn countersign_read_opens_the_households_own_records_without_a_device(backend: Backend) {
+    let world = world(backend).await;
+    let home = household(&world, "The Bakers").await;
+    let other = household(&world, "The Carters").await;
+    let placed = world
+        .speak(
+            &home,
+            "propose_purchase",
+            json!({"product_id": "aa-batteries", "variant_id": "4-pack", "quantity": 1}),
+            BATTERIES,
+        )
+        .await;
+    let receipt = ok(&placed)["placed"]["receipt"].clone();
+
+    let activity = world
+        .call(&home.token, "household_activity", json!({}), &[])
+        .await;
+    assert_eq!(ok(&activity)["spent_cents"], 549, "{activity}");
+    let verified = world
+        .call(&home.token, "verify_ledger", json!({}), &[])
+        .await;
+    assert_eq!(ok(&verified)["check"]["entries"], 1, "{verified}");
+    let checked = world
+        .call(
+            &home.token,
+            "check_receipt",
+            json!({"receipt": receipt}),
+            &[],
+        )
+        .await;
+    assert_eq!(ok(&checked)["valid"], true, "{checked}");
+    let read = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read",
+        "params": {"uri": "countersign://household/rules"}});
+    let rules = world.post(&home.token, &read, &[]).await;
+    assert!(
+        rules.body["result"]["contents"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("The Bakers")),
+        "{}",
+        rules.raw
+    );
+    // Its own household only: the other household's receipt does not check here.
+    let crossed = world
+        .call(
+            &other.token,
+            "check_receipt",
+            json!({"receipt": receipt}),
+            &[],
+        )
+        .await;
+    assert_eq!(ok(&crossed)["valid"], false, "{crossed}");
+    // Acting still needs a device: reading is all the scope opens.
+    let unattested = world.buy_batteries(&home.token, &[]).await;
+    assert_eq!(unattested["isError"], true, "{unattested}");
+
+    // A household token without the scope needs a device for every read.
+    let config = config();
+    let keys = config.jwt_keys().unwrap();
+    // Generation 0: the household was never unlinked.
+    let plain = keys
+        .issue_household(&home.id, 0, Scopes::DEFAULT, 3600, now_secs())
+        .access_token;
+    for tool in ["household_activity", "verify_ledger"] {
+        let refused = world.call(&plain, tool, json!({}), &[]).await;
+        assert_eq!(refused["isError"], true, "{tool}: {refused}");
+    }
+    let refused = world.post(&plain, &read, &[]).await;
+    assert!(refused.body["error"].is_object(), "{}", refused.raw);
+    // A judge's token, which names no household, keeps today's rule.
+    let judged = world
+        .call(
+            TOKEN,
+            "household_activity",
+            json!({"household_id": home.id}),
+            &[],
+        )
+        .await;
+    assert_eq!(judged["isError"], true, "{judged}");
+}
+
 on_both_stores!(
+    countersign_read_opens_the_households_own_records_without_a_device,
     two_households_stay_apart,
     revoked_and_missing_device_keys_attest_nothing,
     an_unlink_revokes_every_token_within_a_minute,

@@ -132,6 +132,12 @@ pub struct LogKey {
 }
 
 #[derive(Debug, Serialize)]
+pub struct LedgerExport {
+    /// The retained ledger entries as stored, oldest first, each with its `entry_hash`.
+    pub entries: Vec<Value>,
+}
+
+#[derive(Debug, Serialize)]
 pub struct LogsReset {
     pub household_id: String,
     pub reset: Vec<LogReset>,
@@ -332,6 +338,26 @@ impl Admin {
             household_id: household_id.to_owned(),
             reset,
         })
+    }
+
+    /// `ledger export HOUSEHOLD`: the household's retained ledger entries exactly as stored
+    /// (each with its hash), for backups and audits. Approvals in them check offline with
+    /// `scripts/verify_approvals.py` against `passkey list`.
+    pub async fn export_ledger(&self, household_id: &str) -> Result<LedgerExport, AdminError> {
+        self.accounts.get(household_id).await?;
+        let caller = Caller::of_household(household_id, Standing::Current);
+        let (snapshot, _) = Ledger::new(self.chains.clone(), self.clock.clone())
+            .inspect(&caller, household_id)
+            .await
+            .map_err(|error| AdminError::Invalid(format!("the ledger: {error}")))?;
+        let entries = snapshot
+            .map(|snapshot| snapshot.records)
+            .unwrap_or_default()
+            .iter()
+            .map(|record| record.to_json(ledger::HASH_FIELD))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| AdminError::Invalid("a stored ledger entry is unreadable".into()))?;
+        Ok(LedgerExport { entries })
     }
 
     /// `household create NAME [--policy FILE]`: a new household; a given policy must not name
@@ -535,7 +561,7 @@ impl Admin {
         let issued = jwt.issue_household(
             household_id,
             generation,
-            Scopes::DEFAULT,
+            Scopes::HOUSEHOLD_DEFAULT,
             u64::from(days) * 86_400,
             self.clock.now().unix_timestamp().max(0) as u64,
         );

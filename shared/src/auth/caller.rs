@@ -31,6 +31,9 @@ pub struct HouseholdCaller {
     /// The account as this request's attestation check read it, so that a toolset needing
     /// the household's policy does not read it a second time.
     pub account: Option<Arc<AccountItem>>,
+    /// Whether the token holds `countersign:read`: it may read its household's purchase
+    /// records without a device's attestation.
+    pub reads_without_device: bool,
 }
 
 /// Why a call cannot act on a household. The text is a sentence safe to return.
@@ -64,9 +67,19 @@ impl Caller {
                 id: household_id.to_owned(),
                 standing,
                 account: None,
+                reads_without_device: false,
             }),
             host: HostClaim::Refused(AttestationRefusal::Missing),
         }
+    }
+
+    /// The same caller, reading its household's purchase records without a device when
+    /// `granted` (a household token holding `countersign:read`).
+    pub fn reading_without_device(mut self, granted: bool) -> Self {
+        if let Some(household) = &mut self.household {
+            household.reads_without_device = granted;
+        }
+        self
     }
 
     /// The household this call acts on. A household token names it, and an `argument` may

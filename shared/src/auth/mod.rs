@@ -239,7 +239,8 @@ impl Authenticator {
         };
         match standing {
             Standing::Revoked => Err(AuthFailure::Invalid),
-            standing => Ok(Caller::of_household(household_id, standing)),
+            standing => Ok(Caller::of_household(household_id, standing)
+                .reading_without_device(grant.scopes.contains(Scope::CountersignRead))),
         }
     }
 

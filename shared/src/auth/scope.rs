@@ -3,6 +3,11 @@
 //! `mcp:service` covers everything, `mcp:tools` covers `tools/*` and `mcp:resources` covers
 //! `resources/*`. `initialize`, `ping`, notifications and responses need only a valid token.
 //! Any other method (prompts, completion, logging) needs `mcp:service`.
+//!
+//! `countersign:read` opens no method: it lets a household token read its own household's
+//! purchase records (activity, the ledger's check, receipts, the rules) without a device's
+//! signed attestation. Account linking asks for it by default, and the consent page says
+//! what it reveals; `hearth admin token` grants it.
 
 use std::fmt;
 
@@ -12,16 +17,23 @@ pub enum Scope {
     Service,
     Tools,
     Resources,
+    CountersignRead,
 }
 
 impl Scope {
-    pub const ALL: [Scope; 3] = [Scope::Service, Scope::Tools, Scope::Resources];
+    pub const ALL: [Scope; 4] = [
+        Scope::Service,
+        Scope::Tools,
+        Scope::Resources,
+        Scope::CountersignRead,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Scope::Service => "mcp:service",
             Scope::Tools => "mcp:tools",
             Scope::Resources => "mcp:resources",
+            Scope::CountersignRead => "countersign:read",
         }
     }
 
@@ -30,9 +42,14 @@ impl Scope {
             Scope::Service => 1,
             Scope::Tools => 2,
             Scope::Resources => 4,
+            Scope::CountersignRead => 8,
         }
     }
 }
+
+/// What an invalid scope's error says may be asked for.
+pub const SCOPES_ACCEPTED: &str =
+    "scope must be mcp:service, mcp:tools, mcp:resources and/or countersign:read";
 
 /// The scopes granted to one token.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -46,6 +63,9 @@ pub struct UnknownScope;
 impl Scopes {
     /// What a token gets when the request names no scope.
     pub const DEFAULT: Scopes = Scopes(1);
+    /// What a household gets when linking names no scope, and `hearth admin token` grants:
+    /// everything, and its own purchase records without a device.
+    pub const HOUSEHOLD_DEFAULT: Scopes = Scopes(1 | 8);
 
     /// Parses a space-separated scope list (RFC 6749 §3.3). Every entry must be known.
     pub fn parse(list: &str) -> Result<Self, UnknownScope> {

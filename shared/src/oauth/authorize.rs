@@ -238,13 +238,9 @@ impl OAuthEndpoint {
             ));
         }
         let scope = match form.get("scope") {
-            None => Scopes::DEFAULT,
-            Some(list) => Scopes::parse(list).map_err(|_| {
-                redirect(
-                    "invalid_scope",
-                    "scope must be mcp:service, mcp:tools and/or mcp:resources",
-                )
-            })?,
+            None => Scopes::HOUSEHOLD_DEFAULT,
+            Some(list) => Scopes::parse(list)
+                .map_err(|_| redirect("invalid_scope", crate::auth::scope::SCOPES_ACCEPTED))?,
         };
         Ok(AuthorizeRequest {
             client_id: client_id.to_owned(),

@@ -204,6 +204,11 @@ fn granted(scope: Scopes) -> Vec<&'static str> {
     if everything || scope.contains(Scope::Resources) {
         lines.push("read your household's decision records");
     }
+    if scope.contains(Scope::CountersignRead) {
+        lines.push(
+            "see what your household bought, who asked for it, and what waits for approval, without anyone's device signing for it",
+        );
+    }
     lines
 }
 
@@ -246,6 +251,8 @@ mod tests {
     #[test]
     fn every_scope_is_said_in_plain_words() {
         assert_eq!(granted(Scopes::DEFAULT).len(), 4);
+        assert_eq!(granted(Scopes::HOUSEHOLD_DEFAULT).len(), 5);
+        assert_eq!(granted(Scopes::parse("countersign:read").unwrap()).len(), 1);
         assert_eq!(granted(Scopes::parse("mcp:resources").unwrap()).len(), 1);
         assert_eq!(granted(Scopes::parse("mcp:tools").unwrap()).len(), 3);
     }

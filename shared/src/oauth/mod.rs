@@ -458,9 +458,8 @@ async fn authenticate_client(
 fn requested_scopes(form: &Form) -> Result<Scopes, OAuthError> {
     match form.get("scope") {
         None => Ok(Scopes::DEFAULT),
-        Some(list) => Scopes::parse(list).map_err(|_| {
-            OAuthError::invalid_scope("scope must be mcp:service, mcp:tools and/or mcp:resources")
-        }),
+        Some(list) => Scopes::parse(list)
+            .map_err(|_| OAuthError::invalid_scope(crate::auth::scope::SCOPES_ACCEPTED)),
     }
 }
 

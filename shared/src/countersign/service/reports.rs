@@ -23,7 +23,7 @@ impl CountersignService {
     /// ledger's own check.
     pub async fn activity(&self, caller: &Caller) -> Result<ActivityOutput, CountersignError> {
         let home = self.home(caller).await?;
-        self.speaker(caller, &home)?;
+        self.reader(caller, &home)?;
         let now = self.ledger.now();
         let since = home.weeks.start_of(now);
         let budget_cents = home.household.weekly_budget_cents;
@@ -96,7 +96,7 @@ impl CountersignService {
     /// Recomputes the whole hash chain and names the first altered entry.
     pub async fn verify(&self, caller: &Caller) -> Result<VerifyOutput, CountersignError> {
         let home = self.home(caller).await?;
-        self.speaker(caller, &home)?;
+        self.reader(caller, &home)?;
         let (snapshot, check) = self.ledger.inspect(caller, home.id()).await?;
         let head = snapshot.as_ref().map(|s| &s.head);
         let entries = snapshot.as_ref().map_or(0, |s| s.records.len());
@@ -134,7 +134,7 @@ impl CountersignService {
         receipt: &ReceiptArg,
     ) -> Result<ReceiptOutput, CountersignError> {
         let home = self.home(caller).await?;
-        self.speaker(caller, &home)?;
+        self.reader(caller, &home)?;
         let receipt = match receipt {
             ReceiptArg::Entry(receipt) => receipt,
             ReceiptArg::Proof(text) => return self.check_tlog_proof(caller, &home, text).await,
