@@ -509,6 +509,71 @@ async fn five_passkeys_per_member_and_twenty_open_invites(backend: Backend) {
     w.passkeys.invite(&other, "chris").await.unwrap();
 }
 
+/// A later enrolment is announced to the guardians' webhook with its approval page, signed,
+/// and before the enrolment answers (under Lambda a task left running may be frozen).
+#[tokio::test]
+async fn a_waiting_passkey_is_announced_before_the_enrolment_answers() {
+    use std::sync::Mutex;
+    const KEY: &str = "the household's notification key";
+    type Received = Arc<Mutex<Vec<(http::HeaderMap, Vec<u8>)>>>;
+    let received: Received = Arc::default();
+    let kept = received.clone();
+    let app = axum::Router::new().route(
+        "/notify",
+        axum::routing::post(move |headers: http::HeaderMap, body: axum::body::Bytes| {
+            let kept = kept.clone();
+            async move {
+                kept.lock().unwrap().push((headers, body.to_vec()));
+                StatusCode::NO_CONTENT
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/notify", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let config = common::config_with(&[
+        ("COUNTERSIGN_NOTIFY_URL", url.as_str()),
+        ("COUNTERSIGN_NOTIFY_KEY", KEY),
+    ]);
+    let (h, admin, stores) = common::operated_with_stores(
+        &config,
+        Backend::Sqlite,
+        Moto::shared().dynamodb_client(),
+        "hearth-passkeys",
+    )
+    .await;
+    let w = World {
+        passkeys: passkeys_over(&config, &stores, &h),
+        h,
+        admin,
+    };
+    let home = w.household("Maple House").await;
+    let (_dana, first) = w.enrolled(&home, "dana").await;
+    assert_eq!(first.status, StatusCode::CREATED);
+    assert!(
+        received.lock().unwrap().is_empty(),
+        "the first guardian is not announced"
+    );
+    let (mia, waiting) = w.enrolled(&home, "mia").await;
+    assert_eq!(waiting.body["status"], "pending");
+    // Already there when the enrolment answered: no waiting for a background task.
+    let got = received.lock().unwrap().clone();
+    assert_eq!(got.len(), 1);
+    let (headers, body) = &got[0];
+    assert_eq!(
+        headers[hearth_core::countersign::notify::SIGNATURE_HEADER],
+        hearth_core::countersign::notify::sign(KEY, body).as_str()
+    );
+    let notice: Value = serde_json::from_slice(body).unwrap();
+    let approval = w.approval_page(&home, &mia.id()).await;
+    assert_eq!(notice["kind"], "passkey_enrolment");
+    assert_eq!(notice["household_id"], home.as_str());
+    assert_eq!(notice["requester_role"], "child");
+    assert_eq!(path_of(notice["approval_url"].as_str().unwrap()), approval);
+    assert!(notice["sent_at"].is_i64());
+}
+
 fn sha256(bytes: &[u8]) -> Vec<u8> {
     use sha2::Digest;
     sha2::Sha256::digest(bytes).to_vec()

@@ -636,22 +636,30 @@ pub fn toolsets(config: &Config, backing: &Backing) -> Vec<Arc<dyn Toolset>> {
             backing.stores.grants.clone(),
         )
         .with_accounts(backing.accounts.clone());
-        match (&config.notify_url, &config.credentials.notify_key) {
-            (Some(url), Some(key)) => {
-                service = service.with_notifier(Arc::new(Notifier::new(
-                    url.clone(),
-                    key.clone(),
-                    NOTIFY_TIMEOUT,
-                )));
-            }
-            (Some(_), None) => tracing::error!(
-                "COUNTERSIGN_NOTIFY_URL is set but COUNTERSIGN_NOTIFY_KEY is missing; guardians are not notified"
-            ),
-            (None, _) => {}
+        if let Some(notifier) = notifier(config) {
+            service = service.with_notifier(notifier);
         }
         toolsets.push(Arc::new(CountersignToolset::new(Arc::new(service))));
     }
     toolsets
+}
+
+/// The guardians' webhook (`COUNTERSIGN_NOTIFY_URL` with its key), when configured.
+fn notifier(config: &Config) -> Option<Arc<Notifier>> {
+    match (&config.notify_url, &config.credentials.notify_key) {
+        (Some(url), Some(key)) => Some(Arc::new(Notifier::new(
+            url.clone(),
+            key.clone(),
+            NOTIFY_TIMEOUT,
+        ))),
+        (Some(_), None) => {
+            tracing::error!(
+                "COUNTERSIGN_NOTIFY_URL is set but COUNTERSIGN_NOTIFY_KEY is missing; guardians are not notified"
+            );
+            None
+        }
+        (None, _) => None,
+    }
 }
 
 /// The guide `ask_aion` asks: the mock when `MOCK_AION_BACKEND` says so, else the configured
@@ -705,7 +713,10 @@ fn mcp_routes(config: &Config, backing: &Backing) -> Router {
     );
     let router = crate::mcp::router(Arc::new(endpoint)).merge(crate::demo::page_router());
     match passkeys(config, backing.accounts.clone(), &backing.household) {
-        Some(passkeys) => router.merge(crate::passkeys::http::router(Arc::new(passkeys))),
+        Some(passkeys) => router.merge(crate::passkeys::http::router(
+            Arc::new(passkeys),
+            notifier(config),
+        )),
         None => router,
     }
 }
@@ -746,6 +757,10 @@ fn roster_of(catalogue: Catalogue) -> RosterOf {
             .map(|member| PasskeyMember {
                 id: member.id.clone(),
                 name: member.name.clone(),
+                role: serde_json::to_value(member.role)
+                    .ok()
+                    .and_then(|role| role.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
                 guardian: data.is_guardian(&member.id),
             })
             .collect())

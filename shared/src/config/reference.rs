@@ -206,7 +206,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         names: r#"`COUNTERSIGN_NOTIFY_URL`"#,
         default: r#"unset (none sent)"#,
-        meaning: r#"Where each request that starts waiting for a guardian is POSTed: `{"household_id", "request_id", "requester_role", "title", "total_cents", "sent_at"}`, never the words; `https`, or `http` on loopback. Sent on its own task after the ledger append; failures are logged and never block or change the answer"#,
+        meaning: r#"Where each request that starts waiting for a guardian is POSTed: `{"kind": "request", "household_id", "request_id", "requester_role", "title", "total_cents", "sent_at"}`, never the words; `https`, or `http` on loopback. Sent on its own task after the ledger append; failures are logged and never block or change the answer. A passkey waiting for a guardian is POSTed as `{"kind": "passkey_enrolment", "household_id", "requester_role", "approval_url", "sent_at"}` before the enrolment answers, within 1.5 s ([Passkeys](../concepts/passkeys.md))"#,
     },
     Setting {
         names: r#"`COUNTERSIGN_NOTIFY_KEY`"#,

@@ -9,7 +9,14 @@
 //! sent, keyed with `COUNTERSIGN_NOTIFY_KEY`. Never the person's words, their name, or the
 //! listing text: a household can wire it to a phone without the words leaving Hearth.
 //!
-//! A notification is sent after the request is in the ledger and never holds up or changes
+//! A passkey enrolment that waits for a guardian is announced the same way, as
+//! `{"kind": "passkey_enrolment", "household_id", "requester_role", "approval_url",
+//! "sent_at"}`: the role of the member whose passkey waits, and the page a guardian approves
+//! it on. Request notices carry `"kind": "request"`. It is sent before the enrolment is
+//! answered, within [`ENROLMENT_NOTIFY_BUDGET`], so a frozen Lambda environment cannot lose
+//! it.
+//!
+//! A request notification is sent after the request is in the ledger and never holds up or changes
 //! the answer: the POST runs on its own task, and every failure (unreachable, timeout, a
 //! non-2xx status) is one log line that names the failure, never the URL or the key. Under
 //! Lambda that task may be frozen with the environment once the response is sent, so a
@@ -30,15 +37,34 @@ pub const SIGNATURE_HEADER: &str = "x-countersign-notification-signature";
 /// How long one POST may take.
 pub const NOTIFY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long an enrolment waits for its announcement before answering anyway.
+pub const ENROLMENT_NOTIFY_BUDGET: Duration = Duration::from_millis(1500);
+
 /// What a guardian's phone is told.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WaitingNotice {
+    /// Always `request`.
+    pub kind: &'static str,
     pub household_id: String,
     pub request_id: String,
     pub requester_role: Role,
     /// The catalogue's title of the product, not the listing text.
     pub title: String,
     pub total_cents: u64,
+    /// Unix seconds.
+    pub sent_at: i64,
+}
+
+/// A passkey waiting for a guardian's approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EnrolmentNotice {
+    /// Always `passkey_enrolment`.
+    pub kind: &'static str,
+    pub household_id: String,
+    /// The role of the member whose passkey waits (`parent`, `child`, `older_relative`).
+    pub requester_role: Option<String>,
+    /// The guardians' approval page.
+    pub approval_url: String,
     /// Unix seconds.
     pub sent_at: i64,
 }
@@ -71,7 +97,7 @@ impl Notifier {
     }
 
     /// Posts `notice` and waits for the answer.
-    pub async fn post(&self, notice: &WaitingNotice) -> Result<(), String> {
+    pub async fn post(&self, notice: &impl Serialize) -> Result<(), String> {
         let body = serde_json::to_vec(notice).map_err(|_| "the notice did not encode")?;
         let response = self
             .client

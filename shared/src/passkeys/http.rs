@@ -21,12 +21,20 @@ use axum::routing::{get, post};
 use http::{StatusCode, header};
 use serde_json::{Value, json};
 
-use super::{PasskeyError, Passkeys, pages};
+use super::{Enrolled, PasskeyError, Passkeys, pages};
+use crate::countersign::notify::{ENROLMENT_NOTIFY_BUDGET, EnrolmentNotice, Notifier};
 
 /// The largest POST body: a WebAuthn answer is a few kilobytes.
 pub const BODY_LIMIT: usize = 16 * 1024;
 
-pub fn router(passkeys: Arc<Passkeys>) -> Router {
+/// What the routes share: the passkeys, and the guardians' webhook when one is configured.
+#[derive(Clone)]
+pub struct Endpoint {
+    passkeys: Arc<Passkeys>,
+    notifier: Option<Arc<Notifier>>,
+}
+
+pub fn router(passkeys: Arc<Passkeys>, notifier: Option<Arc<Notifier>>) -> Router {
     Router::new()
         .route("/passkeys/page.js", get(|| async { pages::script() }))
         .route("/passkeys/enrol/{token}", get(enrolment_page).post(enrol))
@@ -40,11 +48,11 @@ pub fn router(passkeys: Arc<Passkeys>) -> Router {
             post(confirmation_challenge),
         )
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .with_state(passkeys)
+        .with_state(Endpoint { passkeys, notifier })
 }
 
 async fn enrolment_page(
-    State(passkeys): State<Arc<Passkeys>>,
+    State(Endpoint { passkeys, .. }): State<Endpoint>,
     Path(token): Path<String>,
 ) -> Response {
     match passkeys.enrolment_view(&token).await {
@@ -54,7 +62,7 @@ async fn enrolment_page(
 }
 
 async fn confirmation_page(
-    State(passkeys): State<Arc<Passkeys>>,
+    State(Endpoint { passkeys, .. }): State<Endpoint>,
     Path(token): Path<String>,
 ) -> Response {
     match passkeys.confirmation_view(&token).await {
@@ -64,7 +72,7 @@ async fn confirmation_page(
 }
 
 async fn creation_options(
-    State(passkeys): State<Arc<Passkeys>>,
+    State(Endpoint { passkeys, .. }): State<Endpoint>,
     Path(token): Path<String>,
     headers: HeaderMap,
     body: axum::body::Bytes,
@@ -79,7 +87,7 @@ async fn creation_options(
 }
 
 async fn enrol(
-    State(passkeys): State<Arc<Passkeys>>,
+    State(Endpoint { passkeys, notifier }): State<Endpoint>,
     Path(token): Path<String>,
     headers: HeaderMap,
     body: axum::body::Bytes,
@@ -94,6 +102,9 @@ async fn enrol(
     match passkeys.enrol(&token, &credential).await {
         Ok(enrolled) if enrolled.pending => {
             tracing::info!(target: "hearth::passkeys", "a passkey was enrolled and waits for a guardian");
+            if let Some(notifier) = &notifier {
+                announce(&passkeys, notifier, &token, &enrolled).await;
+            }
             answer(
                 StatusCode::CREATED,
                 json!({
@@ -117,7 +128,7 @@ async fn enrol(
 }
 
 async fn confirmation_challenge(
-    State(passkeys): State<Arc<Passkeys>>,
+    State(Endpoint { passkeys, .. }): State<Endpoint>,
     Path(token): Path<String>,
     headers: HeaderMap,
     body: axum::body::Bytes,
@@ -141,7 +152,7 @@ async fn confirmation_challenge(
 }
 
 async fn confirm(
-    State(passkeys): State<Arc<Passkeys>>,
+    State(Endpoint { passkeys, .. }): State<Endpoint>,
     Path(token): Path<String>,
     headers: HeaderMap,
     body: axum::body::Bytes,
@@ -166,6 +177,33 @@ async fn confirm(
             )
         }
         Err(error) => failure(&error),
+    }
+}
+
+/// Tells the guardians a passkey waits, before answering: under Lambda a task left running
+/// after the answer may be frozen, and the link with it. A receiver slower than
+/// [`ENROLMENT_NOTIFY_BUDGET`] is a warning; the approval link stays in `passkey list`.
+async fn announce(passkeys: &Passkeys, notifier: &Notifier, token: &str, enrolled: &Enrolled) {
+    let (Some(approval_url), Some((household_id, _))) =
+        (&enrolled.approval_url, token.split_once('.'))
+    else {
+        return;
+    };
+    let notice = EnrolmentNotice {
+        kind: "passkey_enrolment",
+        household_id: household_id.to_owned(),
+        requester_role: Some(enrolled.member_role.clone()).filter(|role| !role.is_empty()),
+        approval_url: approval_url.clone(),
+        sent_at: passkeys.clock().now().unix_timestamp(),
+    };
+    match tokio::time::timeout(ENROLMENT_NOTIFY_BUDGET, notifier.post(&notice)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(failure)) => {
+            tracing::warn!(target: "hearth::passkeys", %failure, "guardian notification not delivered");
+        }
+        Err(_) => {
+            tracing::warn!(target: "hearth::passkeys", "guardian notification not delivered in time");
+        }
     }
 }
 

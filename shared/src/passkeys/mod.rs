@@ -54,6 +54,9 @@ pub const MAX_OPEN_INVITES: usize = 20;
 pub struct Member {
     pub id: String,
     pub name: String,
+    /// The policy's name for the member's role (`parent`, `child`, `older_relative`), for
+    /// the guardians' notification.
+    pub role: String,
     pub guardian: bool,
 }
 
@@ -146,6 +149,7 @@ pub struct EnrolmentView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Enrolled {
     pub member_id: String,
+    pub member_role: String,
     pub pending: bool,
     /// The guardians' approval page, while pending.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -185,6 +189,10 @@ impl Passkeys {
 
     pub fn site(&self) -> &PasskeySite {
         &self.site
+    }
+
+    pub fn clock(&self) -> &Arc<dyn crate::clock::Clock> {
+        self.accounts.clock()
     }
 
     fn now_ms(&self) -> i64 {
@@ -400,6 +408,7 @@ impl Passkeys {
                     }),
                 });
                 Ok(Enrolled {
+                    member_role: member.role.clone(),
                     member_id: member.id,
                     pending,
                     approval_url: pending.then(|| self.confirmation_url(&approval_token)),

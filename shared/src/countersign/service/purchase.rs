@@ -202,6 +202,7 @@ impl CountersignService {
             (&self.notifier, &appended, output.status)
         {
             notifier.send(WaitingNotice {
+                kind: "request",
                 household_id: home.id().to_owned(),
                 request_id: output.request_id.clone(),
                 requester_role: speaker.member.role,
