@@ -81,6 +81,7 @@ async fn seed_passkey_household(db: &std::path::Path) {
             challenge: Some(text(&spec["invite"]["challenge"])),
             challenge_at_ms: Some(now),
         }],
+        approval_links: Vec::new(),
         created_at_ms: now - 120_000,
         revision: 1,
     };

@@ -171,6 +171,7 @@ impl Accounts {
             revoked_families: Vec::new(),
             passkeys: Vec::new(),
             passkey_invites: Vec::new(),
+            approval_links: Vec::new(),
             created_at_ms: self.now_ms(),
             revision: 1,
         };

@@ -626,22 +626,36 @@ pub fn toolsets(config: &Config, backing: &Backing) -> Vec<Arc<dyn Toolset>> {
         }
     }
     if config.toolsets.iter().any(|name| name == "countersign") {
-        let mut service = CountersignService::new(
-            backing.household.clone(),
-            Ledger::new(backing.stores.chains.clone(), backing.clock.clone())
-                .with_log_keys(keys.clone())
-                .with_witnesses(backing.witnesses.clone()),
-            backing.judge.clone(),
-            backing.stores.counters.clone(),
-            backing.stores.grants.clone(),
-        )
-        .with_accounts(backing.accounts.clone());
-        if let Some(notifier) = notifier(config) {
-            service = service.with_notifier(notifier);
-        }
+        let service = countersign_service(config, backing, keys);
         toolsets.push(Arc::new(CountersignToolset::new(Arc::new(service))));
     }
     toolsets
+}
+
+/// The purchase guard over the backing: household accounts, the guardians' webhook, and
+/// approval pages for proposals without a device where passkey pages are served.
+fn countersign_service(
+    config: &Config,
+    backing: &Backing,
+    keys: Option<Arc<LogKeys>>,
+) -> CountersignService {
+    let mut service = CountersignService::new(
+        backing.household.clone(),
+        Ledger::new(backing.stores.chains.clone(), backing.clock.clone())
+            .with_log_keys(keys)
+            .with_witnesses(backing.witnesses.clone()),
+        backing.judge.clone(),
+        backing.stores.counters.clone(),
+        backing.stores.grants.clone(),
+    )
+    .with_accounts(backing.accounts.clone());
+    if let Some(notifier) = notifier(config) {
+        service = service.with_notifier(notifier);
+    }
+    if let Some(passkeys) = passkeys(config, backing.accounts.clone(), &backing.household) {
+        service = service.with_approval_links(Arc::new(passkeys));
+    }
+    service
 }
 
 /// The guardians' webhook (`COUNTERSIGN_NOTIFY_URL` with its key), when configured.
@@ -716,6 +730,7 @@ fn mcp_routes(config: &Config, backing: &Backing) -> Router {
         Some(passkeys) => router.merge(crate::passkeys::http::router(
             Arc::new(passkeys),
             notifier(config),
+            Arc::new(countersign_service(config, backing, log_keys(config))),
         )),
         None => router,
     }

@@ -54,6 +54,8 @@ const RETENTION: Retention = Retention {
 };
 /// A waiting request can be answered for this long after it was proposed.
 pub const WAITING_FOR: Duration = Duration::hours(24);
+/// A request proposed without a device waits this long for a passkey approval.
+pub const APPROVAL_WAIT: Duration = Duration::minutes(30);
 /// Proposals one member may make in one attested turn (each for a different product).
 pub const MAX_PROPOSALS_PER_TURN: usize = 3;
 /// An answer may be dated this much before the question was read: the device dates it in
@@ -115,6 +117,10 @@ pub enum Event {
     Confirmation(Resolution),
     /// A guardian answered a request waiting for a guardian.
     GuardianDecision(Resolution),
+    /// A member decided a request waiting for approval, with their passkey on Hearth's page.
+    /// The entry's `member_id` is the approver; its `turn_id` is `passkey-` and the
+    /// statement's nonce.
+    PasskeyDecision(Box<PasskeyResolution>),
     /// The operator started the household's ledger log anew (`hearth admin log reset`); the
     /// entry is the new log's first, and names the log it replaces.
     LogReset {
@@ -126,6 +132,61 @@ pub enum Event {
 
 /// Who a `log_reset` entry's `member_id` and `turn_id` name: no member spoke.
 pub const OPERATOR: &str = "operator";
+/// The `member_id` of a proposal nobody's device signed for (a host without a device
+/// proposed it); its `turn_id` is `call-` and ten hex digits, one per call. Who asks is
+/// known only when a member approves it with their passkey.
+pub const UNATTESTED: &str = "unattested";
+
+/// What a passkey decision says and did, and the signed approval itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PasskeyResolution {
+    pub decision: PasskeyDecision,
+    pub result: ApprovalResult,
+    pub reasons: Vec<String>,
+    pub order_id: Option<String>,
+    pub approval: ApprovalRecord,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PasskeyDecision {
+    Approve,
+    Decline,
+}
+
+impl PasskeyDecision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PasskeyDecision::Approve => "approve",
+            PasskeyDecision::Decline => "decline",
+        }
+    }
+}
+
+/// What a passkey decision did to its request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalResult {
+    Placed,
+    Declined,
+    /// Approved, but the rules no longer allow the order (the approver's limits, the budget).
+    Blocked,
+    /// A child approved: the request is theirs now, and waits for a guardian's passkey.
+    NeedsGuardian,
+}
+
+/// A WebAuthn assertion over the decision's statement, as the browser returned it: every
+/// field but the statement is base64url, and an ES256 signature is DER. It checks offline
+/// against the passkey's public key (`scripts/verify_approvals.py`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalRecord {
+    pub statement: String,
+    pub credential_id: String,
+    pub authenticator_data: String,
+    pub client_data_json: String,
+    pub signature: String,
+}
 
 impl Event {
     /// Whether this entry placed an order (its proposal was placed at once, or an answer
@@ -136,6 +197,7 @@ impl Event {
             Event::Confirmation(resolution) | Event::GuardianDecision(resolution) => {
                 resolution.order_id.is_some()
             }
+            Event::PasskeyDecision(resolution) => resolution.order_id.is_some(),
             Event::ReadAloud { .. } | Event::LogReset { .. } => false,
         }
     }
@@ -209,6 +271,9 @@ pub enum Settled {
 pub enum Status {
     WaitingForConfirmation,
     WaitingForGuardian,
+    /// Proposed without a device: waits for a member's passkey (a guardian's, once a child
+    /// approved it), for [`APPROVAL_WAIT`].
+    WaitingForApproval,
     /// Waited longer than [`WAITING_FOR`] without an answer; it can no longer be placed.
     Expired,
     Placed,
@@ -225,6 +290,7 @@ impl From<Outcome> for Status {
             Outcome::Blocked => Status::Blocked,
             Outcome::NeedsConfirmation => Status::WaitingForConfirmation,
             Outcome::NeedsGuardian => Status::WaitingForGuardian,
+            Outcome::NeedsApproval => Status::WaitingForApproval,
         }
     }
 }
@@ -245,7 +311,9 @@ impl Status {
     pub fn is_waiting(self) -> bool {
         matches!(
             self,
-            Status::WaitingForConfirmation | Status::WaitingForGuardian
+            Status::WaitingForConfirmation
+                | Status::WaitingForGuardian
+                | Status::WaitingForApproval
         )
     }
 
@@ -253,6 +321,7 @@ impl Status {
         match self {
             Status::WaitingForConfirmation => "waiting for confirmation",
             Status::WaitingForGuardian => "waiting for a guardian",
+            Status::WaitingForApproval => "waiting for approval on a phone",
             Status::Expired => "expired without an answer",
             Status::Placed => "placed",
             Status::Blocked => "blocked",
@@ -284,6 +353,8 @@ pub struct Request {
     pub status: Status,
     /// The order number and the entry that placed it.
     pub placed: Option<Placement>,
+    /// Members who approved it with a passkey so far (a child, before a guardian).
+    pub approved_by: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -958,7 +1029,33 @@ impl LedgerView {
                             at,
                             receipt: self.receipt(record),
                         }),
+                        approved_by: Vec::new(),
                     });
+                }
+                Event::PasskeyDecision(resolution) => {
+                    if let Some(&i) = index.get(entry.request_id.as_str()) {
+                        let request = &mut requests[i];
+                        if resolution.decision == PasskeyDecision::Approve {
+                            request.approved_by.push(entry.member_id.clone());
+                        }
+                        match resolution.result {
+                            // The approver takes the requester's place, and it waits on.
+                            ApprovalResult::NeedsGuardian => {
+                                request.member_id = entry.member_id.clone();
+                            }
+                            ApprovalResult::Placed => {
+                                request.status = Status::Placed;
+                                request.placed =
+                                    resolution.order_id.clone().map(|order_id| Placement {
+                                        order_id,
+                                        at,
+                                        receipt: self.receipt(record),
+                                    });
+                            }
+                            ApprovalResult::Declined => request.status = Status::Declined,
+                            ApprovalResult::Blocked => request.status = Status::Blocked,
+                        }
+                    }
                 }
                 Event::ReadAloud { .. } | Event::LogReset { .. } => {}
                 Event::Confirmation(resolution) | Event::GuardianDecision(resolution) => {
@@ -978,7 +1075,11 @@ impl LedgerView {
             // Entries keep milliseconds; compare in whole milliseconds so that a request is
             // answerable for exactly WAITING_FOR after the time its entry records.
             let waited = (now - request.proposed_at).whole_milliseconds();
-            if request.status.is_waiting() && waited > WAITING_FOR.whole_milliseconds() {
+            let limit = match request.status {
+                Status::WaitingForApproval => APPROVAL_WAIT,
+                _ => WAITING_FOR,
+            };
+            if request.status.is_waiting() && waited > limit.whole_milliseconds() {
                 request.status = Status::Expired;
             }
         }
@@ -1109,9 +1210,10 @@ impl LedgerView {
             .find(|entry| match &entry.event {
                 Event::Proposal(proposal) => proposal.outcome == Outcome::NeedsConfirmation,
                 Event::ReadAloud { .. } => true,
-                Event::Confirmation(_) | Event::GuardianDecision(_) | Event::LogReset { .. } => {
-                    false
-                }
+                Event::Confirmation(_)
+                | Event::GuardianDecision(_)
+                | Event::PasskeyDecision(_)
+                | Event::LogReset { .. } => false,
             })
             .map(|entry| Question {
                 request_id: entry.request_id.clone(),
@@ -1127,6 +1229,18 @@ impl LedgerView {
             seq: record.seq,
             entry_hash: record.hash.clone(),
         }
+    }
+
+    /// The hash of `request_id`'s proposal entry, if it is retained: what a passkey approval
+    /// of it signs.
+    pub fn proposal_hash(&self, request_id: &str) -> Option<String> {
+        self.entries
+            .iter()
+            .zip(&self.records)
+            .find(|(entry, _)| {
+                entry.request_id == request_id && matches!(entry.event, Event::Proposal(_))
+            })
+            .map(|(_, record)| record.hash.clone())
     }
 
     /// Whether `request_id` is already used in this ledger.

@@ -47,10 +47,15 @@ pub struct WaitingNotice {
     pub kind: &'static str,
     pub household_id: String,
     pub request_id: String,
-    pub requester_role: Role,
+    /// The requester's role; null where nobody is known yet (a proposal without a device).
+    pub requester_role: Option<Role>,
     /// The catalogue's title of the product, not the listing text.
     pub title: String,
     pub total_cents: u64,
+    /// The page a member approves it on with a passkey, for a request proposed without a
+    /// device.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_url: Option<String>,
     /// Unix seconds.
     pub sent_at: i64,
 }

@@ -20,6 +20,9 @@ pub enum Outcome {
     Placed,
     NeedsConfirmation,
     NeedsGuardian,
+    /// Proposed without a device: nobody's words were signed, so it waits for a member's
+    /// passkey on their phone, and the full policy applies then.
+    NeedsApproval,
     Blocked,
 }
 
@@ -127,6 +130,43 @@ pub fn assess(
         reasons: guardian,
     }
 }
+
+/// What can be checked of an order nobody's device signed for: the budget, which blocks; the
+/// new merchant and the listing's own words, which the approval page shows. Everything that
+/// depends on who asks applies when a member approves it with their passkey.
+pub fn assess_unattested(
+    data: &HouseholdData,
+    product: &Product,
+    total_cents: u64,
+    spent_this_week: Option<u64>,
+    ordered_from_before: bool,
+) -> Assessment {
+    if let Some(problem) = budget_problem(data, spent_this_week, total_cents) {
+        return Assessment {
+            outcome: Outcome::Blocked,
+            reasons: vec![problem],
+        };
+    }
+    let mut reasons =
+        vec!["nobody's device signed for it, so a member approves it on their phone".to_owned()];
+    if !ordered_from_before && !data.is_known_merchant(&product.merchant) {
+        reasons.push(format!(
+            "the household has never ordered from {}",
+            data.catalogue.merchant_name(&product.merchant)
+        ));
+    }
+    if super::judge::listing_text::addresses_the_assistant(&product.text) {
+        reasons.push(LISTING_WARNING.to_owned());
+    }
+    Assessment {
+        outcome: Outcome::NeedsApproval,
+        reasons,
+    }
+}
+
+/// What the approval page and the reasons say of a listing whose text addresses the assistant.
+pub const LISTING_WARNING: &str =
+    "the listing's text speaks to the assistant instead of describing the product";
 
 /// Why the weekly budget does not allow `total_cents` more, if it does not. Checked again
 /// when a waiting order is finally placed, since other orders may have been placed meanwhile.

@@ -16,7 +16,10 @@ use crate::auth::attestation::AttestationRefusal;
 use crate::speech::sanitize::sanitize;
 
 use super::ledger::{ANSWER_WITHIN_SECS, MAX_PROPOSALS_PER_TURN};
-use super::service::{ACTING_CALLS_PER_MEMBER, MAX_QUANTITY, MAX_SEARCH_RESULTS, QUERY_MAX_CHARS};
+use super::service::{
+    ACTING_CALLS_PER_MEMBER, MAX_QUANTITY, MAX_SEARCH_RESULTS, MAX_WAITING_APPROVALS,
+    QUERY_MAX_CHARS, UNATTESTED_CALLS_PER_HOUSEHOLD,
+};
 
 /// Longest product title, or member name, quoted aloud in a refusal.
 const TITLE_CHARS: usize = 80;
@@ -57,6 +60,20 @@ pub enum Refusal {
     RequestIdOutOfRange,
     /// `confirm_purchase` on a request that waits for a guardian.
     WaitsForGuardian,
+    /// `confirm_purchase` or `decide_request` on a request waiting for a passkey approval,
+    /// or without a device from a household token: decisions on those are made on a phone.
+    DecidedOnPhones,
+    /// [`MAX_WAITING_APPROVALS`] requests already wait for a passkey approval.
+    TooManyWaitingApprovals,
+    /// A proposal without a device in a household where nobody has a passkey to approve it.
+    NoPasskeys,
+    /// This member already approved the request with a passkey.
+    AlreadyApproved,
+    /// A household token made [`UNATTESTED_CALLS_PER_HOUSEHOLD`] proposals without a device
+    /// in the current window.
+    TooManyUnattested {
+        minutes: i64,
+    },
     /// Only the requester confirms their own order.
     OnlyRequesterConfirms {
         requester: String,
@@ -129,6 +146,16 @@ impl Refusal {
             SearchResultsOutOfRange => "I couldn't search like that. Please ask again.".into(),
             UnknownRequest | RequestIdOutOfRange => "I couldn't find that request. Ask what is waiting, and answer the question you hear.".into(),
             WaitsForGuardian => "That request waits for a guardian, and only a guardian can decide it. Please ask a parent to approve it.".into(),
+            DecidedOnPhones => "That is decided on your household's phones: open the approval Hearth sent there, and approve or decline it with a passkey.".into(),
+            TooManyWaitingApprovals => format!(
+                "{MAX_WAITING_APPROVALS} orders already wait for approval on your household's phones. Please approve or decline some of them first."
+            ),
+            NoPasskeys => "Nobody in this household can approve orders on a phone yet. Please ask whoever runs Hearth for a passkey invite, or ask on the device that knows your voice.".into(),
+            AlreadyApproved => "You already approved this order. Another member decides it now; please ask a guardian.".into(),
+            TooManyUnattested { minutes } => format!(
+                "This household has sent {UNATTESTED_CALLS_PER_HOUSEHOLD} orders to its phones in ten minutes, the most it may. Please try again in {}.",
+                if *minutes == 1 { "1 minute".to_owned() } else { format!("{minutes} minutes") }
+            ),
             OnlyRequesterConfirms { requester } => {
                 let requester = sanitize(requester, NAME_CHARS);
                 format!("Only {requester}, who asked for it, can confirm this order. Please ask {requester}.")
@@ -201,6 +228,11 @@ impl Refusal {
             UnknownRequest => "no request with that request_id in this household's ledger".into(),
             RequestIdOutOfRange => "request_id must be 1 to 64 characters".into(),
             WaitsForGuardian => "the request waits for a guardian: decide_request, not confirm_purchase".into(),
+            DecidedOnPhones => "the request waits for a passkey approval (or the call has no attestation): only its approval page settles it".into(),
+            TooManyWaitingApprovals => format!("{MAX_WAITING_APPROVALS} requests already wait for a passkey approval in this household"),
+            NoPasskeys => "a proposal without an attestation needs a live passkey in the household to approve it".into(),
+            AlreadyApproved => "this member already approved the request with a passkey".into(),
+            TooManyUnattested { .. } => format!("{UNATTESTED_CALLS_PER_HOUSEHOLD} unattested proposals in this window for this household"),
             OnlyRequesterConfirms { .. } => "confirm_purchase is only for the member who proposed the order".into(),
             NotAGuardian { .. } => "decide_request needs a guardian as the attested speaker".into(),
             WaitsForRequester { .. } => "the request waits for its requester's confirmation: confirm_purchase, not decide_request".into(),
@@ -261,6 +293,11 @@ impl Refusal {
             UnknownRequest => "unknown_request",
             RequestIdOutOfRange => "request_id_out_of_range",
             WaitsForGuardian => "waits_for_guardian",
+            DecidedOnPhones => "decided_on_phones",
+            TooManyWaitingApprovals => "too_many_waiting_approvals",
+            NoPasskeys => "no_passkeys",
+            AlreadyApproved => "already_approved",
+            TooManyUnattested { .. } => "too_many_unattested",
             OnlyRequesterConfirms { .. } => "only_requester_confirms",
             NotAGuardian { .. } => "not_a_guardian",
             WaitsForRequester { .. } => "waits_for_requester",
@@ -405,6 +442,12 @@ mod tests {
             UnknownRequest,
             RequestIdOutOfRange,
             WaitsForGuardian,
+            DecidedOnPhones,
+            TooManyWaitingApprovals,
+            NoPasskeys,
+            AlreadyApproved,
+            TooManyUnattested { minutes: 1 },
+            TooManyUnattested { minutes: 4 },
             OnlyRequesterConfirms {
                 requester: "Mia".into(),
             },

@@ -64,6 +64,15 @@ pub fn needs_guardian(proposal: &ProposalEvent) -> String {
     )
 }
 
+/// An order proposed without a device: it went to the household's phones. No link is read:
+/// a voice reads no URLs.
+pub fn sent_to_phones(proposal: &ProposalEvent) -> String {
+    format!(
+        "I've sent {} to your household's phones. Approve or decline it there with a passkey; it waits 30 minutes.",
+        order_phrase(proposal)
+    )
+}
+
 /// A blocked order, and what the person can do about it: the rules are the household's.
 pub fn blocked(proposal: &ProposalEvent) -> String {
     format!(

@@ -5,6 +5,10 @@
 //! - `GET /passkeys/confirm/{token}`: a guardian's page to let a later passkey in;
 //!   `POST …/challenge` gives it the statement to sign, `POST /passkeys/confirm/{token}`
 //!   takes the signed assertion.
+//! - `GET /passkeys/approve/{token}`: the approval page of a request proposed without a
+//!   device; `POST …/challenge` gives it the `hearth-approval/v1` statement to sign,
+//!   `POST /passkeys/approve/{token}` takes the signed decision, which the purchase guard
+//!   then applies.
 //! - `GET /passkeys/page.js`: the pages' script.
 //!
 //! Every POST must come from the pages' own origin (`Origin` is compared exactly) and carry
@@ -21,7 +25,9 @@ use axum::routing::{get, post};
 use http::{StatusCode, header};
 use serde_json::{Value, json};
 
-use super::{Enrolled, PasskeyError, Passkeys, pages};
+use super::{Enrolled, PasskeyError, Passkeys, check_statement, pages, statement};
+use crate::countersign::CountersignService;
+use crate::countersign::ledger::{ApprovalRecord, PasskeyDecision, Status};
 use crate::countersign::notify::{ENROLMENT_NOTIFY_BUDGET, EnrolmentNotice, Notifier};
 
 /// The largest POST body: a WebAuthn answer is a few kilobytes.
@@ -32,9 +38,14 @@ pub const BODY_LIMIT: usize = 16 * 1024;
 pub struct Endpoint {
     passkeys: Arc<Passkeys>,
     notifier: Option<Arc<Notifier>>,
+    countersign: Arc<CountersignService>,
 }
 
-pub fn router(passkeys: Arc<Passkeys>, notifier: Option<Arc<Notifier>>) -> Router {
+pub fn router(
+    passkeys: Arc<Passkeys>,
+    notifier: Option<Arc<Notifier>>,
+    countersign: Arc<CountersignService>,
+) -> Router {
     Router::new()
         .route("/passkeys/page.js", get(|| async { pages::script() }))
         .route("/passkeys/enrol/{token}", get(enrolment_page).post(enrol))
@@ -47,8 +58,20 @@ pub fn router(passkeys: Arc<Passkeys>, notifier: Option<Arc<Notifier>>) -> Route
             "/passkeys/confirm/{token}/challenge",
             post(confirmation_challenge),
         )
+        .route(
+            "/passkeys/approve/{token}",
+            get(approval_page).post(approve),
+        )
+        .route(
+            "/passkeys/approve/{token}/challenge",
+            post(approval_challenge),
+        )
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .with_state(Endpoint { passkeys, notifier })
+        .with_state(Endpoint {
+            passkeys,
+            notifier,
+            countersign,
+        })
 }
 
 async fn enrolment_page(
@@ -87,7 +110,9 @@ async fn creation_options(
 }
 
 async fn enrol(
-    State(Endpoint { passkeys, notifier }): State<Endpoint>,
+    State(Endpoint {
+        passkeys, notifier, ..
+    }): State<Endpoint>,
     Path(token): Path<String>,
     headers: HeaderMap,
     body: axum::body::Bytes,
@@ -177,6 +202,214 @@ async fn confirm(
             )
         }
         Err(error) => failure(&error),
+    }
+}
+
+async fn approval_page(
+    State(Endpoint {
+        passkeys,
+        countersign,
+        ..
+    }): State<Endpoint>,
+    Path(token): Path<String>,
+) -> Response {
+    let shown = async {
+        let (_, link) = passkeys.approval_link(&token).await?;
+        let (household_id, _) = super::split_token(&token)?;
+        waiting_view(&countersign, household_id, &link.request_id).await
+    };
+    match shown.await {
+        Ok(view) => {
+            let approved_by = view
+                .approved_by
+                .first()
+                .and_then(|id| view.member_names.get(id))
+                .map(String::as_str);
+            pages::approval(&pages::OrderShown {
+                household_name: &view.view.household_name,
+                title: &view.view.order.title,
+                variant: &view.view.order.variant,
+                quantity: view.view.order.quantity,
+                unit_price_cents: view.view.order.unit_price_cents,
+                total_cents: view.view.order.total_cents,
+                merchant: &view.view.order.merchant,
+                new_merchant: view.view.new_merchant,
+                spent_cents: view.view.spent_cents,
+                budget_cents: view.view.budget_cents,
+                listing_warning: view.view.listing_warning,
+                approved_by,
+            })
+        }
+        Err(error) => problem_page(&error),
+    }
+}
+
+async fn approval_challenge(
+    State(Endpoint {
+        passkeys,
+        countersign,
+        ..
+    }): State<Endpoint>,
+    Path(token): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let result = async {
+        same_origin(&passkeys, &headers)?;
+        let decision = decision_of(&field(&json_body(&body)?, "decision")?)?;
+        let (_, link) = passkeys.approval_link(&token).await?;
+        let (household_id, _) = super::split_token(&token)?;
+        let view = waiting_view(&countersign, household_id, &link.request_id).await?;
+        passkeys
+            .approval_request(
+                &token,
+                decision.as_str(),
+                &view.view.proposal_hash,
+                |passkey| view.view.deciders.contains(&passkey.member_id),
+            )
+            .await
+    };
+    match result.await {
+        Ok(request) => answer(StatusCode::OK, json!(request)),
+        Err(error) => failure(&error),
+    }
+}
+
+async fn approve(
+    State(Endpoint {
+        passkeys,
+        countersign,
+        ..
+    }): State<Endpoint>,
+    Path(token): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let result = async {
+        same_origin(&passkeys, &headers)?;
+        let body = json_body(&body)?;
+        let decision = decision_of(&field(&body, "decision")?)?;
+        let Value::String(statement_text) = field(&body, "statement")? else {
+            return Err(PasskeyError::Invalid("statement must be a string".into()));
+        };
+        let credential = field(&body, "credential")?;
+        let (account, link) = passkeys.approval_link(&token).await?;
+        let household_id = account.household_id.clone();
+        let view = waiting_view(&countersign, &household_id, &link.request_id).await?;
+        let nonce = link
+            .nonce
+            .clone()
+            .filter(|nonce| nonce.decision == decision.as_str())
+            .ok_or_else(|| PasskeyError::Invalid("Press Approve or Decline to start.".into()))?;
+        let expected = statement::approval(
+            &household_id,
+            &link.request_id,
+            &view.view.proposal_hash,
+            decision.as_str(),
+            &nonce.nonce,
+        );
+        check_statement(
+            &statement_text,
+            &expected,
+            &nonce,
+            crate::clock::unix_ms(passkeys.clock().now()),
+        )?;
+        let assertion = passkeys
+            .check_signer(&account, &credential, &statement_text, |passkey| {
+                view.view.deciders.contains(&passkey.member_id)
+            })
+            .await?;
+        let approver = account
+            .passkeys
+            .iter()
+            .find(|passkey| passkey.credential_id == assertion.credential_id)
+            .map(|passkey| passkey.member_id.clone())
+            .ok_or_else(|| {
+                PasskeyError::Refused("That passkey is not one of this household's.".into())
+            })?;
+        passkeys
+            .consume_approval(&token, &nonce.nonce, &assertion)
+            .await?;
+        let outcome = countersign
+            .decide_by_passkey(
+                &household_id,
+                &link.request_id,
+                &approver,
+                decision,
+                ApprovalRecord {
+                    statement: statement_text,
+                    credential_id: assertion.credential_id.clone(),
+                    authenticator_data: assertion.authenticator_data.clone(),
+                    client_data_json: assertion.client_data_json.clone(),
+                    signature: assertion.signature.clone(),
+                },
+            )
+            .await
+            .map_err(refused_by_guard)?;
+        if !outcome.status.is_waiting() {
+            passkeys.close_link(&token).await?;
+        }
+        tracing::info!(target: "hearth::passkeys", status = ?outcome.status, "a passkey decided an order");
+        Ok(outcome)
+    };
+    match result.await {
+        Ok(outcome) => answer(
+            StatusCode::OK,
+            json!({"status": outcome.status, "message": outcome.message}),
+        ),
+        Err(error) => failure(&error),
+    }
+}
+
+/// The approval view of a request that still waits, with the members' names.
+struct Waiting {
+    view: crate::countersign::service::ApprovalView,
+    approved_by: Vec<String>,
+    member_names: std::collections::HashMap<String, String>,
+}
+
+async fn waiting_view(
+    countersign: &CountersignService,
+    household_id: &str,
+    request_id: &str,
+) -> Result<Waiting, PasskeyError> {
+    let view = countersign
+        .approval_view(household_id, request_id)
+        .await
+        .map_err(refused_by_guard)?;
+    if view.status != Status::WaitingForApproval {
+        return Err(PasskeyError::Gone(format!(
+            "This order is no longer waiting: it is {}.",
+            view.status.spoken()
+        )));
+    }
+    let member_names = countersign.member_names(household_id).await;
+    Ok(Waiting {
+        approved_by: view.approved_by.clone(),
+        view,
+        member_names,
+    })
+}
+
+fn decision_of(value: &Value) -> Result<PasskeyDecision, PasskeyError> {
+    match value.as_str() {
+        Some("approve") => Ok(PasskeyDecision::Approve),
+        Some("decline") => Ok(PasskeyDecision::Decline),
+        _ => Err(PasskeyError::Invalid(
+            "decision must be approve or decline".into(),
+        )),
+    }
+}
+
+/// The purchase guard's refusal, for the page: what it says a person can do.
+fn refused_by_guard(error: crate::countersign::service::CountersignError) -> PasskeyError {
+    match &error {
+        crate::countersign::service::CountersignError::Refused(_) => {
+            PasskeyError::Refused(error.say())
+        }
+        crate::countersign::service::CountersignError::Ledger(_) => {
+            PasskeyError::Unavailable(error.say())
+        }
     }
 }
 

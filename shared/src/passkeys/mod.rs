@@ -21,6 +21,7 @@
 //! household's policy, through the [`RosterOf`] the composition hands it, so that the purchase
 //! guard can use passkeys without passkeys depending on the purchase guard.
 
+mod approvals;
 pub mod ceremony;
 pub mod http;
 pub mod pages;
@@ -670,7 +671,7 @@ pub fn signers(account: &AccountItem, may_sign: impl Fn(&PasskeyItem) -> bool) -
         .collect()
 }
 
-fn is_live(passkey: &PasskeyItem) -> bool {
+pub(crate) fn is_live(passkey: &PasskeyItem) -> bool {
     passkey.revoked_at_ms.is_none() && passkey.suspect_at_ms.is_none()
 }
 
@@ -791,6 +792,14 @@ fn pending_by_token_mut<'a>(
         .ok_or_else(no_longer_pending)
 }
 
+/// An approval link whose request was settled, or whose time ran out.
+pub(crate) fn no_longer_waiting() -> PasskeyError {
+    PasskeyError::Gone(
+        "This order is no longer waiting: it was decided, or 30 minutes passed. Ask the assistant again if it is still needed."
+            .into(),
+    )
+}
+
 fn no_longer_pending() -> PasskeyError {
     PasskeyError::Gone(
         "Nothing waits here any more: this passkey was already approved or was revoked.".into(),
@@ -798,7 +807,7 @@ fn no_longer_pending() -> PasskeyError {
 }
 
 /// A link token is the household id, a dot, and 32 random bytes in base64url.
-fn split_token(token: &str) -> Result<(&str, &str), PasskeyError> {
+pub(crate) fn split_token(token: &str) -> Result<(&str, &str), PasskeyError> {
     token
         .split_once('.')
         .filter(|(household, secret)| {
@@ -811,11 +820,11 @@ fn split_token(token: &str) -> Result<(&str, &str), PasskeyError> {
         .ok_or_else(|| PasskeyError::NotFound("the link's token is malformed".into()))
 }
 
-fn random_token() -> Result<String, PasskeyError> {
+pub(crate) fn random_token() -> Result<String, PasskeyError> {
     Ok(URL_SAFE_NO_PAD.encode(os_bytes::<32>().map_err(|_| unavailable_randomness())?))
 }
 
-fn unavailable_randomness() -> PasskeyError {
+pub(crate) fn unavailable_randomness() -> PasskeyError {
     PasskeyError::Unavailable("the system's random source failed; try again".into())
 }
 

@@ -72,6 +72,85 @@ pub fn confirmation(household_name: &str, member_name: &str) -> Response {
     )
 }
 
+/// What an approval page shows of one order.
+pub struct OrderShown<'a> {
+    pub household_name: &'a str,
+    pub title: &'a str,
+    pub variant: &'a str,
+    pub quantity: u32,
+    pub unit_price_cents: u64,
+    pub total_cents: u64,
+    pub merchant: &'a str,
+    pub new_merchant: bool,
+    pub spent_cents: Option<u64>,
+    pub budget_cents: u64,
+    pub listing_warning: bool,
+    /// The name of the member who approved already, when a guardian decides now.
+    pub approved_by: Option<&'a str>,
+}
+
+/// The approval page of one order: what would be placed, and `Approve` and `Decline`.
+pub fn approval(order: &OrderShown<'_>) -> Response {
+    let dollars = crate::countersign::money::dollars;
+    let who = match order.approved_by {
+        Some(name) => format!(
+            "{} approved this order. A guardian decides now, with their own passkey.",
+            escape(name)
+        ),
+        None => format!(
+            "The assistant asked {} for this order, and nobody's device signed for it. Approve it only if someone in your household wants it.",
+            escape(order.household_name)
+        ),
+    };
+    let merchant_note = if order.new_merchant {
+        " <strong>(new: the household has never ordered from them)</strong>"
+    } else {
+        ""
+    };
+    let week = match order.spent_cents {
+        Some(spent) => format!(
+            "{} spent of the weekly budget of {}",
+            dollars(spent),
+            dollars(order.budget_cents)
+        ),
+        None => format!(
+            "this week's spending cannot be read; the budget is {}",
+            dollars(order.budget_cents)
+        ),
+    };
+    let warning = if order.listing_warning {
+        r#"<p class="warning" role="note">The seller's listing text speaks to the assistant instead of describing the product. Someone may be steering the order: check it is what you want.</p>"#
+    } else {
+        ""
+    };
+    page(
+        StatusCode::OK,
+        "Approve an order",
+        &format!(
+            r#"<main data-page="approve">
+<h1>Approve this order?</h1>
+<p>{who}</p>
+<dl class="order">
+<dt>What</dt><dd>{title}, {variant}</dd>
+<dt>How many</dt><dd>{quantity} at {unit} each</dd>
+<dt>Total</dt><dd>{total}</dd>
+<dt>From</dt><dd>{merchant}{merchant_note}</dd>
+<dt>This week</dt><dd>{week}</dd>
+</dl>
+{warning}
+<div class="actions"><button id="approve" class="allow" type="button">Approve</button><button id="decline" class="deny" type="button">Decline</button></div>
+<p id="status" role="status"></p>
+</main>"#,
+            title = escape(order.title),
+            variant = escape(order.variant),
+            quantity = order.quantity,
+            unit = dollars(order.unit_price_cents),
+            total = dollars(order.total_cents),
+            merchant = escape(order.merchant),
+        ),
+    )
+}
+
 /// A page that only says why nothing can be done here, and what to do instead.
 pub fn problem(status: StatusCode, detail: &str) -> Response {
     page(

@@ -37,6 +37,9 @@ pub struct AccountItem {
     /// Enrolment invites not yet used, each until it expires.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub passkey_invites: Vec<PasskeyInviteItem>,
+    /// The approval pages of requests proposed without a device, while they may be decided.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approval_links: Vec<ApprovalLinkItem>,
     pub created_at_ms: i64,
     /// Raised by every write; a write names the revision it read.
     pub revision: u64,
@@ -184,6 +187,30 @@ impl fmt::Debug for PasskeyInviteItem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PasskeyInviteItem")
             .field("member_id", &self.member_id)
+            .field("expires_at_ms", &self.expires_at_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The approval page of one request proposed without a device.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalLinkItem {
+    /// The page's token (after the household id in its URL). Kept, unlike an invite's, so
+    /// the link can be sent again when a child's approval passes it to a guardian; it only
+    /// opens the page, and deciding takes a passkey.
+    pub token: String,
+    pub request_id: String,
+    pub expires_at_ms: i64,
+    /// The statement nonce the page was last given, until it is used.
+    #[serde(default)]
+    pub nonce: Option<NonceItem>,
+}
+
+impl fmt::Debug for ApprovalLinkItem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApprovalLinkItem")
+            .field("request_id", &self.request_id)
             .field("expires_at_ms", &self.expires_at_ms)
             .finish_non_exhaustive()
     }

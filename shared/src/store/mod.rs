@@ -23,8 +23,8 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 
 pub use account::{
-    AccountItem, AccountStore, AccountSummary, DeviceKeyItem, NonceItem, PasskeyInviteItem,
-    PasskeyItem, PendingEnrolmentItem, RevokedFamily,
+    AccountItem, AccountStore, AccountSummary, ApprovalLinkItem, DeviceKeyItem, NonceItem,
+    PasskeyInviteItem, PasskeyItem, PendingEnrolmentItem, RevokedFamily,
 };
 pub use client::{ClientItem, ClientOrigin, ClientStore};
 pub use cosigned::{Cosigned, CosignedStore};

@@ -9,10 +9,11 @@ use hearth_core::auth::Caller;
 use hearth_core::chain::{self, Sealed};
 use hearth_core::clock::ManualClock;
 use hearth_core::store::{
-    AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, ClientItem,
-    ClientOrigin, ClientStore, Cosigned, CosignedStore, Counter, CounterStore, DeviceKeyItem,
-    GrantItem, GrantKind, GrantStore, Head, LOG_RETIREMENT_MS, LogAppend, LogHead, NonceItem,
-    PasskeyInviteItem, PasskeyItem, PendingEnrolmentItem, RevokedFamily, StoreError, Taken,
+    AccountItem, AccountStore, AccountSummary, Append, ApprovalLinkItem, ChainKey, ChainStore,
+    ClientItem, ClientOrigin, ClientStore, Cosigned, CosignedStore, Counter, CounterStore,
+    DeviceKeyItem, GrantItem, GrantKind, GrantStore, Head, LOG_RETIREMENT_MS, LogAppend, LogHead,
+    NonceItem, PasskeyInviteItem, PasskeyItem, PendingEnrolmentItem, RevokedFamily, StoreError,
+    Taken,
 };
 use hearth_core::why::record::NewDecision;
 use hearth_core::why::{WhyError, WhyService, limits};
@@ -545,6 +546,12 @@ fn account(household_id: &str, name: &str, revision: u64) -> AccountItem {
             expires_at_ms: NOW + HOUR,
             challenge: None,
             challenge_at_ms: None,
+        }],
+        approval_links: vec![ApprovalLinkItem {
+            token: "token".into(),
+            request_id: "REQ-0123456789".into(),
+            expires_at_ms: NOW + HOUR,
+            nonce: None,
         }],
         created_at_ms: NOW,
         revision,

@@ -9,11 +9,13 @@
 //! Who is speaking comes only from the device's verified attestation ([`HostClaim`]). Every
 //! operation that acts or reveals household data refuses without one.
 
+mod approval;
 mod output;
 mod purchase;
 mod reports;
 mod search;
 
+pub use approval::{ApprovalLinks, ApprovalView, LinkRefusal, PasskeyOutcome};
 pub use output::*;
 
 use std::sync::Arc;
@@ -44,11 +46,24 @@ pub const REQUEST_ID_MAX_CHARS: usize = 64;
 /// entries that say what a live attestation already did or which question was last read.
 pub const ACTING_CALLS_PER_MEMBER: u32 = 20;
 pub const ACTING_WINDOW_MS: i64 = 10 * 60 * 1000;
+/// Proposals a household token may make without a device per [`ACTING_WINDOW_MS`]: nobody
+/// is known to count them against, so the household is. With the members' own limit the
+/// ledger's bound below still holds.
+pub const UNATTESTED_CALLS_PER_HOUSEHOLD: u32 = 20;
+/// Requests that may wait for a passkey approval in one household at once.
+pub const MAX_WAITING_APPROVALS: usize = 20;
 /// How long a host-key turn's binding to its ledger outlives the attestation's acceptance.
 const TURN_BINDING_MARGIN_MS: i64 = 10 * 60 * 1000;
 // The bound above, checked when the crate builds: raising a limit past it fails the build.
+// Proposals without a device add at most 20 entries per window, and their passkey
+// decisions at most two each (a child's, then a guardian's) for those and for the 20 that
+// may already wait: (320 + 20 + 80) × 2 = 840.
 const _: () = assert!(
-    super::household::MAX_MEMBERS * ACTING_CALLS_PER_MEMBER as usize * 2 < super::ledger::CAPACITY
+    (super::household::MAX_MEMBERS * ACTING_CALLS_PER_MEMBER as usize
+        + UNATTESTED_CALLS_PER_HOUSEHOLD as usize
+        + 2 * (UNATTESTED_CALLS_PER_HOUSEHOLD as usize + MAX_WAITING_APPROVALS))
+        * 2
+        < super::ledger::CAPACITY
 );
 
 #[derive(Debug, thiserror::Error)]
@@ -110,6 +125,9 @@ pub struct CountersignService {
     turns: Arc<dyn GrantStore>,
     /// Where requests that wait for a guardian are announced, if anywhere.
     notifier: Option<Arc<Notifier>>,
+    /// Where requests proposed without a device get their approval page; without it such
+    /// proposals refuse, as before passkeys.
+    approval_links: Option<Arc<dyn ApprovalLinks>>,
 }
 
 /// The attested speaker of a request, and the household in force for it.
@@ -135,7 +153,15 @@ impl CountersignService {
             counters,
             turns,
             notifier: None,
+            approval_links: None,
         }
+    }
+
+    /// The same service letting a household token without a device propose: the request
+    /// waits for a member's passkey on the page `links` opens.
+    pub fn with_approval_links(mut self, links: Arc<dyn ApprovalLinks>) -> Self {
+        self.approval_links = Some(links);
+        self
     }
 
     /// The same service serving household tokens from their accounts' policies.

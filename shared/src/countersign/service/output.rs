@@ -86,6 +86,10 @@ pub struct ProposeOutput {
     /// appended or the server has no log key.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tlog_proof: Option<String>,
+    /// While `waiting_for_approval`: the page where a member approves or declines it with a
+    /// passkey. Never read aloud.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_url: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]

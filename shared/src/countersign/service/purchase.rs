@@ -43,6 +43,11 @@ impl CountersignService {
         quantity: u32,
     ) -> Result<ProposeOutput, CountersignError> {
         let home = self.home(caller).await?;
+        if self.proposes_unattested(caller) {
+            return self
+                .propose_unattested(caller, &home, product_id, variant_id, quantity)
+                .await;
+        }
         let speaker = self.speaker(caller, &home)?;
         if !(1..=MAX_QUANTITY).contains(&quantity) {
             return Err(Refusal::QuantityOutOfRange.into());
@@ -162,6 +167,7 @@ impl CountersignService {
                     Outcome::Placed => say::placed(&proposal),
                     Outcome::NeedsConfirmation => say::needs_confirmation(&proposal),
                     Outcome::NeedsGuardian => say::needs_guardian(&proposal),
+                    Outcome::NeedsApproval => say::sent_to_phones(&proposal),
                     Outcome::Blocked => say::blocked(&proposal),
                 };
                 let output = ProposeOutput {
@@ -174,6 +180,7 @@ impl CountersignService {
                     placed: None,
                     say,
                     tlog_proof: None,
+                    approval_url: None,
                 };
                 let entry = NewEntry {
                     request_id,
@@ -205,9 +212,10 @@ impl CountersignService {
                 kind: "request",
                 household_id: home.id().to_owned(),
                 request_id: output.request_id.clone(),
-                requester_role: speaker.member.role,
+                requester_role: Some(speaker.member.role),
                 title: product.title.clone(),
                 total_cents,
+                approval_url: None,
                 sent_at: self.ledger.now().unix_timestamp(),
             });
         }
@@ -223,6 +231,9 @@ impl CountersignService {
         request_id: &str,
     ) -> Result<DecisionOutput, CountersignError> {
         let home = self.home(caller).await?;
+        if self.proposes_unattested(caller) {
+            return Err(Refusal::DecidedOnPhones.into());
+        }
         let speaker = self.speaker(caller, &home)?;
         check_request_id(request_id)?;
         self.count_acting(caller, &speaker).await?;
@@ -230,6 +241,7 @@ impl CountersignService {
             match request.status {
                 Status::WaitingForConfirmation => {}
                 Status::WaitingForGuardian => return Err(Refusal::WaitsForGuardian.into()),
+                Status::WaitingForApproval => return Err(Refusal::DecidedOnPhones.into()),
                 _ => return Ok(None),
             }
             if request.member_id != speaker.member.id {
@@ -254,6 +266,9 @@ impl CountersignService {
         approve: bool,
     ) -> Result<DecisionOutput, CountersignError> {
         let home = self.home(caller).await?;
+        if self.proposes_unattested(caller) {
+            return Err(Refusal::DecidedOnPhones.into());
+        }
         let speaker = self.speaker(caller, &home)?;
         check_request_id(request_id)?;
         if !home.is_guardian(&speaker.member.id) {
@@ -266,6 +281,7 @@ impl CountersignService {
         self.settle(caller, &home, request_id, |view, request, now| {
             match request.status {
                 Status::WaitingForGuardian => {}
+                Status::WaitingForApproval => return Err(Refusal::DecidedOnPhones.into()),
                 Status::WaitingForConfirmation => {
                     return Err(Refusal::WaitsForRequester {
                         requester: say::member_name(&home, &request.member_id),

@@ -1,0 +1,209 @@
+//! The approval pages of requests proposed without a device, kept in the household's
+//! account: one link per waiting request, open until the request is settled or
+//! [`APPROVAL_WAIT`](crate::countersign::ledger::APPROVAL_WAIT) passes, with the single-use
+//! nonce its page was last given. The purchase guard opens them through
+//! [`ApprovalLinks`]; deciding is `http`'s, which checks the passkey and hands the purchase
+//! guard the signed decision.
+
+use async_trait::async_trait;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+use super::{
+    PasskeyError, Passkeys, SigningRequest, ceremony, is_live, no_longer_waiting, random_token,
+    record_use, split_token, statement, unavailable_randomness,
+};
+use crate::countersign::service::{ApprovalLinks, LinkRefusal};
+use crate::random::os_bytes;
+use crate::store::{AccountItem, ApprovalLinkItem, NonceItem};
+
+/// Links one household keeps at once: the requests that may wait, and no more.
+const MAX_LINKS: usize = crate::countersign::service::MAX_WAITING_APPROVALS;
+
+impl Passkeys {
+    pub fn approval_url(&self, token: &str) -> String {
+        format!("{}/passkeys/approve/{token}", self.site.base_url)
+    }
+
+    /// The account and the open link of `token`.
+    pub async fn approval_link(
+        &self,
+        token: &str,
+    ) -> Result<(AccountItem, ApprovalLinkItem), PasskeyError> {
+        let (household_id, _) = split_token(token)?;
+        let account = self.accounts.get(household_id).await?;
+        let link = open_link(&account, token, self.now_ms())?.clone();
+        Ok((account, link))
+    }
+
+    /// A statement deciding the link's request, with a fresh nonce kept on the link, signed
+    /// through request options for the household's passkeys that `may_sign`.
+    pub async fn approval_request(
+        &self,
+        token: &str,
+        decision: &str,
+        proposal_hash: &str,
+        may_sign: impl Fn(&crate::store::PasskeyItem) -> bool,
+    ) -> Result<SigningRequest, PasskeyError> {
+        let (household_id, _) = split_token(token)?;
+        let nonce = URL_SAFE_NO_PAD.encode(os_bytes::<16>().map_err(|_| unavailable_randomness())?);
+        let now = self.now_ms();
+        let (request, _) = self
+            .accounts
+            .update_with::<_, PasskeyError>(household_id, |account| {
+                let allow = super::signers(account, &may_sign);
+                if allow.is_empty() {
+                    return Err(PasskeyError::Refused(
+                        "Nobody who may still decide this has a passkey here.".into(),
+                    ));
+                }
+                let household = account.household_id.clone();
+                let link = open_link_mut(account, token, now)?;
+                link.nonce = Some(NonceItem {
+                    nonce: nonce.clone(),
+                    decision: decision.to_owned(),
+                    created_at_ms: now,
+                });
+                let statement = statement::approval(
+                    &household,
+                    &link.request_id,
+                    proposal_hash,
+                    decision,
+                    &nonce,
+                );
+                let options = self
+                    .site
+                    .site
+                    .request_options(&ceremony::challenge_of(&statement), &allow);
+                Ok(SigningRequest { statement, options })
+            })
+            .await?;
+        Ok(request)
+    }
+
+    /// Uses the link's nonce up (it must still be `nonce`) and records the passkey's use;
+    /// `settled` closes the link too.
+    pub async fn consume_approval(
+        &self,
+        token: &str,
+        nonce: &str,
+        assertion: &ceremony::Assertion,
+    ) -> Result<(), PasskeyError> {
+        let (household_id, _) = split_token(token)?;
+        let now = self.now_ms();
+        self.accounts
+            .update_with::<_, PasskeyError>(household_id, |account| {
+                let link = open_link_mut(account, token, now)?;
+                if link.nonce.as_ref().map(|stored| stored.nonce.as_str()) != Some(nonce) {
+                    return Err(PasskeyError::Gone(
+                        "This approval was already used. Start again if it is still needed.".into(),
+                    ));
+                }
+                link.nonce = None;
+                record_use(account, assertion, now);
+                Ok(())
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Closes the link of a settled request.
+    pub async fn close_link(&self, token: &str) -> Result<(), PasskeyError> {
+        let (household_id, _) = split_token(token)?;
+        self.accounts
+            .update_with::<_, PasskeyError>(household_id, |account| {
+                account.approval_links.retain(|link| link.token != token);
+                Ok(())
+            })
+            .await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ApprovalLinks for Passkeys {
+    async fn ready(&self, household_id: &str) -> Result<(), LinkRefusal> {
+        let account = self
+            .accounts
+            .get(household_id)
+            .await
+            .map_err(|_| LinkRefusal::Unavailable)?;
+        let live = account
+            .passkeys
+            .iter()
+            .any(|passkey| is_live(passkey) && passkey.pending.is_none());
+        if live {
+            Ok(())
+        } else {
+            Err(LinkRefusal::NoPasskeys)
+        }
+    }
+
+    async fn open(
+        &self,
+        household_id: &str,
+        request_id: &str,
+        expires_at_ms: i64,
+    ) -> Result<String, LinkRefusal> {
+        let token = format!(
+            "{household_id}.{}",
+            random_token().map_err(|_| LinkRefusal::Unavailable)?
+        );
+        let now = self.now_ms();
+        self.accounts
+            .update_with::<_, PasskeyError>(household_id, |account| {
+                account
+                    .approval_links
+                    .retain(|link| link.expires_at_ms > now);
+                // The ledger holds at most MAX_LINKS waiting requests; a link past that is
+                // one whose request was settled elsewhere and not closed: the oldest goes.
+                while account.approval_links.len() >= MAX_LINKS {
+                    account.approval_links.remove(0);
+                }
+                account.approval_links.push(ApprovalLinkItem {
+                    token: token.clone(),
+                    request_id: request_id.to_owned(),
+                    expires_at_ms,
+                    nonce: None,
+                });
+                Ok(())
+            })
+            .await
+            .map_err(|_| LinkRefusal::Unavailable)?;
+        Ok(self.approval_url(&token))
+    }
+
+    async fn url_of(&self, household_id: &str, request_id: &str) -> Option<String> {
+        let account = self.accounts.get(household_id).await.ok()?;
+        let now = self.now_ms();
+        account
+            .approval_links
+            .iter()
+            .find(|link| link.request_id == request_id && link.expires_at_ms > now)
+            .map(|link| self.approval_url(&link.token))
+    }
+}
+
+fn open_link<'a>(
+    account: &'a AccountItem,
+    token: &str,
+    now_ms: i64,
+) -> Result<&'a ApprovalLinkItem, PasskeyError> {
+    account
+        .approval_links
+        .iter()
+        .find(|link| link.token == token && link.expires_at_ms > now_ms)
+        .ok_or_else(no_longer_waiting)
+}
+
+fn open_link_mut<'a>(
+    account: &'a mut AccountItem,
+    token: &str,
+    now_ms: i64,
+) -> Result<&'a mut ApprovalLinkItem, PasskeyError> {
+    account
+        .approval_links
+        .iter_mut()
+        .find(|link| link.token == token && link.expires_at_ms > now_ms)
+        .ok_or_else(no_longer_waiting)
+}
