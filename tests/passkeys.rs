@@ -143,6 +143,22 @@ impl World {
         path_of(entry["approval_url"].as_str().unwrap())
     }
 
+    /// `signer` decides an order on `page`: the challenge, then the signed statement.
+    async fn decide(&self, page: &str, decision: &str, signer: &mut SoftPasskey) -> Reply {
+        let asked = self
+            .post(&format!("{page}/challenge"), &json!({"decision": decision}))
+            .await;
+        if asked.status != StatusCode::OK {
+            return asked;
+        }
+        let body = json!({
+            "decision": decision,
+            "statement": asked.body["statement"],
+            "credential": signer.sign_request(&asked.body),
+        });
+        self.post(page, &body).await
+    }
+
     /// A guardian's approval on `page` signed by `signer`: the challenge, then the assertion.
     async fn approve_with(&self, page: &str, signer: &mut SoftPasskey) -> (Value, Reply) {
         let request = self
@@ -574,6 +590,358 @@ async fn a_waiting_passkey_is_announced_before_the_enrolment_answers() {
     assert!(notice["sent_at"].is_i64());
 }
 
+// ---- orders approved on a phone ------------------------------------------------------------
+
+const BATTERIES: &str = "aa-batteries";
+
+/// A household with dana's (guardian) and mia's (child) passkeys, and a household token.
+struct Approving {
+    w: World,
+    home: String,
+    token: String,
+    dana: SoftPasskey,
+    mia: SoftPasskey,
+}
+
+async fn approving(backend: Backend) -> Approving {
+    let w = world(backend).await;
+    let home = w.household("Maple House").await;
+    let (mut dana, _) = w.enrolled(&home, "dana").await;
+    let (mia, _) = w.enrolled(&home, "mia").await;
+    let page = w.approval_page(&home, &mia.id()).await;
+    assert_eq!(
+        w.approve_with(&page, &mut dana).await.1.status,
+        StatusCode::OK
+    );
+    let token = w.admin.token(&home, 30).await.unwrap().access_token;
+    Approving {
+        w,
+        home,
+        token,
+        dana,
+        mia,
+    }
+}
+
+impl Approving {
+    /// A tool called with the household token and no device: `result`.
+    async fn call(&self, tool: &str, arguments: Value) -> Value {
+        let bearer = format!("Bearer {}", self.token);
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}});
+        let reply = request(
+            &self.w.h.router,
+            "POST",
+            "/mcp",
+            &[
+                ("authorization", bearer.as_str()),
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+            ],
+            &body.to_string(),
+        )
+        .await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.raw);
+        reply.body["result"].clone()
+    }
+
+    /// Batteries proposed without a device: the structured result.
+    async fn propose(&self) -> Value {
+        let result = self
+            .call(
+                "propose_purchase",
+                json!({"product_id": BATTERIES, "variant_id": "4-pack", "quantity": 1}),
+            )
+            .await;
+        assert_ne!(result["isError"], true, "{result}");
+        result["structuredContent"].clone()
+    }
+
+    /// The approval page path of a proposal.
+    fn page_of(proposed: &Value) -> String {
+        path_of(proposed["approval_url"].as_str().expect("an approval_url"))
+    }
+
+    async fn ledger(&self) -> Vec<Value> {
+        self.w
+            .admin
+            .export_ledger(&self.home)
+            .await
+            .unwrap()
+            .entries
+    }
+}
+
+async fn a_proposal_without_a_device_waits_and_a_parents_passkey_places_it(backend: Backend) {
+    let mut a = approving(backend).await;
+    let proposed = a.propose().await;
+    assert_eq!(proposed["status"], "waiting_for_approval", "{proposed}");
+    assert_eq!(proposed["outcome"], "needs_approval");
+    let request_id = proposed["request_id"].as_str().unwrap().to_owned();
+    let say = proposed["say"].as_str().unwrap();
+    assert!(say.contains("phones"), "{say}");
+    assert!(
+        !say.contains("http") && !say.contains("REQ-") && !say.contains("hh-"),
+        "{say}"
+    );
+
+    let page = Approving::page_of(&proposed);
+    let shown = a.w.get(&page).await;
+    assert_eq!(shown.status, StatusCode::OK, "{}", shown.raw);
+    for text in [
+        "PowerCell AA Alkaline Batteries",
+        "4 pack",
+        "$5.49",
+        ">Approve</button>",
+        ">Decline</button>",
+        "weekly budget",
+    ] {
+        assert!(shown.raw.contains(text), "{text}: {}", shown.raw);
+    }
+
+    let asked =
+        a.w.post(
+            &format!("{page}/challenge"),
+            &json!({"decision": "approve"}),
+        )
+        .await;
+    let statement = asked.body["statement"].as_str().unwrap().to_owned();
+    let lines: Vec<&str> = statement.lines().collect();
+    assert_eq!(lines.len(), 6);
+    assert!(statement.ends_with('\n'));
+    assert_eq!(lines[0], "hearth-approval/v1");
+    assert_eq!(lines[1], a.home);
+    assert_eq!(lines[2], request_id);
+    assert_eq!(lines[3].len(), 64);
+    assert_eq!(lines[4], "approve");
+    let body = json!({"decision": "approve", "statement": statement, "credential": a.dana.sign_request(&asked.body)});
+    let placed = a.w.post(&page, &body).await;
+    assert_eq!(placed.status, StatusCode::OK, "{}", placed.raw);
+    assert_eq!(placed.body["status"], "placed");
+
+    // In the ledger: the proposal (nobody known) and the decision with its approval.
+    let entries = a.ledger().await;
+    let proposal = entries
+        .iter()
+        .find(|e| e["request_id"] == request_id.as_str() && e["kind"] == "proposal")
+        .unwrap();
+    assert_eq!(proposal["member_id"], "unattested");
+    assert!(proposal["turn_id"].as_str().unwrap().starts_with("call-"));
+    assert_eq!(lines[3], proposal["entry_hash"].as_str().unwrap());
+    let decided = entries.last().unwrap();
+    assert_eq!(decided["kind"], "passkey_decision", "{decided}");
+    assert_eq!(decided["member_id"], "dana");
+    assert_eq!(decided["result"], "placed");
+    assert_eq!(decided["approval"]["statement"], statement.as_str());
+    assert_eq!(decided["approval"]["credential_id"], a.dana.id().as_str());
+    for field in ["authenticator_data", "client_data_json", "signature"] {
+        assert!(
+            decided["approval"][field]
+                .as_str()
+                .is_some_and(|v| !v.contains('=')),
+            "{field}"
+        );
+    }
+    // The week's spending counts it, and the link is closed.
+    let week = a.call("household_activity", json!({})).await;
+    assert_eq!(week["structuredContent"]["spent_cents"], 549, "{week}");
+    assert_eq!(a.w.get(&page).await.status, StatusCode::GONE);
+    // The same signed decision again: nothing waits.
+    assert_eq!(a.w.post(&page, &body).await.status, StatusCode::GONE);
+}
+
+async fn a_decline_places_nothing(backend: Backend) {
+    let mut a = approving(backend).await;
+    let proposed = a.propose().await;
+    let page = Approving::page_of(&proposed);
+    let declined = a.w.decide(&page, "decline", &mut a.dana).await;
+    assert_eq!(declined.status, StatusCode::OK, "{}", declined.raw);
+    assert_eq!(declined.body["status"], "declined");
+    let week = a.call("household_activity", json!({})).await;
+    assert_eq!(week["structuredContent"]["spent_cents"], 0, "{week}");
+}
+
+async fn a_childs_approval_waits_for_a_guardians(backend: Backend) {
+    let mut a = approving(backend).await;
+    let proposed = a.propose().await;
+    let page = Approving::page_of(&proposed);
+    let first = a.w.decide(&page, "approve", &mut a.mia).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.raw);
+    assert_eq!(first.body["status"], "waiting_for_approval");
+    assert!(first.body["message"].as_str().unwrap().contains("guardian"));
+    // The page now says who approved; mia cannot approve twice (she is not asked again).
+    let shown = a.w.get(&page).await;
+    assert!(
+        shown.raw.contains("Mia approved this order"),
+        "{}",
+        shown.raw
+    );
+    let again = a.w.decide(&page, "approve", &mut a.mia).await;
+    assert_eq!(again.status, StatusCode::FORBIDDEN, "{}", again.raw);
+    let placed = a.w.decide(&page, "approve", &mut a.dana).await;
+    assert_eq!(placed.status, StatusCode::OK, "{}", placed.raw);
+    assert_eq!(placed.body["status"], "placed");
+    let entries = a.ledger().await;
+    let decisions: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["kind"] == "passkey_decision")
+        .collect();
+    assert_eq!(decisions.len(), 2);
+    assert_eq!(decisions[0]["member_id"], "mia");
+    assert_eq!(decisions[0]["result"], "needs_guardian");
+    assert_eq!(decisions[1]["member_id"], "dana");
+}
+
+async fn approvals_refuse_strangers_revoked_keys_replays_and_other_statements(backend: Backend) {
+    let mut a = approving(backend).await;
+    let proposed = a.propose().await;
+    let page = Approving::page_of(&proposed);
+
+    // Another household's guardian passkey.
+    let other = a.w.household("Birch House").await;
+    let (mut stranger, _) = a.w.enrolled(&other, "dana").await;
+    let refused = a.w.decide(&page, "approve", &mut stranger).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.raw);
+
+    // A statement for another decision than the one asked for.
+    let asked =
+        a.w.post(
+            &format!("{page}/challenge"),
+            &json!({"decision": "approve"}),
+        )
+        .await;
+    let other_statement = asked.body["statement"]
+        .as_str()
+        .unwrap()
+        .replace("\napprove\n", "\ndecline\n");
+    let challenge = base64_url(&sha256(other_statement.as_bytes()));
+    let body = json!({"decision": "approve", "statement": other_statement, "credential": a.dana.sign(&challenge)});
+    assert_eq!(a.w.post(&page, &body).await.status, StatusCode::FORBIDDEN);
+    // The nonce asked for, replayed after it was used by a decision.
+    let asked =
+        a.w.post(
+            &format!("{page}/challenge"),
+            &json!({"decision": "decline"}),
+        )
+        .await;
+    let body = json!({"decision": "decline", "statement": asked.body["statement"], "credential": a.dana.sign_request(&asked.body)});
+    assert_eq!(a.w.post(&page, &body).await.status, StatusCode::OK);
+    assert_eq!(a.w.post(&page, &body).await.status, StatusCode::GONE);
+
+    // A revoked passkey, on a new proposal.
+    let proposed = a.propose().await;
+    let page = Approving::page_of(&proposed);
+    a.w.passkeys.revoke(&a.home, &a.mia.id()).await.unwrap();
+    let asked =
+        a.w.post(
+            &format!("{page}/challenge"),
+            &json!({"decision": "approve"}),
+        )
+        .await;
+    let body = json!({"decision": "approve", "statement": asked.body["statement"], "credential": a.mia.sign_request(&asked.body)});
+    let revoked = a.w.post(&page, &body).await;
+    assert_eq!(revoked.status, StatusCode::FORBIDDEN, "{}", revoked.raw);
+    assert!(
+        revoked.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("revoked")
+    );
+    // A counter that went backwards.
+    let mut copy = a.dana.duplicate();
+    copy.sign_count = 0;
+    let copied = a.w.decide(&page, "approve", &mut copy).await;
+    assert_eq!(copied.status, StatusCode::FORBIDDEN, "{}", copied.raw);
+    assert!(copied.body["message"].as_str().unwrap().contains("copied"));
+}
+
+async fn a_link_lasts_30_minutes_and_not_past_an_unlink(backend: Backend) {
+    let a = approving(backend).await;
+    let proposed = a.propose().await;
+    let page = Approving::page_of(&proposed);
+    a.w.h.clock.advance(time::Duration::minutes(30));
+    assert_eq!(a.w.get(&page).await.status, StatusCode::OK);
+    a.w.h.clock.advance(time::Duration::milliseconds(1));
+    let gone = a.w.get(&page).await;
+    assert_eq!(gone.status, StatusCode::GONE, "{}", gone.raw);
+
+    let proposed = a.propose().await;
+    let page = Approving::page_of(&proposed);
+    a.w.admin.unlink(&a.home).await.unwrap();
+    assert_eq!(a.w.get(&page).await.status, StatusCode::GONE);
+}
+
+async fn confirm_and_decide_point_to_the_phone(backend: Backend) {
+    let a = approving(backend).await;
+    let proposed = a.propose().await;
+    let request_id = proposed["request_id"].as_str().unwrap();
+    for (tool, arguments) in [
+        ("confirm_purchase", json!({"request_id": request_id})),
+        (
+            "decide_request",
+            json!({"request_id": request_id, "decision": "approve"}),
+        ),
+    ] {
+        let refused = a.call(tool, arguments).await;
+        assert_eq!(refused["isError"], true, "{tool}: {refused}");
+        assert_eq!(
+            refused["_meta"]["hearth/code"], "decided_on_phones",
+            "{refused}"
+        );
+        let say = refused["content"][0]["text"].as_str().unwrap();
+        assert!(say.contains("phones") && !say.contains("REQ-"), "{say}");
+    }
+}
+
+async fn twenty_requests_wait_at_once_and_a_household_without_passkeys_is_told(backend: Backend) {
+    let a = approving(backend).await;
+    for n in 0..hearth_core::countersign::service::MAX_WAITING_APPROVALS {
+        let proposed = a.propose().await;
+        assert_eq!(
+            proposed["status"], "waiting_for_approval",
+            "{n}: {proposed}"
+        );
+    }
+    // The window's count of proposals without a device is spent too; in the next window the
+    // waiting requests are what stops the 21st.
+    let counted = a
+        .call(
+            "propose_purchase",
+            json!({"product_id": BATTERIES, "variant_id": "4-pack", "quantity": 1}),
+        )
+        .await;
+    assert_eq!(
+        counted["_meta"]["hearth/code"], "too_many_unattested",
+        "{counted}"
+    );
+    a.w.h.clock.advance(time::Duration::minutes(10));
+    let full = a
+        .call(
+            "propose_purchase",
+            json!({"product_id": BATTERIES, "variant_id": "4-pack", "quantity": 1}),
+        )
+        .await;
+    assert_eq!(
+        full["_meta"]["hearth/code"], "too_many_waiting_approvals",
+        "{full}"
+    );
+
+    let bare = a.w.household("Birch House").await;
+    let token = a.w.admin.token(&bare, 30).await.unwrap().access_token;
+    let b = Approving {
+        token,
+        home: bare,
+        ..a
+    };
+    let refused = b
+        .call(
+            "propose_purchase",
+            json!({"product_id": BATTERIES, "variant_id": "4-pack", "quantity": 1}),
+        )
+        .await;
+    assert_eq!(refused["_meta"]["hearth/code"], "no_passkeys", "{refused}");
+}
+
 fn sha256(bytes: &[u8]) -> Vec<u8> {
     use sha2::Digest;
     sha2::Sha256::digest(bytes).to_vec()
@@ -598,4 +966,11 @@ on_both_stores!(
     an_invite_works_for_15_minutes_and_not_after_an_unlink,
     a_registration_must_verify_the_person_and_come_from_the_page,
     five_passkeys_per_member_and_twenty_open_invites,
+    a_proposal_without_a_device_waits_and_a_parents_passkey_places_it,
+    a_decline_places_nothing,
+    a_childs_approval_waits_for_a_guardians,
+    approvals_refuse_strangers_revoked_keys_replays_and_other_statements,
+    a_link_lasts_30_minutes_and_not_past_an_unlink,
+    confirm_and_decide_point_to_the_phone,
+    twenty_requests_wait_at_once_and_a_household_without_passkeys_is_told,
 );

@@ -20,7 +20,8 @@ const UV: u8 = 0x04;
 const AT: u8 = 0x40;
 
 pub enum Key {
-    Es256(EcdsaKeyPair),
+    /// The pair, and its PKCS#8 form to copy it by.
+    Es256(EcdsaKeyPair, Vec<u8>),
     Ed25519(ed25519_dalek::SigningKey),
 }
 
@@ -44,7 +45,33 @@ impl SoftPasskey {
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &rng).unwrap();
         let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8.as_ref(), &rng)
             .unwrap();
-        Self::new(Key::Es256(pair), origin, rp_id)
+        Self::new(Key::Es256(pair, pkcs8.as_ref().to_vec()), origin, rp_id)
+    }
+
+    /// The same credential on a second authenticator (a copied key), with its counter as it
+    /// stands.
+    pub fn duplicate(&self) -> Self {
+        let key = match &self.key {
+            Key::Es256(_, pkcs8) => Key::Es256(
+                EcdsaKeyPair::from_pkcs8(
+                    &ECDSA_P256_SHA256_ASN1_SIGNING,
+                    pkcs8,
+                    &SystemRandom::new(),
+                )
+                .unwrap(),
+                pkcs8.clone(),
+            ),
+            Key::Ed25519(key) => Key::Ed25519(key.clone()),
+        };
+        Self {
+            credential_id: self.credential_id.clone(),
+            key,
+            sign_count: self.sign_count,
+            keeps_counter: self.keeps_counter,
+            origin: self.origin.clone(),
+            rp_id: self.rp_id.clone(),
+            verifies_user: self.verifies_user,
+        }
     }
 
     pub fn ed25519(origin: &str, rp_id: &str) -> Self {
@@ -90,7 +117,7 @@ impl SoftPasskey {
 
     fn cose_key(&self) -> Vec<u8> {
         let map = match &self.key {
-            Key::Es256(pair) => {
+            Key::Es256(pair, _) => {
                 let point = pair.public_key().as_ref();
                 vec![
                     (Cbor::from(1), Cbor::from(2)),
@@ -165,7 +192,7 @@ impl SoftPasskey {
         let mut signed = auth.clone();
         signed.extend_from_slice(&Sha256::digest(&client_data));
         let signature = match &self.key {
-            Key::Es256(pair) => pair
+            Key::Es256(pair, _) => pair
                 .sign(&SystemRandom::new(), &signed)
                 .unwrap()
                 .as_ref()

@@ -164,6 +164,7 @@ impl ApprovalLinks for Passkeys {
                     token: token.clone(),
                     request_id: request_id.to_owned(),
                     expires_at_ms,
+                    generation: account.generation,
                     nonce: None,
                 });
                 Ok(())
@@ -179,7 +180,11 @@ impl ApprovalLinks for Passkeys {
         account
             .approval_links
             .iter()
-            .find(|link| link.request_id == request_id && link.expires_at_ms > now)
+            .find(|link| {
+                link.request_id == request_id
+                    && link.expires_at_ms >= now
+                    && link.generation == account.generation
+            })
             .map(|link| self.approval_url(&link.token))
     }
 }
@@ -189,10 +194,11 @@ fn open_link<'a>(
     token: &str,
     now_ms: i64,
 ) -> Result<&'a ApprovalLinkItem, PasskeyError> {
+    let generation = account.generation;
     account
         .approval_links
         .iter()
-        .find(|link| link.token == token && link.expires_at_ms > now_ms)
+        .find(|link| is_open(link, token, generation, now_ms))
         .ok_or_else(no_longer_waiting)
 }
 
@@ -201,9 +207,16 @@ fn open_link_mut<'a>(
     token: &str,
     now_ms: i64,
 ) -> Result<&'a mut ApprovalLinkItem, PasskeyError> {
+    let generation = account.generation;
     account
         .approval_links
         .iter_mut()
-        .find(|link| link.token == token && link.expires_at_ms > now_ms)
+        .find(|link| is_open(link, token, generation, now_ms))
         .ok_or_else(no_longer_waiting)
+}
+
+/// A link works until its time (inclusive: the request waits exactly that long) and only
+/// under the generation it was opened in.
+fn is_open(link: &ApprovalLinkItem, token: &str, generation: u64, now_ms: i64) -> bool {
+    link.token == token && link.expires_at_ms >= now_ms && link.generation == generation
 }

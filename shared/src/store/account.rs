@@ -201,7 +201,10 @@ pub struct ApprovalLinkItem {
     /// opens the page, and deciding takes a passkey.
     pub token: String,
     pub request_id: String,
+    /// Open until this time, inclusive.
     pub expires_at_ms: i64,
+    /// The household's generation when it opened: an unlink closes it at once.
+    pub generation: u64,
     /// The statement nonce the page was last given, until it is used.
     #[serde(default)]
     pub nonce: Option<NonceItem>,

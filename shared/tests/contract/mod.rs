@@ -551,6 +551,7 @@ fn account(household_id: &str, name: &str, revision: u64) -> AccountItem {
             token: "token".into(),
             request_id: "REQ-0123456789".into(),
             expires_at_ms: NOW + HOUR,
+            generation: 0,
             nonce: None,
         }],
         created_at_ms: NOW,
