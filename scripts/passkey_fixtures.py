@@ -36,6 +36,9 @@ def sha(text: str) -> bytes:
 
 INVITE = f"{HOUSEHOLD}.{b64u(sha('fixture invite'))}"
 APPROVAL = f"{HOUSEHOLD}.{b64u(sha('fixture approval'))}"
+APPROVE = f"{HOUSEHOLD}.{b64u(sha('fixture order approval'))}"
+REQUEST_ID = "REQ-F1X7URE001"
+APPROVAL_NONCE = b64u(sha("fixture approval nonce")[:16])
 CHALLENGE = sha("fixture registration challenge")
 NONCE = b64u(sha("fixture nonce")[:16])
 
@@ -112,6 +115,11 @@ def account() -> dict:
                     "public_key_spki": spki(pending_key.public_key()), "approval_token": APPROVAL, "nonce": NONCE},
         "invite": {"token_sha256": hashlib.sha256(INVITE.encode()).hexdigest(), "member_id": "mia",
                    "challenge": b64u(CHALLENGE)},
+        # A request proposed without a device, its approval page given a nonce. The decision's
+        # statement names the proposal entry's hash, which depends on when the replay seeds
+        # it, so v2-passkey-approve-ok.json carries placeholders the replay fills by signing
+        # with the guardian's key: sha256("fixture guardian key") as an Ed25519 seed.
+        "approval": {"token": APPROVE, "request_id": REQUEST_ID, "nonce": APPROVAL_NONCE},
     }
 
 
@@ -146,6 +154,13 @@ def main():
         "v2-passkey-confirm-page-ok": event("v2-passkey-confirm-page-ok", "GET", f"/passkeys/confirm/{APPROVAL}"),
         "v2-passkey-confirm-challenge-ok": event("v2-passkey-confirm-challenge-ok", "POST",
                                                  f"/passkeys/confirm/{APPROVAL}/challenge", {"decision": "approve"}),
+        "v2-passkey-approve-page-ok": event("v2-passkey-approve-page-ok", "GET", f"/passkeys/approve/{APPROVE}"),
+        "v2-passkey-approve-challenge-ok": event("v2-passkey-approve-challenge-ok", "POST",
+                                                 f"/passkeys/approve/{APPROVE}/challenge", {"decision": "approve"}),
+        "v2-passkey-approve-ok": event("v2-passkey-approve-ok", "POST", f"/passkeys/approve/{APPROVE}",
+                                       {"decision": "approve", "statement": "{{statement}}", "credential": "{{credential}}"}),
+        "v2-passkey-approve-page": event("v2-passkey-approve-page", "GET",
+                                         f"/passkeys/approve/{HOUSEHOLD}.{b64u(sha('no such approval'))}"),
         "v2-passkey-confirm-ok": event("v2-passkey-confirm-ok", "POST", f"/passkeys/confirm/{APPROVAL}",
                                        {"decision": "approve", "statement": statement, "credential": assertion(statement)}),
     }

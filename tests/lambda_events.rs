@@ -27,9 +27,14 @@ fn fixture(relative: &str) -> String {
 
 /// The household the passkey fixtures act on (written with them by
 /// scripts/passkey_fixtures.py): a guardian with an Ed25519 passkey, a later passkey waiting
-/// for a guardian with a statement nonce given out, and an open invite whose page was given a
-/// challenge. The challenge and the nonce are dated now, as if the page had just asked.
-async fn seed_passkey_household(db: &std::path::Path) {
+/// for a guardian with a statement nonce given out, an open invite whose page was given a
+/// challenge, and an order proposed without a device whose approval page was given a nonce.
+/// The challenge and the nonces are dated now, as if the pages had just asked. Returns the
+/// order's proposal entry hash.
+async fn seed_passkey_household(
+    db: &std::path::Path,
+    keys: Option<std::sync::Arc<hearth_core::transparency::LogKeys>>,
+) -> String {
     use hearth_core::store::{
         AccountItem, AccountStore, NonceItem, PasskeyInviteItem, PasskeyItem, PendingEnrolmentItem,
         sqlite::SqliteStore,
@@ -81,12 +86,147 @@ async fn seed_passkey_household(db: &std::path::Path) {
             challenge: Some(text(&spec["invite"]["challenge"])),
             challenge_at_ms: Some(now),
         }],
-        approval_links: Vec::new(),
+        approval_links: vec![hearth_core::store::ApprovalLinkItem {
+            token: text(&spec["approval"]["token"]),
+            request_id: text(&spec["approval"]["request_id"]),
+            expires_at_ms: now + 60_000,
+            generation: 0,
+            nonce: Some(NonceItem {
+                nonce: text(&spec["approval"]["nonce"]),
+                decision: "approve".into(),
+                created_at_ms: now,
+            }),
+        }],
         created_at_ms: now - 120_000,
         revision: 1,
     };
-    let store = SqliteStore::open(db).unwrap();
+    let store = std::sync::Arc::new(SqliteStore::open(db).unwrap());
     store.put_account(&account, None).await.unwrap();
+    waiting_order(
+        store,
+        keys,
+        &account,
+        &text(&spec["approval"]["request_id"]),
+    )
+    .await
+}
+
+/// Appends an order of AA batteries proposed without a device, as the purchase guard writes
+/// it; the proposal entry's hash.
+async fn waiting_order(
+    store: std::sync::Arc<hearth_core::store::sqlite::SqliteStore>,
+    keys: Option<std::sync::Arc<hearth_core::transparency::LogKeys>>,
+    account: &hearth_core::store::AccountItem,
+    request_id: &str,
+) -> String {
+    use hearth_core::accounts::Standing;
+    use hearth_core::auth::Caller;
+    use hearth_core::countersign::household::HouseholdData;
+    use hearth_core::countersign::judge::Verdict;
+    use hearth_core::countersign::ledger::{
+        Event, IntentRecord, Ledger, NewEntry, ProposalEvent, Step, UNATTESTED,
+    };
+    use hearth_core::countersign::policy::Outcome;
+    let data = HouseholdData::built_in().unwrap();
+    let home = HouseholdData::for_account(
+        account.policy.as_ref().unwrap(),
+        &account.household_id,
+        &data.catalogue,
+    )
+    .unwrap();
+    let caller = Caller::of_household(&account.household_id, Standing::Current);
+    let proposal = ProposalEvent {
+        words: Vec::new(),
+        product_id: "aa-batteries".into(),
+        variant_id: "4-pack".into(),
+        title: "PowerCell AA Alkaline Batteries".into(),
+        variant: "4 pack".into(),
+        merchant_id: "corner-electrics".into(),
+        merchant: "Corner Electrics".into(),
+        unit_price_cents: 549,
+        quantity: 1,
+        total_cents: 549,
+        intent: IntentRecord {
+            judge: "none".into(),
+            verdict: Verdict::Unclear,
+            codes: Vec::new(),
+            reasons: Vec::new(),
+        },
+        outcome: Outcome::NeedsApproval,
+        reasons: Vec::new(),
+        order_id: None,
+    };
+    let (_, appended) = Ledger::new(store, std::sync::Arc::new(hearth_core::clock::SystemClock))
+        .with_log_keys(keys)
+        .transition(&caller, &account.household_id, &home.weeks, |_, _| {
+            Step::Append(
+                NewEntry {
+                    request_id: request_id.to_owned(),
+                    member_id: UNATTESTED.into(),
+                    turn_id: "call-F1X7URE001".into(),
+                    event: Event::Proposal(Box::new(proposal.clone())),
+                },
+                (),
+            )
+        })
+        .await
+        .unwrap();
+    appended.unwrap().receipt.entry_hash
+}
+
+/// Fills a fixture body's `{{statement}}` and `{{credential}}`: the approval of the seeded
+/// order (whose hash the statement names) signed with the guardian's Ed25519 passkey, as the
+/// page and the phone would.
+fn sign_placeholders(event: &mut Value, proposal_hash: &str) {
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use ed25519_dalek::Signer;
+    use sha2::{Digest, Sha256};
+    let Some(body) = event["body"]
+        .as_str()
+        .filter(|body| body.contains("{{statement}}"))
+    else {
+        return;
+    };
+    let mut body: Value = serde_json::from_str(body).unwrap();
+    let spec: Value = serde_json::from_str(&fixture("events/passkey-household.json")).unwrap();
+    let text = |value: &Value| value.as_str().unwrap().to_owned();
+    let statement = hearth_core::passkeys::statement::approval(
+        &text(&spec["household_id"]),
+        &text(&spec["approval"]["request_id"]),
+        proposal_hash,
+        "approve",
+        &text(&spec["approval"]["nonce"]),
+    );
+    let host = "abc123xyz.execute-api.us-east-1.amazonaws.com";
+    let mut auth = Sha256::digest(host.as_bytes()).to_vec();
+    auth.push(0x05);
+    auth.extend_from_slice(&0u32.to_be_bytes());
+    let client_data = serde_json::to_vec(&json!({
+        "type": "webauthn.get",
+        "challenge": URL_SAFE_NO_PAD.encode(Sha256::digest(statement.as_bytes())),
+        "origin": format!("https://{host}"),
+        "crossOrigin": false,
+    }))
+    .unwrap();
+    let key =
+        ed25519_dalek::SigningKey::from_bytes(&Sha256::digest(b"fixture guardian key").into());
+    let mut signed = auth.clone();
+    signed.extend_from_slice(&Sha256::digest(&client_data));
+    let id = text(&spec["guardian"]["credential_id"]);
+    body["statement"] = json!(statement);
+    body["credential"] = json!({
+        "id": id,
+        "rawId": id,
+        "type": "public-key",
+        "response": {
+            "clientDataJSON": URL_SAFE_NO_PAD.encode(&client_data),
+            "authenticatorData": URL_SAFE_NO_PAD.encode(&auth),
+            "signature": URL_SAFE_NO_PAD.encode(key.sign(&signed).to_bytes()),
+            "userHandle": null,
+        },
+    });
+    event["body"] = json!(body.to_string());
 }
 
 /// Replays one fixture through `lambda_http`'s adapter and returns the Lambda response JSON.
@@ -100,13 +240,11 @@ async fn replay_to(function: Function, file: &str) -> Value {
         Function::OAuth => "events/oauth",
         Function::Tts => "events/tts",
     };
-    let request: LambdaRequest =
+    let mut event: Value =
         serde_json::from_str(&fixture(&format!("{folder}/{file}"))).expect("API Gateway event");
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("lambda.db");
-    if file.starts_with("v2-passkey-") {
-        seed_passkey_household(&db).await;
-    }
+
     let mut vars = vec![
         ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001"),
         ("HEARTH_DB", db.to_str().unwrap()),
@@ -135,6 +273,12 @@ async fn replay_to(function: Function, file: &str) -> Value {
         Credentials::from_secret_json(&fixture("events/credentials.json")).unwrap();
     assert!(problems.is_empty());
     config.credentials = credentials;
+    if file.starts_with("v2-passkey-") {
+        let keys = hearth_core::app::log_keys(&config);
+        let proposal_hash = seed_passkey_household(&db, keys).await;
+        sign_placeholders(&mut event, &proposal_hash);
+    }
+    let request: LambdaRequest = serde_json::from_value(event).expect("API Gateway event");
     let router = match function {
         Function::Mcp => hearth_core::app::mcp_router(&config).await.expect("router"),
         Function::OAuth => hearth_core::app::oauth_router(&config)

@@ -175,6 +175,24 @@ pub const ROUTES: &[Route] = &[
         "the statement to sign and its request options",
     ),
     route(
+        "mcp",
+        "GET",
+        "/passkeys/approve/{token}",
+        "the approval page of an order proposed without a device (`Approve`, `Decline`); 410 once it is decided, 30 minutes pass, or the household is unlinked",
+    ),
+    route(
+        "mcp",
+        "POST",
+        "/passkeys/approve/{token}",
+        "the signed decision (`{\"decision\", \"statement\", \"credential\"}`); the purchase guard applies it with the approver as the requester",
+    ),
+    route(
+        "mcp",
+        "POST",
+        "/passkeys/approve/{token}/challenge",
+        "the `hearth-approval/v1` statement to sign for `{\"decision\"}`, and its request options",
+    ),
+    route(
         "oauth",
         "ANY",
         "/oauth/authorize",
