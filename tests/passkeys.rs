@@ -742,6 +742,28 @@ async fn a_proposal_without_a_device_waits_and_a_parents_passkey_places_it(backe
             "{field}"
         );
     }
+    // Offline, with the standard library only: the approval checks against the passkeys.
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("export.json");
+    let listed = dir.path().join("passkeys.json");
+    std::fs::write(&export, json!({"entries": entries}).to_string()).unwrap();
+    std::fs::write(
+        &listed,
+        json!({"passkeys": a.w.passkeys.list(&a.home).await.unwrap()}).to_string(),
+    )
+    .unwrap();
+    let verdict = |origin: &str| {
+        let output = std::process::Command::new("python3")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/verify_approvals.py"))
+            .args([&export, &listed])
+            .args(["--rp-id", RP_ID, "--origin", origin])
+            .output()
+            .expect("python3 runs the verifier");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    assert_eq!(verdict(ORIGIN), "OK\n");
+    assert!(verdict("https://evil.example").starts_with("FAIL"));
+
     // The week's spending counts it, and the link is closed.
     let week = a.call("household_activity", json!({})).await;
     assert_eq!(week["structuredContent"]["spent_cents"], 549, "{week}");
