@@ -113,8 +113,9 @@ async fn a_request_waiting_for_a_guardian_is_announced_signed_and_without_the_wo
     assert_eq!(notice["title"], "Dino Building Blocks");
     assert_eq!(notice["total_cents"], 2499);
     assert!(notice["sent_at"].is_i64());
+    assert_eq!(notice["kind"], "request");
     let fields: Vec<&String> = notice.as_object().unwrap().keys().collect();
-    assert_eq!(fields.len(), 6, "{fields:?}");
+    assert_eq!(fields.len(), 7, "{fields:?}");
     let text = String::from_utf8_lossy(body);
     assert!(!text.contains("school") && !text.contains("Mia"), "{text}");
 
