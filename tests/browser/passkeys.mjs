@@ -1,8 +1,9 @@
 // Passkeys in real headless Chromium with CDP virtual authenticators (ctap2, internal,
 // resident keys, user verification): a guardian enrols on a phone-width page; the invite used
 // twice does not work; a child's later passkey waits; the guardian approves it on a
-// desktop-width page; a copied key whose counter went backwards is refused and marked suspect;
-// a revoked passkey approves nothing.
+// desktop-width page; an order proposed without a device is approved by the child, then by the
+// guardian, and placed, and another declined; a copied key whose counter went backwards is
+// refused and marked suspect; a revoked passkey approves nothing.
 //
 // Usage: node tests/browser/passkeys.mjs OUTPUT_DIR   (scripts/test runs it)
 
@@ -113,6 +114,43 @@ try {
   check(said.startsWith("Approved"), `dana's approval: ${said}`);
   check(passkeys().every((entry) => !entry.pending), "nothing pending after the approval");
 
+  // An order proposed by a host that signs nothing: Mia approves on her phone, which passes it
+  // to a guardian; Dana approves it at her desk, and it is placed. Another, Dana declines.
+  const token = admin("token", household).access_token;
+  async function propose() {
+    const response = await fetch(`${base}/mcp`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json",
+        accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: {
+        name: "propose_purchase", arguments: { product_id: "aa-batteries", variant_id: "4-pack", quantity: 1 } } }),
+    });
+    const result = (await response.json()).result;
+    check(result && result.structuredContent?.status === "waiting_for_approval", `proposal: ${JSON.stringify(result)}`);
+    return result.structuredContent;
+  }
+  const order = await propose();
+  check(order.approval_url.startsWith("http://localhost:"), `approval link: ${order.approval_url}`);
+  await mia.page.goto(order.approval_url);
+  check((await mia.page.textContent("dl")).includes("PowerCell AA Alkaline Batteries"), "the page shows the order");
+  await mia.page.screenshot({ path: join(OUT, "approve-390.png"), fullPage: true });
+  said = await statusAfter(mia.page, "Approve");
+  check(said.includes("A guardian approves it too"), `mia's approval: ${said}`);
+  await dana.page.goto(order.approval_url);
+  check((await dana.page.textContent("main")).includes("Mia approved this order"), "the guardian sees who approved");
+  said = await statusAfter(dana.page, "Approve");
+  check(said.startsWith("Approved. Hearth ordered"), `dana's approval: ${said}`);
+  await dana.page.screenshot({ path: join(OUT, "approved-1280.png"), fullPage: true });
+  const decided = await dana.page.goto(order.approval_url);
+  check(decided.status() === 410, `a decided order's page answers ${decided.status()}`);
+  const declined = await propose();
+  await dana.page.goto(declined.approval_url);
+  said = await statusAfter(dana.page, "Decline");
+  check(said.startsWith("Declined"), `dana's decline: ${said}`);
+  const entries = admin("ledger", "export", household).entries;
+  const decisions = entries.filter((entry) => entry.kind === "passkey_decision");
+  check(decisions.length === 3 && decisions.every((entry) => entry.approval?.signature), "three signed decisions in the ledger");
+
   // A copy of dana's key with an older counter answers on another device: refused, suspect.
   const leo = await device(390);
   await leo.page.goto(admin("passkey", "invite", household, "leo").url);
@@ -140,7 +178,7 @@ try {
 
   check(errors.length === 0, `page errors: ${errors.join("; ")}`);
   check(!log().includes(invite.url.split("/").pop()), "the invite token reached the log");
-  console.log("passkeys (390px and 1280px): enrol, used invite, later enrolment approved, copied key, revoked key passed");
+  console.log("passkeys (390px and 1280px): enrol, used invite, later enrolment approved, an order approved by a child then a guardian, a decline, copied key, revoked key passed");
 } finally {
   await context.close();
   server.kill();
