@@ -754,7 +754,10 @@ async fn a_proposal_without_a_device_waits_and_a_parents_passkey_places_it(backe
     .unwrap();
     let verdict = |origin: &str| {
         let output = std::process::Command::new("python3")
-            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/verify_approvals.py"))
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/scripts/verify_approvals.py"
+            ))
             .args([&export, &listed])
             .args(["--rp-id", RP_ID, "--origin", origin])
             .output()

@@ -146,7 +146,7 @@ impl Refusal {
             SearchResultsOutOfRange => "I couldn't search like that. Please ask again.".into(),
             UnknownRequest | RequestIdOutOfRange => "I couldn't find that request. Ask what is waiting, and answer the question you hear.".into(),
             WaitsForGuardian => "That request waits for a guardian, and only a guardian can decide it. Please ask a parent to approve it.".into(),
-            DecidedOnPhones => "That is decided on your household's phones: open the approval Hearth sent there, and approve or decline it with a passkey.".into(),
+            DecidedOnPhones => "That is decided on your household's phones. Please open the approval Hearth sent there, and approve or decline it with a passkey.".into(),
             TooManyWaitingApprovals => format!(
                 "{MAX_WAITING_APPROVALS} orders already wait for approval on your household's phones. Please approve or decline some of them first."
             ),
