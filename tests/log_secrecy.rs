@@ -514,7 +514,7 @@ async fn a_refused_tool_calls_line_names_its_code() {
     assert!(!captured.text().contains(spoken));
 }
 
-/// A passkey session: invites, enrolments, a guardian's approval, a refused copy. Nothing of
+/// A passkey session: invites, enrolments, a guardian's approval, an order approved on a phone. Nothing of
 /// a link's token, a nonce, a statement or an assertion reaches the log.
 #[tokio::test]
 async fn a_passkey_session_logs_no_link_nonce_statement_or_assertion() {
@@ -609,8 +609,60 @@ async fn a_passkey_session_logs_no_link_nonce_statement_or_assertion() {
     // Replayed: refused.
     assert_eq!(post(page, body).await.status, http::StatusCode::GONE);
 
+    // An order proposed without a device, approved with dana's passkey.
+    let token = hearth_core::admin::Admin::new(
+        hearth_core::accounts::Accounts::new(stores.accounts.clone(), h.clock.clone()),
+        stores.chains.clone(),
+        stores.grants.clone(),
+        hearth_core::app::household_data(&config).unwrap(),
+        config.jwt_keys(),
+        h.clock.clone(),
+    )
+    .token(&household, 30)
+    .await
+    .unwrap()
+    .access_token;
+    let bearer = format!("Bearer {token}");
+    let proposal = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "propose_purchase",
+        "arguments": {"product_id": "aa-batteries", "variant_id": "4-pack", "quantity": 1}}});
+    let proposed = request(
+        &h.router,
+        "POST",
+        "/mcp",
+        &[
+            ("authorization", bearer.as_str()),
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ],
+        &proposal.to_string(),
+    )
+    .await;
+    let url = proposed.body["result"]["structuredContent"]["approval_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let page = url.strip_prefix(origin).unwrap().to_owned();
+    secrets.push(page.rsplit('/').next().unwrap().to_owned());
+    let asked = post(format!("{page}/challenge"), json!({"decision": "approve"})).await;
+    let statement = asked.body["statement"].as_str().unwrap().to_owned();
+    secrets.push(statement.lines().last().unwrap().to_owned());
+    let credential = dana.sign_request(&asked.body);
+    secrets.push(
+        credential["response"]["signature"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+    );
+    let body = json!({"decision": "approve", "statement": statement, "credential": credential});
+    let placed = post(page, body).await;
+    assert_eq!(placed.body["status"], "placed", "{}", placed.raw);
+
     let logs = captured.text();
     assert!(logs.contains("a guardian approved a new passkey"), "{logs}");
+    assert!(logs.contains("a passkey decided an order"), "{logs}");
+    assert!(!logs.contains("hearth-approval/v1"), "{logs}");
+    assert!(!logs.contains(token.as_str()));
     for secret in &secrets {
         assert!(secret.len() >= 16, "{secret}");
         assert!(
