@@ -71,18 +71,13 @@ impl Passkeys {
                     decision,
                     &nonce,
                 );
-                let options = self
-                    .site
-                    .site
-                    .request_options(&ceremony::challenge_of(&statement), &allow);
-                Ok(SigningRequest { statement, options })
+                Ok(self.signing_request(statement, &allow))
             })
             .await?;
         Ok(request)
     }
 
-    /// Uses the link's nonce up (it must still be `nonce`) and records the passkey's use;
-    /// `settled` closes the link too.
+    /// Uses the link's nonce up (it must still be `nonce`) and records the passkey's use.
     pub async fn consume_approval(
         &self,
         token: &str,

@@ -200,6 +200,16 @@ impl Passkeys {
         unix_ms(self.accounts.clock().now())
     }
 
+    /// `statement` to sign, with request options for the passkeys `allow` names whose
+    /// challenge is its hash.
+    fn signing_request(&self, statement: String, allow: &[String]) -> SigningRequest {
+        let options = self
+            .site
+            .site
+            .request_options(&ceremony::challenge_of(&statement), allow);
+        SigningRequest { statement, options }
+    }
+
     pub fn invite_url(&self, token: &str) -> String {
         format!("{}/passkeys/enrol/{token}", self.site.base_url)
     }
@@ -465,11 +475,7 @@ impl Passkeys {
                     &passkey.credential_id,
                     &nonce,
                 );
-                let options = self
-                    .site
-                    .site
-                    .request_options(&ceremony::challenge_of(&statement), &allow);
-                Ok(SigningRequest { statement, options })
+                Ok(self.signing_request(statement, &allow))
             })
             .await?;
         Ok(request)
