@@ -525,6 +525,38 @@ async fn five_passkeys_per_member_and_twenty_open_invites(backend: Backend) {
     w.passkeys.invite(&other, "chris").await.unwrap();
 }
 
+/// A passkey route reads a body of 16 KiB and refuses one byte more with 413, before any
+/// ceremony; what the invite allows is unchanged.
+#[tokio::test]
+async fn passkey_bodies_are_read_up_to_16_kib_and_larger_ones_are_413() {
+    let w = world(Backend::Sqlite).await;
+    let home = w.household("Maple House").await;
+    let page = w.invite(&home, "dana").await;
+    let limit = hearth_core::passkeys::http::BODY_LIMIT;
+    let padded = |size: usize| {
+        let body = json!({"credential": {}, "padding": ""}).to_string();
+        let padding = "x".repeat(size - body.len());
+        json!({"credential": {}, "padding": padding}).to_string()
+    };
+    for (size, status) in [
+        (limit, StatusCode::BAD_REQUEST),
+        (limit + 1, StatusCode::PAYLOAD_TOO_LARGE),
+    ] {
+        let body = padded(size);
+        assert_eq!(body.len(), size);
+        let reply = request(
+            &w.h.router,
+            "POST",
+            &page,
+            &[("content-type", "application/json"), ("origin", ORIGIN)],
+            &body,
+        )
+        .await;
+        assert_eq!(reply.status, status, "{size} bytes: {}", reply.raw);
+    }
+    assert_eq!(w.get(&page).await.status, StatusCode::OK);
+}
+
 /// A later enrolment is announced to the guardians' webhook with its approval page, signed,
 /// and before the enrolment answers (under Lambda a task left running may be frozen).
 #[tokio::test]
