@@ -802,6 +802,11 @@ async fn a_proposal_without_a_device_waits_and_a_parents_passkey_places_it(backe
     // The week's spending counts it, and the link is closed.
     let week = a.call("household_activity", json!({})).await;
     assert_eq!(week["structuredContent"]["spent_cents"], 549, "{week}");
+    // The approver took the requester's place.
+    assert_eq!(
+        week["structuredContent"]["placed"][0]["requested_by"], "dana",
+        "{week}"
+    );
     assert_eq!(a.w.get(&page).await.status, StatusCode::GONE);
     // The same signed decision again: nothing waits.
     assert_eq!(a.w.post(&page, &body).await.status, StatusCode::GONE);

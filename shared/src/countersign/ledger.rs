@@ -1035,14 +1035,16 @@ impl LedgerView {
                 Event::PasskeyDecision(resolution) => {
                     if let Some(&i) = index.get(entry.request_id.as_str()) {
                         let request = &mut requests[i];
+                        // An approver takes the requester's place: the order is theirs.
                         if resolution.decision == PasskeyDecision::Approve {
                             request.approved_by.push(entry.member_id.clone());
-                        }
-                        match resolution.result {
-                            // The approver takes the requester's place, and it waits on.
-                            ApprovalResult::NeedsGuardian => {
+                            if request.member_id == UNATTESTED {
                                 request.member_id = entry.member_id.clone();
                             }
+                        }
+                        match resolution.result {
+                            // A child approved: it waits on, for a guardian.
+                            ApprovalResult::NeedsGuardian => {}
                             ApprovalResult::Placed => {
                                 request.status = Status::Placed;
                                 request.placed =
