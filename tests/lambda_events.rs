@@ -57,6 +57,7 @@ async fn seed_passkey_household(
     };
     let waiting = PendingEnrolmentItem {
         approval_token: text(&spec["pending"]["approval_token"]),
+        generation: 0,
         nonce: Some(NonceItem {
             nonce: text(&spec["pending"]["nonce"]),
             decision: "approve".into(),

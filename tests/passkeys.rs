@@ -1004,6 +1004,136 @@ async fn twenty_requests_wait_at_once_and_a_household_without_passkeys_is_told(b
     assert_eq!(refused["_meta"]["hearth/code"], "no_passkeys", "{refused}");
 }
 
+/// A passkey revoked, or a copy of it used, between the check of its assertion and the write
+/// that records the decision: the write refuses (and marks a copy suspect).
+async fn a_revocation_or_a_copy_between_check_and_write_is_refused(backend: Backend) {
+    let mut a = approving(backend).await;
+    let passkeys = &a.w.passkeys;
+    let proposed = a.propose().await;
+    let token = proposed["approval_url"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let hash = {
+        let (account, link) = passkeys.approval_link(&token).await.unwrap();
+        let entries = a.ledger().await;
+        let _ = account;
+        entries
+            .iter()
+            .find(|e| e["request_id"] == link.request_id.as_str() && e["kind"] == "proposal")
+            .unwrap()["entry_hash"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let request = passkeys
+        .approval_request(&token, "approve", &hash, |_| true)
+        .await
+        .unwrap();
+    let credential = a
+        .dana
+        .sign_request(&serde_json::to_value(&request).unwrap());
+    let (account, link) = passkeys.approval_link(&token).await.unwrap();
+    let assertion = passkeys
+        .check_signer(&account, &credential, &request.statement, |_| true)
+        .await
+        .unwrap();
+    passkeys.revoke(&a.home, &a.dana.id()).await.unwrap();
+    let nonce = link.nonce.unwrap().nonce;
+    let refused = passkeys.consume_approval(&token, &nonce, &assertion).await;
+    assert!(
+        matches!(refused, Err(PasskeyError::Refused(_))),
+        "{refused:?}"
+    );
+
+    // Mia's key and a copy of it, each answering with the same counter: the second write
+    // finds the counter already there, refuses and marks the passkey suspect.
+    let proposed = a.propose().await;
+    let token = proposed["approval_url"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let entries = a.ledger().await;
+    let (_, link) = passkeys.approval_link(&token).await.unwrap();
+    let hash = entries
+        .iter()
+        .find(|e| e["request_id"] == link.request_id.as_str() && e["kind"] == "proposal")
+        .unwrap()["entry_hash"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut copy = a.mia.duplicate();
+    let first = passkeys
+        .approval_request(&token, "approve", &hash, |_| true)
+        .await
+        .unwrap();
+    let by_mia = a.mia.sign_request(&serde_json::to_value(&first).unwrap());
+    let (account, link) = passkeys.approval_link(&token).await.unwrap();
+    let original = passkeys
+        .check_signer(&account, &by_mia, &first.statement, |_| true)
+        .await
+        .unwrap();
+    let by_copy = copy.sign_request(&serde_json::to_value(&first).unwrap());
+    let copied = passkeys
+        .check_signer(&account, &by_copy, &first.statement, |_| true)
+        .await
+        .unwrap();
+    let nonce = link.nonce.unwrap().nonce;
+    passkeys
+        .consume_approval(&token, &nonce, &original)
+        .await
+        .unwrap();
+    let second = passkeys
+        .approval_request(&token, "approve", &hash, |_| true)
+        .await
+        .unwrap();
+    let nonce = passkeys
+        .approval_link(&token)
+        .await
+        .unwrap()
+        .1
+        .nonce
+        .unwrap()
+        .nonce;
+    let _ = second;
+    let refused = passkeys.consume_approval(&token, &nonce, &copied).await;
+    assert!(
+        matches!(refused, Err(PasskeyError::Refused(_))),
+        "{refused:?}"
+    );
+    let listed = a.w.listed(&a.home).await;
+    let mia = listed.iter().find(|e| e["member_id"] == "mia").unwrap();
+    assert!(mia["suspect_at"].is_string(), "{mia}");
+}
+
+/// A pending passkey's approval page stops working with an unlink, as invites do.
+async fn a_pending_passkey_cannot_be_approved_after_an_unlink(backend: Backend) {
+    let w = world(backend).await;
+    let home = w.household("Maple House").await;
+    let (mut dana, _) = w.enrolled(&home, "dana").await;
+    let (mia, _) = w.enrolled(&home, "mia").await;
+    let page = w.approval_page(&home, &mia.id()).await;
+    w.admin.unlink(&home).await.unwrap();
+    assert_eq!(w.get(&page).await.status, StatusCode::GONE);
+    let asked = w
+        .post(
+            &format!("{page}/challenge"),
+            &json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(asked.status, StatusCode::GONE, "{}", asked.raw);
+    let _ = &mut dana;
+    let listed = w.listed(&home).await;
+    let entry = listed.iter().find(|e| e["member_id"] == "mia").unwrap();
+    assert!(entry.get("approval_url").is_none(), "{entry}");
+}
+
 fn sha256(bytes: &[u8]) -> Vec<u8> {
     use sha2::Digest;
     sha2::Sha256::digest(bytes).to_vec()
@@ -1035,4 +1165,6 @@ on_both_stores!(
     a_link_lasts_30_minutes_and_not_past_an_unlink,
     confirm_and_decide_point_to_the_phone,
     twenty_requests_wait_at_once_and_a_household_without_passkeys_is_told,
+    a_revocation_or_a_copy_between_check_and_write_is_refused,
+    a_pending_passkey_cannot_be_approved_after_an_unlink,
 );

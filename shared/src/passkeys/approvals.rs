@@ -11,7 +11,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use super::{
     PasskeyError, Passkeys, SigningRequest, ceremony, is_live, no_longer_waiting, random_token,
-    record_use, split_token, statement, unavailable_randomness,
+    settle_use, split_token, statement, unavailable_randomness,
 };
 use crate::countersign::service::{ApprovalLinks, LinkRefusal};
 use crate::random::os_bytes;
@@ -77,7 +77,8 @@ impl Passkeys {
         Ok(request)
     }
 
-    /// Uses the link's nonce up (it must still be `nonce`) and records the passkey's use.
+    /// Uses the link's nonce up (it must still be `nonce`) and records the passkey's use,
+    /// checking again, in the same write, that the passkey is live and its counter moved on.
     pub async fn consume_approval(
         &self,
         token: &str,
@@ -86,7 +87,8 @@ impl Passkeys {
     ) -> Result<(), PasskeyError> {
         let (household_id, _) = split_token(token)?;
         let now = self.now_ms();
-        self.accounts
+        let (used, _) = self
+            .accounts
             .update_with::<_, PasskeyError>(household_id, |account| {
                 let link = open_link_mut(account, token, now)?;
                 if link.nonce.as_ref().map(|stored| stored.nonce.as_str()) != Some(nonce) {
@@ -95,11 +97,10 @@ impl Passkeys {
                     ));
                 }
                 link.nonce = None;
-                record_use(account, assertion, now);
-                Ok(())
+                settle_use(account, assertion, now)
             })
             .await?;
-        Ok(())
+        used
     }
 
     /// Closes the link of a settled request.

@@ -262,7 +262,7 @@ impl Passkeys {
         Ok(account
             .passkeys
             .iter()
-            .map(|passkey| self.view(&account.household_id, passkey))
+            .map(|passkey| self.view(account.generation, passkey))
             .collect())
     }
 
@@ -276,7 +276,7 @@ impl Passkeys {
         let (view, _) = self
             .accounts
             .update_with::<_, PasskeyError>(household_id, |account| {
-                let household = account.household_id.clone();
+                let generation = account.generation;
                 let passkey = account
                     .passkeys
                     .iter_mut()
@@ -290,7 +290,7 @@ impl Passkeys {
                     passkey.revoked_at_ms = Some(now);
                     passkey.pending = None;
                 }
-                Ok(self.view(&household, passkey))
+                Ok(self.view(generation, passkey))
             })
             .await?;
         Ok(view)
@@ -415,6 +415,7 @@ impl Passkeys {
                     suspect_at_ms: None,
                     pending: pending.then(|| PendingEnrolmentItem {
                         approval_token: approval_token.clone(),
+                        generation: account.generation,
                         nonce: None,
                     }),
                 });
@@ -512,8 +513,22 @@ impl Passkeys {
             })
             .await?;
         let member_id = pending.member_id.clone();
-        self.accounts
+        let (used, _) = self
+            .accounts
             .update_with::<_, PasskeyError>(household_id, |account| {
+                // The signer is still a guardian, as the write reads the household.
+                let members = self.members(account)?;
+                let signer = account
+                    .passkeys
+                    .iter()
+                    .find(|passkey| passkey.credential_id == assertion.credential_id)
+                    .map(|passkey| passkey.member_id.clone())
+                    .unwrap_or_default();
+                if !is_guardian(&members, &signer) {
+                    return Err(PasskeyError::Refused(
+                        "That passkey's owner cannot approve this: a guardian must.".into(),
+                    ));
+                }
                 let passkey = pending_by_token_mut(account, token)?;
                 let waiting = passkey
                     .pending
@@ -524,11 +539,14 @@ impl Passkeys {
                         "This approval was already used. Start again if it is still needed.".into(),
                     ));
                 }
-                passkey.pending = None;
-                record_use(account, &assertion, now);
-                Ok(())
+                let used = settle_use(account, &assertion, now)?;
+                if used.is_ok() {
+                    pending_by_token_mut(account, token)?.pending = None;
+                }
+                Ok(used)
             })
             .await?;
+        used?;
         Ok(member_id)
     }
 
@@ -614,7 +632,8 @@ impl Passkeys {
         })
     }
 
-    fn view(&self, _household_id: &str, passkey: &PasskeyItem) -> PasskeyView {
+    /// A passkey as listed; a pending one's page only while it still works (the generation).
+    fn view(&self, generation: u64, passkey: &PasskeyItem) -> PasskeyView {
         PasskeyView {
             credential_id: passkey.credential_id.clone(),
             member_id: passkey.member_id.clone(),
@@ -627,22 +646,49 @@ impl Passkeys {
             approval_url: passkey
                 .pending
                 .as_ref()
+                .filter(|waiting| waiting.generation == generation)
                 .map(|waiting| self.confirmation_url(&waiting.approval_token)),
             suspect_at: passkey.suspect_at_ms.map(timestamp),
         }
     }
 }
 
-/// After a checked assertion: the passkey's counter and last use.
-pub fn record_use(account: &mut AccountItem, assertion: &Assertion, now_ms: i64) {
-    if let Some(passkey) = account
+/// Inside the write that records a checked assertion: the passkey must still be live, and its
+/// counter must have moved on from what the write reads, since a revocation, or a copy of the
+/// key answering elsewhere, can land between the check and the write. Records the use; or
+/// marks the passkey suspect and answers the refusal as `Ok(Err(..))`, so that the write keeps
+/// the mark and the caller refuses after it.
+pub fn settle_use(
+    account: &mut AccountItem,
+    assertion: &Assertion,
+    now_ms: i64,
+) -> Result<Result<(), PasskeyError>, PasskeyError> {
+    let passkey = account
         .passkeys
         .iter_mut()
         .find(|passkey| passkey.credential_id == assertion.credential_id)
-    {
-        passkey.sign_count = passkey.sign_count.max(assertion.sign_count);
-        passkey.last_used_at_ms = Some(now_ms);
+        .ok_or_else(|| {
+            PasskeyError::Refused("That passkey is not one of this household's.".into())
+        })?;
+    if passkey.revoked_at_ms.is_some() {
+        return Err(PasskeyError::Refused("That passkey was revoked.".into()));
     }
+    if passkey.suspect_at_ms.is_some() || passkey.pending.is_some() {
+        return Err(PasskeyError::Refused(
+            "That passkey cannot sign this any more.".into(),
+        ));
+    }
+    let (stored, received) = (passkey.sign_count, assertion.sign_count);
+    if (stored > 0 || received > 0) && received <= stored {
+        passkey.suspect_at_ms.get_or_insert(now_ms);
+        return Ok(Err(PasskeyError::Refused(
+            "That passkey may have been copied, so it signs nothing more. Revoke it and enrol a new one."
+                .into(),
+        )));
+    }
+    passkey.sign_count = received;
+    passkey.last_used_at_ms = Some(now_ms);
+    Ok(Ok(()))
 }
 
 /// Checks a signed statement against the one the server expects, with its nonce still in
@@ -766,19 +812,17 @@ fn open_invite<'a>(
         })
 }
 
+/// A pending passkey's approval works only under the generation it was enrolled in: an
+/// unlink voids it, as it voids invites.
 fn pending_by_token<'a>(
     account: &'a AccountItem,
     token: &str,
 ) -> Result<&'a PasskeyItem, PasskeyError> {
+    let generation = account.generation;
     account
         .passkeys
         .iter()
-        .find(|passkey| {
-            passkey
-                .pending
-                .as_ref()
-                .is_some_and(|waiting| waiting.approval_token == token)
-        })
+        .find(|passkey| awaits(passkey, token, generation))
         .ok_or_else(no_longer_pending)
 }
 
@@ -786,16 +830,19 @@ fn pending_by_token_mut<'a>(
     account: &'a mut AccountItem,
     token: &str,
 ) -> Result<&'a mut PasskeyItem, PasskeyError> {
+    let generation = account.generation;
     account
         .passkeys
         .iter_mut()
-        .find(|passkey| {
-            passkey
-                .pending
-                .as_ref()
-                .is_some_and(|waiting| waiting.approval_token == token)
-        })
+        .find(|passkey| awaits(passkey, token, generation))
         .ok_or_else(no_longer_pending)
+}
+
+fn awaits(passkey: &PasskeyItem, token: &str, generation: u64) -> bool {
+    passkey
+        .pending
+        .as_ref()
+        .is_some_and(|waiting| waiting.approval_token == token && waiting.generation == generation)
 }
 
 /// An approval link whose request was settled, or whose time ran out.

@@ -134,6 +134,9 @@ pub struct PasskeyItem {
 pub struct PendingEnrolmentItem {
     /// The approval page's token (after the household id in its URL), base64url.
     pub approval_token: String,
+    /// The household's generation at enrolment: an unlink voids the approval page.
+    #[serde(default)]
+    pub generation: u64,
     /// The statement nonce a guardian's page was last given, until it is used.
     #[serde(default)]
     pub nonce: Option<NonceItem>,

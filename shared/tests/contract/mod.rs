@@ -532,6 +532,7 @@ fn account(household_id: &str, name: &str, revision: u64) -> AccountItem {
             suspect_at_ms: None,
             pending: Some(PendingEnrolmentItem {
                 approval_token: "token".into(),
+                generation: 0,
                 nonce: Some(NonceItem {
                     nonce: "bm9uY2U".into(),
                     decision: "approve".into(),
