@@ -2,28 +2,31 @@
 """Checks every passkey approval in a Hearth ledger export offline, with nothing but Python's
 standard library.
 
-    verify_approvals.py EXPORT PASSKEYS --rp-id ID --origin ORIGIN
+    verify_approvals.py EXPORT PASSKEYS --rp-id ID --origin ORIGIN [--household HOUSEHOLD]
 
 EXPORT is what `hearth admin ledger export HOUSEHOLD --json` printed ({"entries": [...]}),
 PASSKEYS what `hearth admin passkey list HOUSEHOLD --json` printed ({"passkeys": [...]}), ID
 the deployment's WebAuthn relying party id (HEARTH_PASSKEY_RP_ID) and ORIGIN the origin its
 pages are served on (for example https://hearth.example, or http://localhost:8787 locally).
 
-For every entry that carries an `approval` ({statement, credential_id, authenticator_data,
-client_data_json, signature}, every field but the statement base64url):
+Every `passkey_decision` entry must carry an `approval` ({statement, credential_id,
+authenticator_data, client_data_json, signature}, every field but the statement base64url),
+and for each:
 
 * every entry's `entry_hash` is the SHA-256 of its canonical JSON without that field (as
   verify_chain.py computes it), so the hashes the statements name mean something;
 * the statement is six lines, each ending in a newline: `hearth-approval/v1`, the household
-  id (the same in every statement), the entry's request id, the hash of that request's
-  proposal entry in the export, the entry's decision (`approve` or `decline`), and a nonce
-  used by no other approval;
+  id (the same in every statement, and HOUSEHOLD when given), the entry's request id, the hash
+  of that request's one proposal entry, earlier in the export, the entry's decision (`approve`
+  or `decline`), and a nonce used by no other approval;
+* an entry that placed an order (`result` `placed`, or an `order_id`) was an approval, and a
+  decline declined;
 * the client data is a `webauthn.get` for exactly ORIGIN, not cross-origin, whose challenge is
   the base64url SHA-256 of the statement;
 * the authenticator data names ID (its first 32 bytes are SHA-256 of ID) and has the user
   present (UP) and user verified (UV) flags;
-* the passkey is listed, belongs to the entry's member, was made before the entry and, if it
-  was revoked, revoked after it;
+* the passkey is listed, belongs to the entry's member, is not pending a guardian, was made
+  before the entry and, if it was revoked or marked suspect, only after it;
 * the signature over authenticatorData || SHA-256(clientDataJSON) verifies under the listed
   public key (DER SubjectPublicKeyInfo): ECDSA P-256 with SHA-256 (a DER signature, as
   WebAuthn returns it) or Ed25519.
@@ -188,7 +191,7 @@ def public_key(passkey):
     raise Fail(f"passkey {passkey.get('credential_id')}: unknown algorithm {passkey.get('algorithm')!r}")
 
 
-def check(export, passkeys, rp_id, origin):
+def check(export, passkeys, rp_id, origin, household_id=None):
     entries = export.get("entries") if isinstance(export, dict) else None
     listed = passkeys.get("passkeys") if isinstance(passkeys, dict) else None
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
@@ -196,18 +199,21 @@ def check(export, passkeys, rp_id, origin):
     if not isinstance(listed, list) or not all(isinstance(p, dict) for p in listed):
         raise Unreadable('the passkeys are not {"passkeys": [...]}')
     by_id = {passkey.get("credential_id"): passkey for passkey in listed}
-    proposals = {}
     for number, entry in enumerate(entries, 1):
         if entry.get("entry_hash") != entry_hash(entry):
             raise Fail(f"entry {number}: its entry_hash is not the hash of its contents")
-        if entry.get("kind") == "proposal":
-            proposals[entry.get("request_id")] = entry["entry_hash"]
-    households, nonces, checked = set(), set(), 0
+    proposals, households, nonces, checked = {}, set(), set(), 0
     for number, entry in enumerate(entries, 1):
+        where = f"entry {number}"
+        if entry.get("kind") == "proposal":
+            if entry.get("request_id") in proposals:
+                raise Fail(f"{where}: a second proposal of {entry.get('request_id')}")
+            proposals[entry.get("request_id")] = entry["entry_hash"]
         approval = entry.get("approval")
         if approval is None:
+            if entry.get("kind") == "passkey_decision":
+                raise Fail(f"{where}: a passkey decision without its approval")
             continue
-        where = f"entry {number}"
         if not isinstance(approval, dict):
             raise Fail(f"{where}: the approval is not an object")
         statement = approval.get("statement")
@@ -218,16 +224,21 @@ def check(export, passkeys, rp_id, origin):
             raise Fail(f"{where}: the statement is not six lines of hearth-approval/v1")
         _, household, request_id, proposal_hash, decision, nonce = lines
         households.add(household)
-        if len(households) > 1:
+        if len(households) > 1 or (household_id is not None and household != household_id):
             raise Fail(f"{where}: the statement names another household")
         if request_id != entry.get("request_id"):
             raise Fail(f"{where}: the statement names another request")
         if proposals.get(request_id) is None:
-            raise Fail(f"{where}: the proposal of {request_id} is not in the export")
+            raise Fail(f"{where}: the proposal of {request_id} is not earlier in the export")
         if proposal_hash != proposals[request_id]:
             raise Fail(f"{where}: the statement names another proposal entry")
         if decision != entry.get("decision"):
             raise Fail(f"{where}: the statement decides {decision!r}, the entry {entry.get('decision')!r}")
+        placed = entry.get("result") == "placed" or entry.get("order_id") is not None
+        if placed and decision != "approve":
+            raise Fail(f"{where}: an order placed on a {decision}")
+        if decision == "decline" and entry.get("result") != "declined":
+            raise Fail(f"{where}: a decline that did not decline")
         if nonce in nonces:
             raise Fail(f"{where}: the statement's nonce was used before")
         nonces.add(nonce)
@@ -263,7 +274,12 @@ def check(export, passkeys, rp_id, origin):
             raise Fail(f"{where}: passkey {approval.get('credential_id')} is not listed")
         if passkey.get("member_id") != entry.get("member_id"):
             raise Fail(f"{where}: the passkey is {passkey.get('member_id')}'s, the entry names {entry.get('member_id')}")
+        if passkey.get("pending"):
+            raise Fail(f"{where}: the passkey still waits for a guardian's approval")
         at = instant(entry.get("at"), f"{where}: at")
+        suspect = passkey.get("suspect_at")
+        if suspect is not None and instant(suspect, "a passkey's suspect_at") <= at:
+            raise Fail(f"{where}: the passkey was marked suspect (copied) before the approval")
         if instant(passkey.get("created_at"), "a passkey's created_at") > at:
             raise Fail(f"{where}: the passkey was made after the approval")
         revoked = passkey.get("revoked_at")
@@ -283,6 +299,7 @@ def main(argv=None):
     parser.add_argument("passkeys", help="hearth admin passkey list HOUSEHOLD --json")
     parser.add_argument("--rp-id", required=True)
     parser.add_argument("--origin", required=True)
+    parser.add_argument("--household", help="the household every statement must name")
     args = parser.parse_args(argv)
     try:
         documents = []
@@ -292,7 +309,7 @@ def main(argv=None):
                     documents.append(json.load(file))
             except (OSError, ValueError) as error:
                 raise Unreadable(f"{path}: {error}") from None
-        check(documents[0], documents[1], args.rp_id, args.origin)
+        check(documents[0], documents[1], args.rp_id, args.origin, args.household)
     except Unreadable as error:
         print(f"unreadable: {error}", file=sys.stderr)
         return 2

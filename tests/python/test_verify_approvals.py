@@ -79,9 +79,9 @@ def ledger(phone, decision="approve", nonce="bm9uY2UtMQ"):
     return {"entries": [proposal, sealed(decided)]}, statement
 
 
-def verdict(export, passkeys, origin=ORIGIN, rp_id=RP_ID):
+def verdict(export, passkeys, origin=ORIGIN, rp_id=RP_ID, household=None):
     try:
-        verify_approvals.check(export, passkeys, rp_id, origin)
+        verify_approvals.check(export, passkeys, rp_id, origin, household)
         return "OK"
     except verify_approvals.Fail as failure:
         return f"FAIL {failure}"
@@ -160,8 +160,24 @@ def test_what_else_an_approval_must_agree_with():
     assert verdict(export, {"passkeys": [phone.listed(revoked_at="2026-12-02T10:00:00Z")]}) == "OK"
     assert "made after" in verdict(export, {"passkeys": [phone.listed(created_at="2026-12-02T09:30:00Z")]})
     assert "not listed" in verdict(export, {"passkeys": []})
-    # The proposal missing from the export.
-    assert "not in the export" in verdict({"entries": export["entries"][1:]}, passkeys)
+    # The proposal missing from the export, or after the approval, or twice.
+    assert "not earlier in the export" in verdict({"entries": export["entries"][1:]}, passkeys)
+    assert "not earlier in the export" in verdict({"entries": export["entries"][::-1]}, passkeys)
+    twice = {"entries": [export["entries"][0], export["entries"][0], export["entries"][1]]}
+    assert "a second proposal" in verdict(twice, passkeys)
+    # A decision entry without its approval; an order placed on a signed decline.
+    assert "without its approval" in verdict(resealed(export, lambda e: e.pop("approval")), passkeys)
+    declined, declining = ledger(phone, decision="decline")
+    assert verdict(declined, passkeys) == "OK"
+    assert "placed on a decline" in verdict(resealed(declined, lambda e: e.update(result="placed")), passkeys)
+    assert "placed on a decline" in verdict(resealed(declined, lambda e: e.update(order_id="SIM-1")), passkeys)
+    # A passkey still pending, or marked suspect before the approval.
+    assert "waits for a guardian" in verdict(export, {"passkeys": [dict(phone.listed(), pending=True)]})
+    suspect = dict(phone.listed(), suspect_at="2026-12-02T09:00:59Z")
+    assert "suspect" in verdict(export, {"passkeys": [suspect]})
+    # The household given on the command line.
+    assert verdict(export, passkeys, household=HOUSEHOLD) == "OK"
+    assert "another household" in verdict(export, passkeys, household="hh-ffffffffffffffffffffffffffffffff")
 
 
 def test_the_command_prints_ok_or_fail_and_exits_0_1_or_2(tmp_path):
