@@ -37,6 +37,8 @@ def sha(text: str) -> bytes:
 INVITE = f"{HOUSEHOLD}.{b64u(sha('fixture invite'))}"
 APPROVAL = f"{HOUSEHOLD}.{b64u(sha('fixture approval'))}"
 APPROVE = f"{HOUSEHOLD}.{b64u(sha('fixture order approval'))}"
+PUSH = f"{HOUSEHOLD}.{b64u(sha('fixture push grant'))}"
+PHONE = ec.derive_private_key(int.from_bytes(sha("fixture phone push key"), "big") % (2**255), ec.SECP256R1())
 REQUEST_ID = "REQ-F1X7URE001"
 APPROVAL_NONCE = b64u(sha("fixture approval nonce")[:16])
 CHALLENGE = sha("fixture registration challenge")
@@ -120,6 +122,8 @@ def account() -> dict:
         # it, so v2-passkey-approve-ok.json carries placeholders the replay fills by signing
         # with the guardian's key: sha256("fixture guardian key") as an Ed25519 seed.
         "approval": {"token": APPROVE, "request_id": REQUEST_ID, "nonce": APPROVAL_NONCE},
+        # The guardian's enrolment answered this push token; the phone subscribes with it.
+        "push_grant": {"token_sha256": hashlib.sha256(PUSH.encode()).hexdigest()},
     }
 
 
@@ -161,6 +165,13 @@ def main():
                                        {"decision": "approve", "statement": "{{statement}}", "credential": "{{credential}}"}),
         "v2-passkey-approve-page": event("v2-passkey-approve-page", "GET",
                                          f"/passkeys/approve/{HOUSEHOLD}.{b64u(sha('no such approval'))}"),
+        "v2-passkey-sw": event("v2-passkey-sw", "GET", "/passkeys/sw.js"),
+        "v2-passkey-push-ok": event("v2-passkey-push-ok", "POST", f"/passkeys/push/{PUSH}", {
+            "endpoint": "https://push.example.net/send/fixture-subscription",
+            "expirationTime": None,
+            "keys": {"p256dh": b64u(PHONE.public_key().public_bytes(serialization.Encoding.X962,
+                                                                     serialization.PublicFormat.UncompressedPoint)),
+                     "auth": b64u(sha("fixture phone auth")[:16])}}),
         "v2-passkey-confirm-ok": event("v2-passkey-confirm-ok", "POST", f"/passkeys/confirm/{APPROVAL}",
                                        {"decision": "approve", "statement": statement, "credential": assertion(statement)}),
     }

@@ -54,6 +54,8 @@ async fn seed_passkey_household(
         revoked_at_ms: None,
         suspect_at_ms: None,
         pending,
+        push: None,
+        push_grant: None,
     };
     let waiting = PendingEnrolmentItem {
         approval_token: text(&spec["pending"]["approval_token"]),
@@ -67,6 +69,11 @@ async fn seed_passkey_household(
     // The built-in household's rules, under this account's id.
     let mut policy = hearth_core::countersign::household::built_in_policy();
     policy.as_object_mut().unwrap().remove("household_id");
+    let mut guardian = passkey(&spec["guardian"], None);
+    guardian.push_grant = Some(hearth_core::store::PushGrantItem {
+        token_hash: text(&spec["push_grant"]["token_sha256"]),
+        expires_at_ms: now + 60_000,
+    });
     let account = AccountItem {
         household_id: text(&spec["household_id"]),
         name: "The Fixture Household".into(),
@@ -75,10 +82,7 @@ async fn seed_passkey_household(
         tokens_issued: 0,
         device_keys: Vec::new(),
         revoked_families: Vec::new(),
-        passkeys: vec![
-            passkey(&spec["guardian"], None),
-            passkey(&spec["pending"], Some(waiting)),
-        ],
+        passkeys: vec![guardian, passkey(&spec["pending"], Some(waiting))],
         passkey_invites: vec![PasskeyInviteItem {
             invite_hash: text(&spec["invite"]["token_sha256"]),
             member_id: text(&spec["invite"]["member_id"]),

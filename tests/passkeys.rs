@@ -1134,6 +1134,97 @@ async fn a_pending_passkey_cannot_be_approved_after_an_unlink(backend: Backend) 
     assert!(entry.get("approval_url").is_none(), "{entry}");
 }
 
+/// Web Push: a phone subscribes with the push token its enrolment answered (once), and is
+/// told, encrypted and VAPID-signed, when a passkey waits for a guardian and when an order
+/// waits for approval. (The browser test decrypts the messages; this one counts them.)
+#[tokio::test]
+async fn a_subscribed_phone_is_pushed_what_waits_for_it() {
+    use std::sync::Mutex;
+    type Received = Arc<Mutex<Vec<(http::HeaderMap, Vec<u8>)>>>;
+    let received: Received = Arc::default();
+    let kept = received.clone();
+    let app = axum::Router::new().route(
+        "/push/{id}",
+        axum::routing::post(move |headers: http::HeaderMap, body: axum::body::Bytes| {
+            let kept = kept.clone();
+            async move {
+                kept.lock().unwrap().push((headers, body.to_vec()));
+                StatusCode::CREATED
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}/push/phone-1", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let phone_key = {
+        let rng = ring::rand::SystemRandom::new();
+        let private =
+            ring::agreement::EphemeralPrivateKey::generate(&ring::agreement::ECDH_P256, &rng)
+                .unwrap();
+        base64_url(private.compute_public_key().unwrap().as_ref())
+    };
+    let subscription = json!({"endpoint": endpoint, "keys": {"p256dh": phone_key, "auth": base64_url(&[7u8; 16])}});
+
+    let config = common::config_with(&[("HEARTH_PUSH_ALLOW_HTTP_LOOPBACK", "true")]);
+    let (h, admin, stores) = common::operated_with_stores(
+        &config,
+        Backend::Sqlite,
+        Moto::shared().dynamodb_client(),
+        "hearth-passkeys",
+    )
+    .await;
+    let w = World {
+        passkeys: passkeys_over(&config, &stores, &h),
+        h,
+        admin,
+    };
+    let home = w.household("Maple House").await;
+    let (_dana, enrolled) = w.enrolled(&home, "dana").await;
+    let push_token = enrolled.body["push_token"]
+        .as_str()
+        .expect("a push token")
+        .to_owned();
+    let subscribe = format!("/passkeys/push/{push_token}");
+    let subscribed = w.post(&subscribe, &subscription).await;
+    assert_eq!(subscribed.status, StatusCode::CREATED, "{}", subscribed.raw);
+    // Once only.
+    assert_eq!(
+        w.post(&subscribe, &subscription).await.status,
+        StatusCode::GONE
+    );
+
+    let (_mia, _) = w.enrolled(&home, "mia").await;
+    assert_eq!(
+        received.lock().unwrap().len(),
+        1,
+        "the guardian's phone is told of mia's passkey"
+    );
+    let token = w.admin.token(&home, 30).await.unwrap().access_token;
+    let a = Approving {
+        w,
+        home,
+        token,
+        dana: SoftPasskey::es256(ORIGIN, RP_ID),
+        mia: SoftPasskey::es256(ORIGIN, RP_ID),
+    };
+    a.propose().await;
+    let got = received.lock().unwrap().clone();
+    assert_eq!(got.len(), 2, "the order is pushed too");
+    for (headers, body) in &got {
+        assert_eq!(headers["content-encoding"], "aes128gcm");
+        assert!(
+            headers["authorization"]
+                .to_str()
+                .unwrap()
+                .starts_with("vapid t=")
+        );
+        assert!(
+            !String::from_utf8_lossy(body).contains("passkeys"),
+            "the message is encrypted"
+        );
+    }
+}
+
 fn sha256(bytes: &[u8]) -> Vec<u8> {
     use sha2::Digest;
     sha2::Sha256::digest(bytes).to_vec()

@@ -141,6 +141,18 @@ pub const ROUTES: &[Route] = &[
     route(
         "mcp",
         "GET",
+        "/passkeys/sw.js",
+        "the service worker that shows a pushed message and opens its link",
+    ),
+    route(
+        "mcp",
+        "POST",
+        "/passkeys/push/{token}",
+        "a phone's Web Push subscription (`PushSubscription.toJSON()`), with the push token its enrolment answered (15 minutes, once)",
+    ),
+    route(
+        "mcp",
+        "GET",
         "/passkeys/enrol/{token}",
         "a member's enrolment page (`Create passkey`), from `hearth admin passkey invite`; 410 once used, expired or voided",
     ),
@@ -761,17 +773,28 @@ pub fn passkeys(
     household: &HouseholdData,
 ) -> Option<Passkeys> {
     let place = config.passkeys.as_ref()?;
-    Some(Passkeys::new(
-        accounts,
-        PasskeySite {
-            site: Site {
-                rp_id: place.rp_id.clone(),
-                origin: place.origin.clone(),
+    Some(
+        Passkeys::new(
+            accounts,
+            PasskeySite {
+                site: Site {
+                    rp_id: place.rp_id.clone(),
+                    origin: place.origin.clone(),
+                },
+                base_url: place.base_url.clone(),
             },
-            base_url: place.base_url.clone(),
-        },
-        roster_of(household.catalogue.clone()),
-    ))
+            roster_of(household.catalogue.clone()),
+        )
+        .with_push(pusher(config, &place.origin)),
+    )
+}
+
+/// Web Push to members' phones: its VAPID key derives from the current log key, so there is
+/// none without one.
+fn pusher(config: &Config, origin: &str) -> Option<Arc<crate::passkeys::push::Pusher>> {
+    let (_, seed) = config.log_key_seeds().into_iter().next()?;
+    crate::passkeys::push::Pusher::from_seed(&seed, origin, config.push_allow_http_loopback)
+        .map(Arc::new)
 }
 
 /// The members passkeys are enrolled for: a household account's policy, read over the

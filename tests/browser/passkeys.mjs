@@ -1,5 +1,6 @@
 // Passkeys in real headless Chromium with CDP virtual authenticators (ctap2, internal,
-// resident keys, user verification): a guardian enrols on a phone-width page; the invite used
+// resident keys, user verification): a guardian enrols on a phone-width page and subscribes it
+// to Web Push (a loopback receiver decrypts what is pushed, per RFC 8291); the invite used
 // twice does not work; a child's later passkey waits; the guardian approves it on a
 // desktop-width page; an order proposed without a device is approved by the child, then by the
 // guardian, and placed, and another declined; a copied key whose counter went backwards is
@@ -7,8 +8,9 @@
 //
 // Usage: node tests/browser/passkeys.mjs OUTPUT_DIR   (scripts/test runs it)
 
-import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createInterface } from "node:readline";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { ROOT, chromium, FLAGS, HEARTH, check, startHearth } from "./lib.mjs";
@@ -16,7 +18,18 @@ import { ROOT, chromium, FLAGS, HEARTH, check, startHearth } from "./lib.mjs";
 const OUT = resolve(process.argv[2] || join(ROOT, ".test-output", "browser-passkeys"));
 mkdirSync(OUT, { recursive: true });
 
-const { server, base, dataDir, log } = await startHearth({});
+// A loopback push service that decrypts what Hearth pushes (RFC 8291) as the phone would.
+const pushed = join(mkdtempSync(join(tmpdir(), "hearth-push-")), "pushed.jsonl");
+const receiver = spawn(join(ROOT, ".venv", "bin", "python"), [join(ROOT, "tests", "python", "push_receiver.py"), pushed],
+  { stdio: ["ignore", "pipe", "inherit"] });
+const subscription = JSON.parse(await new Promise((done) => {
+  createInterface({ input: receiver.stdout }).once("line", done);
+}));
+function pushes() {
+  return existsSync(pushed) ? readFileSync(pushed, "utf8").trim().split("\n").filter(Boolean).map(JSON.parse) : [];
+}
+
+const { server, base, dataDir, log } = await startHearth({ HEARTH_PUSH_ALLOW_HTTP_LOOPBACK: "true" });
 // The admin command prints links under the server's own address, so it runs with its settings.
 const store = { HEARTH_DB: join(dataDir, "hearth.db"), HEARTH_DATA_DIR: dataDir, HEARTH_ADDR: new URL(base).host };
 function admin(...args) {
@@ -76,8 +89,12 @@ try {
   try { admin("passkey", "invite", household, "mia"); } catch (error) { refused = error.stdout.toString(); }
   check(refused && refused.includes("guardian"), `a child's invite came first: ${refused}`);
 
-  // Dana enrols on her phone.
+  // Dana enrols on her phone. Headless Chromium reaches no real push service, so her page's
+  // PushManager hands out the loopback receiver's subscription.
   const dana = await device(390);
+  await dana.page.addInitScript((sub) => {
+    PushManager.prototype.subscribe = async function () { return { toJSON: () => sub }; };
+  }, subscription);
   const invite = admin("passkey", "invite", household, "dana");
   check(invite.url.startsWith("http://localhost:"), `links use the localhost origin: ${invite.url}`);
   const shown = await dana.page.goto(invite.url);
@@ -85,6 +102,8 @@ try {
   check((await dana.page.getByRole("button").count()) === 1, "the page has exactly one button");
   let said = await statusAfter(dana.page, "Create passkey");
   check(said.includes("ready"), `dana's enrolment: ${said}`);
+  said = await statusAfter(dana.page, "Notify this phone");
+  check(said.includes("will be told"), `dana's notifications: ${said}`);
   await dana.page.screenshot({ path: join(OUT, "enrol-390.png"), fullPage: true });
   const { credentials } = await dana.cdp.send("WebAuthn.getCredentials", { authenticatorId: dana.authenticatorId });
   check(credentials.length === 1 && credentials[0].isResidentCredential, "one resident credential on dana's phone");
@@ -104,6 +123,11 @@ try {
   listed = passkeys();
   const waiting = listed.find((entry) => entry.member_id === "mia");
   check(waiting.pending && waiting.approval_url.startsWith("http://localhost:"), JSON.stringify(waiting));
+  // Dana's phone was told, encrypted, with the page and no one's words.
+  const told = pushes();
+  check(told.length === 1 && told[0].vapid && told[0].encoding === "aes128gcm", `the push: ${JSON.stringify(told)}`);
+  check(told[0].payload?.url === waiting.approval_url, `the push links the page: ${JSON.stringify(told[0])}`);
+  check(JSON.stringify(Object.keys(told[0].payload).sort()) === JSON.stringify(["body", "title", "url"]), "only a title, a line and the link");
 
   // Dana approves it at her desk.
   await dana.page.setViewportSize({ width: 1280, height: 800 });
@@ -131,6 +155,7 @@ try {
   }
   const order = await propose();
   check(order.approval_url.startsWith("http://localhost:"), `approval link: ${order.approval_url}`);
+  check(pushes().some((push) => push.payload?.url === order.approval_url && push.vapid), `the order was pushed to dana's phone: ${JSON.stringify(pushes())}`);
   await mia.page.goto(order.approval_url);
   check((await mia.page.textContent("dl")).includes("PowerCell AA Alkaline Batteries"), "the page shows the order");
   await mia.page.screenshot({ path: join(OUT, "approve-390.png"), fullPage: true });
@@ -178,8 +203,9 @@ try {
 
   check(errors.length === 0, `page errors: ${errors.join("; ")}`);
   check(!log().includes(invite.url.split("/").pop()), "the invite token reached the log");
-  console.log("passkeys (390px and 1280px): enrol, used invite, later enrolment approved, an order approved by a child then a guardian, a decline, copied key, revoked key passed");
+  console.log("passkeys (390px and 1280px): enrol, Web Push decrypted by a loopback receiver, used invite, later enrolment approved, an order approved by a child then a guardian, a decline, copied key, revoked key passed");
 } finally {
   await context.close();
   server.kill();
+  receiver.kill();
 }

@@ -121,21 +121,12 @@ impl MetadataFetcher {
 
     fn http(&self) -> &reqwest::Client {
         self.http.get_or_init(|| {
-            reqwest::Client::builder()
-                .dns_resolver(Arc::new(PublicOnly {
-                    resolver: self.resolver.clone(),
-                    allow_loopback: self.allow_loopback,
-                }))
-                .no_proxy()
-                .redirect(reqwest::redirect::Policy::none())
-                .timeout(FETCH_TIMEOUT)
-                .user_agent(concat!(
-                    "Hearth/",
-                    env!("CARGO_PKG_VERSION"),
-                    " (client metadata)"
-                ))
-                .build()
-                .expect("a TLS backend is compiled in")
+            client_over(
+                self.resolver.clone(),
+                self.allow_loopback,
+                FETCH_TIMEOUT,
+                "client metadata",
+            )
         })
     }
 
@@ -240,6 +231,31 @@ pub fn check_url(url: &str, allow_loopback: bool) -> Result<url::Url, DocumentEr
         return Err(DocumentError::PrivateAddress);
     }
     Ok(parsed)
+}
+
+/// An HTTP client for URLs someone else chose (a client's metadata document, a phone's push
+/// endpoint): only public addresses (loopback too when allowed), no proxy, no redirects.
+pub fn public_client(allow_loopback: bool, timeout: Duration, purpose: &str) -> reqwest::Client {
+    client_over(Arc::new(SystemResolver), allow_loopback, timeout, purpose)
+}
+
+fn client_over(
+    resolver: Arc<dyn HostResolver>,
+    allow_loopback: bool,
+    timeout: Duration,
+    purpose: &str,
+) -> reqwest::Client {
+    reqwest::Client::builder()
+        .dns_resolver(Arc::new(PublicOnly {
+            resolver,
+            allow_loopback,
+        }))
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(timeout)
+        .user_agent(format!("Hearth/{} ({purpose})", env!("CARGO_PKG_VERSION")))
+        .build()
+        .expect("a TLS backend is compiled in")
 }
 
 /// The HTTP client's resolver: every address must be allowed, or none is used.

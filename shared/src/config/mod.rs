@@ -144,6 +144,9 @@ pub struct Config {
     /// fetched from `http://127.0.0.1`, `http://[::1]` or `http://localhost`, for local tests
     /// of hosts that name themselves by URL. Local only.
     pub cimd_allow_http_loopback: bool,
+    /// `HEARTH_PUSH_ALLOW_HTTP_LOOPBACK=true`: phones' push endpoints may also be `http` on
+    /// loopback, for a local push receiver in tests. Local only.
+    pub push_allow_http_loopback: bool,
     /// `COUNTERSIGN_DATA`: a directory with `household.json` and `catalogue.json` replacing
     /// the built-in demo household.
     pub countersign_data: Option<PathBuf>,
@@ -443,6 +446,19 @@ impl Config {
                 });
             }
         };
+        let push_allow_http_loopback = match get("HEARTH_PUSH_ALLOW_HTTP_LOOPBACK")
+            .as_deref()
+            .map(str::trim)
+        {
+            None | Some("false") => false,
+            Some("true") if runtime == Runtime::Local => true,
+            Some(_) => {
+                return Err(ConfigError::Invalid {
+                    name: "HEARTH_PUSH_ALLOW_HTTP_LOOPBACK",
+                    reason: "expected true or false; true is for local tests and is refused under Lambda".into(),
+                });
+            }
+        };
         let witnesses = witness::submission(&get, runtime)?;
         let device = DeviceSettings {
             token: get("HEARTH_TOKEN").map(|token| Secret::new(token.trim())),
@@ -452,6 +468,7 @@ impl Config {
             device,
             witnesses,
             cimd_allow_http_loopback,
+            push_allow_http_loopback,
             assistant_model: get("COUNTERSIGN_ASSISTANT_MODEL")
                 .map(|model| model.trim().to_owned())
                 .unwrap_or_else(|| DEFAULT_ASSISTANT_MODEL.into()),

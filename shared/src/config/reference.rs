@@ -239,6 +239,11 @@ pub const SETTINGS: &[Setting] = &[
         meaning: r#"`1` serves `POST /demo/device`, which signs speaker attestations for the web demo's simulated device for any token holder, and `POST /demo/assistant`, the demo's assistant option. Refused under Lambda. Local only"#,
     },
     Setting {
+        names: r#"`HEARTH_PUSH_ALLOW_HTTP_LOOPBACK`"#,
+        default: r#"`false`"#,
+        meaning: r#"`true` also accepts phones' Web Push endpoints at `http` loopback URLs, and posts to loopback addresses, for a local push receiver in tests. Otherwise an endpoint must be `https` on a public address. Refused under Lambda. Local only ([Passkeys](../concepts/passkeys.md))"#,
+    },
+    Setting {
         names: r#"`HEARTH_CIMD_ALLOW_HTTP_LOOPBACK`"#,
         default: r#"`false`"#,
         meaning: r#"`true` also accepts Client ID Metadata Documents at `http://127.0.0.1`, `http://[::1]` or `http://localhost` URLs, and fetches from loopback addresses, for testing a host that names itself by URL on one machine. Private addresses stay refused. Refused under Lambda. Local only"#,

@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
+use super::push::PushMessage;
 use super::{
     PasskeyError, Passkeys, SigningRequest, ceremony, is_live, no_longer_waiting, random_token,
     settle_use, split_token, statement, unavailable_randomness,
@@ -168,6 +169,19 @@ impl ApprovalLinks for Passkeys {
             .await
             .map_err(|_| LinkRefusal::Unavailable)?;
         Ok(self.approval_url(&token))
+    }
+
+    async fn announce(&self, household_id: &str, url: &str, guardians_only: bool) {
+        self.push_to(
+            household_id,
+            |member| !guardians_only || member.guardian,
+            PushMessage {
+                title: "Hearth".into(),
+                body: "An order waits for your approval.".into(),
+                url: url.to_owned(),
+            },
+        )
+        .await;
     }
 
     async fn url_of(&self, household_id: &str, request_id: &str) -> Option<String> {

@@ -25,6 +25,7 @@ use axum::routing::{get, post};
 use http::{StatusCode, header};
 use serde_json::{Value, json};
 
+use super::push::PushMessage;
 use super::{Enrolled, PasskeyError, Passkeys, check_statement, pages, statement};
 use crate::countersign::CountersignService;
 use crate::countersign::ledger::{ApprovalRecord, PasskeyDecision, Status};
@@ -48,6 +49,8 @@ pub fn router(
 ) -> Router {
     Router::new()
         .route("/passkeys/page.js", get(|| async { pages::script() }))
+        .route("/passkeys/sw.js", get(|| async { pages::service_worker() }))
+        .route("/passkeys/push/{token}", post(subscribe))
         .route("/passkeys/enrol/{token}", get(enrolment_page).post(enrol))
         .route("/passkeys/enrol/{token}/options", post(creation_options))
         .route(
@@ -79,7 +82,12 @@ async fn enrolment_page(
     Path(token): Path<String>,
 ) -> Response {
     match passkeys.enrolment_view(&token).await {
-        Ok(view) => pages::enrolment(&view.household_name, &view.member_name, view.needs_guardian),
+        Ok(view) => pages::enrolment(
+            &view.household_name,
+            &view.member_name,
+            view.needs_guardian,
+            passkeys.push_key(),
+        ),
         Err(error) => problem_page(&error),
     }
 }
@@ -130,21 +138,38 @@ async fn enrol(
             if let Some(notifier) = &notifier {
                 announce(&passkeys, notifier, &token, &enrolled).await;
             }
+            if let (Some(url), Some((household_id, _))) =
+                (&enrolled.approval_url, token.split_once('.'))
+            {
+                passkeys
+                    .push_to(
+                        household_id,
+                        |member| member.guardian,
+                        PushMessage {
+                            title: "Hearth".into(),
+                            body: "A new passkey waits for a guardian's approval.".into(),
+                            url: url.clone(),
+                        },
+                    )
+                    .await;
+            }
             answer(
                 StatusCode::CREATED,
                 json!({
                     "status": "pending",
                     "message": "Your passkey is created. A guardian approves it with their own passkey before it counts.",
+                    "push_token": enrolled.push_token,
                 }),
             )
         }
-        Ok(_) => {
+        Ok(enrolled) => {
             tracing::info!(target: "hearth::passkeys", "a passkey was enrolled");
             answer(
                 StatusCode::CREATED,
                 json!({
                     "status": "enrolled",
                     "message": "Your passkey is ready. When the assistant asks to buy something, Hearth sends this phone a page to approve or decline it.",
+                    "push_token": enrolled.push_token,
                 }),
             )
         }
@@ -198,6 +223,31 @@ async fn confirm(
                 json!({
                     "status": "approved",
                     "message": "Approved. The new passkey can now approve orders.",
+                }),
+            )
+        }
+        Err(error) => failure(&error),
+    }
+}
+
+async fn subscribe(
+    State(Endpoint { passkeys, .. }): State<Endpoint>,
+    Path(token): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let result = async {
+        same_origin(&passkeys, &headers)?;
+        passkeys.subscribe(&token, &json_body(&body)?).await
+    };
+    match result.await {
+        Ok(()) => {
+            tracing::info!(target: "hearth::passkeys", "a phone subscribed to notifications");
+            answer(
+                StatusCode::CREATED,
+                json!({
+                    "status": "subscribed",
+                    "message": "This phone will be told when something waits for you.",
                 }),
             )
         }

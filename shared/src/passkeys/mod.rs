@@ -25,6 +25,7 @@ mod approvals;
 pub mod ceremony;
 pub mod http;
 pub mod pages;
+pub mod push;
 pub mod statement;
 
 use std::sync::Arc;
@@ -38,8 +39,11 @@ use sha2::{Digest, Sha256};
 use crate::accounts::{AccountError, Accounts, is_household_id};
 use crate::clock::unix_ms;
 use crate::random::os_bytes;
-use crate::store::{AccountItem, NonceItem, PasskeyInviteItem, PasskeyItem, PendingEnrolmentItem};
+use crate::store::{
+    AccountItem, NonceItem, PasskeyInviteItem, PasskeyItem, PendingEnrolmentItem, PushGrantItem,
+};
 use ceremony::{Assertion, CEREMONY_TIMEOUT_MS, CeremonyError, Site, StoredKey};
+use push::{PushMessage, Pusher};
 
 /// Passkeys one member may hold at once (pending ones included, revoked ones not).
 pub const MAX_PASSKEYS_PER_MEMBER: usize = 5;
@@ -155,6 +159,10 @@ pub struct Enrolled {
     /// The guardians' approval page, while pending.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_url: Option<String>,
+    /// What the page subscribes this phone to pushes with (for [`push::PUSH_GRANT_MS`]),
+    /// when Web Push is configured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub push_token: Option<String>,
 }
 
 /// What a page is given to sign: the statement, and the request options whose challenge is
@@ -177,6 +185,8 @@ pub struct Passkeys {
     accounts: Arc<Accounts>,
     site: PasskeySite,
     roster_of: RosterOf,
+    /// Web Push to members' phones, where a log key is configured.
+    push: Option<Arc<Pusher>>,
 }
 
 impl Passkeys {
@@ -185,6 +195,107 @@ impl Passkeys {
             accounts,
             site,
             roster_of,
+            push: None,
+        }
+    }
+
+    /// The same passkeys, pushing what waits to subscribed phones.
+    pub fn with_push(mut self, pusher: Option<Arc<Pusher>>) -> Self {
+        self.push = pusher;
+        self
+    }
+
+    /// The VAPID public key phones subscribe under, when Web Push is configured.
+    pub fn push_key(&self) -> Option<&str> {
+        self.push.as_deref().map(Pusher::public_key)
+    }
+
+    /// Subscribes the phone that enrolled with the push grant `token` (its enrolment's
+    /// answer) to `subscription` (`PushSubscription.toJSON()`).
+    pub async fn subscribe(&self, token: &str, body: &Value) -> Result<(), PasskeyError> {
+        let pusher = self.push.clone().ok_or_else(|| {
+            PasskeyError::Unavailable("This Hearth does not send notifications.".into())
+        })?;
+        let (household_id, _) = split_token(token)?;
+        let now = self.now_ms();
+        let subscription = pusher.subscription(body, now)?;
+        let hash = hash_hex(token);
+        self.accounts
+            .update_with::<_, PasskeyError>(household_id, |account| {
+                let passkey = account
+                    .passkeys
+                    .iter_mut()
+                    .find(|passkey| {
+                        passkey.revoked_at_ms.is_none()
+                            && passkey.push_grant.as_ref().is_some_and(|grant| {
+                                grant.token_hash == hash && grant.expires_at_ms >= now
+                            })
+                    })
+                    .ok_or_else(|| {
+                        PasskeyError::Gone(
+                            "This page can no longer set up notifications. Ask for a new invite to set them up.".into(),
+                        )
+                    })?;
+                passkey.push = Some(subscription.clone());
+                passkey.push_grant = None;
+                Ok(())
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Pushes `message` to the subscribed phones of the household's live passkeys whose
+    /// member `who` picks, together, within the push budget; drops subscriptions their push
+    /// service says are gone.
+    pub async fn push_to(
+        &self,
+        household_id: &str,
+        who: impl Fn(&Member) -> bool,
+        message: PushMessage,
+    ) {
+        let Some(pusher) = &self.push else {
+            return;
+        };
+        let Ok(account) = self.accounts.get(household_id).await else {
+            return;
+        };
+        let Ok(members) = self.members(&account) else {
+            return;
+        };
+        let subscriptions: Vec<_> = account
+            .passkeys
+            .iter()
+            .filter(|passkey| is_live(passkey) && passkey.pending.is_none())
+            .filter(|passkey| {
+                members
+                    .iter()
+                    .any(|member| member.id == passkey.member_id && who(member))
+            })
+            .filter_map(|passkey| passkey.push.clone())
+            .collect();
+        if subscriptions.is_empty() {
+            return;
+        }
+        let gone = push::send_all(pusher, subscriptions, message).await;
+        if !gone.is_empty() {
+            let dropped = self
+                .accounts
+                .update_with::<_, PasskeyError>(household_id, |account| {
+                    for passkey in &mut account.passkeys {
+                        if passkey
+                            .push
+                            .as_ref()
+                            .is_some_and(|push| gone.contains(&push.endpoint))
+                        {
+                            passkey.push = None;
+                        }
+                    }
+                    Ok(())
+                })
+                .await;
+            if dropped.is_err() {
+                tracing::warn!(target: "hearth::passkeys", "dead push subscriptions could not be dropped");
+            }
         }
     }
 
@@ -376,6 +487,10 @@ impl Passkeys {
             credential,
         )?;
         let approval_token = format!("{household_id}.{}", random_token()?);
+        let push_token = match self.push {
+            Some(_) => Some(format!("{household_id}.{}", random_token()?)),
+            None => None,
+        };
         let (enrolled, _) = self
             .accounts
             .update_with::<_, PasskeyError>(household_id, |account| {
@@ -418,12 +533,18 @@ impl Passkeys {
                         generation: account.generation,
                         nonce: None,
                     }),
+                    push: None,
+                    push_grant: push_token.as_ref().map(|token| PushGrantItem {
+                        token_hash: hash_hex(token),
+                        expires_at_ms: now + push::PUSH_GRANT_MS,
+                    }),
                 });
                 Ok(Enrolled {
                     member_role: member.role.clone(),
                     member_id: member.id,
                     pending,
                     approval_url: pending.then(|| self.confirmation_url(&approval_token)),
+                    push_token: push_token.clone(),
                 })
             })
             .await?;

@@ -65,6 +65,26 @@ async function enrol(button) {
   });
   button.disabled = true;
   say(answer.message, true);
+  const notify = document.getElementById("notify");
+  if (notify && answer.push_token && "serviceWorker" in navigator && "PushManager" in window) {
+    notify.dataset.token = answer.push_token;
+    notify.hidden = false;
+    notify.disabled = false;
+  }
+}
+
+// Web Push: a service worker from Hearth's own origin, a subscription under Hearth's VAPID key,
+// posted with the push token the enrolment answered. What is pushed is a link, never words.
+async function subscribe(button) {
+  const registration = await navigator.serviceWorker.register("../sw.js", { scope: "../" });
+  await navigator.serviceWorker.ready;
+  const subscription = await registration.pushManager.subscribe({
+    userVisibleOnly: true,
+    applicationServerKey: fromBase64url(button.dataset.key),
+  });
+  const answer = await post("../push/" + button.dataset.token, subscription.toJSON());
+  button.hidden = true;
+  say(answer.message, true);
 }
 
 async function sign(button, decision) {
@@ -115,6 +135,7 @@ function wire(id, run) {
 
 if (main) {
   wire("create", (button) => enrol(button));
+  wire("notify", (button) => subscribe(button));
   wire("approve", (button) => sign(button, "approve"));
   wire("decline", (button) => sign(button, "decline"));
 }

@@ -29,8 +29,24 @@ static STYLE_HASH: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// The enrolment page: one button, `Create passkey`.
-pub fn enrolment(household_name: &str, member_name: &str, needs_guardian: bool) -> Response {
+/// The service worker that shows a pushed message and opens its link.
+pub const SERVICE_WORKER: &str = include_str!("sw.js");
+
+/// The enrolment page: one button, `Create passkey`; once it is made, `Notify this phone`
+/// where Web Push is configured (`push_key`, the VAPID public key).
+pub fn enrolment(
+    household_name: &str,
+    member_name: &str,
+    needs_guardian: bool,
+    push_key: Option<&str>,
+) -> Response {
+    let push = match push_key {
+        Some(key) => format!(
+            r#"<div class="actions"><button id="notify" class="deny" type="button" data-key="{}" hidden>Notify this phone</button></div>"#,
+            escape(key)
+        ),
+        None => String::new(),
+    };
     let waits = if needs_guardian {
         "<p class=\"small\">A guardian approves this passkey with their own before it counts.</p>"
     } else {
@@ -45,6 +61,7 @@ pub fn enrolment(household_name: &str, member_name: &str, needs_guardian: bool) 
 <p>{household} uses Hearth to check what the assistant buys. With a passkey on this phone, {member} can approve or decline an order here, after reading what it really is.</p>
 {waits}
 <div class="actions"><button id="create" class="allow" type="button">Create passkey</button></div>
+{push}
 <p id="status" role="status"></p>
 </main>"#,
             member = escape(member_name),
@@ -201,7 +218,16 @@ fn page(status: StatusCode, title: &str, main: &str) -> Response {
 
 /// The page script, cached briefly (it changes with releases).
 pub fn script() -> Response {
-    let mut response = SCRIPT.into_response();
+    javascript(SCRIPT)
+}
+
+/// The service worker, served from `/passkeys/` so that its scope covers the pages.
+pub fn service_worker() -> Response {
+    javascript(SERVICE_WORKER)
+}
+
+fn javascript(source: &'static str) -> Response {
+    let mut response = source.into_response();
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,
@@ -234,7 +260,7 @@ mod tests {
 
     #[test]
     fn names_are_escaped() {
-        let response = enrolment("<b>Home</b>", "Dana \"D\"", true);
+        let response = enrolment("<b>Home</b>", "Dana \"D\"", true, None);
         let body = futures_util::FutureExt::now_or_never(axum::body::to_bytes(
             response.into_body(),
             usize::MAX,

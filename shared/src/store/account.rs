@@ -126,6 +126,48 @@ pub struct PasskeyItem {
     /// Present while the enrolment waits for a guardian's approval.
     #[serde(default)]
     pub pending: Option<PendingEnrolmentItem>,
+    /// The phone's Web Push subscription, once it pressed `Notify this phone`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push: Option<PushSubscriptionItem>,
+    /// The short-lived grant the enrolment page subscribes with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push_grant: Option<PushGrantItem>,
+}
+
+/// A browser's push subscription: its push service endpoint and the keys messages are
+/// encrypted to (RFC 8291), base64url.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushSubscriptionItem {
+    pub endpoint: String,
+    pub p256dh: String,
+    pub auth: String,
+    pub created_at_ms: i64,
+}
+
+impl fmt::Debug for PushSubscriptionItem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PushSubscriptionItem")
+            .field("created_at_ms", &self.created_at_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Lets the enrolment page subscribe its phone, once, for a short while.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushGrantItem {
+    /// SHA-256 of the grant's token, lowercase hex.
+    pub token_hash: String,
+    pub expires_at_ms: i64,
+}
+
+impl fmt::Debug for PushGrantItem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PushGrantItem")
+            .field("expires_at_ms", &self.expires_at_ms)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A later enrolment waiting for a guardian.

@@ -24,7 +24,8 @@ use async_trait::async_trait;
 
 pub use account::{
     AccountItem, AccountStore, AccountSummary, ApprovalLinkItem, DeviceKeyItem, NonceItem,
-    PasskeyInviteItem, PasskeyItem, PendingEnrolmentItem, RevokedFamily,
+    PasskeyInviteItem, PasskeyItem, PendingEnrolmentItem, PushGrantItem, PushSubscriptionItem,
+    RevokedFamily,
 };
 pub use client::{ClientItem, ClientOrigin, ClientStore};
 pub use cosigned::{Cosigned, CosignedStore};

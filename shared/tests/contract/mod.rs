@@ -539,6 +539,8 @@ fn account(household_id: &str, name: &str, revision: u64) -> AccountItem {
                     created_at_ms: NOW,
                 }),
             }),
+            push: None,
+            push_grant: None,
         }],
         passkey_invites: vec![PasskeyInviteItem {
             invite_hash: "ab".repeat(32),

@@ -52,6 +52,9 @@ pub trait ApprovalLinks: Send + Sync {
     ) -> Result<String, LinkRefusal>;
     /// The page's URL of a request whose link is still open.
     async fn url_of(&self, household_id: &str, request_id: &str) -> Option<String>;
+    /// Tells the members' phones (only the guardians' when `guardians_only`) that the page
+    /// at `url` waits for them, before answering, within a short budget.
+    async fn announce(&self, household_id: &str, url: &str, guardians_only: bool);
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -224,6 +227,7 @@ impl CountersignService {
                 })?;
             self.announce(home, &output.order, &request_id, None, &url)
                 .await;
+            links.announce(home.id(), &url, false).await;
             output.approval_url = Some(url);
         }
         Ok(output)
@@ -508,6 +512,7 @@ impl CountersignService {
         {
             self.announce(&home, &outcome.order, request_id, Some(member.role), &url)
                 .await;
+            links.announce(household_id, &url, true).await;
         }
         Ok(outcome)
     }
