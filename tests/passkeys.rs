@@ -519,7 +519,11 @@ async fn five_passkeys_per_member_and_twenty_open_invites(backend: Backend) {
     }
     let too_many = w.passkeys.invite(&other, "chris").await.unwrap_err();
     assert!(matches!(too_many, PasskeyError::Full(_)), "{too_many}");
-    // Expired invites free their places.
+    // Invites an unlink voided free their places, as expired ones do.
+    w.admin.unlink(&other).await.unwrap();
+    for _ in 0..MAX_OPEN_INVITES {
+        w.passkeys.invite(&other, "dana").await.unwrap();
+    }
     w.h.clock
         .advance(time::Duration::milliseconds(INVITE_TTL_MS));
     w.passkeys.invite(&other, "chris").await.unwrap();

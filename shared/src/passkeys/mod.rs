@@ -344,7 +344,11 @@ impl Passkeys {
                 let members = self.members(account)?;
                 let member = find_member(&members, member_id)?;
                 enrolment_allowed(account, &members, member)?;
-                account.passkey_invites.retain(|invite| invite.expires_at_ms > now);
+                // Expired invites, and those an unlink voided, free their places.
+                let generation = account.generation;
+                account.passkey_invites.retain(|invite| {
+                    invite.expires_at_ms > now && invite.generation == generation
+                });
                 if account.passkey_invites.len() >= MAX_OPEN_INVITES {
                     return Err(PasskeyError::Full(format!(
                         "household {household_id} already has {MAX_OPEN_INVITES} open invites; wait for some to be used or to expire (15 minutes)"
