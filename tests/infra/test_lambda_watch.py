@@ -131,6 +131,12 @@ def test_every_fixture_through_cargo_lambda_invoke(watch):
     for key, expected in sorted(expectations.items()):
         function = key.split("/")[0]
         response = _invoke(watch, function, ROOT / "events" / key)
+        if "unseeded" in expected:
+            # It acts on the passkey household only the Rust replay seeds: here the same
+            # handler answers for a household that does not exist.
+            assert response["statusCode"] == expected["unseeded"], (key, response)
+            checked += 1
+            continue
         assert response["statusCode"] == expected["status"], (key, response)
         body = response.get("body") or ""
         if expected.get("empty"):
