@@ -13,7 +13,7 @@
 //! `{"kind": "passkey_enrolment", "household_id", "requester_role", "approval_url",
 //! "sent_at"}`: the role of the member whose passkey waits, and the page a guardian approves
 //! it on. Request notices carry `"kind": "request"`. It is sent before the enrolment is
-//! answered, within [`ENROLMENT_NOTIFY_BUDGET`], so a frozen Lambda environment cannot lose
+//! answered, within [`DELIVER_BUDGET`] ([`Notifier::deliver`]), so a frozen Lambda environment cannot lose
 //! it.
 //!
 //! A request notification is sent after the request is in the ledger and never holds up or changes
@@ -37,8 +37,8 @@ pub const SIGNATURE_HEADER: &str = "x-countersign-notification-signature";
 /// How long one POST may take.
 pub const NOTIFY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How long an enrolment waits for its announcement before answering anyway.
-pub const ENROLMENT_NOTIFY_BUDGET: Duration = Duration::from_millis(1500);
+/// How long an answer waits for a notification sent before it ([`Notifier::deliver`]).
+pub const DELIVER_BUDGET: Duration = Duration::from_millis(1500);
 
 /// What a guardian's phone is told.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -99,6 +99,17 @@ impl Notifier {
                 tracing::warn!(%failure, "guardian notification not delivered");
             }
         });
+    }
+
+    /// Posts `notice` before the caller answers, within [`DELIVER_BUDGET`]: under Lambda a
+    /// task left running after the answer may be frozen, and the notice with it. A slower or
+    /// failing receiver is one warning line, never an error for the caller.
+    pub async fn deliver(&self, notice: &impl Serialize) {
+        match tokio::time::timeout(DELIVER_BUDGET, self.post(notice)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(failure)) => tracing::warn!(%failure, "notification not delivered"),
+            Err(_) => tracing::warn!("notification not delivered in time"),
+        }
     }
 
     /// Posts `notice` and waits for the answer.

@@ -29,7 +29,8 @@ use super::push::PushMessage;
 use super::{Enrolled, PasskeyError, Passkeys, check_statement, pages, statement};
 use crate::countersign::CountersignService;
 use crate::countersign::ledger::{ApprovalRecord, PasskeyDecision, Status};
-use crate::countersign::notify::{ENROLMENT_NOTIFY_BUDGET, EnrolmentNotice, Notifier};
+use crate::countersign::notify::{EnrolmentNotice, Notifier};
+use crate::countersign::service::ApprovalView;
 
 /// The largest POST body: a WebAuthn answer is a few kilobytes.
 pub const BODY_LIMIT: usize = 16 * 1024;
@@ -269,27 +270,20 @@ async fn approval_page(
         waiting_view(&countersign, household_id, &link.request_id).await
     };
     match shown.await {
-        Ok(view) => {
-            let approved_by = view
-                .approved_by
-                .first()
-                .and_then(|id| view.member_names.get(id))
-                .map(String::as_str);
-            pages::approval(&pages::OrderShown {
-                household_name: &view.view.household_name,
-                title: &view.view.order.title,
-                variant: &view.view.order.variant,
-                quantity: view.view.order.quantity,
-                unit_price_cents: view.view.order.unit_price_cents,
-                total_cents: view.view.order.total_cents,
-                merchant: &view.view.order.merchant,
-                new_merchant: view.view.new_merchant,
-                spent_cents: view.view.spent_cents,
-                budget_cents: view.view.budget_cents,
-                listing_warning: view.view.listing_warning,
-                approved_by,
-            })
-        }
+        Ok(view) => pages::approval(&pages::OrderShown {
+            household_name: &view.household_name,
+            title: &view.order.title,
+            variant: &view.order.variant,
+            quantity: view.order.quantity,
+            unit_price_cents: view.order.unit_price_cents,
+            total_cents: view.order.total_cents,
+            merchant: &view.order.merchant,
+            new_merchant: view.new_merchant,
+            spent_cents: view.spent_cents,
+            budget_cents: view.budget_cents,
+            listing_warning: view.listing_warning,
+            approved_by: view.approved_by_name.as_deref(),
+        }),
         Err(error) => problem_page(&error),
     }
 }
@@ -311,12 +305,9 @@ async fn approval_challenge(
         let (household_id, _) = super::split_token(&token)?;
         let view = waiting_view(&countersign, household_id, &link.request_id).await?;
         passkeys
-            .approval_request(
-                &token,
-                decision.as_str(),
-                &view.view.proposal_hash,
-                |passkey| view.view.deciders.contains(&passkey.member_id),
-            )
+            .approval_request(&token, decision.as_str(), &view.proposal_hash, |passkey| {
+                view.deciders.contains(&passkey.member_id)
+            })
             .await
     };
     match result.await {
@@ -354,7 +345,7 @@ async fn approve(
         let expected = statement::approval(
             &household_id,
             &link.request_id,
-            &view.view.proposal_hash,
+            &view.proposal_hash,
             decision.as_str(),
             &nonce.nonce,
         );
@@ -366,7 +357,7 @@ async fn approve(
         )?;
         let assertion = passkeys
             .check_signer(&account, &credential, &statement_text, |passkey| {
-                view.view.deciders.contains(&passkey.member_id)
+                view.deciders.contains(&passkey.member_id)
             })
             .await?;
         let approver = account
@@ -411,18 +402,12 @@ async fn approve(
     }
 }
 
-/// The approval view of a request that still waits, with the members' names.
-struct Waiting {
-    view: crate::countersign::service::ApprovalView,
-    approved_by: Vec<String>,
-    member_names: std::collections::HashMap<String, String>,
-}
-
+/// The approval view of a request that still waits.
 async fn waiting_view(
     countersign: &CountersignService,
     household_id: &str,
     request_id: &str,
-) -> Result<Waiting, PasskeyError> {
+) -> Result<ApprovalView, PasskeyError> {
     let view = countersign
         .approval_view(household_id, request_id)
         .await
@@ -433,12 +418,7 @@ async fn waiting_view(
             view.status.spoken()
         )));
     }
-    let member_names = countersign.member_names(household_id).await;
-    Ok(Waiting {
-        approved_by: view.approved_by.clone(),
-        view,
-        member_names,
-    })
+    Ok(view)
 }
 
 fn decision_of(value: &Value) -> Result<PasskeyDecision, PasskeyError> {
@@ -463,9 +443,8 @@ fn refused_by_guard(error: crate::countersign::service::CountersignError) -> Pas
     }
 }
 
-/// Tells the guardians a passkey waits, before answering: under Lambda a task left running
-/// after the answer may be frozen, and the link with it. A receiver slower than
-/// [`ENROLMENT_NOTIFY_BUDGET`] is a warning; the approval link stays in `passkey list`.
+/// Tells the guardians' webhook a passkey waits, before answering ([`Notifier::deliver`]);
+/// if it is not delivered, the approval link stays in `passkey list`.
 async fn announce(passkeys: &Passkeys, notifier: &Notifier, token: &str, enrolled: &Enrolled) {
     let (Some(approval_url), Some((household_id, _))) =
         (&enrolled.approval_url, token.split_once('.'))
@@ -479,15 +458,7 @@ async fn announce(passkeys: &Passkeys, notifier: &Notifier, token: &str, enrolle
         approval_url: approval_url.clone(),
         sent_at: passkeys.clock().now().unix_timestamp(),
     };
-    match tokio::time::timeout(ENROLMENT_NOTIFY_BUDGET, notifier.post(&notice)).await {
-        Ok(Ok(())) => {}
-        Ok(Err(failure)) => {
-            tracing::warn!(target: "hearth::passkeys", %failure, "guardian notification not delivered");
-        }
-        Err(_) => {
-            tracing::warn!(target: "hearth::passkeys", "guardian notification not delivered in time");
-        }
-    }
+    notifier.deliver(&notice).await;
 }
 
 /// A POST must come from the pages' origin: another site's script cannot drive a ceremony.

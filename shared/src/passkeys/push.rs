@@ -34,8 +34,9 @@ use crate::store::PushSubscriptionItem;
 /// How long a push service keeps a message for an offline phone (`TTL`): an approval link
 /// lives 30 minutes.
 pub const PUSH_TTL: Duration = Duration::from_secs(30 * 60);
-/// How long one push may take; all of one event's pushes run together within it.
-pub const PUSH_BUDGET: Duration = Duration::from_millis(1500);
+/// How long one push may take; all of one event's pushes run together within it, the same
+/// budget as a webhook notice sent before an answer.
+pub const PUSH_BUDGET: Duration = crate::countersign::notify::DELIVER_BUDGET;
 /// How long an enrolment page may subscribe its phone after the passkey is made.
 pub const PUSH_GRANT_MS: i64 = 15 * 60 * 1000;
 /// The longest push endpoint kept.
@@ -50,7 +51,8 @@ pub struct PushMessage {
 }
 
 pub struct Pusher {
-    http: reqwest::Client,
+    /// Built on the first push: most processes (and every cold start) never send one.
+    http: std::sync::OnceLock<reqwest::Client>,
     key: jsonwebtoken::EncodingKey,
     /// The VAPID public key, uncompressed SEC1, base64url: the page's applicationServerKey.
     public_key: String,
@@ -82,13 +84,8 @@ impl Pusher {
         let key = jsonwebtoken::EncodingKey::from_ec_der(pkcs8.as_bytes());
         let public_key =
             URL_SAFE_NO_PAD.encode(secret.public_key().to_encoded_point(false).as_bytes());
-        let http = crate::clients::metadata_document::public_client(
-            allow_http_loopback,
-            Duration::from_secs(3),
-            "web push",
-        );
         Some(Self {
-            http,
+            http: std::sync::OnceLock::new(),
             key,
             public_key,
             contact: contact.to_owned(),
@@ -174,8 +171,14 @@ impl Pusher {
         };
         let vapid = self.vapid_token(&audience)?;
         let (parts, payload) = request.into_parts();
-        let response = self
-            .http
+        let http = self.http.get_or_init(|| {
+            crate::clients::metadata_document::public_client(
+                self.allow_http_loopback,
+                Duration::from_secs(3),
+                "web push",
+            )
+        });
+        let response = http
             .post(&subscription.endpoint)
             .headers(parts.headers)
             .header(

@@ -31,7 +31,7 @@ use crate::countersign::ledger::{
     APPROVAL_WAIT, ApprovalRecord, ApprovalResult, Event, IntentRecord, LedgerError, NewEntry,
     PasskeyDecision, PasskeyResolution, ProposalEvent, Status, Step, UNATTESTED, fresh_id,
 };
-use crate::countersign::notify::{ENROLMENT_NOTIFY_BUDGET, WaitingNotice};
+use crate::countersign::notify::WaitingNotice;
 use crate::countersign::policy::{self, Order, Outcome};
 use crate::countersign::refusal::Refusal;
 use crate::countersign::say;
@@ -68,7 +68,6 @@ pub enum LinkRefusal {
 /// What an approval page shows of a request, from the ledger and the catalogue.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApprovalView {
-    pub household_id: String,
     pub household_name: String,
     pub request_id: String,
     pub status: Status,
@@ -81,6 +80,8 @@ pub struct ApprovalView {
     pub proposal_hash: String,
     /// Members who approved already (a child, before a guardian).
     pub approved_by: Vec<String>,
+    /// The name of the first of them, for the page.
+    pub approved_by_name: Option<String>,
     /// Whether only a guardian can approve it now.
     pub needs_guardian: bool,
     /// The members who may still decide it, with whether each is a guardian.
@@ -256,11 +257,7 @@ impl CountersignService {
             approval_url: Some(approval_url.to_owned()),
             sent_at: self.ledger.now().unix_timestamp(),
         };
-        match tokio::time::timeout(ENROLMENT_NOTIFY_BUDGET, notifier.post(&notice)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(failure)) => tracing::warn!(%failure, "approval notification not delivered"),
-            Err(_) => tracing::warn!("approval notification not delivered in time"),
-        }
+        notifier.deliver(&notice).await;
     }
 
     /// Counts one proposal without a device against the household's window.
@@ -286,23 +283,6 @@ impl CountersignService {
                 tracing::warn!(%error, "unattested-call counters unavailable");
                 Err(LedgerError::Unavailable.into())
             }
-        }
-    }
-
-    /// The names of a household's members by id, for pages (empty when its rules do not load).
-    pub async fn member_names(
-        &self,
-        household_id: &str,
-    ) -> std::collections::HashMap<String, String> {
-        let caller = Caller::of_household(household_id, Standing::Current);
-        match self.home(&caller).await {
-            Ok(home) => home
-                .household
-                .members
-                .iter()
-                .map(|member| (member.id.clone(), member.name.clone()))
-                .collect(),
-            Err(_) => Default::default(),
         }
     }
 
@@ -336,7 +316,6 @@ impl CountersignService {
         let known = home.is_known_merchant(&request.proposal.merchant_id)
             || view.has_ordered_from(&request.proposal.merchant_id);
         Ok(ApprovalView {
-            household_id: household_id.to_owned(),
             household_name: home.household.name.clone(),
             request_id: request.request_id.clone(),
             status: request.status,
@@ -349,6 +328,10 @@ impl CountersignService {
             spent_cents: view.spent_this_week(home.weeks.start_of(now)),
             budget_cents: home.household.weekly_budget_cents,
             proposal_hash,
+            approved_by_name: request
+                .approved_by
+                .first()
+                .map(|id| say::member_name(&home, id)),
             approved_by: request.approved_by.clone(),
             needs_guardian,
             deciders,
