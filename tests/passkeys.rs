@@ -698,6 +698,19 @@ impl Approving {
         path_of(proposed["approval_url"].as_str().expect("an approval_url"))
     }
 
+    /// The hash of the proposal entry behind an approval link's token.
+    async fn proposal_hash(&self, token: &str) -> String {
+        let (_, link) = self.w.passkeys.approval_link(token).await.unwrap();
+        self.ledger()
+            .await
+            .iter()
+            .find(|e| e["request_id"] == link.request_id.as_str() && e["kind"] == "proposal")
+            .unwrap()["entry_hash"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
     async fn ledger(&self) -> Vec<Value> {
         self.w
             .admin
@@ -1021,18 +1034,7 @@ async fn a_revocation_or_a_copy_between_check_and_write_is_refused(backend: Back
         .next()
         .unwrap()
         .to_owned();
-    let hash = {
-        let (account, link) = passkeys.approval_link(&token).await.unwrap();
-        let entries = a.ledger().await;
-        let _ = account;
-        entries
-            .iter()
-            .find(|e| e["request_id"] == link.request_id.as_str() && e["kind"] == "proposal")
-            .unwrap()["entry_hash"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
+    let hash = a.proposal_hash(&token).await;
     let request = passkeys
         .approval_request(&token, "approve", &hash, |_| true)
         .await
@@ -1063,15 +1065,7 @@ async fn a_revocation_or_a_copy_between_check_and_write_is_refused(backend: Back
         .next()
         .unwrap()
         .to_owned();
-    let entries = a.ledger().await;
-    let (_, link) = passkeys.approval_link(&token).await.unwrap();
-    let hash = entries
-        .iter()
-        .find(|e| e["request_id"] == link.request_id.as_str() && e["kind"] == "proposal")
-        .unwrap()["entry_hash"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let hash = a.proposal_hash(&token).await;
     let mut copy = a.mia.duplicate();
     let first = passkeys
         .approval_request(&token, "approve", &hash, |_| true)
@@ -1093,7 +1087,8 @@ async fn a_revocation_or_a_copy_between_check_and_write_is_refused(backend: Back
         .consume_approval(&token, &nonce, &original)
         .await
         .unwrap();
-    let second = passkeys
+    // The page asks again, so the copy's answer reaches a write with a fresh nonce.
+    passkeys
         .approval_request(&token, "approve", &hash, |_| true)
         .await
         .unwrap();
@@ -1105,7 +1100,6 @@ async fn a_revocation_or_a_copy_between_check_and_write_is_refused(backend: Back
         .nonce
         .unwrap()
         .nonce;
-    let _ = second;
     let refused = passkeys.consume_approval(&token, &nonce, &copied).await;
     assert!(
         matches!(refused, Err(PasskeyError::Refused(_))),
@@ -1120,7 +1114,7 @@ async fn a_revocation_or_a_copy_between_check_and_write_is_refused(backend: Back
 async fn a_pending_passkey_cannot_be_approved_after_an_unlink(backend: Backend) {
     let w = world(backend).await;
     let home = w.household("Maple House").await;
-    let (mut dana, _) = w.enrolled(&home, "dana").await;
+    let (_dana, _) = w.enrolled(&home, "dana").await;
     let (mia, _) = w.enrolled(&home, "mia").await;
     let page = w.approval_page(&home, &mia.id()).await;
     w.admin.unlink(&home).await.unwrap();
@@ -1132,7 +1126,6 @@ async fn a_pending_passkey_cannot_be_approved_after_an_unlink(backend: Backend) 
         )
         .await;
     assert_eq!(asked.status, StatusCode::GONE, "{}", asked.raw);
-    let _ = &mut dana;
     let listed = w.listed(&home).await;
     let entry = listed.iter().find(|e| e["member_id"] == "mia").unwrap();
     assert!(entry.get("approval_url").is_none(), "{entry}");
@@ -1160,13 +1153,7 @@ async fn a_subscribed_phone_is_pushed_what_waits_for_it() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let endpoint = format!("http://{}/push/phone-1", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    let phone_key = {
-        let rng = ring::rand::SystemRandom::new();
-        let private =
-            ring::agreement::EphemeralPrivateKey::generate(&ring::agreement::ECDH_P256, &rng)
-                .unwrap();
-        base64_url(private.compute_public_key().unwrap().as_ref())
-    };
+    let phone_key = phone_push_key();
     let subscription = json!({"endpoint": endpoint, "keys": {"p256dh": phone_key, "auth": base64_url(&[7u8; 16])}});
 
     let config = common::config_with(&[("HEARTH_PUSH_ALLOW_HTTP_LOOPBACK", "true")]);
@@ -1227,6 +1214,127 @@ async fn a_subscribed_phone_is_pushed_what_waits_for_it() {
             "the message is encrypted"
         );
     }
+}
+
+/// A phone's push key as the browser gives it: an uncompressed P-256 point, base64url.
+fn phone_push_key() -> String {
+    let rng = ring::rand::SystemRandom::new();
+    let private =
+        ring::agreement::EphemeralPrivateKey::generate(&ring::agreement::ECDH_P256, &rng).unwrap();
+    base64_url(private.compute_public_key().unwrap().as_ref())
+}
+
+/// A subscription is checked before it is kept: an https endpoint of at most 1,024 bytes (no
+/// plain http without the local flag), a P-256 key, a 16-byte secret; and the push token
+/// works for 15 minutes, once.
+#[tokio::test]
+async fn push_subscriptions_are_checked_and_their_token_lasts_15_minutes() {
+    let w = world(Backend::Sqlite).await;
+    let home = w.household("Maple House").await;
+    let key = phone_push_key();
+    let subscription = |endpoint: &str, p256dh: &str, auth: &str| json!({"endpoint": endpoint, "keys": {"p256dh": p256dh, "auth": auth}});
+    let good_auth = base64_url(&[7u8; 16]);
+    let at_length = |length: usize| {
+        let head = "https://push.example.net/send/";
+        format!("{head}{}", "a".repeat(length - head.len()))
+    };
+    let (_dana, enrolled) = w.enrolled(&home, "dana").await;
+    let path = format!(
+        "/passkeys/push/{}",
+        enrolled.body["push_token"].as_str().unwrap()
+    );
+    for (body, says) in [
+        (subscription(&at_length(1025), &key, &good_auth), "too long"),
+        (
+            subscription("http://127.0.0.1:9/send/x", &key, &good_auth),
+            "refused",
+        ),
+        (subscription(&at_length(100), "BAAA", &good_auth), "P-256"),
+        (
+            subscription(&at_length(100), &key, &base64_url(&[7u8; 15])),
+            "16 bytes",
+        ),
+        (json!({"keys": {}}), "no endpoint"),
+    ] {
+        let refused = w.post(&path, &body).await;
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.raw);
+        assert!(
+            refused.body["message"].as_str().unwrap().contains(says),
+            "{}",
+            refused.raw
+        );
+    }
+    let kept = w
+        .post(&path, &subscription(&at_length(1024), &key, &good_auth))
+        .await;
+    assert_eq!(kept.status, StatusCode::CREATED, "{}", kept.raw);
+
+    // Later passkeys' tokens: at 15 minutes still good, a millisecond past gone.
+    for (wait, status) in [
+        (time::Duration::minutes(15), StatusCode::CREATED),
+        (
+            time::Duration::minutes(15) + time::Duration::milliseconds(1),
+            StatusCode::GONE,
+        ),
+    ] {
+        let (_mia, enrolled) = w.enrolled(&home, "mia").await;
+        let path = format!(
+            "/passkeys/push/{}",
+            enrolled.body["push_token"].as_str().unwrap()
+        );
+        w.h.clock.advance(wait);
+        let answer = w
+            .post(&path, &subscription(&at_length(200), &key, &good_auth))
+            .await;
+        assert_eq!(answer.status, status, "{}", answer.raw);
+    }
+}
+
+/// A browser has five minutes between the page's challenge and its answer, and not a
+/// millisecond more.
+#[tokio::test]
+async fn a_registration_answers_within_five_minutes() {
+    let w = world(Backend::Sqlite).await;
+    let home = w.household("Maple House").await;
+    for (wait, status) in [
+        (time::Duration::minutes(5), StatusCode::CREATED),
+        (
+            time::Duration::minutes(5) + time::Duration::milliseconds(1),
+            StatusCode::FORBIDDEN,
+        ),
+    ] {
+        let page = w.invite(&home, "dana").await;
+        let options = w.post(&format!("{page}/options"), &json!({})).await;
+        w.h.clock.advance(wait);
+        let credential = SoftPasskey::es256(ORIGIN, RP_ID).register(&options.body);
+        let answer = w.post(&page, &json!({"credential": credential})).await;
+        assert_eq!(answer.status, status, "{}", answer.raw);
+    }
+}
+
+/// A household keeps 100 passkeys, revoked ones included; the 101st is refused.
+#[tokio::test]
+async fn a_household_keeps_100_passkeys_and_not_101() {
+    let w = world(Backend::Sqlite).await;
+    let home = w.household("Maple House").await;
+    for n in 0..hearth_core::passkeys::MAX_KEPT_PASSKEYS {
+        let (passkey, reply) = w.enrolled(&home, "dana").await;
+        assert_eq!(
+            reply.status,
+            StatusCode::CREATED,
+            "passkey {n}: {}",
+            reply.raw
+        );
+        // Revoked, it stays kept and frees the member's place.
+        w.passkeys.revoke(&home, &passkey.id()).await.unwrap();
+    }
+    assert_eq!(
+        w.listed(&home).await.len(),
+        hearth_core::passkeys::MAX_KEPT_PASSKEYS
+    );
+    let full = w.passkeys.invite(&home, "dana").await.unwrap_err();
+    assert!(matches!(full, PasskeyError::Full(_)), "{full}");
+    assert!(full.to_string().contains("100"), "{full}");
 }
 
 fn sha256(bytes: &[u8]) -> Vec<u8> {
