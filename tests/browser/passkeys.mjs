@@ -3,10 +3,14 @@
 // to Web Push (a loopback receiver decrypts what is pushed, per RFC 8291); the invite used
 // twice does not work; a child's later passkey waits; the guardian approves it on a
 // desktop-width page; an order proposed without a device is approved by the child, then by the
-// guardian, and placed, and another declined; a copied key whose counter went backwards is
-// refused and marked suspect; a revoked passkey approves nothing.
+// guardian, and placed, and another declined; a captured assertion replayed, or sent with the
+// statement of another decision or another order, is refused; so is another household's
+// passkey, an expired link and a link after an unlink; a copied key whose counter went
+// backwards is refused and marked suspect; a revoked passkey approves nothing.
 //
-// Usage: node tests/browser/passkeys.mjs OUTPUT_DIR   (scripts/test runs it)
+// Usage: node tests/browser/passkeys.mjs OUTPUT_DIR   (scripts/test runs it, once per store)
+// With HEARTH_TABLE and AWS_ENDPOINT_URL set the server and the admin commands use DynamoDB;
+// otherwise the server's SQLite file.
 
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -31,7 +35,9 @@ function pushes() {
 
 const { server, base, dataDir, log } = await startHearth({ HEARTH_PUSH_ALLOW_HTTP_LOOPBACK: "true" });
 // The admin command prints links under the server's own address, so it runs with its settings.
-const store = { HEARTH_DB: join(dataDir, "hearth.db"), HEARTH_DATA_DIR: dataDir, HEARTH_ADDR: new URL(base).host };
+const onDynamo = Boolean(process.env.HEARTH_TABLE);
+const store = { ...(onDynamo ? {} : { HEARTH_DB: join(dataDir, "hearth.db") }),
+  HEARTH_DATA_DIR: dataDir, HEARTH_ADDR: new URL(base).host };
 function admin(...args) {
   const output = execFileSync(HEARTH, ["admin", ...args, "--json"], { env: { ...process.env, ...store } });
   return JSON.parse(output.toString());
@@ -46,10 +52,15 @@ writeFileSync(policyFile, JSON.stringify(policy));
 const household = admin("household", "create", "Browser Home", "--policy", policyFile).household_id;
 
 const profile = mkdtempSync(join(tmpdir(), "hearth-chromium-"));
+// The server and the receiver stop with this script even when Chromium cannot start.
 const context = await chromium.launchPersistentContext(profile, {
   executablePath: "/usr/bin/chromium",
   args: FLAGS,
   headless: true,
+}).catch((error) => {
+  server.kill();
+  receiver.kill();
+  throw error;
 });
 const errors = [];
 
@@ -81,6 +92,27 @@ async function statusAfter(page, button) {
 
 function passkeys() {
   return admin("passkey", "list", household).passkeys;
+}
+
+/** A POST from `page`'s own origin, as its script would send it. */
+function postFrom(page, path, body) {
+  return page.evaluate(async ([path, body]) => {
+    const response = await fetch(path, {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
+    });
+    return { status: response.status, answer: await response.json().catch(() => ({})) };
+  }, [path, body]);
+}
+
+/** Every decision `page` posts to an approval page, as sent. */
+function capturedDecisions(page) {
+  const bodies = [];
+  page.on("request", (request) => {
+    if (request.method() === "POST" && /^\/passkeys\/approve\/[^/]+$/.test(new URL(request.url()).pathname)) {
+      bodies.push(request.postDataJSON());
+    }
+  });
+  return bodies;
 }
 
 try {
@@ -176,6 +208,66 @@ try {
   const decisions = entries.filter((entry) => entry.kind === "passkey_decision");
   check(decisions.length === 3 && decisions.every((entry) => entry.approval?.signature), "three signed decisions in the ledger");
 
+  // What Mia's phone sends, captured as a page script could: replayed, or sent again with the
+  // statement of another decision or another order, it signs nothing. The page answers the
+  // statement it expects next, so each attempt below carries a statement Hearth would accept
+  // with a fresh signature.
+  const sent = capturedDecisions(mia.page);
+  const waitingOrder = await propose();
+  const link = new URL(waitingOrder.approval_url).pathname;
+  await mia.page.goto(waitingOrder.approval_url);
+  said = await statusAfter(mia.page, "Approve");
+  check(said.includes("A guardian approves it too") && sent.length === 1, `mia's approval: ${said}`);
+  const captured = sent[0];
+  let tried = await postFrom(mia.page, link, captured);
+  check(tried.status === 400 && tried.answer.error === "invalid_request", `the same assertion again: ${JSON.stringify(tried)}`);
+  const again1 = await postFrom(mia.page, `${link}/challenge`, { decision: "approve" });
+  tried = await postFrom(mia.page, link, captured);
+  check(tried.status === 403 && tried.answer.message.includes("something else"), `a replay under a new nonce: ${JSON.stringify(tried)}`);
+  tried = await postFrom(mia.page, link, { ...captured, statement: again1.answer.statement });
+  check(tried.status === 403, `an old assertion under the current statement: ${JSON.stringify(tried)}`);
+  const decline = await postFrom(mia.page, `${link}/challenge`, { decision: "decline" });
+  check(decline.answer.statement.split("\n")[4] === "decline", `the decline statement: ${JSON.stringify(decline.answer)}`);
+  tried = await postFrom(mia.page, link, { ...captured, decision: "decline", statement: decline.answer.statement });
+  check(tried.status === 403, `an approval sent as a decline: ${JSON.stringify(tried)}`);
+  const otherOrder = await propose();
+  const otherLink = new URL(otherOrder.approval_url).pathname;
+  await mia.page.goto(otherOrder.approval_url);
+  const other = await postFrom(mia.page, `${otherLink}/challenge`, { decision: "approve" });
+  check(other.answer.statement.split("\n")[2] === otherOrder.request_id, `the other order's statement: ${JSON.stringify(other.answer)}`);
+  tried = await postFrom(mia.page, otherLink, { ...captured, statement: other.answer.statement });
+  check(tried.status === 403, `an approval for another order: ${JSON.stringify(tried)}`);
+  let ledger = admin("ledger", "export", household).entries.filter((entry) => entry.kind === "passkey_decision");
+  check(ledger.length === 4, `only mia's one approval was recorded: ${ledger.length} decisions`);
+
+  // A guardian of another household, on a page whose script was changed to let any passkey
+  // answer: the signature is good, the passkey is not this household's.
+  const neighbour = admin("household", "create", "Next Door", "--policy", policyFile).household_id;
+  const stranger = await device(390);
+  await stranger.page.goto(admin("passkey", "invite", neighbour, "dana").url);
+  said = await statusAfter(stranger.page, "Create passkey");
+  check(said.includes("ready"), `the neighbour's enrolment: ${said}`);
+  await stranger.page.route("**/challenge", async (route) => {
+    const response = await route.fetch();
+    const json = await response.json();
+    json.options.allowCredentials = [];
+    await route.fulfill({ response, json });
+  });
+  await stranger.page.goto(waitingOrder.approval_url);
+  said = await statusAfter(stranger.page, "Approve");
+  check(said.includes("not one of this household's"), `another household's passkey: ${said}`);
+
+  // Past its 30 minutes a link opens nothing. The store's clock cannot be wound forward, so
+  // the test moves the links' end into the past where it is kept.
+  const storeEnv = { ...process.env, ...store };
+  execFileSync(join(ROOT, ".venv", "bin", "python"), [join(ROOT, "tests", "browser", "expire_approval_links.py"), household],
+    { env: storeEnv });
+  const expired = await dana.page.goto(otherOrder.approval_url);
+  check(expired.status() === 410 && (await dana.page.textContent("body")).includes("30 minutes passed"),
+    `an expired link answers ${expired.status()}`);
+  tried = await postFrom(dana.page, `${otherLink}/challenge`, { decision: "approve" });
+  check(tried.status === 410, `an expired link's challenge: ${JSON.stringify(tried)}`);
+
   // A copy of dana's key with an older counter answers on another device: refused, suspect.
   const leo = await device(390);
   await leo.page.goto(admin("passkey", "invite", household, "leo").url);
@@ -201,9 +293,18 @@ try {
   check(said.includes("No guardian"), `after the revocation: ${said}`);
   check(passkeys().find((entry) => entry.member_id === "leo").pending, "leo's passkey still waits");
 
+  // An unlink closes every link at once: the order page and the pending passkey's page.
+  const lastOrder = await propose();
+  check((await dana.page.goto(lastOrder.approval_url)).status() === 200, "the last order's page opens");
+  admin("unlink", household);
+  const unlinked = await dana.page.goto(lastOrder.approval_url);
+  check(unlinked.status() === 410, `an order's link after an unlink answers ${unlinked.status()}`);
+  const unlinkedPasskey = await dana.page.goto(leoWaiting.approval_url);
+  check(unlinkedPasskey.status() === 410, `a passkey's approval page after an unlink answers ${unlinkedPasskey.status()}`);
+
   check(errors.length === 0, `page errors: ${errors.join("; ")}`);
   check(!log().includes(invite.url.split("/").pop()), "the invite token reached the log");
-  console.log("passkeys (390px and 1280px): enrol, Web Push decrypted by a loopback receiver, used invite, later enrolment approved, an order approved by a child then a guardian, a decline, copied key, revoked key passed");
+  console.log(`passkeys on ${onDynamo ? "DynamoDB" : "SQLite"} (390px and 1280px): enrol, Web Push decrypted by a loopback receiver, used invite, later enrolment approved, an order approved by a child then a guardian, a decline, replayed and re-aimed assertions, another household's passkey, an expired link, copied key, revoked key, links after an unlink passed`);
 } finally {
   await context.close();
   server.kill();
