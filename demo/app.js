@@ -13,6 +13,11 @@
   const WHY_HASH_FIELD = "trace_id";
   // How long the decision window keeps decisions (the why toolset's retention).
   const RETAINED_HOURS = 72;
+  // The speaker picker's value for a host that signs nothing (Alexa+, Claude, ChatGPT): its
+  // calls carry a household token and no attestation, so its orders wait for a phone.
+  const HOST = "host";
+  // The window the phone's pages open in: one phone, reused by every link.
+  const PHONE_WINDOW = "hearth-phone";
 
   const state = {
     token: null,
@@ -28,6 +33,8 @@
     // is being asked (decide_request) or the proposer (confirm_purchase).
     questions: new Map(),
     receipts: [],
+    // The household token of the host that signs nothing, fetched on its first turn.
+    hostToken: null,
     audio: null,
     // Speech in flight: the /tts request still being fetched, and a counter that every stop
     // raises, so audio that arrives after a stop is never played.
@@ -95,12 +102,21 @@
     }
     const speaker = $("speaker");
     speaker.replaceChildren();
+    const owner = $("phone-owner");
+    owner.replaceChildren();
     for (const member of state.household.members) {
       const label = member.name + " (" + member.role.replace("_", " ") + ")";
       speaker.appendChild(el("option", { text: label }));
       speaker.lastChild.value = member.id;
+      owner.appendChild(el("option", { text: label }));
+      owner.lastChild.value = member.id;
     }
-    for (const id of ["speaker", "words", "send"]) $(id).disabled = false;
+    speaker.appendChild(el("option", { text: "A host that signs nothing (Alexa+, Claude, ChatGPT)" }));
+    speaker.lastChild.value = HOST;
+    state.hostToken = null;
+    $("phone-inbox").replaceChildren();
+    $("phone-status").textContent = "";
+    for (const id of ["speaker", "words", "send", "phone-owner", "phone-setup"]) $(id).disabled = false;
     $("mic").disabled = !recognitionAvailable();
     setStatus("Connected to " + state.household.name + ". Token held in this page only; it expires in " + Math.round(seconds / 60) + " minutes.");
   }
@@ -109,7 +125,8 @@
     stopSpeaking();
     state.token = null;
     clearTimeout(state.expiryTimer);
-    for (const id of ["speaker", "words", "send", "mic"]) $(id).disabled = true;
+    state.hostToken = null;
+    for (const id of ["speaker", "words", "send", "mic", "phone-owner", "phone-setup"]) $(id).disabled = true;
     setStatus(message, isError);
   }
 
@@ -157,9 +174,50 @@
   }
 
   async function callTool(turn, name, args, attested) {
-    const headers = attested ? await attestation(turn) : {};
+    const headers = turn.member === HOST
+      ? { "Authorization": "Bearer " + await hostToken() }
+      : attested ? await attestation(turn) : {};
     const { json, text } = await rpc("tools/call", { name, arguments: args }, headers);
     return { result: json.result, text };
+  }
+
+  // ---- the phone beside the speaker ---------------------------------------------------------
+  // The household token a real host holds after account linking, minted by the local demo
+  // server for its host household (POST /demo/host).
+  async function hostToken() {
+    if (state.hostToken) return state.hostToken;
+    const response = await post("/demo/host", {});
+    const body = await response.json();
+    if (!response.ok) throw new Error("the demo host has no token: " + (body.error || response.status));
+    state.hostToken = body.access_token;
+    return state.hostToken;
+  }
+
+  // A link for the phone: its pages open in the phone's window, never in this page.
+  function toPhone(text, url, testid) {
+    const link = el("a", { text: "Open on the phone" });
+    link.href = url;
+    link.target = PHONE_WINDOW;
+    link.rel = "opener";
+    const item = el("li", { data: { testid } }, [el("span", { text: text }), el("br"), link]);
+    $("phone-inbox").prepend(item);
+    return item;
+  }
+
+  async function setUpPhone() {
+    const owner = $("phone-owner").value;
+    $("phone-setup").disabled = true;
+    try {
+      const response = await post("/demo/phone", { member_id: owner });
+      const body = await response.json();
+      if (!response.ok) throw new Error(body.error || String(response.status));
+      toPhone("Create " + memberName(owner) + "'s passkey (this link works once, for 15 minutes).", body.url, "phone-invite");
+      $("phone-status").textContent = "";
+    } catch (error) {
+      $("phone-status").textContent = "No passkey invite: " + error.message;
+    } finally {
+      $("phone-setup").disabled = !state.token;
+    }
   }
 
   // ---- the intent router ---------------------------------------------------------------------
@@ -227,7 +285,8 @@
     const turn = { id: "demo-" + Date.now().toString(36) + "-" + (++state.turns), member, words };
     if ($("router").value === "assistant") return askAssistant(turn);
     const intent = route(words);
-    const household = state.household.household_id;
+    // A household token names its household itself; the credential's turns name theirs.
+    const household = member === HOST ? undefined : state.household.household_id;
     const name = memberName(member);
     switch (intent.kind) {
       case "record": {
@@ -273,6 +332,10 @@
         if (!result.isError) state.lastRequest = content.request_id;
         if (!result.isError && content.status === "waiting_for_confirmation") state.questions.set(member, { id: content.request_id, guardian: false });
         if (!result.isError && content.placed) state.receipts.push(content.placed.receipt);
+        if (!result.isError && content.approval_url) {
+          const order = content.order;
+          toPhone("Approve or decline " + order.quantity + " \u00d7 " + order.title + " (" + money(order.total_cents) + ").", content.approval_url, "phone-approval");
+        }
         return purchaseCard(turn, "search_products → propose_purchase", result);
       }
       case "waiting": {
@@ -322,6 +385,7 @@
   }
 
   function memberName(id) {
+    if (id === HOST) return "A host that signs nothing";
     const member = state.household && state.household.members.find((m) => m.id === id);
     return member ? member.name : id;
   }
@@ -481,7 +545,7 @@
   }
 
   function outcomeBadge(value) {
-    const tone = { placed: "good", needs_confirmation: "warn", needs_guardian: "warn", blocked: "bad", cancelled: "bad", declined: "bad", waiting_for_confirmation: "warn", waiting_for_guardian: "warn", expired: "bad" }[value] || "";
+    const tone = { placed: "good", needs_confirmation: "warn", needs_guardian: "warn", blocked: "bad", cancelled: "bad", declined: "bad", waiting_for_confirmation: "warn", waiting_for_guardian: "warn", needs_approval: "warn", waiting_for_approval: "warn", expired: "bad" }[value] || "";
     return el("span", { className: "badge " + tone, text: String(value).replaceAll("_", " "), data: { field: "outcome" } });
   }
 
@@ -641,5 +705,6 @@
     $("stop").addEventListener("click", stopSpeaking);
     $("read-aloud").addEventListener("change", () => { if (!$("read-aloud").checked) stopSpeaking(); });
     $("mic").addEventListener("click", listen);
+    $("phone-setup").addEventListener("click", setUpPhone);
   });
 })();

@@ -286,3 +286,181 @@ fn the_assistant_option_answers_what_the_device_should_say() {
     assert_eq!(status, 405);
     plain.stop();
 }
+
+/// `POST /demo/host` or `/demo/phone` with `body`, as the page sends it.
+async fn demo_post(
+    router: &axum::Router,
+    path: &str,
+    body: &str,
+    bearer: Option<&str>,
+) -> common::Reply {
+    let authorization = bearer.map(|token| format!("Bearer {token}"));
+    let mut headers = vec![("content-type", "application/json")];
+    if let Some(authorization) = &authorization {
+        headers.push(("authorization", authorization));
+    }
+    request(router, "POST", path, &headers, body).await
+}
+
+/// The household an invite URL enrols into: the part of its token before the dot.
+fn invited_household(reply: &common::Reply) -> String {
+    let url = reply.body["url"].as_str().expect("an invite url");
+    let token = url.rsplit('/').next().unwrap();
+    token.split('.').next().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn the_phone_routes_exist_only_beside_the_demo_device() {
+    let h = harness(&[("COUNTERSIGN_HOST_KEY", HOST_KEY)]);
+    for path in ["/demo/host", "/demo/phone"] {
+        let reply = demo_post(&h.router, path, "{}", Some(TOKEN)).await;
+        assert_eq!(reply.status, StatusCode::METHOD_NOT_ALLOWED, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn the_demo_phone_invites_members_of_one_host_household_found_again_after_a_restart() {
+    let config = common::config_with(&[
+        ("COUNTERSIGN_HOST_KEY", HOST_KEY),
+        ("HEARTH_DEMO_DEVICE", "1"),
+    ]);
+    let mut kept = None;
+    let h = common::harness_over(&config, |sqlite| {
+        let stores = hearth_core::store::Stores::shared(sqlite);
+        kept = Some(stores.clone());
+        stores
+    });
+    let anonymous = demo_post(&h.router, "/demo/phone", r#"{"member_id":"dana"}"#, None).await;
+    assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
+
+    // The first passkey must be a guardian's, as with `hearth admin passkey invite`.
+    let child = demo_post(
+        &h.router,
+        "/demo/phone",
+        r#"{"member_id":"mia"}"#,
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(child.status, StatusCode::BAD_REQUEST, "{}", child.raw);
+    assert!(
+        child.body["error"].as_str().unwrap().contains("guardian"),
+        "{}",
+        child.raw
+    );
+    let stranger = demo_post(
+        &h.router,
+        "/demo/phone",
+        r#"{"member_id":"zed"}"#,
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(stranger.status, StatusCode::BAD_REQUEST, "{}", stranger.raw);
+    let shapeless = demo_post(
+        &h.router,
+        "/demo/phone",
+        r#"{"member":"dana"}"#,
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(shapeless.status, StatusCode::BAD_REQUEST);
+
+    let first = demo_post(
+        &h.router,
+        "/demo/phone",
+        r#"{"member_id":"dana"}"#,
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.raw);
+    assert_eq!(first.header("cache-control"), "no-store");
+    assert!(first.body["expires_at"].is_string());
+    let household = invited_household(&first);
+    let second = demo_post(
+        &h.router,
+        "/demo/phone",
+        r#"{"member_id":"chris"}"#,
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(invited_household(&second), household, "one host household");
+
+    // A restarted server (a new router over the same store) finds it by its name.
+    let stores = kept.expect("the harness's stores");
+    let (backing, _dir, _clock) = common::backing_with(&config, |_| stores, None);
+    let restarted = hearth_core::app::local_router_with(&config, &backing);
+    let again = demo_post(
+        &restarted,
+        "/demo/phone",
+        r#"{"member_id":"dana"}"#,
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(
+        invited_household(&again),
+        household,
+        "found again after a restart"
+    );
+}
+
+#[tokio::test]
+async fn the_demo_phone_reads_a_body_up_to_1_kib() {
+    let h = harness(&[
+        ("COUNTERSIGN_HOST_KEY", HOST_KEY),
+        ("HEARTH_DEMO_DEVICE", "1"),
+    ]);
+    let framing = r#"{"member_id":""}"#.len();
+    let at_limit = format!(r#"{{"member_id":"{}"}}"#, "x".repeat(1024 - framing));
+    assert_eq!(at_limit.len(), 1024);
+    let read = demo_post(&h.router, "/demo/phone", &at_limit, Some(TOKEN)).await;
+    assert_eq!(
+        read.status,
+        StatusCode::BAD_REQUEST,
+        "read, and not a member: {}",
+        read.raw
+    );
+    let past = format!(r#"{{"member_id":"{}"}}"#, "x".repeat(1025 - framing));
+    let refused = demo_post(&h.router, "/demo/phone", &past, Some(TOKEN)).await;
+    assert_eq!(refused.status, StatusCode::PAYLOAD_TOO_LARGE);
+}
+
+#[tokio::test]
+async fn the_demo_host_holds_a_household_token_and_its_orders_wait_for_a_phone() {
+    let h = harness(&[
+        ("COUNTERSIGN_HOST_KEY", HOST_KEY),
+        ("HEARTH_DEMO_DEVICE", "1"),
+    ]);
+    let anonymous = demo_post(&h.router, "/demo/host", "{}", None).await;
+    assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
+    let minted = demo_post(&h.router, "/demo/host", "{}", Some(TOKEN)).await;
+    assert_eq!(minted.status, StatusCode::OK, "{}", minted.raw);
+    assert_eq!(minted.header("cache-control"), "no-store");
+    assert_eq!(minted.body["expires_in"], 3600);
+    let token = minted.body["access_token"].as_str().unwrap();
+
+    // A household token and no attestation: with no passkey yet, the order is refused and the
+    // refusal says what to do; the household's records read without a device.
+    let propose = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "propose_purchase",
+        "arguments": {"product_id": "aa-batteries", "variant_id": "4-pack", "quantity": 1}}});
+    let bearer = format!("Bearer {token}");
+    let headers = [
+        ("authorization", bearer.as_str()),
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ];
+    let refused = request(&h.router, "POST", "/mcp", &headers, &propose.to_string()).await;
+    let result = &refused.body["result"];
+    assert_eq!(result["isError"], true, "{}", refused.raw);
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("passkey invite"),
+        "{}",
+        refused.raw
+    );
+    let activity = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "household_activity", "arguments": {}}});
+    let read = request(&h.router, "POST", "/mcp", &headers, &activity.to_string()).await;
+    assert_eq!(read.body["result"]["isError"], false, "{}", read.raw);
+}

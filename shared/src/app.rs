@@ -927,6 +927,18 @@ pub fn local_router_with(config: &Config, backing: &Backing) -> Router {
             )
         };
         router = router.merge(crate::demo::device_router(Arc::new(device())));
+        if let Some(passkeys) = passkeys(config, backing.accounts.clone(), &backing.household) {
+            let phone = crate::demo::phone::PhoneEndpoint::new(
+                authenticator(config, backing),
+                gate(config, backing),
+                backing.accounts.clone(),
+                passkeys,
+                config.jwt_keys(),
+                backing.household.clone(),
+                backing.clock.clone(),
+            );
+            router = router.merge(crate::demo::phone::router(Arc::new(phone)));
+        }
         #[cfg(feature = "aws")]
         if let Some(urls) = &config.urls {
             let assistant = crate::demo::assistant::AssistantEndpoint::new(

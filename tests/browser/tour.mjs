@@ -6,6 +6,10 @@
 // The assistant option's turns run against the Converse stand-in (target/debug/
 // converse-stand-in with tests/assistant/scripts.json), and speech still being fetched is
 // checked to stop with Stop, speech off, the microphone and reconnecting.
+// The phone beside the speaker: a host that signs nothing proposes, the refusal while no
+// phone has a passkey, a guardian's passkey created in the phone's window (a CDP virtual
+// authenticator), then an order approved there and placed, another declined, and the host
+// reading what the household bought.
 //
 // Usage: node tests/browser/tour.mjs OUTPUT_DIR   (scripts/test runs it)
 
@@ -94,6 +98,81 @@ function witnessFixture() {
 
 async function newestCard(page) {
   return page.locator("#cards > li").first();
+}
+
+/** Says `words` as `speaker` and answers the card it made. */
+async function turnCard(page, speaker, words) {
+  const before = await page.locator("#cards > li").count();
+  await page.selectOption("#speaker", speaker);
+  await page.fill("#words", words);
+  await page.click("#send");
+  await page.waitForFunction((n) => document.querySelectorAll("#cards > li").length > n && document.body.dataset.busy === "false", before);
+  return newestCard(page);
+}
+
+/** Presses `button` on the phone and answers what its page then says. */
+async function phonePress(phone, button) {
+  await phone.getByRole("button", { name: button, exact: true }).click();
+  await phone.waitForFunction(() => {
+    const text = document.getElementById("status")?.textContent || "";
+    return text && !text.startsWith("Waiting");
+  }, null, { timeout: 15000 });
+  return phone.textContent("#status");
+}
+
+/** The phone beside the speaker, at this viewport (see the header). */
+async function phoneStory(context, page, viewport, shots) {
+  const label = `${viewport.name} phone`;
+  const say = async (card) => (await card.locator("[data-field=say]").first().textContent()) || "";
+  let card = await turnCard(page, "host", "buy two packs of double A batteries");
+  check((await say(card)).includes("Nobody in this household can approve orders on a phone yet"), `${label}: before any passkey: ${await say(card)}`);
+
+  await page.selectOption("#phone-owner", "dana");
+  await page.click("#phone-setup");
+  const invite = page.locator("[data-testid=phone-invite] a").first();
+  await invite.waitFor();
+  const opened = context.waitForEvent("page");
+  await invite.click();
+  const phone = await opened;
+  await phone.setViewportSize({ width: 390, height: 760 });
+  const cdp = await context.newCDPSession(phone);
+  await cdp.send("WebAuthn.enable");
+  await cdp.send("WebAuthn.addVirtualAuthenticator", {
+    options: {
+      protocol: "ctap2", transport: "internal", hasResidentKey: true,
+      hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true,
+    },
+  });
+  await phone.waitForLoadState();
+  let said = await phonePress(phone, "Create passkey");
+  check(said.includes("ready"), `${label}: dana's enrolment: ${said}`);
+  await phone.screenshot({ path: join(shots, "phone-1-enrolled.png"), fullPage: true });
+
+  card = await turnCard(page, "host", "buy two packs of double A batteries");
+  check((await card.locator("[data-field=outcome]").first().textContent()) === "needs approval", `${label}: ${await card.textContent()}`);
+  check((await say(card)).includes("phones"), `${label}: the host says "${await say(card)}"`);
+  const pages = context.pages().length;
+  await page.locator("[data-testid=phone-approval] a").first().click();
+  await phone.waitForURL(/\/passkeys\/approve\//);
+  check(context.pages().length === pages, `${label}: the approval opened in another window than the phone`);
+  check((await phone.textContent("dl")).includes("PowerCell AA Alkaline Batteries"), `${label}: the phone shows the order`);
+  await page.screenshot({ path: join(shots, "phone-2-waiting.png"), fullPage: true });
+  said = await phonePress(phone, "Approve");
+  check(said.startsWith("Approved. Hearth ordered"), `${label}: the approval: ${said}`);
+  await phone.screenshot({ path: join(shots, "phone-3-approved.png"), fullPage: true });
+
+  card = await turnCard(page, "host", "buy the garden hose");
+  check((await card.locator("[data-field=outcome]").first().textContent()) === "needs approval", `${label}: ${await card.textContent()}`);
+  await page.locator("[data-testid=phone-approval] a").first().click();
+  await phone.waitForFunction(() => (document.querySelector("dl")?.textContent || "").includes("Hose"));
+  said = await phonePress(phone, "Decline");
+  check(said.startsWith("Declined"), `${label}: the decline: ${said}`);
+
+  card = await turnCard(page, "host", "what did we buy this week?");
+  check((await card.getAttribute("data-tool")) === "household_activity" && !(await card.getAttribute("data-error")), `${label}: ${await card.textContent()}`);
+  check((await card.textContent()).includes("PowerCell"), `${label}: the host reads the order: ${await card.textContent()}`);
+  await page.screenshot({ path: join(shots, "phone-4-activity.png"), fullPage: true });
+  await phone.close();
 }
 
 async function runTour(viewport) {
@@ -230,6 +309,8 @@ async function runTour(viewport) {
     check(witnessed[3].includes("epoch 2 after epoch 1"), `${viewport.name}: ${witnessed[3]}`);
     check(witnessed[4].includes("a new log replaced"), `${viewport.name}: ${witnessed[4]}`);
 
+    await phoneStory(context, page, viewport, shots);
+
     // Read answers aloud asks /tts (here it fails, so the page falls back quietly).
     await page.check("#read-aloud");
     const spoken = page.waitForRequest((request) => request.url().endsWith("/tts") && request.method() === "POST");
@@ -296,7 +377,7 @@ async function runTour(viewport) {
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     check(overflow <= 0, `${viewport.name}: the page is ${overflow}px wider than the screen`);
     check(errors.length === 0, "page errors: " + errors.join("; "));
-    console.log(`${viewport.name} (${viewport.width}px): ${TOUR.length} tour steps passed`);
+    console.log(`${viewport.name} (${viewport.width}px): ${TOUR.length} tour steps and the phone beside the speaker passed`);
   } finally {
     await context.close();
     server.kill();

@@ -236,7 +236,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         names: r#"`HEARTH_DEMO_DEVICE`"#,
         default: r#"unset"#,
-        meaning: r#"`1` serves `POST /demo/device`, which signs speaker attestations for the web demo's simulated device for any token holder, and `POST /demo/assistant`, the demo's assistant option. Refused under Lambda. Local only"#,
+        meaning: r#"`1` serves `POST /demo/device`, which signs speaker attestations for the web demo's simulated device for any token holder, `POST /demo/assistant`, the demo's assistant option, and `POST /demo/host` and `POST /demo/phone`, the demo's host that signs nothing and its phone (a household token and passkey invites for any token holder). Refused under Lambda. Local only"#,
     },
     Setting {
         names: r#"`HEARTH_PUSH_ALLOW_HTTP_LOOPBACK`"#,

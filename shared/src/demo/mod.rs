@@ -11,6 +11,7 @@
 
 #[cfg(feature = "aws")]
 pub mod assistant;
+pub mod phone;
 
 use std::sync::Arc;
 use std::time::Instant;

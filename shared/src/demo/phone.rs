@@ -1,0 +1,266 @@
+//! The demo's phone beside the speaker: what a household does when its host signs nothing.
+//!
+//! Alexa+, Claude and ChatGPT send no device signature, so Hearth takes their orders from a
+//! household token and waits for a member's passkey on a phone. The page plays both parts:
+//!
+//! - `POST /demo/host` answers `{"access_token", "expires_in"}`, a household token (the
+//!   scopes `hearth admin token` grants) for the page's "host that signs nothing";
+//! - `POST /demo/phone` with `{"member_id"}` answers `{"url", "expires_at"}`, a passkey invite
+//!   for that member, as `hearth admin passkey invite` prints it.
+//!
+//! Both act on the demo's host household: an account with the configured household's rules,
+//! named after it with [`HOST_HOUSEHOLD_SUFFIX`], created on first use and found again by
+//! that name after a restart. It is not the configured household the speaker's signed turns
+//! act on (a credential's data lives under its own scope), so its ledger is its own.
+//!
+//! Like `POST /demo/device`, these exist only with `HEARTH_DEMO_DEVICE=1`, which configuration
+//! refuses under Lambda, and need a valid bearer token: anyone who can call them can mint a
+//! household token and enrol a passkey for any member of the demo household.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use http::{HeaderValue, StatusCode, header};
+use serde::{Deserialize, Serialize};
+
+use crate::accounts::{AccountError, Accounts, new_household_id};
+use crate::auth::Authenticator;
+use crate::auth::jwt::JwtKeys;
+use crate::auth::scope::Scopes;
+use crate::clock::Clock;
+use crate::countersign::household::HouseholdData;
+use crate::gate::Gate;
+use crate::json_endpoint::{admit, error};
+use crate::passkeys::{PasskeyError, Passkeys};
+use crate::telemetry::{RequestLog, request_id};
+
+/// What the host household's name adds to the configured household's.
+pub const HOST_HOUSEHOLD_SUFFIX: &str = " (demo)";
+
+/// How long the page's household token lives: as long as its session token.
+const HOST_TOKEN_SECS: u64 = 3600;
+
+/// The largest body either route reads.
+const MAX_BODY_BYTES: usize = 1024;
+
+pub struct PhoneEndpoint {
+    auth: Authenticator,
+    gate: Gate,
+    accounts: Arc<Accounts>,
+    passkeys: Passkeys,
+    jwt: Option<JwtKeys>,
+    household: Arc<HouseholdData>,
+    clock: Arc<dyn Clock>,
+    /// The host household's id once found or created; the lock makes two first calls create
+    /// one household, not two.
+    host_household: tokio::sync::Mutex<Option<String>>,
+}
+
+/// Why a demo phone request failed: the status and a sentence for the page.
+type Failure = (StatusCode, String);
+
+impl PhoneEndpoint {
+    pub fn new(
+        auth: Authenticator,
+        gate: Gate,
+        accounts: Arc<Accounts>,
+        passkeys: Passkeys,
+        jwt: Option<JwtKeys>,
+        household: Arc<HouseholdData>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            auth,
+            gate,
+            accounts,
+            passkeys,
+            jwt,
+            household,
+            clock,
+            host_household: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    fn host_name(&self) -> String {
+        format!("{}{HOST_HOUSEHOLD_SUFFIX}", self.household.household.name)
+    }
+
+    /// The host household's id: remembered, found by its name, or created with the configured
+    /// household's rules.
+    async fn host_household(&self) -> Result<String, Failure> {
+        let mut known = self.host_household.lock().await;
+        if let Some(id) = known.as_ref() {
+            return Ok(id.clone());
+        }
+        let name = self.host_name();
+        let existing = self
+            .accounts
+            .list()
+            .await
+            .map_err(unavailable)?
+            .into_iter()
+            .find(|account| account.name == name);
+        let id = match existing {
+            Some(account) => account.household_id,
+            None => {
+                let id = new_household_id();
+                let mut rules = self.household.household.clone();
+                rules.household_id = id.clone();
+                rules.name = name.clone();
+                let policy = serde_json::to_value(rules).map_err(|_| {
+                    (
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "the configured household's rules could not be copied".to_owned(),
+                    )
+                })?;
+                self.accounts
+                    .create(&id, &name, Some(policy))
+                    .await
+                    .map_err(unavailable)?;
+                id
+            }
+        };
+        *known = Some(id.clone());
+        Ok(id)
+    }
+
+    async fn host_token(&self) -> Result<HostToken, Failure> {
+        let jwt = self.jwt.as_ref().ok_or_else(|| {
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "a household token needs MCP_JWT_SECRET".to_owned(),
+            )
+        })?;
+        let household_id = self.host_household().await?;
+        let generation = self
+            .accounts
+            .note_token_issued(&household_id)
+            .await
+            .map_err(unavailable)?;
+        let issued = jwt.issue_household(
+            &household_id,
+            generation,
+            Scopes::HOUSEHOLD_DEFAULT,
+            HOST_TOKEN_SECS,
+            self.clock.now().unix_timestamp().max(0) as u64,
+        );
+        Ok(HostToken {
+            access_token: issued.access_token,
+            expires_in: issued.expires_in,
+        })
+    }
+
+    async fn invite(&self, member_id: &str) -> Result<crate::passkeys::Invite, Failure> {
+        let household_id = self.host_household().await?;
+        self.passkeys
+            .invite(&household_id, member_id)
+            .await
+            .map_err(|error| {
+                let status = match &error {
+                    PasskeyError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+                    PasskeyError::Full(_) => StatusCode::CONFLICT,
+                    _ => StatusCode::BAD_REQUEST,
+                };
+                (status, error.to_string())
+            })
+    }
+}
+
+fn unavailable(error: AccountError) -> Failure {
+    tracing::warn!(target: "hearth::demo", %error, "the demo's host household is unavailable");
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the store is unavailable; try again".to_owned(),
+    )
+}
+
+#[derive(Serialize)]
+struct HostToken {
+    access_token: String,
+    expires_in: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PhoneOwner {
+    member_id: String,
+}
+
+pub fn router(endpoint: Arc<PhoneEndpoint>) -> Router {
+    Router::new()
+        .route("/demo/host", any(host))
+        .route("/demo/phone", any(phone))
+        .with_state(endpoint)
+}
+
+/// `POST /demo/host`: a household token for the page's host that signs nothing.
+async fn host(State(endpoint): State<Arc<PhoneEndpoint>>, request: Request) -> Response {
+    served(&endpoint, request, "demo_host", |endpoint, _body| {
+        Box::pin(async move { endpoint.host_token().await.map(|token| json(&token)) })
+    })
+    .await
+}
+
+/// `POST /demo/phone`: a passkey invite for one member of the host household.
+async fn phone(State(endpoint): State<Arc<PhoneEndpoint>>, request: Request) -> Response {
+    served(&endpoint, request, "demo_phone", |endpoint, body| {
+        Box::pin(async move {
+            let owner = serde_json::from_slice::<PhoneOwner>(&body).map_err(|_| {
+                (
+                    StatusCode::BAD_REQUEST,
+                    "the body must be {\"member_id\"}".to_owned(),
+                )
+            })?;
+            endpoint
+                .invite(&owner.member_id)
+                .await
+                .map(|invite| json(&invite))
+        })
+    })
+    .await
+}
+
+type Answer<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Response, Failure>> + Send + 'a>>;
+
+/// Admits the request (POST, origin, bearer token, rate limits, body size), runs `answer`
+/// and logs the request without its body.
+async fn served(
+    endpoint: &PhoneEndpoint,
+    request: Request,
+    method: &'static str,
+    answer: impl for<'a> FnOnce(&'a PhoneEndpoint, axum::body::Bytes) -> Answer<'a>,
+) -> Response {
+    let started = Instant::now();
+    let mut log = RequestLog::new(request_id(&request));
+    log.method(Some(method));
+    let response = match admit(
+        &endpoint.auth,
+        &endpoint.gate,
+        request,
+        MAX_BODY_BYTES,
+        &mut log,
+    )
+    .await
+    {
+        Ok((_caller, body)) => match answer(endpoint, body).await {
+            Ok(response) => response,
+            Err((status, message)) => error(status, &message),
+        },
+        Err(refusal) => refusal,
+    };
+    log.finish(response.status(), started.elapsed());
+    response
+}
+
+fn json(body: &impl Serialize) -> Response {
+    let mut response = axum::Json(body).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
