@@ -60,6 +60,7 @@ async fn seed_passkey_household(
     let waiting = PendingEnrolmentItem {
         approval_token: text(&spec["pending"]["approval_token"]),
         generation: 0,
+        challenged_at_ms: Vec::new(),
         nonce: Some(NonceItem {
             nonce: text(&spec["pending"]["nonce"]),
             decision: "approve".into(),
@@ -96,6 +97,7 @@ async fn seed_passkey_household(
             request_id: text(&spec["approval"]["request_id"]),
             expires_at_ms: now + 60_000,
             generation: 0,
+            challenged_at_ms: Vec::new(),
             nonce: Some(NonceItem {
                 nonce: text(&spec["approval"]["nonce"]),
                 decision: "approve".into(),

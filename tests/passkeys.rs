@@ -14,7 +14,8 @@ use common::{Backend, Harness, Reply, request};
 use hearth_core::admin::Admin;
 use hearth_core::countersign::household::built_in_policy;
 use hearth_core::passkeys::{
-    INVITE_TTL_MS, MAX_OPEN_INVITES, MAX_PASSKEYS_PER_MEMBER, PasskeyError, Passkeys,
+    CHALLENGES_PER_LINK, INVITE_TTL_MS, MAX_OPEN_INVITES, MAX_PASSKEYS_PER_MEMBER, PasskeyError,
+    Passkeys,
 };
 use hearth_core::store::Stores;
 use hearth_testkit::moto::Moto;
@@ -950,6 +951,70 @@ async fn a_link_lasts_30_minutes_and_not_past_an_unlink(backend: Backend) {
     assert_eq!(a.w.get(&page).await.status, StatusCode::GONE);
 }
 
+/// Every challenge is a write to the household's account, and anyone holding a link can ask
+/// for one: a link answers 10 in five minutes, the 11th is 429 and says when to try again,
+/// and the window moves on. A pending passkey's page is held to the same.
+async fn a_link_answers_ten_challenges_in_five_minutes(backend: Backend) {
+    let a = approving(backend).await;
+    let proposed = a.propose().await;
+    let page = Approving::page_of(&proposed);
+    let challenge = format!("{page}/challenge");
+    let mut last = None;
+    for n in 1..=CHALLENGES_PER_LINK {
+        let asked = a.w.post(&challenge, &json!({"decision": "approve"})).await;
+        assert_eq!(asked.status, StatusCode::OK, "challenge {n}: {}", asked.raw);
+        last = Some(asked);
+    }
+    let flooded = a.w.post(&challenge, &json!({"decision": "decline"})).await;
+    assert_eq!(
+        flooded.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "{}",
+        flooded.raw
+    );
+    assert!(
+        flooded.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("few minutes"),
+        "{}",
+        flooded.raw
+    );
+    // The ceremony started last still completes: the refusal wrote nothing.
+    let last = last.unwrap();
+    let mut dana = a.dana.duplicate();
+    let body = json!({
+        "decision": "approve",
+        "statement": last.body["statement"],
+        "credential": dana.sign_request(&last.body),
+    });
+    let approved = a.w.post(&page, &body).await;
+    assert_eq!(approved.status, StatusCode::OK, "{}", approved.raw);
+
+    let (leo, _) = a.w.enrolled(&a.home, "leo").await;
+    let pending = a.w.approval_page(&a.home, &leo.id()).await;
+    let challenge = format!("{pending}/challenge");
+    for n in 1..=CHALLENGES_PER_LINK {
+        let asked = a.w.post(&challenge, &json!({"decision": "approve"})).await;
+        assert_eq!(asked.status, StatusCode::OK, "challenge {n}: {}", asked.raw);
+    }
+    let flooded = a.w.post(&challenge, &json!({"decision": "approve"})).await;
+    assert_eq!(
+        flooded.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "{}",
+        flooded.raw
+    );
+    a.w.h.clock.advance(time::Duration::minutes(5));
+    let asked = a.w.post(&challenge, &json!({"decision": "approve"})).await;
+    assert_eq!(
+        asked.status,
+        StatusCode::OK,
+        "after the window: {}",
+        asked.raw
+    );
+}
+
 async fn confirm_and_decide_point_to_the_phone(backend: Backend) {
     let a = approving(backend).await;
     let proposed = a.propose().await;
@@ -1366,6 +1431,7 @@ on_both_stores!(
     a_childs_approval_waits_for_a_guardians,
     approvals_refuse_strangers_revoked_keys_replays_and_other_statements,
     a_link_lasts_30_minutes_and_not_past_an_unlink,
+    a_link_answers_ten_challenges_in_five_minutes,
     confirm_and_decide_point_to_the_phone,
     twenty_requests_wait_at_once_and_a_household_without_passkeys_is_told,
     a_revocation_or_a_copy_between_check_and_write_is_refused,

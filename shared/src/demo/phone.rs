@@ -163,6 +163,7 @@ impl PhoneEndpoint {
                 let status = match &error {
                     PasskeyError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
                     PasskeyError::Full(_) => StatusCode::CONFLICT,
+                    PasskeyError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
                     _ => StatusCode::BAD_REQUEST,
                 };
                 (status, error.to_string())

@@ -60,6 +60,7 @@ impl Passkeys {
                 }
                 let household = account.household_id.clone();
                 let link = open_link_mut(account, token, now)?;
+                super::count_challenge(&mut link.challenged_at_ms, now)?;
                 link.nonce = Some(NonceItem {
                     nonce: nonce.clone(),
                     decision: decision.to_owned(),
@@ -158,6 +159,7 @@ impl ApprovalLinks for Passkeys {
                     account.approval_links.remove(0);
                 }
                 account.approval_links.push(ApprovalLinkItem {
+                    challenged_at_ms: Vec::new(),
                     token: token.clone(),
                     request_id: request_id.to_owned(),
                     expires_at_ms,

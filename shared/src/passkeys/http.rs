@@ -497,6 +497,7 @@ fn status_of(error: &PasskeyError) -> (StatusCode, &'static str) {
         PasskeyError::Invalid(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
         PasskeyError::Refused(_) => (StatusCode::FORBIDDEN, "refused"),
         PasskeyError::Full(_) => (StatusCode::CONFLICT, "limit_reached"),
+        PasskeyError::TooMany(_) => (StatusCode::TOO_MANY_REQUESTS, "too_many_requests"),
         PasskeyError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
     }
 }

@@ -53,6 +53,12 @@ pub const MAX_KEPT_PASSKEYS: usize = 100;
 pub const INVITE_TTL_MS: i64 = 15 * 60 * 1000;
 /// Invites a household may have open at once.
 pub const MAX_OPEN_INVITES: usize = 20;
+/// How many challenges one approval link, or one pending passkey's page, answers within
+/// [`CHALLENGE_WINDOW_MS`]. Each is a write to the household's account and the link is all
+/// it takes, so a copied link cannot turn into unbounded writes; a person needs one or two.
+pub const CHALLENGES_PER_LINK: usize = 10;
+/// The window [`CHALLENGES_PER_LINK`] counts in: a ceremony's own five minutes.
+pub const CHALLENGE_WINDOW_MS: i64 = CEREMONY_TIMEOUT_MS;
 
 /// One member as passkeys need them: who they are, and whether they are a guardian.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +92,9 @@ pub enum PasskeyError {
     /// A limit is reached (409).
     #[error("{0}")]
     Full(String),
+    /// Too many requests on one link in a short time (429).
+    #[error("{0}")]
+    TooMany(String),
     /// The store could not be reached, or stayed busy (503).
     #[error("{0}")]
     Unavailable(String),
@@ -533,6 +542,7 @@ impl Passkeys {
                     revoked_at_ms: None,
                     suspect_at_ms: None,
                     pending: pending.then(|| PendingEnrolmentItem {
+                        challenged_at_ms: Vec::new(),
                         approval_token: approval_token.clone(),
                         generation: account.generation,
                         nonce: None,
@@ -586,11 +596,12 @@ impl Passkeys {
                 }
                 let household = account.household_id.clone();
                 let passkey = pending_by_token_mut(account, token)?;
-                passkey
+                let pending = passkey
                     .pending
                     .as_mut()
-                    .expect("pending_by_token_mut finds pending passkeys")
-                    .nonce = Some(NonceItem {
+                    .expect("pending_by_token_mut finds pending passkeys");
+                count_challenge(&mut pending.challenged_at_ms, now)?;
+                pending.nonce = Some(NonceItem {
                     nonce: nonce.clone(),
                     decision: "approve".into(),
                     created_at_ms: now,
@@ -971,6 +982,23 @@ fn awaits(passkey: &PasskeyItem, token: &str, generation: u64) -> bool {
 }
 
 /// An approval link whose request was settled, or whose time ran out.
+/// Notes one more challenge given at `now_ms` on a page whose recent challenges are
+/// `challenged_at_ms`, or refuses it past [`CHALLENGES_PER_LINK`] in [`CHALLENGE_WINDOW_MS`].
+pub(crate) fn count_challenge(
+    challenged_at_ms: &mut Vec<i64>,
+    now_ms: i64,
+) -> Result<(), PasskeyError> {
+    challenged_at_ms.retain(|&at| at > now_ms - CHALLENGE_WINDOW_MS);
+    if challenged_at_ms.len() >= CHALLENGES_PER_LINK {
+        return Err(PasskeyError::TooMany(
+            "This page was started too many times just now. Wait a few minutes, then try again."
+                .into(),
+        ));
+    }
+    challenged_at_ms.push(now_ms);
+    Ok(())
+}
+
 pub(crate) fn no_longer_waiting() -> PasskeyError {
     PasskeyError::Gone(
         "This order is no longer waiting: it was decided, or 30 minutes passed. Ask the assistant again if it is still needed."

@@ -182,6 +182,9 @@ pub struct PendingEnrolmentItem {
     /// The statement nonce a guardian's page was last given, until it is used.
     #[serde(default)]
     pub nonce: Option<NonceItem>,
+    /// When the page's recent challenges were given (epoch ms), to bound them per window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub challenged_at_ms: Vec<i64>,
 }
 
 impl fmt::Debug for PendingEnrolmentItem {
@@ -253,6 +256,9 @@ pub struct ApprovalLinkItem {
     /// The statement nonce the page was last given, until it is used.
     #[serde(default)]
     pub nonce: Option<NonceItem>,
+    /// When the page's recent challenges were given (epoch ms), to bound them per window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub challenged_at_ms: Vec<i64>,
 }
 
 impl fmt::Debug for ApprovalLinkItem {

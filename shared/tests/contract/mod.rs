@@ -533,6 +533,7 @@ fn account(household_id: &str, name: &str, revision: u64) -> AccountItem {
             pending: Some(PendingEnrolmentItem {
                 approval_token: "token".into(),
                 generation: 0,
+                challenged_at_ms: vec![NOW - 1, NOW],
                 nonce: Some(NonceItem {
                     nonce: "bm9uY2U".into(),
                     decision: "approve".into(),
@@ -556,6 +557,7 @@ fn account(household_id: &str, name: &str, revision: u64) -> AccountItem {
             expires_at_ms: NOW + HOUR,
             generation: 0,
             nonce: None,
+            challenged_at_ms: vec![NOW],
         }],
         created_at_ms: NOW,
         revision,
