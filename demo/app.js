@@ -144,6 +144,12 @@
       }, extraHeaders),
       body: JSON.stringify(body),
     });
+    if (response.status === 401 && extraHeaders.Authorization) {
+      // The host's household token, not the page's session: drop it, and the next host turn
+      // asks for a new one.
+      state.hostToken = null;
+      throw new Error("the host's household token was refused (expired or unlinked); try again");
+    }
     if (response.status === 401) {
       disconnect("Your session expired or was revoked. Paste the judge token again to reconnect.", true);
       throw new Error("session expired");
@@ -283,7 +289,10 @@
   async function handle(words) {
     const member = $("speaker").value;
     const turn = { id: "demo-" + Date.now().toString(36) + "-" + (++state.turns), member, words };
-    if ($("router").value === "assistant") return askAssistant(turn);
+    if ($("router").value === "assistant") {
+      if (member === HOST) return noteCard(turn, "The assistant option plays a device that signs who speaks. Pick a member, or set Who picks the tools back to Phrase rules.");
+      return askAssistant(turn);
+    }
     const intent = route(words);
     // A household token names its household itself; the credential's turns name theirs.
     const household = member === HOST ? undefined : state.household.household_id;

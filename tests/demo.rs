@@ -341,7 +341,7 @@ async fn the_demo_phone_invites_members_of_one_host_household_found_again_after_
         Some(TOKEN),
     )
     .await;
-    assert_eq!(child.status, StatusCode::BAD_REQUEST, "{}", child.raw);
+    assert_eq!(child.status, StatusCode::FORBIDDEN, "{}", child.raw);
     assert!(
         child.body["error"].as_str().unwrap().contains("guardian"),
         "{}",
@@ -386,7 +386,7 @@ async fn the_demo_phone_invites_members_of_one_host_household_found_again_after_
 
     // A restarted server (a new router over the same store) finds it by its name.
     let stores = kept.expect("the harness's stores");
-    let (backing, _dir, _clock) = common::backing_with(&config, |_| stores, None);
+    let (backing, _dir, _clock) = common::backing_with(&config, |_| stores.clone(), None);
     let restarted = hearth_core::app::local_router_with(&config, &backing);
     let again = demo_post(
         &restarted,
@@ -400,6 +400,19 @@ async fn the_demo_phone_invites_members_of_one_host_household_found_again_after_
         household,
         "found again after a restart"
     );
+
+    // Deleted by an operator, it is made anew on the next call.
+    let accounts = hearth_core::accounts::Accounts::new(stores.accounts.clone(), h.clock.clone());
+    accounts.delete(&household).await.unwrap();
+    let anew = demo_post(
+        &restarted,
+        "/demo/phone",
+        r#"{"member_id":"dana"}"#,
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(anew.status, StatusCode::OK, "{}", anew.raw);
+    assert_ne!(invited_household(&anew), household, "a new host household");
 }
 
 #[tokio::test]
@@ -436,6 +449,19 @@ async fn the_demo_host_holds_a_household_token_and_its_orders_wait_for_a_phone()
     assert_eq!(minted.header("cache-control"), "no-store");
     assert_eq!(minted.body["expires_in"], 3600);
     let token = minted.body["access_token"].as_str().unwrap();
+    // The household token it minted cannot mint more, nor invite.
+    for (path, body) in [
+        ("/demo/host", "{}"),
+        ("/demo/phone", r#"{"member_id":"dana"}"#),
+    ] {
+        let refused = demo_post(&h.router, path, body, Some(token)).await;
+        assert_eq!(
+            refused.status,
+            StatusCode::FORBIDDEN,
+            "{path}: {}",
+            refused.raw
+        );
+    }
 
     // A household token and no attestation: with no passkey yet, the order is refused and the
     // refusal says what to do; the household's records read without a device.

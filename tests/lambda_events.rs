@@ -91,6 +91,7 @@ async fn seed_passkey_household(
             expires_at_ms: now + 60_000,
             challenge: Some(text(&spec["invite"]["challenge"])),
             challenge_at_ms: Some(now),
+            challenged_at_ms: vec![now],
         }],
         approval_links: vec![hearth_core::store::ApprovalLinkItem {
             token: text(&spec["approval"]["token"]),

@@ -953,7 +953,7 @@ async fn a_link_lasts_30_minutes_and_not_past_an_unlink(backend: Backend) {
 
 /// Every challenge is a write to the household's account, and anyone holding a link can ask
 /// for one: a link answers 10 in five minutes, the 11th is 429 and says when to try again,
-/// and the window moves on. A pending passkey's page is held to the same.
+/// and the window moves on. A pending passkey's page and an invite are held to the same.
 async fn a_link_answers_ten_challenges_in_five_minutes(backend: Backend) {
     let a = approving(backend).await;
     let proposed = a.propose().await;
@@ -965,6 +965,7 @@ async fn a_link_answers_ten_challenges_in_five_minutes(backend: Backend) {
         assert_eq!(asked.status, StatusCode::OK, "challenge {n}: {}", asked.raw);
         last = Some(asked);
     }
+    a.w.h.clock.advance(time::Duration::seconds(1));
     let flooded = a.w.post(&challenge, &json!({"decision": "decline"})).await;
     assert_eq!(
         flooded.status,
@@ -980,6 +981,8 @@ async fn a_link_answers_ten_challenges_in_five_minutes(backend: Backend) {
         "{}",
         flooded.raw
     );
+    // The first challenge leaves the window 4 minutes 59 seconds from now.
+    assert_eq!(flooded.header("retry-after"), "299");
     // The ceremony started last still completes: the refusal wrote nothing.
     let last = last.unwrap();
     let mut dana = a.dana.duplicate();
@@ -1012,6 +1015,21 @@ async fn a_link_answers_ten_challenges_in_five_minutes(backend: Backend) {
         StatusCode::OK,
         "after the window: {}",
         asked.raw
+    );
+
+    // An invite's registration options are held to the same.
+    let invite = a.w.invite(&a.home, "chris").await;
+    let options = format!("{invite}/options");
+    for n in 1..=CHALLENGES_PER_LINK {
+        let asked = a.w.post(&options, &json!({})).await;
+        assert_eq!(asked.status, StatusCode::OK, "options {n}: {}", asked.raw);
+    }
+    let flooded = a.w.post(&options, &json!({})).await;
+    assert_eq!(
+        flooded.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "{}",
+        flooded.raw
     );
 }
 

@@ -19,6 +19,30 @@ export function check(condition, message) {
   if (!condition) throw new Error(message);
 }
 
+/** Gives `page` its own CDP virtual authenticator, as a phone's: CTAP2, internal, resident
+ * keys, user verification that succeeds. Answers the CDP session and the authenticator id. */
+export async function addPhoneAuthenticator(context, page) {
+  const cdp = await context.newCDPSession(page);
+  await cdp.send("WebAuthn.enable");
+  const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", {
+    options: {
+      protocol: "ctap2", transport: "internal", hasResidentKey: true,
+      hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true,
+    },
+  });
+  return { cdp, authenticatorId };
+}
+
+/** Presses `button` on a passkey page and answers what its status line then says. */
+export async function statusAfter(page, button) {
+  await page.getByRole("button", { name: button, exact: true }).click();
+  await page.waitForFunction(() => {
+    const text = document.getElementById("status")?.textContent || "";
+    return text && !text.startsWith("Waiting");
+  }, null, { timeout: 15000 });
+  return page.textContent("#status");
+}
+
 function freePort() {
   return new Promise((done) => {
     const server = createServer();

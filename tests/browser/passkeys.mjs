@@ -17,7 +17,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { createInterface } from "node:readline";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { ROOT, chromium, FLAGS, HEARTH, check, startHearth } from "./lib.mjs";
+import { ROOT, chromium, FLAGS, HEARTH, addPhoneAuthenticator, check, startHearth, statusAfter } from "./lib.mjs";
 
 const OUT = resolve(process.argv[2] || join(ROOT, ".test-output", "browser-passkeys"));
 mkdirSync(OUT, { recursive: true });
@@ -34,6 +34,11 @@ function pushes() {
 }
 
 const { server, base, dataDir, log } = await startHearth({ HEARTH_PUSH_ALLOW_HTTP_LOOPBACK: "true" });
+// However this script ends, the server and the receiver end with it.
+process.on("exit", () => {
+  server.kill();
+  receiver.kill();
+});
 // The admin command prints links under the server's own address, so it runs with its settings.
 const onDynamo = Boolean(process.env.HEARTH_TABLE);
 const store = { ...(onDynamo ? {} : { HEARTH_DB: join(dataDir, "hearth.db") }),
@@ -52,15 +57,10 @@ writeFileSync(policyFile, JSON.stringify(policy));
 const household = admin("household", "create", "Browser Home", "--policy", policyFile).household_id;
 
 const profile = mkdtempSync(join(tmpdir(), "hearth-chromium-"));
-// The server and the receiver stop with this script even when Chromium cannot start.
 const context = await chromium.launchPersistentContext(profile, {
   executablePath: "/usr/bin/chromium",
   args: FLAGS,
   headless: true,
-}).catch((error) => {
-  server.kill();
-  receiver.kill();
-  throw error;
 });
 const errors = [];
 
@@ -69,25 +69,8 @@ async function device(width) {
   const page = await context.newPage();
   await page.setViewportSize({ width, height: 844 });
   page.on("pageerror", (error) => errors.push(error.message));
-  const cdp = await context.newCDPSession(page);
-  await cdp.send("WebAuthn.enable");
-  const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", {
-    options: {
-      protocol: "ctap2", transport: "internal", hasResidentKey: true,
-      hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true,
-    },
-  });
+  const { cdp, authenticatorId } = await addPhoneAuthenticator(context, page);
   return { page, cdp, authenticatorId };
-}
-
-async function statusAfter(page, button) {
-  await page.getByRole("button", { name: button, exact: true }).click();
-  const status = page.locator("#status");
-  await page.waitForFunction(() => {
-    const text = document.getElementById("status")?.textContent || "";
-    return text && !text.startsWith("Waiting");
-  }, null, { timeout: 15000 });
-  return status.textContent();
 }
 
 function passkeys() {

@@ -18,7 +18,7 @@ import { mkdtempSync, mkdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createHash, generateKeyPairSync, randomBytes, sign } from "node:crypto";
-import { ROOT, chromium, FLAGS, check, startHearth } from "./lib.mjs";
+import { ROOT, chromium, FLAGS, addPhoneAuthenticator, check, startHearth, statusAfter } from "./lib.mjs";
 
 const OUT = resolve(process.argv[2] || join(ROOT, ".test-output", "browser"));
 const TOUR = JSON.parse(readFileSync(join(ROOT, "demo", "tour.json"), "utf8")).turns;
@@ -46,7 +46,7 @@ async function startStandIn() {
 async function startServer() {
   const token = "demo-" + randomBytes(16).toString("hex");
   const { standIn, url: converse } = await startStandIn();
-  const { server, base, dataDir } = await startHearth({
+  const { server, base, dataDir, log } = await startHearth({
     HEARTH_DEMO_DEVICE: "1",
     COUNTERSIGN_HOST_KEY: randomBytes(24).toString("hex"),
     MCP_JUDGE_TOKEN_HASHES: createHash("sha256").update(token).digest("hex"),
@@ -61,7 +61,7 @@ async function startServer() {
     // limits at their defaults are tested in Rust.
     HEARTH_RATE_LIMIT_PER_SUBJECT: "1000000", HEARTH_RATE_LIMIT_PER_IP: "1000000",
   });
-  return { server, standIn, base, token, db: join(dataDir, "hearth.db") };
+  return { server, standIn, base, token, log, db: join(dataDir, "hearth.db") };
 }
 
 // A policy of two witnesses (both needed) and checkpoints cosigned by both, by one, and by
@@ -110,18 +110,8 @@ async function turnCard(page, speaker, words) {
   return newestCard(page);
 }
 
-/** Presses `button` on the phone and answers what its page then says. */
-async function phonePress(phone, button) {
-  await phone.getByRole("button", { name: button, exact: true }).click();
-  await phone.waitForFunction(() => {
-    const text = document.getElementById("status")?.textContent || "";
-    return text && !text.startsWith("Waiting");
-  }, null, { timeout: 15000 });
-  return phone.textContent("#status");
-}
-
 /** The phone beside the speaker, at this viewport (see the header). */
-async function phoneStory(context, page, viewport, shots) {
+async function phoneStory(context, page, viewport, shots, log) {
   const label = `${viewport.name} phone`;
   const say = async (card) => (await card.locator("[data-field=say]").first().textContent()) || "";
   let card = await turnCard(page, "host", "buy two packs of double A batteries");
@@ -131,20 +121,16 @@ async function phoneStory(context, page, viewport, shots) {
   await page.click("#phone-setup");
   const invite = page.locator("[data-testid=phone-invite] a").first();
   await invite.waitFor();
+  const secrets = [new URL(await invite.getAttribute("href")).pathname.split("/").pop()];
   const opened = context.waitForEvent("page");
   await invite.click();
   const phone = await opened;
+  const phoneErrors = [];
+  phone.on("pageerror", (error) => phoneErrors.push(error.message));
   await phone.setViewportSize({ width: 390, height: 760 });
-  const cdp = await context.newCDPSession(phone);
-  await cdp.send("WebAuthn.enable");
-  await cdp.send("WebAuthn.addVirtualAuthenticator", {
-    options: {
-      protocol: "ctap2", transport: "internal", hasResidentKey: true,
-      hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true,
-    },
-  });
+  await addPhoneAuthenticator(context, phone);
   await phone.waitForLoadState();
-  let said = await phonePress(phone, "Create passkey");
+  let said = await statusAfter(phone, "Create passkey");
   check(said.includes("ready"), `${label}: dana's enrolment: ${said}`);
   await phone.screenshot({ path: join(shots, "phone-1-enrolled.png"), fullPage: true });
 
@@ -152,12 +138,14 @@ async function phoneStory(context, page, viewport, shots) {
   check((await card.locator("[data-field=outcome]").first().textContent()) === "needs approval", `${label}: ${await card.textContent()}`);
   check((await say(card)).includes("phones"), `${label}: the host says "${await say(card)}"`);
   const pages = context.pages().length;
-  await page.locator("[data-testid=phone-approval] a").first().click();
+  const approval = page.locator("[data-testid=phone-approval] a").first();
+  secrets.push(new URL(await approval.getAttribute("href")).pathname.split("/").pop());
+  await approval.click();
   await phone.waitForURL(/\/passkeys\/approve\//);
   check(context.pages().length === pages, `${label}: the approval opened in another window than the phone`);
   check((await phone.textContent("dl")).includes("PowerCell AA Alkaline Batteries"), `${label}: the phone shows the order`);
   await page.screenshot({ path: join(shots, "phone-2-waiting.png"), fullPage: true });
-  said = await phonePress(phone, "Approve");
+  said = await statusAfter(phone, "Approve");
   check(said.startsWith("Approved. Hearth ordered"), `${label}: the approval: ${said}`);
   await phone.screenshot({ path: join(shots, "phone-3-approved.png"), fullPage: true });
 
@@ -165,18 +153,20 @@ async function phoneStory(context, page, viewport, shots) {
   check((await card.locator("[data-field=outcome]").first().textContent()) === "needs approval", `${label}: ${await card.textContent()}`);
   await page.locator("[data-testid=phone-approval] a").first().click();
   await phone.waitForFunction(() => (document.querySelector("dl")?.textContent || "").includes("Hose"));
-  said = await phonePress(phone, "Decline");
+  said = await statusAfter(phone, "Decline");
   check(said.startsWith("Declined"), `${label}: the decline: ${said}`);
 
   card = await turnCard(page, "host", "what did we buy this week?");
   check((await card.getAttribute("data-tool")) === "household_activity" && !(await card.getAttribute("data-error")), `${label}: ${await card.textContent()}`);
   check((await card.textContent()).includes("PowerCell"), `${label}: the host reads the order: ${await card.textContent()}`);
   await page.screenshot({ path: join(shots, "phone-4-activity.png"), fullPage: true });
+  check(phoneErrors.length === 0, `${label}: errors on the phone's pages: ${phoneErrors.join("; ")}`);
+  check(secrets.every((secret) => secret.length > 20 && !log().includes(secret)), `${label}: a link's token reached the server log`);
   await phone.close();
 }
 
 async function runTour(viewport) {
-  const { server, standIn, base, token, db } = await startServer();
+  const { server, standIn, base, token, db, log } = await startServer();
   const profile = mkdtempSync(join(tmpdir(), "hearth-chromium-"));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: "/usr/bin/chromium",
@@ -309,7 +299,7 @@ async function runTour(viewport) {
     check(witnessed[3].includes("epoch 2 after epoch 1"), `${viewport.name}: ${witnessed[3]}`);
     check(witnessed[4].includes("a new log replaced"), `${viewport.name}: ${witnessed[4]}`);
 
-    await phoneStory(context, page, viewport, shots);
+    await phoneStory(context, page, viewport, shots, log);
 
     // Read answers aloud asks /tts (here it fails, so the page falls back quietly).
     await page.check("#read-aloud");

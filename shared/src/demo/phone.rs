@@ -14,8 +14,10 @@
 //! act on (a credential's data lives under its own scope), so its ledger is its own.
 //!
 //! Like `POST /demo/device`, these exist only with `HEARTH_DEMO_DEVICE=1`, which configuration
-//! refuses under Lambda, and need a valid bearer token: anyone who can call them can mint a
-//! household token and enrol a passkey for any member of the demo household.
+//! refuses under Lambda, and need a valid bearer token that names no household (the page's
+//! session): anyone holding one can mint a household token and enrol a passkey for any member
+//! of the demo household. The name is the only mark of the host household, so an account an
+//! operator names the same way is taken for it.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -29,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::accounts::{AccountError, Accounts, new_household_id};
 use crate::auth::Authenticator;
-use crate::auth::jwt::JwtKeys;
+use crate::auth::jwt::{JwtKeys, TOKEN_LIFETIME_SECS};
 use crate::auth::scope::Scopes;
 use crate::clock::Clock;
 use crate::countersign::household::HouseholdData;
@@ -40,9 +42,6 @@ use crate::telemetry::{RequestLog, request_id};
 
 /// What the host household's name adds to the configured household's.
 pub const HOST_HOUSEHOLD_SUFFIX: &str = " (demo)";
-
-/// How long the page's household token lives: as long as its session token.
-const HOST_TOKEN_SECS: u64 = 3600;
 
 /// The largest body either route reads.
 const MAX_BODY_BYTES: usize = 1024;
@@ -89,19 +88,23 @@ impl PhoneEndpoint {
         format!("{}{HOST_HOUSEHOLD_SUFFIX}", self.household.household.name)
     }
 
-    /// The host household's id: remembered, found by its name, or created with the configured
-    /// household's rules.
+    /// The host household's id: remembered (while it still exists: an operator may delete
+    /// it), found by its name, or created with the configured household's rules.
     async fn host_household(&self) -> Result<String, Failure> {
         let mut known = self.host_household.lock().await;
-        if let Some(id) = known.as_ref() {
-            return Ok(id.clone());
+        if let Some(id) = known.clone() {
+            match self.accounts.get(&id).await {
+                Ok(_) => return Ok(id),
+                Err(AccountError::NotFound(_)) => *known = None,
+                Err(error) => return Err(account_failure(error)),
+            }
         }
         let name = self.host_name();
         let existing = self
             .accounts
             .list()
             .await
-            .map_err(unavailable)?
+            .map_err(account_failure)?
             .into_iter()
             .find(|account| account.name == name);
         let id = match existing {
@@ -120,7 +123,7 @@ impl PhoneEndpoint {
                 self.accounts
                     .create(&id, &name, Some(policy))
                     .await
-                    .map_err(unavailable)?;
+                    .map_err(account_failure)?;
                 id
             }
         };
@@ -140,12 +143,12 @@ impl PhoneEndpoint {
             .accounts
             .note_token_issued(&household_id)
             .await
-            .map_err(unavailable)?;
+            .map_err(account_failure)?;
         let issued = jwt.issue_household(
             &household_id,
             generation,
             Scopes::HOUSEHOLD_DEFAULT,
-            HOST_TOKEN_SECS,
+            TOKEN_LIFETIME_SECS,
             self.clock.now().unix_timestamp().max(0) as u64,
         );
         Ok(HostToken {
@@ -160,23 +163,38 @@ impl PhoneEndpoint {
             .invite(&household_id, member_id)
             .await
             .map_err(|error| {
+                // A JSON API, not a link's page: a member or household not found is the
+                // request's fault (400), not a link that stopped working (410).
                 let status = match &error {
                     PasskeyError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
                     PasskeyError::Full(_) => StatusCode::CONFLICT,
-                    PasskeyError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
-                    _ => StatusCode::BAD_REQUEST,
+                    PasskeyError::TooMany(..) => StatusCode::TOO_MANY_REQUESTS,
+                    PasskeyError::Refused(_) => StatusCode::FORBIDDEN,
+                    PasskeyError::NotFound(_)
+                    | PasskeyError::Gone(_)
+                    | PasskeyError::Invalid(_) => StatusCode::BAD_REQUEST,
                 };
                 (status, error.to_string())
             })
     }
 }
 
-fn unavailable(error: AccountError) -> Failure {
-    tracing::warn!(target: "hearth::demo", %error, "the demo's host household is unavailable");
-    (
-        StatusCode::SERVICE_UNAVAILABLE,
-        "the store is unavailable; try again".to_owned(),
-    )
+fn account_failure(error: AccountError) -> Failure {
+    match error {
+        AccountError::Invalid(why) => (StatusCode::BAD_REQUEST, why),
+        AccountError::NotFound(_) => (
+            StatusCode::CONFLICT,
+            "the demo's host household went away meanwhile; try again".to_owned(),
+        ),
+        AccountError::Busy => (StatusCode::SERVICE_UNAVAILABLE, error.to_string()),
+        AccountError::Unavailable(_) => {
+            tracing::warn!(target: "hearth::demo", %error, "the demo's host household is unavailable");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the store is unavailable; try again".to_owned(),
+            )
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -248,6 +266,12 @@ async fn served(
     )
     .await
     {
+        // A household token (the host's own among them) names one household and may not
+        // mint more tokens or invites: only the page's session, a credential's token, may.
+        Ok((caller, _)) if caller.household.is_some() => error(
+            StatusCode::FORBIDDEN,
+            "a household token cannot ask for this; connect with the judge token",
+        ),
         Ok((_caller, body)) => match answer(endpoint, body).await {
             Ok(response) => response,
             Err((status, message)) => error(status, &message),

@@ -497,7 +497,7 @@ fn status_of(error: &PasskeyError) -> (StatusCode, &'static str) {
         PasskeyError::Invalid(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
         PasskeyError::Refused(_) => (StatusCode::FORBIDDEN, "refused"),
         PasskeyError::Full(_) => (StatusCode::CONFLICT, "limit_reached"),
-        PasskeyError::TooMany(_) => (StatusCode::TOO_MANY_REQUESTS, "too_many_requests"),
+        PasskeyError::TooMany(..) => (StatusCode::TOO_MANY_REQUESTS, "too_many_requests"),
         PasskeyError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
     }
 }
@@ -519,7 +519,13 @@ fn failure(error: &PasskeyError) -> Response {
     if status.is_server_error() {
         tracing::warn!(target: "hearth::passkeys", code, "a passkey request failed");
     }
-    answer(status, json!({"error": code, "message": message(error)}))
+    let mut response = answer(status, json!({"error": code, "message": message(error)}));
+    if let PasskeyError::TooMany(_, seconds) = error {
+        response
+            .headers_mut()
+            .insert(http::header::RETRY_AFTER, http::HeaderValue::from(*seconds));
+    }
+    response
 }
 
 fn problem_page(error: &PasskeyError) -> Response {

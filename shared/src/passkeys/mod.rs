@@ -53,9 +53,9 @@ pub const MAX_KEPT_PASSKEYS: usize = 100;
 pub const INVITE_TTL_MS: i64 = 15 * 60 * 1000;
 /// Invites a household may have open at once.
 pub const MAX_OPEN_INVITES: usize = 20;
-/// How many challenges one approval link, or one pending passkey's page, answers within
-/// [`CHALLENGE_WINDOW_MS`]. Each is a write to the household's account and the link is all
-/// it takes, so a copied link cannot turn into unbounded writes; a person needs one or two.
+/// How many challenges one approval link, one pending passkey's page, or one invite answers
+/// within [`CHALLENGE_WINDOW_MS`]. Each is a write to the household's account and the link is
+/// all it takes, so a copied link cannot turn into unbounded writes; a person needs one or two.
 pub const CHALLENGES_PER_LINK: usize = 10;
 /// The window [`CHALLENGES_PER_LINK`] counts in: a ceremony's own five minutes.
 pub const CHALLENGE_WINDOW_MS: i64 = CEREMONY_TIMEOUT_MS;
@@ -92,9 +92,10 @@ pub enum PasskeyError {
     /// A limit is reached (409).
     #[error("{0}")]
     Full(String),
-    /// Too many requests on one link in a short time (429).
+    /// Too many requests on one link in a short time (429), and the seconds until the next
+    /// is taken (`Retry-After`).
     #[error("{0}")]
-    TooMany(String),
+    TooMany(String, u64),
     /// The store could not be reached, or stayed busy (503).
     #[error("{0}")]
     Unavailable(String),
@@ -364,6 +365,7 @@ impl Passkeys {
                     )));
                 }
                 account.passkey_invites.push(PasskeyInviteItem {
+                    challenged_at_ms: Vec::new(),
                     invite_hash: hash_hex(&token),
                     member_id: member.id.clone(),
                     generation: account.generation,
@@ -458,6 +460,7 @@ impl Passkeys {
                     .iter_mut()
                     .find(|stored| stored.invite_hash == hash)
                 {
+                    count_challenge(&mut stored.challenged_at_ms, now)?;
                     stored.challenge = Some(URL_SAFE_NO_PAD.encode(challenge));
                     stored.challenge_at_ms = Some(now);
                 }
@@ -981,7 +984,6 @@ fn awaits(passkey: &PasskeyItem, token: &str, generation: u64) -> bool {
         .is_some_and(|waiting| waiting.approval_token == token && waiting.generation == generation)
 }
 
-/// An approval link whose request was settled, or whose time ran out.
 /// Notes one more challenge given at `now_ms` on a page whose recent challenges are
 /// `challenged_at_ms`, or refuses it past [`CHALLENGES_PER_LINK`] in [`CHALLENGE_WINDOW_MS`].
 pub(crate) fn count_challenge(
@@ -990,15 +992,20 @@ pub(crate) fn count_challenge(
 ) -> Result<(), PasskeyError> {
     challenged_at_ms.retain(|&at| at > now_ms - CHALLENGE_WINDOW_MS);
     if challenged_at_ms.len() >= CHALLENGES_PER_LINK {
+        // The oldest kept challenge leaves the window first.
+        let oldest = challenged_at_ms.iter().min().copied().unwrap_or(now_ms);
+        let wait_ms = (oldest + CHALLENGE_WINDOW_MS - now_ms).max(1);
         return Err(PasskeyError::TooMany(
             "This page was started too many times just now. Wait a few minutes, then try again."
                 .into(),
+            ((wait_ms + 999) / 1000) as u64,
         ));
     }
     challenged_at_ms.push(now_ms);
     Ok(())
 }
 
+/// An approval link whose request was settled, or whose time ran out.
 pub(crate) fn no_longer_waiting() -> PasskeyError {
     PasskeyError::Gone(
         "This order is no longer waiting: it was decided, or 30 minutes passed. Ask the assistant again if it is still needed."

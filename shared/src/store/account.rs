@@ -229,6 +229,9 @@ pub struct PasskeyInviteItem {
     pub challenge: Option<String>,
     #[serde(default)]
     pub challenge_at_ms: Option<i64>,
+    /// When the page's recent challenges were given (epoch ms), to bound them per window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub challenged_at_ms: Vec<i64>,
 }
 
 impl fmt::Debug for PasskeyInviteItem {

@@ -550,6 +550,7 @@ fn account(household_id: &str, name: &str, revision: u64) -> AccountItem {
             expires_at_ms: NOW + HOUR,
             challenge: None,
             challenge_at_ms: None,
+            challenged_at_ms: vec![NOW],
         }],
         approval_links: vec![ApprovalLinkItem {
             token: "token".into(),
