@@ -11,12 +11,7 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 async fn sign(router: &axum::Router, body: &Value, bearer: Option<&str>) -> common::Reply {
-    let authorization = bearer.map(|token| format!("Bearer {token}"));
-    let mut headers = vec![("content-type", "application/json")];
-    if let Some(authorization) = &authorization {
-        headers.push(("authorization", authorization));
-    }
-    request(router, "POST", "/demo/device", &headers, &body.to_string()).await
+    demo_post(router, "/demo/device", &body.to_string(), bearer).await
 }
 
 fn heard(member: &str, utterances: Value) -> Value {
@@ -287,7 +282,7 @@ fn the_assistant_option_answers_what_the_device_should_say() {
     plain.stop();
 }
 
-/// `POST /demo/host` or `/demo/phone` with `body`, as the page sends it.
+/// A POST to one of the demo's routes with `body`, as the page sends it.
 async fn demo_post(
     router: &axum::Router,
     path: &str,
@@ -300,6 +295,12 @@ async fn demo_post(
         headers.push(("authorization", authorization));
     }
     request(router, "POST", path, &headers, body).await
+}
+
+/// `POST /demo/phone` for `member`, with the page's session token.
+async fn invite_for(router: &axum::Router, member: &str) -> common::Reply {
+    let body = json!({ "member_id": member }).to_string();
+    demo_post(router, "/demo/phone", &body, Some(TOKEN)).await
 }
 
 /// The household an invite URL enrols into: the part of its token before the dot.
@@ -334,26 +335,14 @@ async fn the_demo_phone_invites_members_of_one_host_household_found_again_after_
     assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
 
     // The first passkey must be a guardian's, as with `hearth admin passkey invite`.
-    let child = demo_post(
-        &h.router,
-        "/demo/phone",
-        r#"{"member_id":"mia"}"#,
-        Some(TOKEN),
-    )
-    .await;
+    let child = invite_for(&h.router, "mia").await;
     assert_eq!(child.status, StatusCode::FORBIDDEN, "{}", child.raw);
     assert!(
         child.body["error"].as_str().unwrap().contains("guardian"),
         "{}",
         child.raw
     );
-    let stranger = demo_post(
-        &h.router,
-        "/demo/phone",
-        r#"{"member_id":"zed"}"#,
-        Some(TOKEN),
-    )
-    .await;
+    let stranger = invite_for(&h.router, "zed").await;
     assert_eq!(stranger.status, StatusCode::BAD_REQUEST, "{}", stranger.raw);
     let shapeless = demo_post(
         &h.router,
@@ -364,37 +353,19 @@ async fn the_demo_phone_invites_members_of_one_host_household_found_again_after_
     .await;
     assert_eq!(shapeless.status, StatusCode::BAD_REQUEST);
 
-    let first = demo_post(
-        &h.router,
-        "/demo/phone",
-        r#"{"member_id":"dana"}"#,
-        Some(TOKEN),
-    )
-    .await;
+    let first = invite_for(&h.router, "dana").await;
     assert_eq!(first.status, StatusCode::OK, "{}", first.raw);
     assert_eq!(first.header("cache-control"), "no-store");
     assert!(first.body["expires_at"].is_string());
     let household = invited_household(&first);
-    let second = demo_post(
-        &h.router,
-        "/demo/phone",
-        r#"{"member_id":"chris"}"#,
-        Some(TOKEN),
-    )
-    .await;
+    let second = invite_for(&h.router, "chris").await;
     assert_eq!(invited_household(&second), household, "one host household");
 
     // A restarted server (a new router over the same store) finds it by its name.
     let stores = kept.expect("the harness's stores");
     let (backing, _dir, _clock) = common::backing_with(&config, |_| stores.clone(), None);
     let restarted = hearth_core::app::local_router_with(&config, &backing);
-    let again = demo_post(
-        &restarted,
-        "/demo/phone",
-        r#"{"member_id":"dana"}"#,
-        Some(TOKEN),
-    )
-    .await;
+    let again = invite_for(&restarted, "dana").await;
     assert_eq!(
         invited_household(&again),
         household,
@@ -404,13 +375,7 @@ async fn the_demo_phone_invites_members_of_one_host_household_found_again_after_
     // Deleted by an operator, it is made anew on the next call.
     let accounts = hearth_core::accounts::Accounts::new(stores.accounts.clone(), h.clock.clone());
     accounts.delete(&household).await.unwrap();
-    let anew = demo_post(
-        &restarted,
-        "/demo/phone",
-        r#"{"member_id":"dana"}"#,
-        Some(TOKEN),
-    )
-    .await;
+    let anew = invite_for(&restarted, "dana").await;
     assert_eq!(anew.status, StatusCode::OK, "{}", anew.raw);
     assert_ne!(invited_household(&anew), household, "a new host household");
 }
