@@ -483,6 +483,24 @@ async fn a_registration_must_verify_the_person_and_come_from_the_page(backend: B
         )
         .await;
     assert_eq!(cross_site.status, StatusCode::FORBIDDEN);
+    // An attestation object naming authData twice, one with the UV flag and one without,
+    // in either order: a reader taking the first and one taking the last disagree, so it is
+    // refused whole.
+    for verified_first in [true, false] {
+        let options = w.post(&format!("{page}/options"), &json!({})).await;
+        let mut passkey = SoftPasskey::es256(ORIGIN, RP_ID);
+        let mut credential = passkey.register(&options.body);
+        let field = &mut credential["response"]["attestationObject"];
+        let twice = with_auth_data_twice(field.as_str().unwrap(), verified_first);
+        *field = Value::String(twice);
+        let reply = w.post(&page, &json!({"credential": credential})).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::BAD_REQUEST,
+            "authData twice, verified first {verified_first}: {}",
+            reply.raw
+        );
+    }
     // Nothing was stored, and the invite still works.
     assert!(w.listed(&home).await.is_empty());
     let mut good = SoftPasskey::es256(ORIGIN, RP_ID);
@@ -490,6 +508,36 @@ async fn a_registration_must_verify_the_person_and_come_from_the_page(backend: B
         w.enrol_with(&page, &mut good).await.status,
         StatusCode::CREATED
     );
+}
+
+/// `attestation_object` (base64url CBOR) with its authData entry twice: once with the
+/// user-verified flag and once without, the verified one first or last.
+fn with_auth_data_twice(attestation_object: &str, verified_first: bool) -> String {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use ciborium::Value as Cbor;
+    const USER_VERIFIED: u8 = 0x04;
+    let bytes = URL_SAFE_NO_PAD.decode(attestation_object).unwrap();
+    let object: Cbor = ciborium::from_reader(bytes.as_slice()).unwrap();
+    let mut entries = object.into_map().unwrap();
+    let at = entries
+        .iter()
+        .position(|(key, _)| key.as_text() == Some("authData"))
+        .unwrap();
+    let (key, value) = entries.remove(at);
+    let verified = value.into_bytes().unwrap();
+    let mut unverified = verified.clone();
+    unverified[32] &= !USER_VERIFIED;
+    let (first, last) = if verified_first {
+        (verified, unverified)
+    } else {
+        (unverified, verified)
+    };
+    entries.push((key.clone(), Cbor::Bytes(first)));
+    entries.push((key, Cbor::Bytes(last)));
+    let mut out = Vec::new();
+    ciborium::into_writer(&Cbor::Map(entries), &mut out).unwrap();
+    URL_SAFE_NO_PAD.encode(out)
 }
 
 async fn five_passkeys_per_member_and_twenty_open_invites(backend: Backend) {

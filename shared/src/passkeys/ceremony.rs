@@ -281,13 +281,19 @@ fn user_verified_at_registration(attestation_object: &[u8]) -> Result<bool, Cere
     let malformed = || CeremonyError::Malformed("the attestation object is not readable".into());
     let object: ciborium::Value =
         ciborium::from_reader(attestation_object).map_err(|_| malformed())?;
-    let auth_data = object
-        .as_map()
-        .and_then(|entries| {
-            entries
-                .iter()
-                .find(|(key, _)| key.as_text() == Some("authData"))
-        })
+    let entries = object.as_map().ok_or_else(malformed)?;
+    // CBOR maps must not repeat a key (RFC 8949 §5.6), and a repeated authData would let this
+    // check read one and `caden` another: refused whole.
+    for (at, (key, _)) in entries.iter().enumerate() {
+        if entries[..at].iter().any(|(earlier, _)| earlier == key) {
+            return Err(CeremonyError::Malformed(
+                "the attestation object repeats a key".into(),
+            ));
+        }
+    }
+    let auth_data = entries
+        .iter()
+        .find(|(key, _)| key.as_text() == Some("authData"))
         .and_then(|(_, value)| value.as_bytes())
         .ok_or_else(malformed)?;
     let parsed = webauthn::authenticator_data::parse_authenticator_data(auth_data)
