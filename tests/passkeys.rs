@@ -510,6 +510,66 @@ async fn a_registration_must_verify_the_person_and_come_from_the_page(backend: B
     );
 }
 
+/// `credential`'s attestation object with the public key's first coordinate (the COSE map's
+/// `-2`, 32 bytes) replaced by `make(original)`.
+fn with_key_coordinate(credential: &mut Value, make: impl Fn(&[u8]) -> Vec<u8>) {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use ciborium::Value as Cbor;
+    let field = &mut credential["response"]["attestationObject"];
+    let bytes = URL_SAFE_NO_PAD.decode(field.as_str().unwrap()).unwrap();
+    let object: Cbor = ciborium::from_reader(bytes.as_slice()).unwrap();
+    let mut entries = object.into_map().unwrap();
+    let (_, auth_data) = entries
+        .iter_mut()
+        .find(|(key, _)| key.as_text() == Some("authData"))
+        .unwrap();
+    let Cbor::Bytes(auth) = auth_data else {
+        panic!("authData is bytes")
+    };
+    // COSE key label -2 (0x21), then a 32-byte byte string (0x58 0x20).
+    let at = auth
+        .windows(3)
+        .position(|window| window == [0x21, 0x58, 0x20])
+        .unwrap()
+        + 3;
+    let replaced = make(&auth[at..at + 32]);
+    auth[at..at + 32].copy_from_slice(&replaced);
+    let mut out = Vec::new();
+    ciborium::into_writer(&Cbor::Map(entries), &mut out).unwrap();
+    *field = Value::String(URL_SAFE_NO_PAD.encode(out));
+}
+
+/// With attestation `none` nothing signs over the key, so it is checked itself: a P-256 point
+/// off its curve and a small-order Ed25519 point are refused, and nothing is stored.
+async fn a_registration_with_a_key_that_is_no_key_is_refused(backend: Backend) {
+    let w = world(backend).await;
+    let home = w.household("Maple House").await;
+    let page = w.invite(&home, "dana").await;
+    let cases: [(SoftPasskey, fn(&[u8]) -> Vec<u8>); 2] = [
+        (SoftPasskey::es256(ORIGIN, RP_ID), |x| {
+            let mut off_curve = x.to_vec();
+            off_curve[31] ^= 1;
+            off_curve
+        }),
+        // The identity point: it decompresses, and has order 1.
+        (SoftPasskey::ed25519(ORIGIN, RP_ID), |_| {
+            let mut identity = vec![0u8; 32];
+            identity[0] = 1;
+            identity
+        }),
+    ];
+    for (mut passkey, make) in cases {
+        let options = w.post(&format!("{page}/options"), &json!({})).await;
+        let mut credential = passkey.register(&options.body);
+        with_key_coordinate(&mut credential, make);
+        let reply = w.post(&page, &json!({"credential": credential})).await;
+        assert_eq!(reply.status, StatusCode::FORBIDDEN, "{}", reply.raw);
+        assert!(reply.raw.contains("not a valid key"), "{}", reply.raw);
+    }
+    assert!(w.listed(&home).await.is_empty());
+}
+
 /// `attestation_object` (base64url CBOR) with its authData entry twice: once with the
 /// user-verified flag and once without, the verified one first or last.
 fn with_auth_data_twice(attestation_object: &str, verified_first: bool) -> String {
@@ -1491,6 +1551,7 @@ on_both_stores!(
     a_passkey_without_a_counter_signs_again_and_again,
     an_invite_works_for_15_minutes_and_not_after_an_unlink,
     a_registration_must_verify_the_person_and_come_from_the_page,
+    a_registration_with_a_key_that_is_no_key_is_refused,
     five_passkeys_per_member_and_twenty_open_invites,
     a_proposal_without_a_device_waits_and_a_parents_passkey_places_it,
     a_decline_places_nothing,

@@ -377,16 +377,27 @@ fn assertion_wire(credential: &Value) -> Result<AssertionWire, CeremonyError> {
 }
 
 /// The algorithm and DER SubjectPublicKeyInfo of a registered key.
+/// The key is checked here, at enrolment: with attestation `none` nothing signs over it, and
+/// `caden` 0.9 first parses it when it verifies an assertion, so a point off its curve (or a
+/// small-order Ed25519 point, which matches signatures it never made) would otherwise be kept.
 fn spki_of(key: &PublicKey) -> Result<(Algorithm, Vec<u8>), CeremonyError> {
+    let not_a_key = || CeremonyError::Refused("the passkey's public key is not a valid key".into());
     match key {
         PublicKey::ES256 { x, y } if x.len() == 32 && y.len() == 32 => {
+            let mut point = vec![0x04];
+            point.extend_from_slice(x);
+            point.extend_from_slice(y);
+            p256::PublicKey::from_sec1_bytes(&point).map_err(|_| not_a_key())?;
             let mut spki = P256_SPKI_PREFIX.to_vec();
-            spki.push(0x04);
-            spki.extend_from_slice(x);
-            spki.extend_from_slice(y);
+            spki.extend_from_slice(&point);
             Ok((Algorithm::Es256, spki))
         }
         PublicKey::EdDSA(raw) if raw.len() == 32 => {
+            let bytes: &[u8; 32] = raw.as_slice().try_into().map_err(|_| not_a_key())?;
+            let point = ed25519_dalek::VerifyingKey::from_bytes(bytes).map_err(|_| not_a_key())?;
+            if point.is_weak() {
+                return Err(not_a_key());
+            }
             let mut spki = ED25519_SPKI_PREFIX.to_vec();
             spki.extend_from_slice(raw);
             Ok((Algorithm::Ed25519, spki))
