@@ -540,13 +540,16 @@ fn with_key_coordinate(credential: &mut Value, make: impl Fn(&[u8]) -> Vec<u8>) 
     *field = Value::String(URL_SAFE_NO_PAD.encode(out));
 }
 
+/// A replacement for a key's coordinate, given the original.
+type Coordinate = fn(&[u8]) -> Vec<u8>;
+
 /// With attestation `none` nothing signs over the key, so it is checked itself: a P-256 point
 /// off its curve and a small-order Ed25519 point are refused, and nothing is stored.
 async fn a_registration_with_a_key_that_is_no_key_is_refused(backend: Backend) {
     let w = world(backend).await;
     let home = w.household("Maple House").await;
     let page = w.invite(&home, "dana").await;
-    let cases: [(SoftPasskey, fn(&[u8]) -> Vec<u8>); 2] = [
+    let cases: [(SoftPasskey, Coordinate); 2] = [
         (SoftPasskey::es256(ORIGIN, RP_ID), |x| {
             let mut off_curve = x.to_vec();
             off_curve[31] ^= 1;
