@@ -341,6 +341,8 @@ pub enum PasskeyCommand {
     /// Revoke one passkey: it signs nothing more, and stays listed
     Revoke {
         household: String,
+        /// As `passkey list` prints it: base64url, which may begin with a hyphen
+        #[arg(allow_hyphen_values = true)]
         credential_id: String,
     },
 }
