@@ -698,7 +698,10 @@ fn passkey_commands_invite_list_and_revoke() {
         ),
         (vec!["passkey", "revoke", household, "bm8"], "no passkey"),
         // base64url ids may begin with a hyphen: an id, not an option.
-        (vec!["passkey", "revoke", household, "-3Ny97Ik"], "no passkey"),
+        (
+            vec!["passkey", "revoke", household, "-3Ny97Ik"],
+            "no passkey",
+        ),
     ] {
         let mut args = args.clone();
         args.push("--json");
