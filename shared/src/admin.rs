@@ -483,10 +483,8 @@ impl Admin {
         let household_id = new_household_id();
         let name = name.unwrap_or(old_id);
         let policy = if old_id == self.data.id() {
-            let mut household = self.data.household.clone();
-            household.household_id = household_id.clone();
-            household.name = name.trim().to_owned();
-            Some(serde_json::to_value(household).map_err(|e| AdminError::Invalid(e.to_string()))?)
+            let policy = self.data.policy_for(&household_id, name.trim());
+            Some(policy.map_err(|e| AdminError::Invalid(e.to_string()))?)
         } else {
             None
         };

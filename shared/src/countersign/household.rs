@@ -302,6 +302,18 @@ impl HouseholdData {
         })
     }
 
+    /// These rules as the policy of another household account, `household_id` named `name`.
+    pub fn policy_for(
+        &self,
+        household_id: &str,
+        name: &str,
+    ) -> serde_json::Result<serde_json::Value> {
+        let mut household = self.household.clone();
+        household.household_id = household_id.to_owned();
+        household.name = name.to_owned();
+        serde_json::to_value(household)
+    }
+
     /// The household's id: the account id for a household account.
     pub fn id(&self) -> &str {
         &self.household.household_id

@@ -111,10 +111,7 @@ impl PhoneEndpoint {
             Some(account) => account.household_id,
             None => {
                 let id = new_household_id();
-                let mut rules = self.household.household.clone();
-                rules.household_id = id.clone();
-                rules.name = name.clone();
-                let policy = serde_json::to_value(rules).map_err(|_| {
+                let policy = self.household.policy_for(&id, &name).map_err(|_| {
                     (
                         StatusCode::INTERNAL_SERVER_ERROR,
                         "the configured household's rules could not be copied".to_owned(),
@@ -218,68 +215,58 @@ pub fn router(endpoint: Arc<PhoneEndpoint>) -> Router {
 
 /// `POST /demo/host`: a household token for the page's host that signs nothing.
 async fn host(State(endpoint): State<Arc<PhoneEndpoint>>, request: Request) -> Response {
-    served(&endpoint, request, "demo_host", |endpoint, _body| {
-        Box::pin(async move { endpoint.host_token().await.map(|token| json(&token)) })
-    })
-    .await
+    let started = Instant::now();
+    let mut log = RequestLog::new(request_id(&request));
+    log.method(Some("demo_host"));
+    let response = match admitted(&endpoint, request, &mut log).await {
+        Ok(_) => answered(endpoint.host_token().await),
+        Err(refusal) => refusal,
+    };
+    log.finish(response.status(), started.elapsed());
+    response
 }
 
 /// `POST /demo/phone`: a passkey invite for one member of the host household.
 async fn phone(State(endpoint): State<Arc<PhoneEndpoint>>, request: Request) -> Response {
-    served(&endpoint, request, "demo_phone", |endpoint, body| {
-        Box::pin(async move {
-            let owner = serde_json::from_slice::<PhoneOwner>(&body).map_err(|_| {
-                (
-                    StatusCode::BAD_REQUEST,
-                    "the body must be {\"member_id\"}".to_owned(),
-                )
-            })?;
-            endpoint
-                .invite(&owner.member_id)
-                .await
-                .map(|invite| json(&invite))
-        })
-    })
-    .await
-}
-
-type Answer<'a> =
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Response, Failure>> + Send + 'a>>;
-
-/// Admits the request (POST, origin, bearer token, rate limits, body size), runs `answer`
-/// and logs the request without its body.
-async fn served(
-    endpoint: &PhoneEndpoint,
-    request: Request,
-    method: &'static str,
-    answer: impl for<'a> FnOnce(&'a PhoneEndpoint, axum::body::Bytes) -> Answer<'a>,
-) -> Response {
     let started = Instant::now();
     let mut log = RequestLog::new(request_id(&request));
-    log.method(Some(method));
-    let response = match admit(
-        &endpoint.auth,
-        &endpoint.gate,
-        request,
-        MAX_BODY_BYTES,
-        &mut log,
-    )
-    .await
-    {
-        // A household token (the host's own among them) names one household and may not
-        // mint more tokens or invites: only the page's session, a credential's token, may.
-        Ok((caller, _)) if caller.household.is_some() => error(
-            StatusCode::FORBIDDEN,
-            "a household token cannot ask for this; connect with the judge token",
-        ),
-        Ok((_caller, body)) => match answer(endpoint, body).await {
-            Ok(response) => response,
-            Err((status, message)) => error(status, &message),
+    log.method(Some("demo_phone"));
+    let response = match admitted(&endpoint, request, &mut log).await {
+        Ok(body) => match serde_json::from_slice::<PhoneOwner>(&body) {
+            Ok(owner) => answered(endpoint.invite(&owner.member_id).await),
+            Err(_) => error(StatusCode::BAD_REQUEST, "the body must be {\"member_id\"}"),
         },
         Err(refusal) => refusal,
     };
     log.finish(response.status(), started.elapsed());
     response
+}
+
+/// The body of a request that passed every check (POST, origin, bearer token, rate limits,
+/// body size), or the answer refusing it.
+async fn admitted(
+    endpoint: &PhoneEndpoint,
+    request: Request,
+    log: &mut RequestLog,
+) -> Result<axum::body::Bytes, Response> {
+    let (caller, body) =
+        admit(&endpoint.auth, &endpoint.gate, request, MAX_BODY_BYTES, log).await?;
+    // A household token (the host's own among them) names one household and may not mint
+    // more tokens or invites: only the page's session, a credential's token, may.
+    if caller.household.is_some() {
+        return Err(error(
+            StatusCode::FORBIDDEN,
+            "a household token cannot ask for this; connect with the judge token",
+        ));
+    }
+    Ok(body)
+}
+
+fn answered(result: Result<impl Serialize, Failure>) -> Response {
+    match result {
+        Ok(body) => json(&body),
+        Err((status, message)) => error(status, &message),
+    }
 }
 
 fn json(body: &impl Serialize) -> Response {
