@@ -43,11 +43,17 @@ struct World {
     server: HearthServer,
 }
 
+/// The world every fuzz target shares for the life of the process: state one input leaves
+/// (a proposal, a spent nonce) is what the next input meets, as in a real server.
 fn world() -> &'static World {
     static WORLD: OnceLock<World> = OnceLock::new();
-    WORLD.get_or_init(|| {
-        // One directory per process, left behind: the process ends when the fuzzer does.
-        let dir = std::env::temp_dir().join(format!("hearth-fuzz-{}", std::process::id()));
+    // One directory per process, left behind: the process ends when the fuzzer does.
+    WORLD.get_or_init(|| World::new(&format!("hearth-fuzz-{}", std::process::id())))
+}
+
+impl World {
+    fn new(directory_name: &str) -> World {
+        let dir = std::env::temp_dir().join(directory_name);
         std::fs::create_dir_all(&dir).expect("a temporary directory");
         let vars: HashMap<&str, String> = HashMap::from([
             ("HEARTH_DATA_DIR", dir.display().to_string()),
@@ -89,7 +95,25 @@ fn world() -> &'static World {
             router: crate::app::local_router_with(&config, &backing),
             server: HearthServer::new(crate::app::toolsets(&config, &backing)),
         }
-    })
+    }
+
+    fn answer(&self, data: &[u8]) -> Option<(StatusCode, String)> {
+        let request = parse_request(data)?;
+        Some(self.runtime.block_on(async {
+            let response = self
+                .router
+                .clone()
+                .oneshot(request)
+                .await
+                .expect("the router is infallible");
+            let status = response.status();
+            let body = http_body_util::BodyExt::collect(response.into_body())
+                .await
+                .map(|collected| collected.to_bytes())
+                .unwrap_or_default();
+            (status, String::from_utf8_lossy(&body).into_owned())
+        }))
+    }
 }
 
 /// A whole HTTP request to the local router: `METHOD PATH`, header lines `name: value`, an
@@ -103,22 +127,21 @@ pub fn http_request(data: &[u8]) {
 /// The local router's answer to the request `data` frames (see [`http_request`]), or `None`
 /// when the bytes frame no HTTP request at all.
 pub fn http_answer(data: &[u8]) -> Option<(StatusCode, String)> {
-    let request = parse_request(data)?;
-    let world = world();
-    Some(world.runtime.block_on(async {
-        let response = world
-            .router
-            .clone()
-            .oneshot(request)
-            .await
-            .expect("the router is infallible");
-        let status = response.status();
-        let body = http_body_util::BodyExt::collect(response.into_body())
-            .await
-            .map(|collected| collected.to_bytes())
-            .unwrap_or_default();
-        (status, String::from_utf8_lossy(&body).into_owned())
-    }))
+    world().answer(data)
+}
+
+/// The answers to `requests`, in order, from a world of their own that starts empty: what
+/// the shared world's earlier inputs left (a proposal already made for a turn) cannot change
+/// them, whichever test or fuzz input ran first.
+pub fn fresh_http_answers(requests: &[&[u8]]) -> Vec<Option<(StatusCode, String)>> {
+    static WORLDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let number = WORLDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let directory_name = format!("hearth-fuzz-{}-fresh-{number}", std::process::id());
+    let world = World::new(&directory_name);
+    let answers = requests.iter().map(|data| world.answer(data)).collect();
+    drop(world);
+    let _ = std::fs::remove_dir_all(std::env::temp_dir().join(directory_name));
+    answers
 }
 
 fn parse_request(data: &[u8]) -> Option<http::Request<axum::body::Body>> {
