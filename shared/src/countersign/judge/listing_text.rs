@@ -16,7 +16,7 @@
 //! Plain sales text ("Tough on stains", "Add to salads") passes. A promotion phrased as an
 //! order ("Buy 2, get 1 free") is flagged too: the person then confirms, which is the safe side.
 
-use super::rules::tokenize;
+use super::words::tokenize;
 
 /// Whether `text` gives instructions to the assistant.
 pub fn addresses_the_assistant(text: &str) -> bool {

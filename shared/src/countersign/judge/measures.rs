@@ -3,7 +3,7 @@
 //! variant is wanted, never how many; and when the listing states the same kind of measure
 //! with another value, the order is the wrong variant.
 
-use super::rules::{number_at, tokenize};
+use super::words::{number_at, tokenize};
 
 /// A unit as said or written, the kind of measure it is, and its size in that kind's base unit
 /// (milligrams, millilitres, millimetres, months; the others are their own base).

@@ -3,12 +3,16 @@
 //! A judge answers `match`, `mismatch` or `unclear`. Countersign stops and asks on both
 //! `mismatch` and `unclear`, so a judge that cannot tell must say `unclear`, never `match`.
 
+mod amounts;
 #[cfg(feature = "aws")]
 pub mod bedrock;
+mod described;
 pub mod listing_text;
 pub mod measures;
+mod merchant;
 pub mod rules;
 pub mod thesaurus;
+mod words;
 
 use async_trait::async_trait;
 
