@@ -19,8 +19,9 @@ use std::process::ExitCode;
 
 use hearth_core::assistant::device::{DeviceKey, DeviceMemory, Heard};
 use hearth_core::assistant::{self, Assistant, Connection, TurnOutcome};
-use hearth_core::auth::{Secret, dev_credentials};
+use hearth_core::auth::dev_credentials;
 use hearth_core::config::Config;
+use hearth_core::secret::Secret;
 use serde_json::json;
 
 use crate::cli::{AssistantArgs, usage_error};

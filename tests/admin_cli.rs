@@ -6,9 +6,10 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
-use hearth_core::auth::{Caller, JwtKeys, Secret};
+use hearth_core::auth::{Caller, JwtKeys};
 use hearth_core::clock::SystemClock;
 use hearth_core::countersign::household::built_in_policy;
+use hearth_core::secret::Secret;
 use hearth_core::store::sqlite::SqliteStore;
 use hearth_core::why::WhyService;
 use hearth_core::why::record::NewDecision;

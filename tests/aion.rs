@@ -12,7 +12,7 @@ use axum::http::header;
 use common::aion_stand_in::stand_in;
 use hearth_core::aion::{AionToolset, HttpGuide, MockGuide};
 use hearth_core::auth::Caller;
-use hearth_core::auth::Secret;
+use hearth_core::secret::Secret;
 use hearth_core::toolset::{ToolOutput, Toolset};
 use serde_json::{Value, json};
 

@@ -10,7 +10,6 @@ use axum::Router;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use hearth_core::auth::Caller;
-use hearth_core::auth::Secret;
 use hearth_core::auth::attestation::{Attestation, HostClaim};
 use hearth_core::clock::SystemClock;
 use hearth_core::countersign::CountersignService;
@@ -18,6 +17,7 @@ use hearth_core::countersign::household::HouseholdData;
 use hearth_core::countersign::judge::rules::RulesJudge;
 use hearth_core::countersign::ledger::{Ledger, Status};
 use hearth_core::countersign::notify::{Notifier, SIGNATURE_HEADER, sign};
+use hearth_core::secret::Secret;
 use hearth_core::store::sqlite::SqliteStore;
 use serde_json::Value;
 

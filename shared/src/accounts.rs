@@ -16,9 +16,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::auth::Secret;
 use crate::clock::{Clock, unix_ms};
 use crate::random::os_bytes;
+use crate::secret::Secret;
 use crate::store::{
     AccountItem, AccountStore, AccountSummary, DeviceKeyItem, RevokedFamily, StoreError,
 };

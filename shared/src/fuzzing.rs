@@ -16,11 +16,12 @@ use tower::ServiceExt;
 
 use crate::app::Backing;
 use crate::auth::attestation::{Attestation, AttestationVerifier, HostClaim};
-use crate::auth::{Authenticator, Caller, Credentials, JwtKeys, Secret};
+use crate::auth::{Authenticator, Caller, Credentials, JwtKeys};
 use crate::chain::sha256_hex;
 use crate::clock::ManualClock;
 use crate::config::Config;
 use crate::mcp::HearthServer;
+use crate::secret::Secret;
 use crate::store::Stores;
 use crate::store::sqlite::SqliteStore;
 

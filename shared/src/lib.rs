@@ -6,8 +6,8 @@
 //! [`toolset::Toolset`], [`linking`] keeps account linking's codes and refresh tokens, [`transparency`] grows and
 //! signs each chain's log, and
 //! [`ratelimit`] applies its policy to the store's counters. At the bottom, [`auth`],
-//! [`accounts`], [`chain`], [`tlog`], [`store`], [`scholia`], [`speech`], [`clock`], [`random`] and
-//! [`config`] know nothing of the layers above.
+//! [`accounts`], [`chain`], [`tlog`], [`store`], [`scholia`], [`speech`], [`clock`], [`random`],
+//! [`secret`] and [`config`] know nothing of the layers above.
 
 pub mod accounts;
 pub mod admin;
@@ -35,6 +35,7 @@ pub mod passkeys;
 pub mod random;
 pub mod ratelimit;
 pub mod scholia;
+pub mod secret;
 pub mod skills;
 pub mod speech;
 pub mod store;

@@ -7,9 +7,9 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::auth::Secret;
 use crate::chain::sha256_hex;
 use crate::media::has_media_type;
+use crate::secret::Secret;
 
 /// How long the backend may take before the question is given up.
 pub const BACKEND_TIMEOUT: Duration = Duration::from_secs(15);

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 
 use http::{HeaderName, HeaderValue};
 
-use crate::auth::Secret;
 use crate::auth::attestation::{
     self, ATTESTATION_HEADER, Attestation, AttestationRefusal, KEY_ID_HEADER, SIGNATURE_HEADER,
 };
+use crate::secret::Secret;
 
 /// The key a device signs attestations with: the deployment's host key (`COUNTERSIGN_HOST_KEY`,
 /// no id), or one of a household's device keys (`hearth admin device-key add`), named by id.

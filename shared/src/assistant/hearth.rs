@@ -16,7 +16,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
 use super::converse::ToolDescription;
-use crate::auth::Secret;
+use crate::secret::Secret;
 
 /// One turn's session with Hearth.
 pub struct Session {

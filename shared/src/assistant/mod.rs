@@ -21,8 +21,8 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::auth::Secret;
 use crate::config::Config;
+use crate::secret::Secret;
 use converse::{Model, ModelTurn};
 use device::{DeviceKey, Heard, QuestionChange};
 use hearth::Session;

@@ -26,9 +26,9 @@ use http::HeaderMap;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use super::Secret;
 use crate::accounts::Accounts;
 use crate::clock::Clock;
+use crate::secret::Secret;
 use crate::store::AccountItem;
 
 pub const ATTESTATION_HEADER: &str = "x-countersign-attestation";

@@ -8,7 +8,7 @@
 //! what depends on it then denies. The problems found are reported by name only, so a caller
 //! can log them without logging a value.
 
-use std::fmt;
+use crate::secret::Secret;
 
 /// `MCP_JWT_SECRET` must have at least this many bytes; a shorter key signs nothing.
 pub const MIN_JWT_SECRET_BYTES: usize = 32;
@@ -45,27 +45,6 @@ pub const OTHER_SECRET_NAMES: [&str; 5] = [
     LOG_KEY_NAME,
     LOG_KEY_PREVIOUS_NAME,
 ];
-
-/// A secret value. Its `Debug` never shows the value, so a credential inside a logged or
-/// printed structure cannot leak by accident.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(..)")
-    }
-}
 
 /// What Hearth accepts and signs with. Every field may be absent; see the module comment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -108,7 +87,7 @@ impl Credentials {
         let mut problems = Vec::new();
         let jwt_secret = get("MCP_JWT_SECRET").and_then(|secret| {
             if secret.len() >= MIN_JWT_SECRET_BYTES {
-                Some(Secret(secret))
+                Some(Secret::new(secret))
             } else {
                 problems.push(CredentialProblem::ShortJwtSecret);
                 None
@@ -124,14 +103,14 @@ impl Credentials {
             };
         let credentials = Self {
             client_id: get("MCP_CLIENT_ID").map(|id| id.trim().to_owned()),
-            client_secret: get("MCP_CLIENT_SECRET").map(Secret),
+            client_secret: get("MCP_CLIENT_SECRET").map(Secret::new),
             jwt_secret,
             judge_token_hashes,
-            aion_api_key: get(AION_KEY_NAME).map(Secret),
-            host_key: get(HOST_KEY_NAME).map(Secret),
-            notify_key: get(NOTIFY_KEY_NAME).map(Secret),
-            log_key: get(LOG_KEY_NAME).map(Secret),
-            log_key_previous: get(LOG_KEY_PREVIOUS_NAME).map(Secret),
+            aion_api_key: get(AION_KEY_NAME).map(Secret::new),
+            host_key: get(HOST_KEY_NAME).map(Secret::new),
+            notify_key: get(NOTIFY_KEY_NAME).map(Secret::new),
+            log_key: get(LOG_KEY_NAME).map(Secret::new),
+            log_key_previous: get(LOG_KEY_PREVIOUS_NAME).map(Secret::new),
         };
         (credentials, problems)
     }

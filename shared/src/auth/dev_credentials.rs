@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
-use super::credentials::{Credentials, Secret, parse_token_hashes};
+use super::credentials::{Credentials, parse_token_hashes};
 use crate::chain::sha256_hex;
+use crate::secret::Secret;
 
 pub const FILE_NAME: &str = "dev-credentials.json";
 

@@ -10,7 +10,8 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
-use super::credentials::{MIN_JWT_SECRET_BYTES, Secret};
+use super::credentials::MIN_JWT_SECRET_BYTES;
+use crate::secret::Secret;
 
 fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
     use hmac::{Hmac, Mac};

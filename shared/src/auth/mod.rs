@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 pub use caller::{Caller, HouseholdCaller, HouseholdRefusal, household_scope};
-pub use credentials::{Credentials, Secret};
+pub use credentials::Credentials;
 pub use jwt::{JwtKeys, TokenRejection};
 pub use scope::{Scope, Scopes};
 
@@ -309,6 +309,7 @@ fn bearer_token(headers: &HeaderMap) -> Result<&str, AuthFailure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::secret::Secret;
     use http::HeaderValue;
 
     const JWT_SECRET: &str = "an-hs256-key-of-at-least-32-bytes!!";

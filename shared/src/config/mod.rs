@@ -14,13 +14,13 @@ use std::path::PathBuf;
 
 pub use urls::{PasskeyPlace, PublicUrls};
 
-use crate::auth::Secret;
 use crate::auth::attestation::DEVELOPMENT_HOST_KEY;
 use crate::auth::credentials::{
     AION_KEY_NAME, CREDENTIAL_NAMES, HOST_KEY_NAME, LOG_KEY_NAME, LOG_KEY_PREVIOUS_NAME,
     NOTIFY_KEY_NAME, OTHER_SECRET_NAMES,
 };
 use crate::auth::{Authenticator, Credentials, JwtKeys};
+use crate::secret::Secret;
 
 /// Where the process runs. Decided by `AWS_LAMBDA_RUNTIME_API`, which the Lambda runtime sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -30,7 +30,7 @@ use serde::Serialize;
 use sha2::Sha256;
 
 use super::household::Role;
-use crate::auth::Secret;
+use crate::secret::Secret;
 
 pub const SIGNATURE_HEADER: &str = "x-countersign-notification-signature";
 

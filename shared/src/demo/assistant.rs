@@ -22,8 +22,8 @@ use super::DeviceEndpoint;
 use crate::assistant::converse::Model;
 use crate::assistant::device::{DeviceKey, Heard, QuestionChange};
 use crate::assistant::{Assistant, Connection, MODEL_CALL_TIMEOUT, ToolCall};
-use crate::auth::Secret;
 use crate::json_endpoint::{admit, error};
+use crate::secret::Secret;
 use crate::telemetry::{RequestLog, request_id};
 
 /// The largest request body read.

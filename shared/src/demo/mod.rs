@@ -24,12 +24,13 @@ use axum::routing::{any, get};
 use http::{HeaderValue, StatusCode, header};
 use serde::{Deserialize, Serialize};
 
+use crate::auth::Authenticator;
 use crate::auth::attestation::{self, Attestation, AttestationRefusal};
-use crate::auth::{Authenticator, Secret};
 use crate::clock::Clock;
 use crate::countersign::household::HouseholdData;
 use crate::gate::{Gate, client_ip};
 use crate::json_endpoint::{admit, authorize, error};
+use crate::secret::Secret;
 use crate::telemetry::{RequestLog, request_id};
 
 const INDEX: &str = include_str!("../../../demo/index.html");

@@ -706,8 +706,8 @@ fn from_json<'a, T: Deserialize<'a>>(body: &'a str) -> Result<T, LinkingError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::Secret;
     use crate::clock::ManualClock;
+    use crate::secret::Secret;
     use crate::store::sqlite::SqliteStore;
 
     /// A linking over a fresh store, with a family as the earlier release stored it (no token
