@@ -4,6 +4,7 @@
 pub mod body;
 pub mod handler;
 pub mod http;
+mod layers;
 
 pub use handler::HearthServer;
 pub use http::{McpEndpoint, router};
