@@ -16,7 +16,9 @@ use hearth_core::clock::ManualClock;
 use hearth_core::config::RateLimits;
 use hearth_core::ratelimit::{Admission, RateLimiter};
 use hearth_core::store::dynamodb::DynamoStore;
-use hearth_core::store::{ChainStore, Stores};
+use hearth_core::store::{
+    Append, ChainKey, ChainStore, LogHead, LogRead, Snapshot, StoreError, Stores, Winner,
+};
 use hearth_core::why::limits;
 use hearth_core::why::record::NewDecision;
 use hearth_core::why::service::Lookup;
@@ -177,6 +179,146 @@ async fn each_operation_costs_a_fixed_number_of_calls() {
         2,
         "the rate limiter: one conditional UpdateItem per counter (address and subject), sent together"
     );
+}
+
+/// A DynamoDB store over which, just before the first append it is asked for, a rival
+/// instance (a service of its own, as another Lambda instance is) lands a decision: that
+/// append loses its race exactly once.
+struct RacedOnce {
+    inner: Arc<DynamoStore>,
+    calls: CallCounter,
+    rival: tokio::sync::Mutex<Option<WhyService>>,
+    /// The calls made before the rival's turn, which `calls` no longer holds.
+    calls_before_rival: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl ChainStore for RacedOnce {
+    async fn load(&self, key: &ChainKey, now_ms: i64) -> Result<Option<Snapshot>, StoreError> {
+        self.inner.load(key, now_ms).await
+    }
+
+    async fn load_for_append(
+        &self,
+        key: &ChainKey,
+        now_ms: i64,
+    ) -> Result<(Option<Snapshot>, Option<LogHead>), StoreError> {
+        self.inner.load_for_append(key, now_ms).await
+    }
+
+    async fn log_head(&self, key: &ChainKey, now_ms: i64) -> Result<LogRead, StoreError> {
+        self.inner.log_head(key, now_ms).await
+    }
+
+    async fn resign_log(
+        &self,
+        key: &ChainKey,
+        expected: &LogHead,
+        checkpoint: &str,
+    ) -> Result<(), StoreError> {
+        self.inner.resign_log(key, expected, checkpoint).await
+    }
+
+    async fn log_hashes(
+        &self,
+        key: &ChainKey,
+        leaves: &[u64],
+    ) -> Result<std::collections::HashMap<u64, Vec<[u8; 32]>>, StoreError> {
+        self.inner.log_hashes(key, leaves).await
+    }
+
+    async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError> {
+        self.inner.append(key, append, now_ms).await
+    }
+
+    async fn append_or_winner(
+        &self,
+        key: &ChainKey,
+        append: Append,
+        now_ms: i64,
+    ) -> Result<(), (StoreError, Option<Winner>)> {
+        if let Some(rival) = self.rival.lock().await.take() {
+            self.calls_before_rival
+                .store(self.calls.take(), std::sync::atomic::Ordering::SeqCst);
+            let inputs = Map::new();
+            rival
+                .record(&caller(), decision("home", "the rival's", &inputs))
+                .await
+                .unwrap();
+            self.calls.take();
+        }
+        self.inner.append_or_winner(key, append, now_ms).await
+    }
+
+    async fn remove(&self, key: &ChainKey) -> Result<usize, StoreError> {
+        self.inner.remove(key).await
+    }
+
+    async fn relocate(
+        &self,
+        from: &ChainKey,
+        to: &ChainKey,
+        now_ms: i64,
+    ) -> Result<usize, StoreError> {
+        self.inner.relocate(from, to, now_ms).await
+    }
+}
+
+/// Across instances no process lock spares DynamoDB a collision: a lost append learns the
+/// winning heads from its own refusal (`ALL_OLD`) and retries with one more
+/// TransactWriteItems, never a second Query. Nothing is lost, and the chain and its log hold
+/// both decisions in order.
+#[tokio::test]
+async fn a_lost_race_is_retried_from_the_winning_heads_without_reading_again() {
+    let (store, calls, _) = counted_store(Moto::shared()).await;
+    let clock = clock();
+    let inputs = Map::new();
+    let me = caller();
+    WhyService::new(store.clone(), clock.clone())
+        .record(&me, decision("home", "first", &inputs))
+        .await
+        .unwrap();
+    calls.take();
+    let raced = Arc::new(RacedOnce {
+        inner: store.clone(),
+        calls: calls.clone(),
+        rival: tokio::sync::Mutex::new(Some(WhyService::new(store.clone(), clock.clone()))),
+        calls_before_rival: Default::default(),
+    });
+    let ours = WhyService::new(raced.clone(), clock.clone())
+        .record(&me, decision("home", "ours", &inputs))
+        .await
+        .unwrap();
+    let before = raced
+        .calls_before_rival
+        .load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(before, 1, "the read the append was planned from: one Query");
+    assert_eq!(
+        calls.take(),
+        2,
+        "the lost TransactWriteItems, then the retry's, and no Query between them"
+    );
+    assert_eq!(ours["seq"], 3, "after the rival's decision 2");
+    let key = hearth_core::why::service::chain_key_in(&me.scope, "home");
+    let now_ms = hearth_core::clock::unix_ms(time::OffsetDateTime::now_utc());
+    let snapshot = store.load(&key, now_ms).await.unwrap().unwrap();
+    hearth_core::chain::verify(
+        &snapshot.records,
+        snapshot.head.anchor.as_deref(),
+        &snapshot.head.last_hash,
+    )
+    .unwrap();
+    let actions: Vec<String> = snapshot
+        .records
+        .iter()
+        .map(|record| {
+            let body: Value = serde_json::from_str(&record.body).unwrap();
+            body["action"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(actions, ["first", "the rival's", "ours"]);
+    let log = store.log_head(&key, now_ms).await.unwrap().log.unwrap();
+    assert_eq!(log.size, 3, "every decision is in the log once");
 }
 
 #[tokio::test]

@@ -21,6 +21,7 @@ async fn sqlite() -> Backend {
         grants: store.clone(),
         clients: store.clone(),
         cosigned: store,
+        names_winners: false,
         _guard: Box::new(dir),
     }
 }
@@ -42,6 +43,7 @@ async fn dynamodb() -> Backend {
         grants: store.clone(),
         clients: store.clone(),
         cosigned: store,
+        names_winners: true,
         _guard: Box::new(()),
     }
 }

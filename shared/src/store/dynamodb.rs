@@ -40,13 +40,14 @@ use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, Delete, KeySchemaElement, KeyType,
-    KeysAndAttributes, Put, ScalarAttributeType, TimeToLiveSpecification, TransactWriteItem,
+    KeysAndAttributes, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
+    TimeToLiveSpecification, TransactWriteItem,
 };
 
 use super::{
     AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, ClientItem,
     ClientStore, Cosigned, CosignedStore, Counter, CounterStore, GrantItem, GrantKind, GrantStore,
-    Head, LOG_RETIREMENT_MS, LogHead, LogRead, Snapshot, StoreError, Taken,
+    Head, LOG_RETIREMENT_MS, LogHead, LogRead, Snapshot, StoreError, Taken, Winner,
 };
 use crate::chain::Sealed;
 
@@ -235,8 +236,8 @@ impl DynamoStore {
         ];
         match self.transact(items).await {
             Ok(()) => Ok(()),
-            Err(Cancelled::Codes(codes)) if is_conflict(&codes) => Err(StoreError::Conflict),
-            Err(Cancelled::Codes(_)) => Err(StoreError::Unavailable(format!(
+            Err(Cancelled::Codes { codes, .. }) if is_conflict(&codes) => Err(StoreError::Conflict),
+            Err(Cancelled::Codes { .. }) => Err(StoreError::Unavailable(format!(
                 "DynamoDB cancelled the {what} write"
             ))),
             Err(Cancelled::Failed(error)) => Err(error),
@@ -258,9 +259,9 @@ impl DynamoStore {
         };
         match error.as_service_error() {
             Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) => {
-                Err(Cancelled::Codes(
-                    cancelled
-                        .cancellation_reasons()
+                let reasons = cancelled.cancellation_reasons();
+                Err(Cancelled::Codes {
+                    codes: reasons
                         .iter()
                         .map(|reason| {
                             reason
@@ -269,7 +270,11 @@ impl DynamoStore {
                                 .map(str::to_owned)
                         })
                         .collect(),
-                ))
+                    items: reasons
+                        .iter()
+                        .map(|reason| reason.item().cloned())
+                        .collect(),
+                })
             }
             _ => Err(Cancelled::Failed(sdk_unavailable(error))),
         }
@@ -278,8 +283,12 @@ impl DynamoStore {
 
 /// Why a transaction did not happen.
 enum Cancelled {
-    /// DynamoDB cancelled it; the codes per item.
-    Codes(Vec<Option<String>>),
+    /// DynamoDB cancelled it: the code per item, and the item as it stood where a failed
+    /// condition asked for it (`ReturnValuesOnConditionCheckFailure` `ALL_OLD`).
+    Codes {
+        codes: Vec<Option<String>>,
+        items: Vec<Option<Item>>,
+    },
     Failed(StoreError),
 }
 
@@ -436,94 +445,41 @@ impl ChainStore for DynamoStore {
     }
 
     async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError> {
-        let pk = chain_pk(key);
-        let head = &append.head;
-        let first_seq = append.evict_below_seq.clamp(1, append.record.seq);
-        let head_item = head_item(&pk, head, first_seq);
-        let mut values: Item = HashMap::from([(":now".to_owned(), n(now_ms))]);
-        let condition = match &append.expected {
-            Some(expected) => {
-                values.insert(":seq".into(), n(expected.last_seq as i64));
-                values.insert(":hash".into(), s(&expected.last_hash));
-                values.insert(":started".into(), n(expected.window_started_ms));
-                "last_seq = :seq AND last_hash = :hash AND window_started_ms = :started AND expires_at_ms > :now"
-            }
-            None => "attribute_not_exists(pk) OR expires_at_ms <= :now",
-        };
-        let put_head = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(head_item))
-            .condition_expression(condition)
-            .set_expression_attribute_values(Some(values))
-            .build()
-            .map_err(unavailable)?;
-        let record_item = record_item(&pk, &append.record, head);
-        let put_record = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(record_item))
-            .build()
-            .map_err(unavailable)?;
-        let mut items = vec![
-            TransactWriteItem::builder().put(put_head).build(),
-            TransactWriteItem::builder().put(put_record).build(),
-        ];
-        // Eviction advances one record per append (the window keeps a fixed number), so the
-        // record just below the new bound is the only one to delete.
-        if append.expected.is_some() && append.evict_below_seq > 1 {
-            let delete = Delete::builder()
-                .table_name(&self.table)
-                .set_key(Some(key_of(&pk, &record_sk(append.evict_below_seq - 1))))
-                .build()
-                .map_err(unavailable)?;
-            items.push(TransactWriteItem::builder().delete(delete).build());
-        }
-        if let Some(log) = &append.log {
-            let (condition, values): (&str, Item) = match &log.expected {
-                // A retired log's item may linger until the TTL deletes it.
-                None => (
-                    "attribute_not_exists(pk) OR expires_at_ms <= :now",
-                    HashMap::from([(":now".to_owned(), n(now_ms))]),
-                ),
-                Some(expected) => (
-                    "log_id = :log_id AND epoch = :epoch AND tree_size = :size",
-                    HashMap::from([
-                        (":log_id".to_owned(), s(&expected.log_id)),
-                        (":epoch".to_owned(), n(expected.epoch as i64)),
-                        (":size".to_owned(), n(expected.size as i64)),
-                    ]),
-                ),
-            };
-            let put_log = Put::builder()
-                .table_name(&self.table)
-                .set_item(Some(log_item(&pk, &log.head)))
-                .condition_expression(condition)
-                .set_expression_attribute_values((!values.is_empty()).then_some(values))
-                .build()
-                .map_err(unavailable)?;
-            let mut hashes = key_of(&pk, &hash_sk(log.head.size - 1));
-            hashes.insert("hashes".into(), s(&hex::encode(log.hashes.concat())));
-            if let Some(expires_at_ms) = log.head.expires_at_ms {
-                hashes.insert(TTL_ATTRIBUTE.into(), n(ttl_seconds(expires_at_ms)));
-            }
-            let put_hashes = Put::builder()
-                .table_name(&self.table)
-                .set_item(Some(hashes))
-                .build()
-                .map_err(unavailable)?;
-            items.push(TransactWriteItem::builder().put(put_log).build());
-            items.push(TransactWriteItem::builder().put(put_hashes).build());
-        }
-        if append.expected.is_none() {
-            items.push(self.register(key, &append, now_ms).await?);
-        }
+        self.append_or_winner(key, append, now_ms)
+            .await
+            .map_err(|(error, _)| error)
+    }
+
+    /// The head's and the log's conditions ask for the item as it stands when they fail
+    /// (`ALL_OLD`): a lost race then returns the winning heads in the same round trip, and
+    /// the loser retries from them without reading the chain again. Across Lambda instances,
+    /// where no process lock spares the store a collision, that halves a retry's round trips.
+    async fn append_or_winner(
+        &self,
+        key: &ChainKey,
+        append: Append,
+        now_ms: i64,
+    ) -> Result<(), (StoreError, Option<Winner>)> {
+        let (items, log_at) = self
+            .append_transaction(key, &append, now_ms)
+            .await
+            .map_err(|error| (error, None))?;
         match self.transact(items).await {
             Ok(()) => Ok(()),
-            Err(Cancelled::Codes(codes)) if is_conflict(&codes) => Err(StoreError::Conflict),
-            Err(Cancelled::Codes(codes)) => Err(StoreError::Unavailable(format!(
-                "DynamoDB cancelled the append: {}",
-                codes.into_iter().flatten().collect::<Vec<_>>().join(", ")
-            ))),
-            Err(Cancelled::Failed(error)) => Err(error),
+            Err(Cancelled::Codes { codes, items }) if is_conflict(&codes) => {
+                let winner = winner_from(&items, log_at)
+                    // A retired log reads as none: what that means is the reader's to decide.
+                    .filter(|winner| winner.log.as_ref().is_none_or(|log| log.is_kept(now_ms)));
+                Err((StoreError::Conflict, winner))
+            }
+            Err(Cancelled::Codes { codes, .. }) => Err((
+                StoreError::Unavailable(format!(
+                    "DynamoDB cancelled the append: {}",
+                    codes.into_iter().flatten().collect::<Vec<_>>().join(", ")
+                )),
+                None,
+            )),
+            Err(Cancelled::Failed(error)) => Err((error, None)),
         }
     }
 
@@ -637,10 +593,10 @@ impl ChainStore for DynamoStore {
             .await
         {
             Ok(()) => {}
-            Err(Cancelled::Codes(codes)) if is_conflict(&codes) => {
+            Err(Cancelled::Codes { codes, .. }) if is_conflict(&codes) => {
                 return Err(StoreError::Conflict);
             }
-            Err(Cancelled::Codes(_)) => {
+            Err(Cancelled::Codes { .. }) => {
                 return Err(StoreError::Unavailable(
                     "DynamoDB cancelled the head copy".into(),
                 ));
@@ -651,6 +607,105 @@ impl ChainStore for DynamoStore {
         // one chain per toolset, so its cap never binds, and its next window registers itself.
         self.remove(from).await?;
         Ok(snapshot.records.len())
+    }
+}
+
+impl DynamoStore {
+    /// The items of one append's transaction, and where among them the log head's put is.
+    async fn append_transaction(
+        &self,
+        key: &ChainKey,
+        append: &Append,
+        now_ms: i64,
+    ) -> Result<(Vec<TransactWriteItem>, Option<usize>), StoreError> {
+        let pk = chain_pk(key);
+        let head = &append.head;
+        let first_seq = append.evict_below_seq.clamp(1, append.record.seq);
+        let head_item = head_item(&pk, head, first_seq);
+        let mut values: Item = HashMap::from([(":now".to_owned(), n(now_ms))]);
+        let condition = match &append.expected {
+            Some(expected) => {
+                values.insert(":seq".into(), n(expected.last_seq as i64));
+                values.insert(":hash".into(), s(&expected.last_hash));
+                values.insert(":started".into(), n(expected.window_started_ms));
+                "last_seq = :seq AND last_hash = :hash AND window_started_ms = :started AND expires_at_ms > :now"
+            }
+            None => "attribute_not_exists(pk) OR expires_at_ms <= :now",
+        };
+        let put_head = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(head_item))
+            .condition_expression(condition)
+            .set_expression_attribute_values(Some(values))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(unavailable)?;
+        let record_item = record_item(&pk, &append.record, head);
+        let put_record = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(record_item))
+            .build()
+            .map_err(unavailable)?;
+        // The head's put comes first: `winner_from` reads the winning head there.
+        let mut items = vec![
+            TransactWriteItem::builder().put(put_head).build(),
+            TransactWriteItem::builder().put(put_record).build(),
+        ];
+        let mut log_at = None;
+        // Eviction advances one record per append (the window keeps a fixed number), so the
+        // record just below the new bound is the only one to delete.
+        if append.expected.is_some() && append.evict_below_seq > 1 {
+            let delete = Delete::builder()
+                .table_name(&self.table)
+                .set_key(Some(key_of(&pk, &record_sk(append.evict_below_seq - 1))))
+                .build()
+                .map_err(unavailable)?;
+            items.push(TransactWriteItem::builder().delete(delete).build());
+        }
+        if let Some(log) = &append.log {
+            let (condition, values): (&str, Item) = match &log.expected {
+                // A retired log's item may linger until the TTL deletes it.
+                None => (
+                    "attribute_not_exists(pk) OR expires_at_ms <= :now",
+                    HashMap::from([(":now".to_owned(), n(now_ms))]),
+                ),
+                Some(expected) => (
+                    "log_id = :log_id AND epoch = :epoch AND tree_size = :size",
+                    HashMap::from([
+                        (":log_id".to_owned(), s(&expected.log_id)),
+                        (":epoch".to_owned(), n(expected.epoch as i64)),
+                        (":size".to_owned(), n(expected.size as i64)),
+                    ]),
+                ),
+            };
+            let put_log = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(log_item(&pk, &log.head)))
+                .condition_expression(condition)
+                .set_expression_attribute_values((!values.is_empty()).then_some(values))
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .build()
+                .map_err(unavailable)?;
+            let mut hashes = key_of(&pk, &hash_sk(log.head.size - 1));
+            hashes.insert("hashes".into(), s(&hex::encode(log.hashes.concat())));
+            if let Some(expires_at_ms) = log.head.expires_at_ms {
+                hashes.insert(TTL_ATTRIBUTE.into(), n(ttl_seconds(expires_at_ms)));
+            }
+            let put_hashes = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(hashes))
+                .build()
+                .map_err(unavailable)?;
+            log_at = Some(items.len());
+            items.push(TransactWriteItem::builder().put(put_log).build());
+            items.push(TransactWriteItem::builder().put(put_hashes).build());
+        }
+        if append.expected.is_none() {
+            items.push(self.register(key, append, now_ms).await?);
+        }
+        Ok((items, log_at))
     }
 }
 
@@ -681,7 +736,7 @@ impl DynamoStore {
         self.transact(items)
             .await
             .map_err(|cancelled| match cancelled {
-                Cancelled::Codes(_) => {
+                Cancelled::Codes { .. } => {
                     StoreError::Unavailable(format!("DynamoDB cancelled {what}"))
                 }
                 Cancelled::Failed(error) => error,
@@ -837,8 +892,8 @@ impl AccountStore for DynamoStore {
         ];
         match self.transact(items).await {
             Ok(()) => Ok(true),
-            Err(Cancelled::Codes(codes)) if is_conflict(&codes) => Err(StoreError::Conflict),
-            Err(Cancelled::Codes(_)) => Err(StoreError::Unavailable(
+            Err(Cancelled::Codes { codes, .. }) if is_conflict(&codes) => Err(StoreError::Conflict),
+            Err(Cancelled::Codes { .. }) => Err(StoreError::Unavailable(
                 "DynamoDB cancelled the account delete".into(),
             )),
             Err(Cancelled::Failed(error)) => Err(error),
@@ -1043,6 +1098,22 @@ const TRANSACTION_ITEMS: usize = 100;
 
 fn account_pk(household_id: &str) -> String {
     format!("account#{household_id}")
+}
+
+/// The heads that won, from a cancelled append's items as `ALL_OLD` returned them: the head
+/// item first, the log head's at `log_at`. `None` when either is missing (the race was lost
+/// to a transaction still in flight, say): the caller reads the chain again.
+fn winner_from(items: &[Option<Item>], log_at: Option<usize>) -> Option<Winner> {
+    let head_item = items.first()?.as_ref()?;
+    let log = match log_at {
+        Some(at) => Some(log_from(items.get(at)?.as_ref()?).ok()?),
+        None => None,
+    };
+    Some(Winner {
+        head: head_from(head_item).ok()?,
+        first_seq: u64::try_from(number(head_item.get("first_seq"), "first_seq").ok()?).ok()?,
+        log,
+    })
 }
 
 fn is_conflict(codes: &[Option<String>]) -> bool {

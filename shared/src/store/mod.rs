@@ -157,6 +157,18 @@ pub struct Append {
     pub log: Option<LogAppend>,
 }
 
+/// The heads that won a race an append lost, as the store refused the append with them
+/// (DynamoDB's `ReturnValuesOnConditionCheckFailure`): a retry can build on them without
+/// reading the chain again ([`Append::after`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Winner {
+    pub head: Head,
+    /// The oldest retained record's `seq` under `head`.
+    pub first_seq: u64,
+    /// The chain's log head as the winner left it; `None` for a chain appended without a log.
+    pub log: Option<LogHead>,
+}
+
 /// How a chain keeps its records: a window lasts `window_ms` from its first record, holds the
 /// newest `capacity` records (older ones are evicted into the anchor), and a scope may hold at
 /// most `max_live_chains` live windows.
@@ -219,6 +231,55 @@ impl Append {
 }
 
 impl Append {
+    /// The append of one more record after `winner`, the heads that beat this caller's last
+    /// attempt, without reading the chain again. `known` are records this caller read before
+    /// (oldest first); the only one needed is the record an eviction moves into the anchor.
+    /// `None` when that record is not among them or the winner's window has ended: read the
+    /// chain again.
+    pub fn after(
+        winner: &Winner,
+        known: &[Sealed],
+        retention: Retention,
+        now_ms: i64,
+        seal: impl FnOnce(u64, Option<&str>) -> Sealed,
+    ) -> Option<Self> {
+        let head = &winner.head;
+        if !head.is_live(now_ms) || winner.first_seq > head.last_seq + 1 {
+            return None;
+        }
+        let retained = (head.last_seq + 1 - winner.first_seq) as usize;
+        // Keep the newest `capacity` records, the new one included (as [`Append::next`]).
+        let evicted = (retained + 1).saturating_sub(retention.capacity) as u64;
+        let anchor = match evicted {
+            0 => head.anchor.clone(),
+            n => {
+                let seq = winner.first_seq + n - 1;
+                let record = known.iter().find(|record| record.seq == seq)?;
+                Some(record.hash.clone())
+            }
+        };
+        let seq = head.last_seq + 1;
+        let record = seal(seq, Some(&head.last_hash));
+        let evict_below_seq = match retained {
+            0 => seq,
+            _ => winner.first_seq + evicted,
+        };
+        Some(Self {
+            expected: Some(head.clone()),
+            head: Head {
+                last_seq: seq,
+                last_hash: record.hash.clone(),
+                anchor,
+                ..head.clone()
+            },
+            record,
+            evict_below_seq,
+            max_live_chains: retention.max_live_chains,
+            max_logs: retention.max_logs,
+            log: None,
+        })
+    }
+
     /// The same append growing the chain's log: the log's head, written in the same step, and
     /// the log's id kept with the window's head.
     pub fn with_log(mut self, log: LogAppend) -> Self {
@@ -397,6 +458,20 @@ pub trait ChainStore: Send + Sync + 'static {
     /// log's growth are stored together, or nothing changes.
     async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError>;
 
+    /// [`ChainStore::append`], telling with a lost race ([`StoreError::Conflict`]) what won,
+    /// when the store can say so in the same round trip (see [`Winner`]); `None` otherwise,
+    /// and the caller reads the chain again.
+    async fn append_or_winner(
+        &self,
+        key: &ChainKey,
+        append: Append,
+        now_ms: i64,
+    ) -> Result<(), (StoreError, Option<Winner>)> {
+        self.append(key, append, now_ms)
+            .await
+            .map_err(|error| (error, None))
+    }
+
     /// Removes the chain whole: its head and every record, live or expired, and its log's
     /// hashes. The log head stays as a placeholder of size 0 with the next epoch, so a log
     /// started again under the same key never forks the old one. Returns how many records it
@@ -517,6 +592,54 @@ impl Stores {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Building on a winner's heads with the records read before it plans the same append as
+    /// reading the whole chain again would, evictions and anchors included, and declines when
+    /// the record an eviction needs was never read.
+    #[test]
+    fn an_append_after_a_winner_is_the_append_a_fresh_read_would_plan() {
+        let retention = Retention {
+            window_ms: 1_000_000,
+            capacity: 3,
+            max_live_chains: 8,
+            max_logs: 8,
+        };
+        let seal = |seq: u64, prev: Option<&str>| {
+            Sealed::new(seq, &serde_json::json!({"seq": seq, "prev": prev}))
+        };
+        let mut head: Option<Head> = None;
+        let mut retained: Vec<Sealed> = Vec::new();
+        for _ in 0..7 {
+            let fresh = Append::next(head.as_ref(), &retained, retention, 10, seal);
+            if let Some(head) = &head {
+                let winner = Winner {
+                    head: head.clone(),
+                    first_seq: retained.first().map_or(head.last_seq + 1, |r| r.seq),
+                    log: None,
+                };
+                // Read before the winner's last record: everything but the newest.
+                let known = &retained[..retained.len() - 1];
+                let after = Append::after(&winner, known, retention, 10, seal).unwrap();
+                assert_eq!(after.expected, fresh.expected);
+                assert_eq!(after.head, fresh.head);
+                assert_eq!(after.record, fresh.record);
+                assert_eq!(after.evict_below_seq, fresh.evict_below_seq);
+                if fresh.evict_below_seq > winner.first_seq {
+                    assert!(
+                        Append::after(&winner, &[], retention, 10, seal).is_none(),
+                        "the evicted record was never read"
+                    );
+                }
+                let ended = Append::after(&winner, known, retention, head.expires_at_ms, seal);
+                assert!(ended.is_none(), "the winner's window has ended");
+            }
+            retained.push(fresh.record.clone());
+            retained.retain(|record| record.seq >= fresh.evict_below_seq);
+            head = Some(fresh.head);
+        }
+        assert_eq!(retained.len(), 3);
+        assert_eq!(head.unwrap().last_seq, 7);
+    }
 
     #[test]
     fn a_window_holds_its_start_and_not_its_end() {

@@ -15,7 +15,7 @@ use crate::auth::attestation::HostClaim;
 use crate::chain::{self, IntegrityError, Sealed};
 use crate::clock::{Clock, timestamp, unix_ms};
 use crate::store::{
-    Append, AppendLocks, ChainKey, ChainStore, ConflictRetry, LogRead, Snapshot, StoreError,
+    Append, AppendLocks, ChainKey, ChainStore, ConflictRetry, LogRead, Snapshot, StoreError, Winner,
 };
 use crate::transparency::{
     self, Lifetime, LogError, LogKeys, LogKind, ProofError, WindowProofs, grow, history,
@@ -282,21 +282,43 @@ impl WhyService {
         let Some(_turn) = retry.turn(&self.turns, key).await else {
             return Err(WhyError::Busy);
         };
+        // What won the last lost race, when the store said so as it refused (see
+        // `ChainStore::append_or_winner`), with the records read before it: the next attempt
+        // builds on it instead of reading the chain again. A decision's record depends on
+        // nothing in the chain but its place, so nothing read is stale but the heads.
+        let mut lost_to: Option<(Winner, Vec<Sealed>)> = None;
         loop {
             let now = self.clock.now();
             let now_ms = unix_ms(now);
-            let (current, log) = self.store.load_for_append(key, now_ms).await?;
-            if let Some(snapshot) = &current {
-                self.verified(snapshot)?;
-            }
             let recorded_at = timestamp(now);
-            let append = Append::next(
-                current.as_ref().map(|snapshot| &snapshot.head),
-                current.as_ref().map_or(&[], |snapshot| &snapshot.records),
-                RETENTION,
-                now_ms,
-                |seq, prev| Sealed::new(seq, &record::build(decision, seq, &recorded_at, prev)),
-            );
+            let seal = |seq, prev: Option<&str>| {
+                Sealed::new(seq, &record::build(decision, seq, &recorded_at, prev))
+            };
+            let after_winner = lost_to.take().and_then(|(winner, known)| {
+                let append = Append::after(&winner, &known, RETENTION, now_ms, seal)?;
+                Some((append, winner, known))
+            });
+            let (append, named, log, known) = match after_winner {
+                Some((append, winner, known)) => (append, winner.head.log_id, winner.log, known),
+                None => {
+                    let (current, log) = self.store.load_for_append(key, now_ms).await?;
+                    if let Some(snapshot) = &current {
+                        self.verified(snapshot)?;
+                    }
+                    let append = Append::next(
+                        current.as_ref().map(|snapshot| &snapshot.head),
+                        current.as_ref().map_or(&[], |snapshot| &snapshot.records),
+                        RETENTION,
+                        now_ms,
+                        seal,
+                    );
+                    let (named, known) = match current {
+                        Some(snapshot) => (snapshot.head.log_id, snapshot.records),
+                        None => (None, Vec::new()),
+                    };
+                    (append, named, log, known)
+                }
+            };
             let sealed = append.record.clone();
             // A household account's log is kept for good; a credential's lives with its
             // window (see `transparency::Lifetime`).
@@ -317,9 +339,7 @@ impl WhyService {
                 _ => grow(
                     self.log_keys.as_deref(),
                     LogKind::Decisions,
-                    current
-                        .as_ref()
-                        .and_then(|snapshot| snapshot.head.log_id.as_deref()),
+                    named.as_deref(),
                     log.as_ref(),
                     &sealed.hash,
                     lifetime,
@@ -327,7 +347,7 @@ impl WhyService {
             };
             let signed = Signed::of(&growth.append.head);
             let append = append.with_log(growth.append);
-            match self.store.append(key, append, now_ms).await {
+            match self.store.append_or_winner(key, append, now_ms).await {
                 Ok(()) => {
                     let mut record = sealed
                         .to_json(HASH_FIELD)
@@ -337,12 +357,17 @@ impl WhyService {
                     }
                     return Ok((record, signed));
                 }
-                Err(StoreError::Conflict) => {
+                Err((StoreError::Conflict, winner)) => {
+                    // Starting over takes the log's state as read; only growth builds on a
+                    // winner.
+                    if matches!(step, LogStep::Grow) {
+                        lost_to = winner.map(|winner| (winner, known));
+                    }
                     if !retry.pause().await {
                         return Err(WhyError::Busy);
                     }
                 }
-                Err(error) => return Err(error.into()),
+                Err((error, _)) => return Err(error.into()),
             }
         }
     }

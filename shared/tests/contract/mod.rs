@@ -28,6 +28,8 @@ pub struct Backend {
     pub grants: Arc<dyn GrantStore>,
     pub clients: Arc<dyn ClientStore>,
     pub cosigned: Arc<dyn CosignedStore>,
+    /// Whether a lost append names what won (see `ChainStore::append_or_winner`).
+    pub names_winners: bool,
     pub _guard: Box<dyn std::any::Any + Send>,
 }
 
@@ -1054,6 +1056,68 @@ async fn append_logged_until(
     Ok(grown.head)
 }
 
+/// A writer that lost its race to another learns, where the store can say so in the same
+/// round trip, exactly the heads that won: the chain's and its log's, as a read would find
+/// them. Built on them and on what it read before, its next append is accepted, and the chain
+/// verifies. A store that cannot say leaves the writer to read again, and changes nothing.
+pub async fn a_lost_append_names_what_won_or_nothing(backend: Backend) {
+    let store = backend.store.as_ref();
+    let key = key("raced");
+    for leaf in 1..=4 {
+        append_logged(store, &key, NOW, leaf).await;
+    }
+    let retention = hearth_core::store::Retention {
+        window_ms: HOUR,
+        capacity: 3,
+        max_live_chains: 8,
+        max_logs: 8,
+    };
+    let (read, log_read) = store.load_for_append(&key, NOW).await.unwrap();
+    let read = read.unwrap();
+    append_logged(store, &key, NOW, 5).await;
+    let (won, won_log) = store.load_for_append(&key, NOW).await.unwrap();
+    let won = won.unwrap();
+
+    let mut late = Append::next(Some(&read.head), &read.records, retention, NOW, sealed);
+    late.log = Some(log_append(log_read.as_ref(), 6));
+    let (error, winner) = store
+        .append_or_winner(&key, late, NOW)
+        .await
+        .expect_err("the race was lost");
+    assert!(matches!(error, StoreError::Conflict), "{error:?}");
+    assert_eq!(winner.is_some(), backend.names_winners);
+    let Some(winner) = winner else {
+        let (unchanged, _) = store.load_for_append(&key, NOW).await.unwrap();
+        assert_eq!(unchanged.unwrap(), won);
+        return;
+    };
+    assert_eq!(winner.head, won.head);
+    assert_eq!(winner.first_seq, won.records[0].seq);
+    assert_eq!(winner.log, won_log);
+
+    let mut retry = Append::after(&winner, &read.records, retention, NOW, sealed)
+        .expect("the evicted record was read before");
+    retry.log = Some(log_append(winner.log.as_ref(), 6));
+    store.append_or_winner(&key, retry, NOW).await.unwrap();
+    let (after, log) = store.load_for_append(&key, NOW).await.unwrap();
+    let after = after.unwrap();
+    assert_eq!(
+        after.records.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        [4, 5, 6]
+    );
+    assert_eq!(
+        after.head.anchor.as_deref(),
+        Some(read.records[1].hash.as_str())
+    );
+    chain::verify(
+        &after.records,
+        after.head.anchor.as_deref(),
+        &after.head.last_hash,
+    )
+    .unwrap();
+    assert_eq!(log.unwrap().size, 6);
+}
+
 pub async fn a_credentials_log_retires_with_its_hashes(backend: Backend) {
     let store = backend.store.as_ref();
     let key = key("retiring");
@@ -1310,6 +1374,7 @@ macro_rules! contract_tests {
                 an_unknown_chain_is_empty,
                 appends_are_read_back_in_order,
                 a_stale_head_is_a_conflict_and_changes_nothing,
+                a_lost_append_names_what_won_or_nothing,
                 eviction_keeps_the_newest_and_the_anchor,
                 an_expired_window_is_hidden_then_replaced,
                 the_scope_cap_counts_live_chains_only,
