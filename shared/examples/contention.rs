@@ -2,7 +2,8 @@
 //! decision memory (the product's own append path, with its retry budget), on SQLite or on
 //! DynamoDB (moto on loopback, one request at a time). Prints, for each W, how many appends
 //! were accepted, the p50/p99 latency of an append as its caller sees it (retries included),
-//! and checks that nothing acknowledged was lost or duplicated: the acknowledged sequence
+//! the reads and conditional writes made per append asked for (a lost race costs a write, and
+//! a read unless the store named the winner), and checks that nothing acknowledged was lost or duplicated: the acknowledged sequence
 //! numbers are exactly 1..=accepted, and the retained chain verifies.
 //!
 //!   cargo run --release -p hearth-core --example contention -- [sqlite|dynamodb] [N] [W...] [--instances]
@@ -14,19 +15,95 @@
 //! slower than DynamoDB, so its acceptance rate is a floor, not a forecast.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use hearth_core::auth::Caller;
 use hearth_core::chain;
 use hearth_core::clock::SystemClock;
-use hearth_core::store::ChainStore;
 use hearth_core::store::dynamodb::DynamoStore;
 use hearth_core::store::sqlite::SqliteStore;
+use hearth_core::store::{
+    Append, ChainKey, ChainStore, LogHead, LogRead, Snapshot, StoreError, Winner,
+};
 use hearth_core::transparency::LogKeys;
 use hearth_core::why::record::NewDecision;
 use hearth_core::why::{WhyError, WhyService};
 use hearth_testkit::moto::{Moto, unique_name};
 use serde_json::Map;
+
+/// The store as the writers see it, counting the round trips their appends make: the reads an
+/// append starts from and the conditional writes, won or lost.
+struct Counted {
+    inner: Arc<dyn ChainStore>,
+    reads: AtomicUsize,
+    writes: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl ChainStore for Counted {
+    async fn load(&self, key: &ChainKey, now_ms: i64) -> Result<Option<Snapshot>, StoreError> {
+        self.inner.load(key, now_ms).await
+    }
+
+    async fn load_for_append(
+        &self,
+        key: &ChainKey,
+        now_ms: i64,
+    ) -> Result<(Option<Snapshot>, Option<LogHead>), StoreError> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.inner.load_for_append(key, now_ms).await
+    }
+
+    async fn log_head(&self, key: &ChainKey, now_ms: i64) -> Result<LogRead, StoreError> {
+        self.inner.log_head(key, now_ms).await
+    }
+
+    async fn resign_log(
+        &self,
+        key: &ChainKey,
+        expected: &LogHead,
+        checkpoint: &str,
+    ) -> Result<(), StoreError> {
+        self.inner.resign_log(key, expected, checkpoint).await
+    }
+
+    async fn log_hashes(
+        &self,
+        key: &ChainKey,
+        leaves: &[u64],
+    ) -> Result<std::collections::HashMap<u64, Vec<[u8; 32]>>, StoreError> {
+        self.inner.log_hashes(key, leaves).await
+    }
+
+    async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError> {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        self.inner.append(key, append, now_ms).await
+    }
+
+    async fn append_or_winner(
+        &self,
+        key: &ChainKey,
+        append: Append,
+        now_ms: i64,
+    ) -> Result<(), (StoreError, Option<Winner>)> {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        self.inner.append_or_winner(key, append, now_ms).await
+    }
+
+    async fn remove(&self, key: &ChainKey) -> Result<usize, StoreError> {
+        self.inner.remove(key).await
+    }
+
+    async fn relocate(
+        &self,
+        from: &ChainKey,
+        to: &ChainKey,
+        now_ms: i64,
+    ) -> Result<usize, StoreError> {
+        self.inner.relocate(from, to, now_ms).await
+    }
+}
 
 struct Outcome {
     accepted: Vec<(u64, Duration)>,
@@ -60,10 +137,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     );
     println!(
-        "store     writers  appends  accepted  rate      p50 ms  p99 ms  lost  duplicated  chain"
+        "store     writers  appends  accepted  rate      p50 ms  p99 ms  reads  writes  lost  duplicated  chain"
     );
     for writers in writer_counts {
-        let store: Arc<dyn ChainStore> = match (&backend[..], &_moto) {
+        let inner: Arc<dyn ChainStore> = match (&backend[..], &_moto) {
             ("dynamodb", Some(moto)) => {
                 let store = DynamoStore::new(moto.dynamodb_client(), unique_name("contention"));
                 store.ensure_table().await?;
@@ -74,6 +151,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             )?),
             (other, _) => return Err(format!("unknown store {other:?}; sqlite or dynamodb").into()),
         };
+        let counted = Arc::new(Counted {
+            inner,
+            reads: AtomicUsize::new(0),
+            writes: AtomicUsize::new(0),
+        });
+        let store: Arc<dyn ChainStore> = counted.clone();
         let caller = Caller::unattested("c".repeat(64));
         // Signed logs, as every deployment has: each append also verifies the log head's
         // checkpoint, signs the next, and writes two more items in its transaction.
@@ -160,10 +243,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let total = accepted + refused;
         println!(
-            "{backend:<9} {writers:>7}  {total:>7}  {accepted:>8}  {:>6.1}%  {:>6.1}  {:>6.1}  {lost:>4}  {duplicated:>10}  {}",
+            "{backend:<9} {writers:>7}  {total:>7}  {accepted:>8}  {:>6.1}%  {:>6.1}  {:>6.1}  {:>5.2}  {:>6.2}  {lost:>4}  {duplicated:>10}  {}",
             100.0 * accepted as f64 / total as f64,
             percentile(0.50),
             percentile(0.99),
+            counted.reads.load(Ordering::Relaxed) as f64 / total as f64,
+            counted.writes.load(Ordering::Relaxed) as f64 / total as f64,
             if verifies { "verifies" } else { "BROKEN" }
         );
         if lost > 0 || duplicated > 0 || !verifies {
