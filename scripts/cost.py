@@ -1,0 +1,495 @@
+#!/usr/bin/env python3
+"""What Hearth costs on AWS per month, from what each tool call was measured to use.
+
+  measure  drives every tool a household uses through the release `hearth` binary on DynamoDB
+           (moto on loopback, behind a recording proxy), one call at a time, and writes what
+           each call cost: DynamoDB requests and their read and write request units (from the
+           items each request carried, by DynamoDB's sizing rules), the table's growth, the
+           request log's bytes, and the handler's time from the request log.
+  model    prices a usage profile for N households from a measured file.
+
+`scripts/cost` runs both. Standard library only, but for the official MCP Python SDK that
+`measure` drives the tools with (scripts/test installs it into .venv).
+
+    scripts/cost.py measure --hearth target/release/hearth --moto-port PORT --out FILE
+    scripts/cost.py model --measured FILE [--profile FILE] [--households 10 1000 100000]
+"""
+
+import argparse
+import asyncio
+import base64
+import gzip
+import http.client
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Prices, USD, US East (N. Virginia), on-demand and pay-as-you-go, as AWS's pricing pages list
+# them (read 2026-12-02; DynamoDB's on-demand request prices are those of the November 2024
+# reduction). Change them here for another region or a later price list.
+PRICES = {
+    "region": "us-east-1",
+    "date": "2026-12-02",
+    "dynamodb_write_request_unit": 0.625 / 1e6,
+    "dynamodb_read_request_unit": 0.125 / 1e6,
+    "dynamodb_storage_gb_month": 0.25,
+    "lambda_request": 0.20 / 1e6,
+    # x86_64; arm64 is 0.0000133334.
+    "lambda_gb_second": 0.0000166667,
+    "api_gateway_http_request": 1.00 / 1e6,
+    "cloudwatch_logs_ingested_gb": 0.50,
+    "cloudwatch_logs_stored_gb_month": 0.03,
+    # Each metric the request lines' EMF records make (namespace, name and dimensions), a month.
+    "cloudwatch_metric_month": 0.30,
+    "cloudwatch_alarm_month": 0.10,
+    "secrets_manager_secret_month": 0.40,
+}
+
+# What every deployment pays whatever its traffic: the template's four secrets
+# (docs/src/aws/secrets.md) and its alarms, and the metrics the request lines make: five per
+# function (Requests, Errors, Throttled, ToolErrors, Latency, by Function) for the three
+# functions, and five per tool a profile calls (by Function and Tool).
+SECRETS = 4
+FUNCTIONS = 3
+METRICS_PER_DIMENSION = 5
+
+
+def alarms_in_template():
+    text = (ROOT / "infra" / "template.yaml").read_text()
+    return text.count("Type: AWS::CloudWatch::Alarm")
+
+# The functions' memory (infra/template.yaml, MemorySize) and how long logs are kept by
+# default (LogRetentionDays).
+LAMBDA_MEMORY_GB = 256 / 1024
+LOG_RETENTION_MONTHS = 1
+
+# Lambda's own log records per invocation in the template's JSON log format (platform.start
+# and platform.report; platform.runtimeDone too): not measured here, estimated from their
+# documented shape.
+PLATFORM_LOG_BYTES = 700
+
+# A stated household profile: calls per household per day. An assistant records why it acts
+# and answers "why" now and then; a household orders a few things a week, mostly through a
+# host that signs nothing, so most orders wait for a phone's approval.
+DEFAULT_PROFILE = {
+    "tools/list": 10,
+    "record_decision": 20,
+    "explain_why": 3,
+    "whats_changed": 2,
+    "get_trace": 0.5,
+    "scholia_lookup": 1,
+    "search_products": 1,
+    "propose_purchase": 0.5,
+    "household_activity": 0.3,
+    "list_waiting": 0.3,
+    "verify_ledger": 0.1,
+}
+
+DAYS_PER_MONTH = 30.4
+
+
+# ---------------------------------------------------------------------------------------------
+# DynamoDB request units, from the items a request and its answer carry.
+
+
+def value_size(value):
+    """An attribute value's size by DynamoDB's rules (numbers: one byte per two significant
+    digits, plus one; maps and lists: three bytes, plus one per element)."""
+    (kind, inner), = value.items()
+    if kind == "S":
+        return len(inner.encode())
+    if kind == "N":
+        digits = inner.lstrip("-").replace(".", "").strip("0") or "0"
+        return math.ceil(len(digits) / 2) + 1
+    if kind == "B":
+        return len(base64.b64decode(inner))
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "SS":
+        return sum(len(s.encode()) for s in inner)
+    if kind == "NS":
+        return sum(value_size({"N": n}) for n in inner)
+    if kind == "BS":
+        return sum(len(base64.b64decode(b)) for b in inner)
+    if kind == "M":
+        return 3 + sum(len(k.encode()) + value_size(v) + 1 for k, v in inner.items())
+    if kind == "L":
+        return 3 + sum(value_size(v) + 1 for v in inner)
+    raise ValueError(f"unknown attribute type {kind}")
+
+
+def item_size(item):
+    return sum(len(name.encode()) + value_size(value) for name, value in item.items())
+
+
+def units(size, per):
+    return max(1, math.ceil(size / per))
+
+
+def request_units(operation, request, answer):
+    """(read units, write units) of one request: strongly consistent reads by 4 KB (a Query
+    sums its items first), writes by 1 KB, transactional ones twice. A write's size is the
+    item written; a delete's and a condition check's, which the request does not carry, count
+    as 1 KB."""
+    consistent = 1 if request.get("ConsistentRead") else 0.5
+    if operation == "GetItem":
+        item = (answer or {}).get("Item")
+        return units(item_size(item) if item else 0, 4096) * consistent, 0
+    if operation == "Query":
+        total = sum(item_size(item) for item in (answer or {}).get("Items", []))
+        return units(total, 4096) * consistent, 0
+    if operation == "BatchGetItem":
+        read = 0
+        for table, keys in request.get("RequestItems", {}).items():
+            factor = 1 if keys.get("ConsistentRead") else 0.5
+            for item in (answer or {}).get("Responses", {}).get(table, []):
+                read += units(item_size(item), 4096) * factor
+        return read, 0
+    if operation == "PutItem":
+        return 0, units(item_size(request["Item"]), 1024)
+    if operation in ("UpdateItem", "DeleteItem"):
+        return 0, 1
+    if operation == "TransactWriteItems":
+        write = 0
+        for entry in request["TransactItems"]:
+            (kind, body), = entry.items()
+            size = item_size(body["Item"]) if kind == "Put" else 1024
+            write += 2 * units(size, 1024)
+        return 0, write
+    if operation == "TransactGetItems":
+        return 2 * len(request["TransactItems"]), 0
+    return 0, 0
+
+
+class Recorder(ThreadingHTTPServer):
+    """A loopback proxy in front of moto that keeps each DynamoDB request it forwards."""
+
+    daemon_threads = True
+
+    def __init__(self, moto_port):
+        super().__init__(("127.0.0.1", 0), RecordingHandler)
+        self.moto_port = moto_port
+        self.lock = threading.Lock()
+        self.calls = []
+
+    def take(self):
+        with self.lock:
+            calls, self.calls = self.calls, []
+        return calls
+
+
+class RecordingHandler(BaseHTTPRequestHandler):
+    def log_message(self, *_args):
+        pass
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "accept-encoding")}
+        upstream = http.client.HTTPConnection("127.0.0.1", self.server.moto_port, timeout=30)
+        upstream.request("POST", self.path, body=body, headers=headers)
+        answer = upstream.getresponse()
+        payload = answer.read()
+        target = self.headers.get("X-Amz-Target", "")
+        if target.startswith("DynamoDB_"):
+            text = gzip.decompress(payload) if answer.getheader("Content-Encoding") == "gzip" else payload
+            operation = target.split(".", 1)[1]
+            try:
+                parsed = json.loads(text) if answer.status == 200 else None
+            except ValueError:
+                parsed = None
+            read, write = request_units(operation, json.loads(body), parsed)
+            if answer.status != 200 and operation == "TransactWriteItems":
+                # A cancelled transaction still consumes its write units.
+                read, write = request_units(operation, json.loads(body), None)
+            with self.server.lock:
+                self.server.calls.append({"operation": operation, "read": read, "write": write})
+        self.send_response(answer.status)
+        for name, value in answer.getheaders():
+            if name.lower() not in ("transfer-encoding", "connection", "content-length"):
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+        upstream.close()
+
+
+def table_bytes(moto_port, table):
+    """The table's stored bytes as DynamoDB bills them: each item's size plus 100 bytes."""
+    import boto3
+
+    client = boto3.client(
+        "dynamodb", endpoint_url=f"http://127.0.0.1:{moto_port}", region_name="us-east-1",
+        aws_access_key_id="testing", aws_secret_access_key="testing",
+    )
+    total, start = 0, None
+    while True:
+        page = client.scan(TableName=table, **({"ExclusiveStartKey": start} if start else {}))
+        for item in page["Items"]:
+            total += item_size(item) + 100
+        start = page.get("LastEvaluatedKey")
+        if not start:
+            return total
+
+
+# ---------------------------------------------------------------------------------------------
+# measure
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServerLog:
+    """The server's stderr: each request's line (its bytes and handler time) as it is written."""
+
+    def __init__(self, path):
+        self.path = path
+        self.offset = 0
+
+    def since_last(self):
+        """The lines written since the last call, waiting briefly for the request's own line."""
+        deadline = time.monotonic() + 2
+        while True:
+            text = self.path.read_bytes()[self.offset:]
+            lines = [line for line in text.split(b"\n") if line.strip()]
+            if any(b'"latency_us"' in line for line in lines) or time.monotonic() > deadline:
+                self.offset += len(text)
+                return lines
+            time.sleep(0.01)
+
+
+async def drive(url, token, key, key_id, household, recorder, log, rounds, moto_port, table):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from countersign_demo import Device  # noqa: E402  (the device that signs each turn)
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    measured = {}
+
+    def keep(name, lines, calls, grew):
+        request_lines = [line for line in lines if b'"latency_us"' in line]
+        entry = measured.setdefault(name, {"calls": 0, "dynamodb_requests": {}, "read_units": 0,
+                                           "write_units": 0, "log_bytes": 0, "handler_us": [],
+                                           "stored_bytes": 0})
+        entry["calls"] += 1
+        for call in calls:
+            entry["dynamodb_requests"][call["operation"]] = entry["dynamodb_requests"].get(call["operation"], 0) + 1
+            entry["read_units"] += call["read"]
+            entry["write_units"] += call["write"]
+        entry["log_bytes"] += sum(len(line) + 1 for line in lines)
+        entry["stored_bytes"] += grew
+        for line in request_lines:
+            entry["handler_us"].append(json.loads(line)["latency_us"])
+
+    headers = {"Authorization": f"Bearer {token}", "X-Countersign-Key-Id": key_id}
+    async with create_mcp_http_client(headers=headers) as http:
+        async with streamable_http_client(url, http_client=http, terminate_on_close=False) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                device = Device(session, http, key, lambda _line: None)
+                log.since_last()
+                recorder.take()
+                stored = table_bytes(moto_port, table)
+
+                async def measure(name, call):
+                    nonlocal stored
+                    await call()
+                    lines = log.since_last()
+                    calls = recorder.take()
+                    now = table_bytes(moto_port, table)
+                    keep(name, lines, calls, now - stored)
+                    stored = now
+
+                async def tool(name, arguments, member="dana", words="do what I asked"):
+                    async def call():
+                        device.attest(member, [words])
+                        result = await session.call_tool(name, arguments)
+                        if result.is_error:
+                            raise SystemExit(f"{name} failed: {result.content[0].text}")
+                    await measure(name, call)
+
+                for n in range(rounds):
+                    await measure("tools/list", session.list_tools)
+                    await tool("record_decision", {"household_id": household, "action": f"dim the lights {n}",
+                                                   "reason": "movie night was asked for", "inputs": {"scene": "movie", "n": n},
+                                                   "approver": "Dana"})
+                    await tool("explain_why", {"household_id": household, "question": "why are the lights dim?"})
+                    await tool("whats_changed", {"household_id": household, "since": "2026-01-01T00:00:00Z"})
+                    trace = await session.call_tool("explain_why", {"household_id": household, "question": "why are the lights dim?"})
+                    log.since_last()
+                    recorder.take()
+                    trace_id = trace.structured_content["trace_id"]
+                    await tool("get_trace", {"household_id": household, "trace_id": trace_id})
+                    await tool("scholia_lookup", {"term": "claim"})
+                    await tool("search_products", {"query": "AA batteries"}, words="order batteries")
+                    await tool("propose_purchase", {"product_id": "aa-batteries", "variant_id": "4-pack", "quantity": 1},
+                               words="order a four pack of double A batteries")
+                    await tool("household_activity", {}, member="dana", words="what did we buy this week?")
+                    await tool("list_waiting", {}, member="dana", words="anything waiting for me?")
+                    await tool("verify_ledger", {}, member="dana", words="check the ledger")
+                    stored = table_bytes(moto_port, table)
+    for entry in measured.values():
+        times = sorted(entry.pop("handler_us"))
+        calls = entry["calls"]
+        entry["handler_ms_median"] = times[len(times) // 2] / 1000 if times else 0
+        entry["handler_ms_mean"] = sum(times) / len(times) / 1000 if times else 0
+        for field in ("read_units", "write_units", "log_bytes", "stored_bytes"):
+            entry[field] = entry[field] / calls
+        entry["dynamodb_requests"] = {op: count / calls for op, count in sorted(entry["dynamodb_requests"].items())}
+    return measured
+
+
+def measure(args):
+    moto_port = args.moto_port
+    recorder = Recorder(moto_port)
+    threading.Thread(target=recorder.serve_forever, daemon=True).start()
+    proxy = f"http://127.0.0.1:{recorder.server_address[1]}"
+    data = Path(tempfile.mkdtemp(prefix="hearth-cost-"))
+    table = "hearth-cost"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    jwt_secret = base64.urlsafe_b64encode(os.urandom(32)).decode()
+    env = dict(os.environ, HEARTH_TABLE=table, AWS_ENDPOINT_URL=proxy, AWS_REGION="us-east-1",
+               AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", HEARTH_DATA_DIR=str(data),
+               MCP_JWT_SECRET=jwt_secret, MCP_RESOURCE_URL=url, HEARTH_ADDR=f"127.0.0.1:{port}",
+               HEARTH_RATE_LIMIT_PER_SUBJECT="100000", HEARTH_RATE_LIMIT_PER_IP="100000",
+               MIMALLOC_ARENA_EAGER_COMMIT="0")
+    # The default log filter, as deployed: RUST_LOG would change what a call logs.
+    env.pop("RUST_LOG", None)
+
+    def admin(*words):
+        done = subprocess.run([args.hearth, "admin", *words, "--json"], env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"hearth admin {words[0]}: {done.stdout.strip()} {done.stderr.strip()}")
+        return json.loads(done.stdout)
+
+    log_path = data / "server.log"
+    with open(log_path, "wb") as stderr:
+        server = subprocess.Popen([args.hearth], env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+    try:
+        for _ in range(200):
+            try:
+                http.client.HTTPConnection("127.0.0.1", port, timeout=1).request("GET", "/healthz")
+                break
+            except OSError:
+                time.sleep(0.05)
+        # The demo household's rules, without its id (the server picks one).
+        policy = json.loads((ROOT / "data/household.json").read_text())
+        del policy["household_id"]
+        policy["name"] = "Cost Home"
+        (data / "policy.json").write_text(json.dumps(policy))
+        household = admin("household", "create", "Cost Home", "--policy", str(data / "policy.json"))["household_id"]
+        device = admin("device-key", "add", household)
+        token = admin("token", household, "--days", "1")["access_token"]
+        measured = asyncio.run(drive(url, token, device["key"], device["key_id"], household, recorder,
+                                     ServerLog(log_path), args.rounds, moto_port, table))
+    finally:
+        server.terminate()
+        server.wait()
+    result = {
+        "date": time.strftime("%Y-%m-%d"),
+        "command": "scripts/cost",
+        "store": "DynamoDB (moto on loopback, behind a recording proxy)",
+        "rounds": args.rounds,
+        "tools": measured,
+    }
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    print(f"measured {len(measured)} kinds of call over {args.rounds} rounds into {args.out}")
+
+
+# ---------------------------------------------------------------------------------------------
+# model
+
+
+# The calls that append to a chain, and so wait for the witnesses when a policy names some.
+APPENDING = ("record_decision", "propose_purchase", "confirm_purchase", "decide_request", "list_waiting")
+
+
+def monthly(measured, profile, households, prices=PRICES, witness_ms=0, alarms=None):
+    """Dollars per month, by line, for `households` following `profile`; `witness_ms` is how
+    long an append waits for its witnesses' cosignatures (the slowest one it needs)."""
+    alarms = alarms_in_template() if alarms is None else alarms
+    tools = [name for name in profile if name not in ("tools/list", "initialize")]
+    lines = {"DynamoDB requests": 0.0, "DynamoDB storage": 0.0, "Lambda": 0.0,
+             "API Gateway": 0.0, "CloudWatch Logs": 0.0,
+             "Fixed (secrets, alarms, metrics)": SECRETS * prices["secrets_manager_secret_month"]
+             + alarms * prices["cloudwatch_alarm_month"]
+             + METRICS_PER_DIMENSION * (FUNCTIONS + len(tools)) * prices["cloudwatch_metric_month"]}
+    for name, per_day in profile.items():
+        tool = measured["tools"].get(name)
+        if tool is None:
+            raise SystemExit(f"the profile names {name!r}, which was not measured")
+        calls = per_day * DAYS_PER_MONTH * households
+        lines["DynamoDB requests"] += calls * (tool["read_units"] * prices["dynamodb_read_request_unit"]
+                                               + tool["write_units"] * prices["dynamodb_write_request_unit"])
+        # A year of growth, kept: an upper bound (records past a chain's window are evicted).
+        lines["DynamoDB storage"] += calls * 12 * tool["stored_bytes"] / 1e9 * prices["dynamodb_storage_gb_month"]
+        billed_ms = math.ceil(tool["handler_ms_mean"] + (witness_ms if name in APPENDING else 0))
+        lines["Lambda"] += calls * (prices["lambda_request"]
+                                    + billed_ms / 1000 * LAMBDA_MEMORY_GB * prices["lambda_gb_second"])
+        lines["API Gateway"] += calls * prices["api_gateway_http_request"]
+        log_gb = calls * (tool["log_bytes"] + PLATFORM_LOG_BYTES) / 1e9
+        lines["CloudWatch Logs"] += log_gb * (prices["cloudwatch_logs_ingested_gb"]
+                                              + LOG_RETENTION_MONTHS * prices["cloudwatch_logs_stored_gb_month"])
+    return lines
+
+
+def model(args):
+    measured = json.loads(Path(args.measured).read_text())
+    profile = json.loads(Path(args.profile).read_text()) if args.profile else DEFAULT_PROFILE
+    calls_per_day = sum(profile.values())
+    print(f"Prices: {PRICES['region']}, read {PRICES['date']}. Measured {measured['date']} ({measured['store']}).")
+    print(f"Profile: {calls_per_day:g} calls per household per day; Lambda at {LAMBDA_MEMORY_GB * 1024:.0f} MB"
+          f"; appends wait {args.witness_ms} ms for witnesses.")
+    print()
+    print("| Per call | DynamoDB requests | read units | write units | stored bytes | log bytes | handler ms (median) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name, tool in measured["tools"].items():
+        requests = ", ".join(f"{op} {count:g}" for op, count in tool["dynamodb_requests"].items()) or "none"
+        print(f"| `{name}` | {requests} | {tool['read_units']:g} | {tool['write_units']:g} | "
+              f"{round(tool['stored_bytes']) or 0} | {tool['log_bytes']:.0f} | {tool['handler_ms_median']:.2f} |")
+    print()
+    header = "| Households | " + " | ".join(monthly(measured, profile, 1)) + " | Total per month | Per household |"
+    cost = lambda households: monthly(measured, profile, households, witness_ms=args.witness_ms)  # noqa: E731
+    print(header)
+    print("|" + " --- |" * (header.count("|") - 1))
+    for households in args.households:
+        lines = cost(households)
+        total = sum(lines.values())
+        print(f"| {households:,} | " + " | ".join(f"${value:,.2f}" for value in lines.values())
+              + f" | **${total:,.2f}** | ${total / households:.4f} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    m = commands.add_parser("measure")
+    m.add_argument("--hearth", required=True)
+    m.add_argument("--moto-port", type=int, required=True)
+    m.add_argument("--rounds", type=int, default=10)
+    m.add_argument("--out", required=True)
+    p = commands.add_parser("model")
+    p.add_argument("--measured", required=True)
+    p.add_argument("--profile", help="JSON: calls per household per day, by tool or method")
+    p.add_argument("--households", type=int, nargs="+", default=[10, 1000, 100000])
+    p.add_argument("--witness-ms", type=float, default=0,
+                   help="how long an append waits for its witnesses (default 0: no witness policy)")
+    args = parser.parse_args()
+    {"measure": measure, "model": model}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
