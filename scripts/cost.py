@@ -96,6 +96,8 @@ DEFAULT_PROFILE = {
 }
 
 DAYS_PER_MONTH = 30.4
+# AWS bills storage and log data by the binary gigabyte.
+GIB = 2**30
 
 
 # ---------------------------------------------------------------------------------------------
@@ -136,11 +138,12 @@ def units(size, per):
     return max(1, math.ceil(size / per))
 
 
-def request_units(operation, request, answer):
+def request_units(operation, request, answer, stored=lambda _key: 0):
     """(read units, write units) of one request: strongly consistent reads by 4 KB (a Query
-    sums its items first), writes by 1 KB, transactional ones twice. A write's size is the
-    item written; a delete's and a condition check's, which the request does not carry, count
-    as 1 KB."""
+    sums its items first; a batch rounds each key up, a missing one included), writes by 1 KB
+    of the larger of the item before and after, transactional ones twice. `stored(key)` is the
+    size of the item a key names, as it stood (before a write; after, for an update's new
+    size, which the request does not carry); 0 when there is none."""
     consistent = 1 if request.get("ConsistentRead") else 0.5
     if operation == "GetItem":
         item = (answer or {}).get("Item")
@@ -152,23 +155,35 @@ def request_units(operation, request, answer):
         read = 0
         for table, keys in request.get("RequestItems", {}).items():
             factor = 1 if keys.get("ConsistentRead") else 0.5
-            for item in (answer or {}).get("Responses", {}).get(table, []):
-                read += units(item_size(item), 4096) * factor
+            found = (answer or {}).get("Responses", {}).get(table, [])
+            read += sum(units(item_size(item), 4096) * factor for item in found)
+            read += max(0, len(keys.get("Keys", [])) - len(found)) * factor
         return read, 0
-    if operation == "PutItem":
-        return 0, units(item_size(request["Item"]), 1024)
-    if operation in ("UpdateItem", "DeleteItem"):
-        return 0, 1
+    if operation in ("PutItem", "UpdateItem", "DeleteItem"):
+        return 0, units(write_size(operation.removesuffix("Item"), request, stored), 1024)
     if operation == "TransactWriteItems":
         write = 0
         for entry in request["TransactItems"]:
             (kind, body), = entry.items()
-            size = item_size(body["Item"]) if kind == "Put" else 1024
-            write += 2 * units(size, 1024)
+            write += 2 * units(write_size(kind, body, stored), 1024)
         return 0, write
     if operation == "TransactGetItems":
         return 2 * len(request["TransactItems"]), 0
     return 0, 0
+
+
+def write_size(kind, body, stored):
+    """What one write is billed by: the larger of the item before it and after it."""
+    key = key_of(body)
+    if kind == "Put":
+        return max(item_size(body["Item"]), stored(key))
+    return stored(key)
+
+
+def key_of(body):
+    """The primary key a write names (Hearth's table: `pk` and `sk`)."""
+    attributes = body.get("Item") or body.get("Key") or {}
+    return {name: attributes[name] for name in ("pk", "sk") if name in attributes}
 
 
 class Recorder(ThreadingHTTPServer):
@@ -176,11 +191,30 @@ class Recorder(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, moto_port):
+    def __init__(self, moto_port, table):
+        import boto3
+
         super().__init__(("127.0.0.1", 0), RecordingHandler)
         self.moto_port = moto_port
+        self.table = table
         self.lock = threading.Lock()
         self.calls = []
+        # Straight to moto, not through the proxy: the sizes writes are billed by.
+        self.moto = boto3.client(
+            "dynamodb", endpoint_url=f"http://127.0.0.1:{moto_port}", region_name="us-east-1",
+            aws_access_key_id="testing", aws_secret_access_key="testing",
+        )
+
+    def stored_sizes(self, request):
+        """The size of each item a write request names, as it stands now."""
+        bodies = [next(iter(entry.values())) for entry in request.get("TransactItems", [])] or [request]
+        sizes = {}
+        for body in bodies:
+            key = key_of(body)
+            if len(key) == 2:
+                item = self.moto.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
+                sizes[json.dumps(key, sort_keys=True)] = item_size(item) if item else 0
+        return sizes
 
     def take(self):
         with self.lock:
@@ -194,23 +228,31 @@ class RecordingHandler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        target = self.headers.get("X-Amz-Target", "")
+        operation = target.split(".", 1)[1] if target.startswith("DynamoDB_") else None
+        writes = ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems")
+        before = self.server.stored_sizes(json.loads(body)) if operation in writes else {}
         headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "accept-encoding")}
         upstream = http.client.HTTPConnection("127.0.0.1", self.server.moto_port, timeout=30)
         upstream.request("POST", self.path, body=body, headers=headers)
         answer = upstream.getresponse()
         payload = answer.read()
-        target = self.headers.get("X-Amz-Target", "")
-        if target.startswith("DynamoDB_"):
+        if operation is not None:
             text = gzip.decompress(payload) if answer.getheader("Content-Encoding") == "gzip" else payload
-            operation = target.split(".", 1)[1]
-            try:
-                parsed = json.loads(text) if answer.status == 200 else None
-            except ValueError:
-                parsed = None
-            read, write = request_units(operation, json.loads(body), parsed)
-            if answer.status != 200 and operation == "TransactWriteItems":
+            request = json.loads(body)
+            after = self.server.stored_sizes(request) if operation == "UpdateItem" else {}
+
+            def stored(key):
+                name = json.dumps(key, sort_keys=True)
+                return max(before.get(name, 0), after.get(name, 0))
+
+            if answer.status == 200:
+                read, write = request_units(operation, request, json.loads(text), stored)
+            elif operation == "TransactWriteItems":
                 # A cancelled transaction still consumes its write units.
-                read, write = request_units(operation, json.loads(body), None)
+                read, write = request_units(operation, request, None, stored)
+            else:
+                read, write = 0, 0
             with self.server.lock:
                 self.server.calls.append({"operation": operation, "read": read, "write": write})
         self.send_response(answer.status)
@@ -354,11 +396,11 @@ async def drive(url, token, key, key_id, household, recorder, log, rounds, moto_
 
 def measure(args):
     moto_port = args.moto_port
-    recorder = Recorder(moto_port)
+    table = "hearth-cost"
+    recorder = Recorder(moto_port, table)
     threading.Thread(target=recorder.serve_forever, daemon=True).start()
     proxy = f"http://127.0.0.1:{recorder.server_address[1]}"
     data = Path(tempfile.mkdtemp(prefix="hearth-cost-"))
-    table = "hearth-cost"
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     jwt_secret = base64.urlsafe_b64encode(os.urandom(32)).decode()
@@ -436,12 +478,12 @@ def monthly(measured, profile, households, prices=PRICES, witness_ms=0, alarms=N
         lines["DynamoDB requests"] += calls * (tool["read_units"] * prices["dynamodb_read_request_unit"]
                                                + tool["write_units"] * prices["dynamodb_write_request_unit"])
         # A year of growth, kept: an upper bound (records past a chain's window are evicted).
-        lines["DynamoDB storage"] += calls * 12 * tool["stored_bytes"] / 1e9 * prices["dynamodb_storage_gb_month"]
+        lines["DynamoDB storage"] += calls * 12 * tool["stored_bytes"] / GIB * prices["dynamodb_storage_gb_month"]
         billed_ms = math.ceil(tool["handler_ms_mean"] + (witness_ms if name in APPENDING else 0))
         lines["Lambda"] += calls * (prices["lambda_request"]
                                     + billed_ms / 1000 * LAMBDA_MEMORY_GB * prices["lambda_gb_second"])
         lines["API Gateway"] += calls * prices["api_gateway_http_request"]
-        log_gb = calls * (tool["log_bytes"] + PLATFORM_LOG_BYTES) / 1e9
+        log_gb = calls * (tool["log_bytes"] + PLATFORM_LOG_BYTES) / GIB
         lines["CloudWatch Logs"] += log_gb * (prices["cloudwatch_logs_ingested_gb"]
                                               + LOG_RETENTION_MONTHS * prices["cloudwatch_logs_stored_gb_month"])
     return lines

@@ -55,6 +55,8 @@ fn world() -> &'static World {
 impl World {
     fn new(directory_name: &str) -> World {
         let dir = std::env::temp_dir().join(directory_name);
+        // Empty, whatever a process of the same id left behind.
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("a temporary directory");
         let vars: HashMap<&str, String> = HashMap::from([
             ("HEARTH_DATA_DIR", dir.display().to_string()),

@@ -38,7 +38,8 @@ def item_of(size):
         ("Query", {"ConsistentRead": True}, {"Items": [item_of(2048), item_of(2049)]}, (2, 0)),
         ("PutItem", {"Item": item_of(1024)}, {}, (0, 1)),
         ("PutItem", {"Item": item_of(1025)}, {}, (0, 2)),
-        ("UpdateItem", {}, {}, (0, 1)),
+        ("UpdateItem", {"Key": {}}, {}, (0, 1)),
+        ("DeleteItem", {"Key": {}}, {}, (0, 1)),
         ("TransactWriteItems", {"TransactItems": [{"Put": {"Item": item_of(1025)}}, {"Delete": {"Key": {}}}]}, None,
          (0, 2 * 2 + 2 * 1)),
     ],
@@ -47,10 +48,21 @@ def test_request_units_follow_dynamodbs_rounding(operation, request_, answer, ex
     assert cost.request_units(operation, request_, answer) == expected
 
 
-def test_batch_reads_round_each_item_up():
-    request_ = {"RequestItems": {"t": {"Keys": [], "ConsistentRead": True}}}
+def test_a_write_is_billed_by_the_larger_of_the_item_before_and_after():
+    key = {"pk": {"S": "a"}, "sk": {"S": "b"}}
+    sizes = {"before-big": lambda _key: 3000, "none": lambda _key: 0}
+    small_put = {"Item": dict(key, v={"S": "x"})}
+    assert cost.request_units("PutItem", small_put, {}, sizes["before-big"]) == (0, 3)
+    assert cost.request_units("PutItem", small_put, {}, sizes["none"]) == (0, 1)
+    assert cost.request_units("DeleteItem", {"Key": key}, {}, sizes["before-big"]) == (0, 3)
+    evicting = {"TransactItems": [{"Delete": {"Key": key}}, {"ConditionCheck": {"Key": key}}]}
+    assert cost.request_units("TransactWriteItems", evicting, None, sizes["before-big"]) == (0, 2 * 3 + 2 * 3)
+
+
+def test_batch_reads_round_each_key_up_found_or_not():
+    request_ = {"RequestItems": {"t": {"Keys": [{}, {}, {}], "ConsistentRead": True}}}
     answer = {"Responses": {"t": [item_of(10), item_of(4097)]}}
-    assert cost.request_units("BatchGetItem", request_, answer) == (1 + 2, 0)
+    assert cost.request_units("BatchGetItem", request_, answer) == (1 + 2 + 1, 0)
 
 
 def test_a_month_is_the_profiles_calls_priced_line_by_line():

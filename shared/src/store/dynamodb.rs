@@ -468,7 +468,7 @@ impl ChainStore for DynamoStore {
             Ok(()) => Ok(()),
             Err(Cancelled::Codes { codes, items }) if is_conflict(&codes) => {
                 let winner = winner_from(&items, log_at)
-                    // A retired log reads as none: what that means is the reader's to decide.
+                    // A retired log's meaning is the reader's to decide: it reads again.
                     .filter(|winner| winner.log.as_ref().is_none_or(|log| log.is_kept(now_ms)));
                 Err((StoreError::Conflict, winner))
             }

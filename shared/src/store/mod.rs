@@ -232,13 +232,13 @@ impl Append {
 
 impl Append {
     /// The append of one more record after `winner`, the heads that beat this caller's last
-    /// attempt, without reading the chain again. `known` are records this caller read before
-    /// (oldest first); the only one needed is the record an eviction moves into the anchor.
-    /// `None` when that record is not among them or the winner's window has ended: read the
-    /// chain again.
+    /// attempt, without reading the chain again. `known` is what this caller read before; the
+    /// only record it needs is the one an eviction moves into the anchor. `None` when that
+    /// record is not among them (or belongs to another window: seqs start again at 1 in each)
+    /// or the winner's window has ended: read the chain again.
     pub fn after(
         winner: &Winner,
-        known: &[Sealed],
+        known: Option<&Snapshot>,
         retention: Retention,
         now_ms: i64,
         seal: impl FnOnce(u64, Option<&str>) -> Sealed,
@@ -253,8 +253,10 @@ impl Append {
         let anchor = match evicted {
             0 => head.anchor.clone(),
             n => {
+                let known =
+                    known.filter(|known| known.head.window_started_ms == head.window_started_ms)?;
                 let seq = winner.first_seq + n - 1;
-                let record = known.iter().find(|record| record.seq == seq)?;
+                let record = known.records.iter().find(|record| record.seq == seq)?;
                 Some(record.hash.clone())
             }
         };
@@ -593,52 +595,77 @@ impl Stores {
 mod tests {
     use super::*;
 
-    /// Building on a winner's heads with the records read before it plans the same append as
-    /// reading the whole chain again would, evictions and anchors included, and declines when
-    /// the record an eviction needs was never read.
+    /// Building on a winner's heads with what was read before it plans the same append as
+    /// reading the whole chain again would, evictions and anchors included, for any capacity
+    /// and a winner any number of records ahead; it declines when the record an eviction needs
+    /// was never read, was read in another window, or the winner's window has ended.
     #[test]
     fn an_append_after_a_winner_is_the_append_a_fresh_read_would_plan() {
-        let retention = Retention {
-            window_ms: 1_000_000,
-            capacity: 3,
-            max_live_chains: 8,
-            max_logs: 8,
-        };
         let seal = |seq: u64, prev: Option<&str>| {
             Sealed::new(seq, &serde_json::json!({"seq": seq, "prev": prev}))
         };
-        let mut head: Option<Head> = None;
-        let mut retained: Vec<Sealed> = Vec::new();
-        for _ in 0..7 {
-            let fresh = Append::next(head.as_ref(), &retained, retention, 10, seal);
-            if let Some(head) = &head {
-                let winner = Winner {
-                    head: head.clone(),
-                    first_seq: retained.first().map_or(head.last_seq + 1, |r| r.seq),
-                    log: None,
-                };
-                // Read before the winner's last record: everything but the newest.
-                let known = &retained[..retained.len() - 1];
-                let after = Append::after(&winner, known, retention, 10, seal).unwrap();
-                assert_eq!(after.expected, fresh.expected);
-                assert_eq!(after.head, fresh.head);
-                assert_eq!(after.record, fresh.record);
-                assert_eq!(after.evict_below_seq, fresh.evict_below_seq);
-                if fresh.evict_below_seq > winner.first_seq {
-                    assert!(
-                        Append::after(&winner, &[], retention, 10, seal).is_none(),
-                        "the evicted record was never read"
-                    );
+        for capacity in [1, 2, 3, 5] {
+            let retention = Retention {
+                window_ms: 1_000_000,
+                capacity,
+                max_live_chains: 8,
+                max_logs: 8,
+            };
+            let mut head: Option<Head> = None;
+            let mut retained: Vec<Sealed> = Vec::new();
+            for _ in 0..9 {
+                let fresh = Append::next(head.as_ref(), &retained, retention, 10, seal);
+                if let Some(head) = &head {
+                    let winner = Winner {
+                        head: head.clone(),
+                        first_seq: retained.first().map_or(head.last_seq + 1, |r| r.seq),
+                        log: None,
+                    };
+                    for ahead in 1..=3.min(retained.len()) {
+                        // Read before the winner's last `ahead` records.
+                        let known = Snapshot {
+                            head: Head {
+                                last_seq: head.last_seq - ahead as u64,
+                                ..head.clone()
+                            },
+                            records: retained[..retained.len() - ahead].to_vec(),
+                        };
+                        let evicts = fresh.evict_below_seq > winner.first_seq;
+                        let after = Append::after(&winner, Some(&known), retention, 10, seal);
+                        assert_eq!(after.is_some(), !evicts || !known.records.is_empty());
+                        if let Some(after) = after {
+                            assert_eq!(after.expected, fresh.expected);
+                            assert_eq!(after.head, fresh.head);
+                            assert_eq!(after.record, fresh.record);
+                            assert_eq!(after.evict_below_seq, fresh.evict_below_seq);
+                        }
+                        let other_window = Snapshot {
+                            head: Head {
+                                window_started_ms: head.window_started_ms - 1,
+                                ..known.head.clone()
+                            },
+                            records: known.records.clone(),
+                        };
+                        let elsewhere =
+                            Append::after(&winner, Some(&other_window), retention, 10, seal);
+                        assert_eq!(elsewhere.is_some(), !evicts, "capacity {capacity}");
+                        let ended = Append::after(
+                            &winner,
+                            Some(&known),
+                            retention,
+                            head.expires_at_ms,
+                            seal,
+                        );
+                        assert!(ended.is_none(), "the winner's window has ended");
+                    }
                 }
-                let ended = Append::after(&winner, known, retention, head.expires_at_ms, seal);
-                assert!(ended.is_none(), "the winner's window has ended");
+                retained.push(fresh.record.clone());
+                retained.retain(|record| record.seq >= fresh.evict_below_seq);
+                head = Some(fresh.head);
             }
-            retained.push(fresh.record.clone());
-            retained.retain(|record| record.seq >= fresh.evict_below_seq);
-            head = Some(fresh.head);
+            assert_eq!(retained.len(), capacity);
+            assert_eq!(head.unwrap().last_seq, 9);
         }
-        assert_eq!(retained.len(), 3);
-        assert_eq!(head.unwrap().last_seq, 7);
     }
 
     #[test]

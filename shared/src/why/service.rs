@@ -283,10 +283,12 @@ impl WhyService {
             return Err(WhyError::Busy);
         };
         // What won the last lost race, when the store said so as it refused (see
-        // `ChainStore::append_or_winner`), with the records read before it: the next attempt
+        // `ChainStore::append_or_winner`), with the chain read before it: the next attempt
         // builds on it instead of reading the chain again. A decision's record depends on
-        // nothing in the chain but its place, so nothing read is stale but the heads.
-        let mut lost_to: Option<(Winner, Vec<Sealed>)> = None;
+        // nothing in the chain but its place, so nothing read is stale but the heads. The
+        // winner's own records are not verified here, as another instance's appends never
+        // are by this one: every read verifies the whole window.
+        let mut lost_to: Option<(Winner, Option<Snapshot>)> = None;
         loop {
             let now = self.clock.now();
             let now_ms = unix_ms(now);
@@ -295,7 +297,7 @@ impl WhyService {
                 Sealed::new(seq, &record::build(decision, seq, &recorded_at, prev))
             };
             let after_winner = lost_to.take().and_then(|(winner, known)| {
-                let append = Append::after(&winner, &known, RETENTION, now_ms, seal)?;
+                let append = Append::after(&winner, known.as_ref(), RETENTION, now_ms, seal)?;
                 Some((append, winner, known))
             });
             let (append, named, log, known) = match after_winner {
@@ -312,11 +314,10 @@ impl WhyService {
                         now_ms,
                         seal,
                     );
-                    let (named, known) = match current {
-                        Some(snapshot) => (snapshot.head.log_id, snapshot.records),
-                        None => (None, Vec::new()),
-                    };
-                    (append, named, log, known)
+                    let named = current
+                        .as_ref()
+                        .and_then(|snapshot| snapshot.head.log_id.clone());
+                    (append, named, log, current)
                 }
             };
             let sealed = append.record.clone();

@@ -1095,7 +1095,7 @@ pub async fn a_lost_append_names_what_won_or_nothing(backend: Backend) {
     assert_eq!(winner.first_seq, won.records[0].seq);
     assert_eq!(winner.log, won_log);
 
-    let mut retry = Append::after(&winner, &read.records, retention, NOW, sealed)
+    let mut retry = Append::after(&winner, Some(&read), retention, NOW, sealed)
         .expect("the evicted record was read before");
     retry.log = Some(log_append(winner.log.as_ref(), 6));
     store.append_or_winner(&key, retry, NOW).await.unwrap();
