@@ -197,29 +197,45 @@ class Recorder(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), RecordingHandler)
         self.moto_port = moto_port
         self.table = table
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()
         self.calls = []
-        # Straight to moto, not through the proxy: the sizes writes are billed by.
+        self.pending = 0
+        # The size of every item, as the writes through this proxy left it (the table starts
+        # empty and only the server and its admin commands write to it): a write is billed by
+        # the larger of the item before and after it, and looking that up in moto before each
+        # write would delay the server's call.
+        self.sizes = {}
+        # Straight to moto, not through the proxy: an update's new size, after its answer.
         self.moto = boto3.client(
             "dynamodb", endpoint_url=f"http://127.0.0.1:{moto_port}", region_name="us-east-1",
             aws_access_key_id="testing", aws_secret_access_key="testing",
         )
 
-    def stored_sizes(self, request):
-        """The size of each item a write request names, as it stands now."""
-        bodies = [next(iter(entry.values())) for entry in request.get("TransactItems", [])] or [request]
-        sizes = {}
-        for body in bodies:
-            key = key_of(body)
-            if len(key) == 2:
-                item = self.moto.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
-                sizes[json.dumps(key, sort_keys=True)] = item_size(item) if item else 0
-        return sizes
-
     def take(self):
+        """The calls recorded since the last take, once every one under way is recorded."""
         with self.lock:
+            self.lock.wait_for(lambda: self.pending == 0, timeout=10)
             calls, self.calls = self.calls, []
         return calls
+
+    def stored(self, key):
+        return self.sizes.get(json.dumps(key, sort_keys=True), 0)
+
+    def written(self, operation, request):
+        """Keeps the sizes a successful write left."""
+        entries = request["TransactItems"] if operation == "TransactWriteItems" else [
+            {operation.removesuffix("Item"): request}]
+        for entry in entries:
+            (kind, body), = entry.items()
+            key = key_of(body)
+            name = json.dumps(key, sort_keys=True)
+            if kind == "Put":
+                self.sizes[name] = item_size(body["Item"])
+            elif kind == "Delete":
+                self.sizes.pop(name, None)
+            elif kind == "Update":
+                item = self.moto.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
+                self.sizes[name] = item_size(item) if item else 0
 
 
 class RecordingHandler(BaseHTTPRequestHandler):
@@ -230,21 +246,38 @@ class RecordingHandler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         target = self.headers.get("X-Amz-Target", "")
         operation = target.split(".", 1)[1] if target.startswith("DynamoDB_") else None
-        writes = ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems")
-        before = self.server.stored_sizes(json.loads(body)) if operation in writes else {}
+        if operation is not None:
+            with self.server.lock:
+                self.server.pending += 1
         headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "accept-encoding")}
         upstream = http.client.HTTPConnection("127.0.0.1", self.server.moto_port, timeout=30)
         upstream.request("POST", self.path, body=body, headers=headers)
         answer = upstream.getresponse()
         payload = answer.read()
-        if operation is not None:
+        upstream.close()
+        self.send_response(answer.status)
+        for name, value in answer.getheaders():
+            if name.lower() not in ("transfer-encoding", "connection", "content-length"):
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+        self.wfile.flush()
+        if operation is None:
+            return
+        # After the server has its answer, so that the accounting never delays it.
+        try:
             text = gzip.decompress(payload) if answer.getheader("Content-Encoding") == "gzip" else payload
             request = json.loads(body)
-            after = self.server.stored_sizes(request) if operation == "UpdateItem" else {}
+            writes = ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems")
+            with self.server.lock:
+                before = dict(self.server.sizes)
+            if answer.status == 200 and operation in writes:
+                self.server.written(operation, request)
 
             def stored(key):
                 name = json.dumps(key, sort_keys=True)
-                return max(before.get(name, 0), after.get(name, 0))
+                return max(before.get(name, 0), self.server.sizes.get(name, 0))
 
             if answer.status == 200:
                 read, write = request_units(operation, request, json.loads(text), stored)
@@ -255,14 +288,10 @@ class RecordingHandler(BaseHTTPRequestHandler):
                 read, write = 0, 0
             with self.server.lock:
                 self.server.calls.append({"operation": operation, "read": read, "write": write})
-        self.send_response(answer.status)
-        for name, value in answer.getheaders():
-            if name.lower() not in ("transfer-encoding", "connection", "content-length"):
-                self.send_header(name, value)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-        upstream.close()
+        finally:
+            with self.server.lock:
+                self.server.pending -= 1
+                self.server.lock.notify_all()
 
 
 def table_bytes(moto_port, table):

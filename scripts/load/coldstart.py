@@ -156,20 +156,15 @@ def make_secrets_and_table(moto):
     return arns, table
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--moto", required=True, help="moto_server URL")
-    parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--bin-dir", default=str(ROOT / "target" / "lambda"))
-    args = parser.parse_args()
-
-    secret_arns, table = make_secrets_and_table(args.moto)
-    environment = {
+def function_environment(moto, table):
+    """What a deployed MCP, OAuth or speech function's environment holds, but its secrets'
+    ARNs, with the AWS endpoints on `moto`."""
+    return {
         "PATH": os.environ.get("PATH", ""),
         "AWS_REGION": "us-east-1",
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_ENDPOINT_URL": args.moto,
+        "AWS_ENDPOINT_URL": moto,
         "AWS_LAMBDA_FUNCTION_NAME": "hearth",
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256",
         "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
@@ -184,6 +179,17 @@ def main():
         # The template sets this while AionBackendUrl is empty.
         "MOCK_AION_BACKEND": "true",
     }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--moto", required=True, help="moto_server URL")
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--bin-dir", default=str(ROOT / "target" / "lambda"))
+    args = parser.parse_args()
+
+    secret_arns, table = make_secrets_and_table(args.moto)
+    environment = function_environment(args.moto, table)
     results = {}
     for name, event_file in EVENTS.items():
         binary = Path(args.bin_dir) / name / "bootstrap"
