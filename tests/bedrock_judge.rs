@@ -284,6 +284,7 @@ async fn a_hostile_judge_answer_never_reaches_what_is_spoken() {
                 issued_at: time::OffsetDateTime::now_utc().unix_timestamp(),
                 answering: None,
             }),
+            read_ahead: None,
         };
         let held = service
             .propose(&caller, "aa-batteries", "12-pack", 2)

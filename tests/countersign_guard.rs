@@ -200,6 +200,7 @@ fn speaking(
             issued_at,
             answering: answering.map(str::to_owned),
         }),
+        read_ahead: None,
     }
 }
 

@@ -72,6 +72,7 @@ fn speaking(member: &str, turn: &str, words: &str) -> Caller {
             issued_at: time::OffsetDateTime::now_utc().unix_timestamp(),
             answering: None,
         }),
+        read_ahead: None,
     }
 }
 

@@ -52,6 +52,7 @@ impl Household {
                 issued_at: self.clock.now().unix_timestamp(),
                 answering: answering.map(str::to_owned),
             }),
+            read_ahead: None,
         }
     }
 }

@@ -578,6 +578,56 @@ async fn a_counter_outage_counts_locally_and_the_table_takes_over_when_it_return
 }
 
 #[tokio::test]
+async fn a_read_only_call_is_one_round_trip_and_a_refused_one_returns_nothing_it_read() {
+    let counter = CallCounter::default();
+    let client = aws_sdk_dynamodb::Client::from_conf(
+        Moto::shared()
+            .dynamodb_config()
+            .interceptor(counter.clone())
+            .build(),
+    );
+    let store = Arc::new(DynamoStore::new(client, unique_name("hearth-one-round")));
+    store.ensure_table().await.unwrap();
+    let vars = settings(&[("HEARTH_RATE_LIMIT_PER_SUBJECT", "3")]);
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let h = harness_over(&common::config(&vars), |_| Stores {
+        cosigned: store.clone(),
+        grants: store.clone(),
+        clients: store.clone(),
+        chains: store.clone(),
+        accounts: store.clone(),
+        counters: store.clone(),
+    });
+    let recorded = common::rpc(&h.router, &record_call("home")).await;
+    assert_eq!(
+        recorded.body["result"]["isError"], false,
+        "{}",
+        recorded.raw
+    );
+    let explain = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "explain_why", "arguments": {"household_id": "home", "action": "dim lights"}}});
+
+    counter.take();
+    let explained = common::rpc(&h.router, &explain).await;
+    assert!(explained.raw.contains("Movie time"), "{}", explained.raw);
+    assert_eq!(
+        counter.take_with_rounds(),
+        (3, 1),
+        "the rate limiter's two counters and the window's Query, sent together"
+    );
+
+    // The subject's third request this minute is its last: the fourth is refused, though its
+    // window was read beside the counters, and nothing read reaches the answer.
+    assert_eq!(common::rpc(&h.router, &explain).await.status, 200);
+    let refused = common::rpc(&h.router, &explain).await;
+    assert_eq!(refused.status, 429, "{}", refused.raw);
+    assert!(!refused.raw.contains("Movie time"), "{}", refused.raw);
+    assert!(!refused.raw.contains("dim lights"), "{}", refused.raw);
+    let (calls, rounds) = counter.take_with_rounds();
+    assert_eq!(rounds, 2, "each request one round trip ({calls} calls)");
+}
+
+#[tokio::test]
 async fn hearth_table_serves_the_product_from_dynamodb() {
     let moto = Moto::shared();
     let table = unique_name("hearth-binary");

@@ -597,6 +597,32 @@ async fn a_household_token_costs_one_read_a_minute_and_one_per_attested_call() {
         5,
         "once a minute, one GetItem for the generation"
     );
+    // A read-only call's reads go out together: one round trip on its critical path.
+    ok(&world
+        .call(&a.token, "explain_why", json!({"action": "warm up"}), &[])
+        .await);
+    assert_eq!(
+        counter.take_with_rounds(),
+        (3, 1),
+        "the rate limiter's two counters and the window's Query, in one round trip"
+    );
+    world
+        .h
+        .clock
+        .advance(time::Duration::milliseconds(GENERATION_CACHE_MS));
+    ok(&world
+        .call(
+            &a.token,
+            "explain_why",
+            json!({"action": "dim lights"}),
+            &[],
+        )
+        .await);
+    assert_eq!(
+        counter.take_with_rounds(),
+        (4, 1),
+        "the two counters, the generation's GetItem and the window's Query, in one round trip"
+    );
     let order = |product: &str, variant: &str| json!({"product_id": product, "variant_id": variant, "quantity": 1});
     ok(&world
         .speak(

@@ -9,8 +9,10 @@ use rmcp::model::{JsonObject, Resource, ResourceContents, Tool, ToolAnnotations}
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::auth::Caller;
+use crate::store::ChainRead;
 
 /// The result of a tool call: structured content with a short text; a negative verdict that
 /// still carries structured content (an `isError` result with `structuredContent`, e.g. a lint
@@ -75,6 +77,19 @@ pub trait Toolset: Send + Sync + 'static {
 
     /// Runs tool `name`, or returns `None` if this toolset has no such tool.
     async fn call(&self, caller: &Caller, name: &str, arguments: JsonObject) -> Option<ToolOutput>;
+
+    /// Reads, for tool `name` called with `arguments` by `caller`, the chain window the call
+    /// would read first and only, when the arguments alone say which (most tools read nothing
+    /// ahead). The HTTP layer runs this beside the request's admission and hands the read to
+    /// the call in [`Caller::read_ahead`]; the call uses it only if its own key matches.
+    async fn read_ahead(
+        &self,
+        _caller: &Caller,
+        _name: &str,
+        _arguments: Option<&RawValue>,
+    ) -> Option<ChainRead> {
+        None
+    }
 
     /// The resources this toolset serves; most serve none.
     fn resources(&self) -> Vec<Resource> {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::attestation::{AttestationRefusal, HostClaim};
 use crate::accounts::Standing;
 use crate::chain::sha256_hex;
-use crate::store::AccountItem;
+use crate::store::{AccountItem, ChainKey, ChainRead, Snapshot, StoreError};
 
 /// Who is calling, as far as a toolset needs to know: the data scope (the SHA-256 of the
 /// verified subject, or of the household a household token names), which toolsets key all
@@ -19,6 +19,9 @@ pub struct Caller {
     /// `Some` when the token names a household: the call acts on that household only.
     pub household: Option<HouseholdCaller>,
     pub host: HostClaim,
+    /// The chain window the HTTP layer read for this call beside its admission, if the tool
+    /// called said which it reads first (see `Toolset::read_ahead`).
+    pub read_ahead: Option<Arc<ChainRead>>,
 }
 
 /// The household a household token names, and whether its standing could be checked.
@@ -50,12 +53,25 @@ pub enum HouseholdRefusal {
 }
 
 impl Caller {
+    /// The window the HTTP layer read ahead under `key` for this call, if it read that chain:
+    /// a toolset reads it here instead of asking the store again.
+    pub fn read_ahead_of(
+        &self,
+        key: &ChainKey,
+    ) -> Option<Result<Option<Arc<Snapshot>>, StoreError>> {
+        self.read_ahead
+            .as_ref()
+            .filter(|read| read.key == *key)
+            .map(|read| read.window.clone())
+    }
+
     /// A caller whose request carried no device attestation.
     pub fn unattested(scope: impl Into<String>) -> Self {
         Self {
             scope: scope.into(),
             household: None,
             host: HostClaim::Refused(AttestationRefusal::Missing),
+            read_ahead: None,
         }
     }
 
@@ -70,6 +86,7 @@ impl Caller {
                 reads_without_device: false,
             }),
             host: HostClaim::Refused(AttestationRefusal::Missing),
+            read_ahead: None,
         }
     }
 
@@ -80,6 +97,17 @@ impl Caller {
             household.reads_without_device = granted;
         }
         self
+    }
+
+    /// The household a call would act on once the token's standing is confirmed: what the
+    /// HTTP layer may read ahead while admission confirms it. The call itself asks
+    /// [`Self::household_for`], which also requires the standing.
+    pub fn household_to_confirm<'a>(&'a self, argument: Option<&'a str>) -> Option<&'a str> {
+        match (&self.household, argument) {
+            (Some(household), Some(argument)) if argument != household.id => None,
+            (Some(household), _) => Some(&household.id),
+            (None, argument) => argument,
+        }
     }
 
     /// The household this call acts on. A household token names it, and an `argument` may
@@ -139,5 +167,35 @@ mod tests {
             Err(HouseholdRefusal::Missing)
         );
         assert_ne!(household_scope("hh-a"), sha256_hex("hh-a"));
+    }
+
+    #[test]
+    fn a_read_ahead_names_the_household_the_call_would_act_on_and_serves_only_its_key() {
+        let unconfirmed = Caller::of_household("hh-a", Standing::Unknown);
+        assert_eq!(unconfirmed.household_to_confirm(None), Some("hh-a"));
+        assert_eq!(unconfirmed.household_to_confirm(Some("hh-a")), Some("hh-a"));
+        assert_eq!(unconfirmed.household_to_confirm(Some("hh-b")), None);
+        let credential = Caller::unattested("scope");
+        assert_eq!(
+            credential.household_to_confirm(Some("kitchen")),
+            Some("kitchen")
+        );
+        assert_eq!(credential.household_to_confirm(None), None);
+
+        let key = |name: &str| ChainKey {
+            scope: "scope".into(),
+            name: name.into(),
+        };
+        let mut reading = credential;
+        reading.read_ahead = Some(Arc::new(ChainRead {
+            key: key("kitchen"),
+            window: Ok(None),
+        }));
+        assert_eq!(reading.read_ahead_of(&key("kitchen")), Some(Ok(None)));
+        assert_eq!(
+            reading.read_ahead_of(&key("garage")),
+            None,
+            "another chain reads its own"
+        );
     }
 }

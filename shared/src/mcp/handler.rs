@@ -113,6 +113,19 @@ impl HearthServer {
         self.inner.owners.contains_key(name)
     }
 
+    /// What tool `name` reads first, read now for `caller` (see [`Toolset::read_ahead`]).
+    pub async fn read_ahead(
+        &self,
+        caller: &Caller,
+        name: &str,
+        arguments: Option<&serde_json::value::RawValue>,
+    ) -> Option<crate::store::ChainRead> {
+        let owner = *self.inner.owners.get(name)?;
+        self.inner.toolsets[owner]
+            .read_ahead(caller, name, arguments)
+            .await
+    }
+
     /// Runs one tool call for `caller`. `None` means no such tool. With the result comes a
     /// refusal's fixed code, for the request's log line.
     pub async fn call(

@@ -1,13 +1,19 @@
-//! `POST /mcp` as layers, in the order a request meets them. Each layer either refuses with
-//! its own status or hands what it learned to the next, and each is a function that can be
-//! tested alone (see the tests below; the whole path is tested over HTTP in `tests/`).
+//! `POST /mcp` as layers, in the order their verdicts are given. Each layer either refuses
+//! with its own status or hands what it learned to the next, and each is a function that can
+//! be tested alone (see the tests below; the whole path is tested over HTTP in `tests/`).
+//!
+//! The store is asked at most once on the critical path before the tool runs: admission's
+//! rate counters and account check, and the chain window the called tool reads first
+//! ([`crate::toolset::Toolset::read_ahead`]), go out together once the token checks out in
+//! memory. Layers 4 and 5 run in memory beside admission; admission's verdict still comes
+//! first, and its refusal drops what was read.
 //!
 //! 1. [`origin`]: POST only (405), an allowed `Origin` (403), no token in the query (400).
 //! 2. [`token`]: who the bearer token says the caller is, in memory; its 401 waits for
 //!    admission, so that a failed attempt still counts against the address.
 //! 3. [`admission`]: the rate limits of the address and, when known, the subject (429, or 503
 //!    with the limiter out of reach), then the token's 401, then the household's standing in
-//!    the store (401).
+//!    the store (401), asked beside the counters.
 //! 4. [`body`]: JSON in (415) and out (406; no header, `*/*` and `application/json` alone are
 //!    served), at most 64 KiB (413).
 //! 5. [`tier`]: the JSON-RPC message's head: UTF-8 and JSON (400, -32700), a JSON-RPC message
@@ -20,10 +26,14 @@
 //!    read household data), then rmcp's stateless Streamable HTTP service in JSON-response
 //!    mode with the authenticated caller attached.
 
+use std::pin::pin;
+use std::sync::Arc;
+
 use axum::body::Body;
 use axum::body::Bytes;
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
+use futures_util::future::{Either, join, select};
 use http::request::Parts;
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use http_body_util::Full;
@@ -39,6 +49,7 @@ use crate::auth::attestation::{AttestationRefusal, HostClaim};
 use crate::auth::{AuthFailure, Authenticator, Caller, Grant, Scope};
 use crate::gate::{Gate, Refusal, client_ip};
 use crate::media::{accepts_json, has_media_type, read_body};
+use crate::store::ChainRead;
 use crate::telemetry::RequestLog;
 
 /// MCP methods whose names may appear in logs; anything else is logged as `other`.
@@ -74,20 +85,57 @@ async fn through_the_layers(
     log: &mut RequestLog,
 ) -> Result<Response, Response> {
     origin(&endpoint.gate, &request)?;
-    let token = token(&endpoint.auth, request.headers());
-    let (grant, caller) = admission(endpoint, client_ip(&request), token).await?;
+    let ip = client_ip(&request);
+    let (grant, provisional) = match token(&endpoint.auth, request.headers()) {
+        Ok(known) => known,
+        Err(failure) => {
+            // A failed attempt still counts against the address before it is refused.
+            endpoint.gate.admit(ip, None).await.map_err(refused)?;
+            return Err(unauthorized(&endpoint.tiers.challenge, failure));
+        }
+    };
+    // Admission (the store's rate counters and account) and the message's head (read in
+    // memory, then the chain window the called tool reads first) go together: one round trip
+    // on the critical path. Admission answers first, and its refusal drops the rest unread.
+    let admitted = admission(endpoint, ip, &grant, &provisional);
+    let head = async {
+        let (parts, bytes) = body(request).await?;
+        let known_tool = |name: &str| endpoint.server.knows_tool(name);
+        let call = tier(
+            &endpoint.tiers,
+            &grant,
+            &parts.headers,
+            &bytes,
+            known_tool,
+            log,
+        )?;
+        let ahead = read_ahead(endpoint, &provisional, &call).await;
+        Ok((parts, bytes, call, ahead))
+    };
+    let (mut caller, (parts, bytes, call, ahead)) = admission_first(admitted, head).await?;
     log.subject(&caller);
-    let (parts, bytes) = body(request).await?;
-    let known_tool = |name: &str| endpoint.server.knows_tool(name);
-    let call = tier(
-        &endpoint.tiers,
-        &grant,
-        &parts.headers,
-        &bytes,
-        known_tool,
-        log,
-    )?;
+    caller.read_ahead = ahead;
     Ok(dispatch(endpoint, parts, bytes, caller, call, log).await)
+}
+
+/// Awaits `admission` and `head` together. Admission's verdict comes first whichever finishes
+/// first: its refusal is the answer, and drops `head` unfinished or unread.
+async fn admission_first<A, H>(
+    admission: impl Future<Output = Result<A, Response>>,
+    head: impl Future<Output = Result<H, Response>>,
+) -> Result<(A, H), Response> {
+    let admission = pin!(admission);
+    let head = pin!(head);
+    match select(admission, head).await {
+        Either::Left((admitted, head)) => {
+            let admitted = admitted?;
+            Ok((admitted, head.await?))
+        }
+        Either::Right((head, admission)) => {
+            let admitted = admission.await?;
+            Ok((admitted, head?))
+        }
+    }
 }
 
 /// Layer 1: a POST, from an allowed origin, with no access token in its URL.
@@ -135,27 +183,22 @@ pub(super) fn token(auth: &Authenticator, headers: &HeaderMap) -> Token {
     })
 }
 
-/// Layer 3: one limiter call counts the client address and, when the token named one, the
-/// subject; only then is a bad token refused, and a household token's standing confirmed
-/// against the store.
+/// Layer 3: one limiter call counts the client address and the subject the token names,
+/// while a household token's standing (or a stored client's existence) is confirmed against
+/// the store; the limiter's refusal comes first.
 pub(super) async fn admission(
     endpoint: &McpEndpoint,
     ip: Option<std::net::IpAddr>,
-    token: Token,
-) -> Result<(Grant, Caller), Response> {
-    let known_caller = token.as_ref().ok().map(|(_, caller)| caller);
-    endpoint
-        .gate
-        .admit(ip, known_caller)
-        .await
-        .map_err(refused)?;
-    let (grant, _) = token.map_err(|failure| unauthorized(&endpoint.tiers.challenge, failure))?;
-    let caller = endpoint
-        .auth
-        .confirm(&grant)
-        .await
-        .map_err(|failure| unauthorized(&endpoint.tiers.challenge, failure))?;
-    Ok((grant, caller))
+    grant: &Grant,
+    provisional: &Caller,
+) -> Result<Caller, Response> {
+    let (admitted, confirmed) = join(
+        endpoint.gate.admit(ip, Some(provisional)),
+        endpoint.auth.confirm(grant),
+    )
+    .await;
+    admitted.map_err(refused)?;
+    confirmed.map_err(|failure| unauthorized(&endpoint.tiers.challenge, failure))
 }
 
 /// Layer 4: a JSON body, answered in JSON, within the size limit.
@@ -190,6 +233,30 @@ pub(super) struct Call {
     /// A `tools/call` or `resources/read`: the methods that act on who is speaking or reveal
     /// household data, and so need the speaker checked.
     acts_or_reads: bool,
+    /// A `tools/call` of a tool this server serves: its name and arguments, for its toolset
+    /// to say which chain it reads first.
+    tool: Option<ToolHead>,
+}
+
+#[derive(Debug)]
+struct ToolHead {
+    name: String,
+    arguments: Option<Box<RawValue>>,
+}
+
+/// The chain window the called tool reads first, read for the caller the token names (see
+/// [`crate::toolset::Toolset::read_ahead`]).
+async fn read_ahead(
+    endpoint: &McpEndpoint,
+    caller: &Caller,
+    call: &Call,
+) -> Option<Arc<ChainRead>> {
+    let tool = call.tool.as_ref()?;
+    endpoint
+        .server
+        .read_ahead(caller, &tool.name, tool.arguments.as_deref())
+        .await
+        .map(Arc::new)
 }
 
 /// Layer 5: the message's head, read once without building it (a borrowed peek), against the
@@ -257,9 +324,16 @@ pub(super) fn tier(
     if tier_one_only && !is_tier_one(method, tool) {
         return Err(linking_required(&tiers.challenge, peek.id));
     }
+    let mut head = None;
     if method == "tools/call" {
         if let Some(name) = tool.filter(|name| known_tool(name)) {
             log.tool(name);
+            head = Some(ToolHead {
+                name: name.to_owned(),
+                arguments: params
+                    .and_then(|params| params.arguments)
+                    .map(ToOwned::to_owned),
+            });
         }
         if let Some(arguments) = params.and_then(|params| params.arguments) {
             if !matches!(
@@ -286,6 +360,7 @@ pub(super) fn tier(
     Ok(Call {
         request_id: peek.id.map(ToOwned::to_owned),
         acts_or_reads: method == "tools/call" || method == "resources/read",
+        tool: head,
     })
 }
 

@@ -135,6 +135,33 @@ pub struct Snapshot {
     pub records: Vec<Sealed>,
 }
 
+/// A chain's live window, read ahead of the one tool call that needs it: the HTTP layer reads
+/// it beside the request's rate counters and account check (see `mcp::layers`), so that a
+/// read-only call makes one round trip on its critical path. It serves only the call it was
+/// read for, and only under the key it was read under; a refused request drops it unread.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ChainRead {
+    pub key: ChainKey,
+    /// What [`ChainStore::load`] answered.
+    pub window: Result<Option<Arc<Snapshot>>, StoreError>,
+}
+
+/// Never the records: a caller (which carries a read-ahead) may be formatted for a test's
+/// message or a log, and records hold what households said.
+impl std::fmt::Debug for ChainRead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let window = match &self.window {
+            Ok(Some(snapshot)) => format!("{} records", snapshot.records.len()),
+            Ok(None) => "no live window".to_owned(),
+            Err(error) => error.to_string(),
+        };
+        f.debug_struct("ChainRead")
+            .field("key", &self.key)
+            .field("window", &window)
+            .finish()
+    }
+}
+
 /// One atomic append.
 #[derive(Debug, Clone)]
 pub struct Append {
@@ -404,7 +431,7 @@ impl AppendLocks {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
     /// Another writer moved the head first; read again and retry.
     #[error("the chain changed while this write was prepared")]

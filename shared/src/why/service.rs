@@ -15,7 +15,8 @@ use crate::auth::attestation::HostClaim;
 use crate::chain::{self, IntegrityError, Sealed};
 use crate::clock::{Clock, timestamp, unix_ms};
 use crate::store::{
-    Append, AppendLocks, ChainKey, ChainStore, ConflictRetry, LogRead, Snapshot, StoreError, Winner,
+    Append, AppendLocks, ChainKey, ChainRead, ChainStore, ConflictRetry, LogRead, Snapshot,
+    StoreError, Winner,
 };
 use crate::transparency::{
     self, Lifetime, LogError, LogKeys, LogKind, ProofError, WindowProofs, grow, history,
@@ -382,7 +383,7 @@ impl WhyService {
         lookup: &Lookup,
     ) -> Result<Explanation, WhyError> {
         let key = chain_key(caller, household_id)?;
-        let snapshot = self.retained(&key).await?;
+        let snapshot = self.retained(caller, &key).await?;
         let views = self.verified(&snapshot)?;
         let records = &snapshot.records;
         let index = match lookup {
@@ -424,7 +425,7 @@ impl WhyService {
     ) -> Result<Vec<Value>, WhyError> {
         let key = chain_key(caller, household_id)?;
         let since = parse_since(since)?;
-        let snapshot = self.retained(&key).await?;
+        let snapshot = self.retained(caller, &key).await?;
         let views = self.verified(&snapshot)?;
         let mut changed = Vec::new();
         for (index, (sealed, view)) in snapshot.records.iter().zip(&views).enumerate() {
@@ -536,13 +537,33 @@ impl WhyService {
         }
     }
 
+    /// Reads the window a read-only call on `household_id` will read (see
+    /// [`Caller::read_ahead`]), for a caller whose standing admission is still confirming;
+    /// `None` where the household id is malformed.
+    pub async fn read_ahead(&self, caller: &Caller, household_id: &str) -> Option<ChainRead> {
+        check_household(household_id).ok()?;
+        let key = chain_key_in(&caller.scope, household_id);
+        let window = self
+            .store
+            .load(&key, unix_ms(self.clock.now()))
+            .await
+            .map(|window| window.map(Arc::new));
+        Some(ChainRead { key, window })
+    }
+
     /// The household's live window, not yet verified; an empty or expired one is "not found".
-    /// Every caller goes on to [`verified`], which is the only way to read its records.
-    async fn retained(&self, key: &ChainKey) -> Result<Snapshot, WhyError> {
-        self.store
-            .load(key, unix_ms(self.clock.now()))
-            .await?
-            .ok_or_else(no_decisions)
+    /// Every caller goes on to [`verified`], which is the only way to read its records. A
+    /// window the HTTP layer read ahead under the same key is used as it is.
+    async fn retained(&self, caller: &Caller, key: &ChainKey) -> Result<Arc<Snapshot>, WhyError> {
+        let window = match caller.read_ahead_of(key) {
+            Some(window) => window?,
+            None => self
+                .store
+                .load(key, unix_ms(self.clock.now()))
+                .await?
+                .map(Arc::new),
+        };
+        window.ok_or_else(no_decisions)
     }
 }
 

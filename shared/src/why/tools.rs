@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::limits::SESSION_ID_MAX;
@@ -15,6 +16,7 @@ use super::reference;
 use super::service::{Lookup, WhyError, WhyService};
 use crate::auth::Caller;
 use crate::scholia::{Atom, render};
+use crate::store::ChainRead;
 use crate::toolset::{ToolOutput, Toolset, decode, describe};
 use crate::transparency::{InclusionProof, LogKind};
 
@@ -244,6 +246,36 @@ impl Toolset for WhyToolset {
         .into_iter()
         .chain(reference::tools())
         .collect()
+    }
+
+    /// `explain_why` and `whats_changed` read the household's decision window and nothing
+    /// else, so it can be read beside the request's admission.
+    async fn read_ahead(
+        &self,
+        caller: &Caller,
+        name: &str,
+        arguments: Option<&RawValue>,
+    ) -> Option<ChainRead> {
+        if name != EXPLAIN_WHY && name != WHATS_CHANGED {
+            return None;
+        }
+        /// The one argument that names the chain; a malformed one reads nothing ahead (the
+        /// call itself then says what is wrong).
+        #[derive(Deserialize)]
+        struct Household<'a> {
+            #[serde(borrow, default)]
+            household_id: Option<std::borrow::Cow<'a, str>>,
+        }
+        let household_id = match arguments {
+            Some(arguments) => {
+                serde_json::from_str::<Household<'_>>(arguments.get())
+                    .ok()?
+                    .household_id
+            }
+            None => None,
+        };
+        let household_id = caller.household_to_confirm(household_id.as_deref())?;
+        self.service.read_ahead(caller, household_id).await
     }
 
     async fn call(&self, caller: &Caller, name: &str, arguments: JsonObject) -> Option<ToolOutput> {
