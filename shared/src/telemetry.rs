@@ -20,7 +20,8 @@ use crate::config::LogSettings;
 use http::StatusCode;
 use lambda_http::RequestExt;
 use rand::RngExt;
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::EnvFilter;
@@ -146,38 +147,90 @@ where
         if metadata.target() != REQUEST_TARGET && !refusal {
             return self.json.format_event(context, writer, event);
         }
-        let mut fields = Fields(Map::new());
+        let mut fields = Fields::default();
         event.record(&mut fields);
         let now = time::OffsetDateTime::now_utc();
         let line = if refusal {
-            refusal_line(fields.0, now, function_name())
+            refusal_line(&fields, now, function_name())
         } else {
-            metric_line(fields.0, now, function_name())
+            metric_line(fields, now, function_name())
         };
         writeln!(writer, "{line}")
     }
 }
 
-/// The request line's fields, as JSON values.
-struct Fields(Map<String, Value>);
+/// A line's fields as recorded, in order. The line is written straight from them: a JSON map
+/// built per request, and the constant EMF part with it, cost the hot path allocations for
+/// nothing (issue 32).
+#[derive(Default)]
+struct Fields(Vec<(&'static str, FieldValue)>);
+
+enum FieldValue {
+    Unsigned(u64),
+    Signed(i64),
+    Bool(bool),
+    Text(String),
+}
+
+impl Fields {
+    fn get(&self, name: &str) -> Option<&FieldValue> {
+        self.0
+            .iter()
+            .find(|(field, _)| *field == name)
+            .map(|(_, value)| value)
+    }
+
+    fn unsigned(&self, name: &str) -> u64 {
+        match self.get(name) {
+            Some(FieldValue::Unsigned(value)) => *value,
+            _ => 0,
+        }
+    }
+
+    fn text(&self, name: &str) -> Option<&str> {
+        match self.get(name) {
+            Some(FieldValue::Text(text)) => Some(text),
+            _ => None,
+        }
+    }
+
+    /// Removes field `name`, saying whether it was `true`.
+    fn take_flag(&mut self, name: &str) -> bool {
+        let flag = matches!(self.get(name), Some(FieldValue::Bool(true)));
+        self.0.retain(|(field, _)| *field != name);
+        flag
+    }
+}
 
 impl Visit for Fields {
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.0.insert(field.name().to_owned(), value.into());
+        self.0.push((field.name(), FieldValue::Unsigned(value)));
     }
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.0.insert(field.name().to_owned(), value.into());
+        self.0.push((field.name(), FieldValue::Signed(value)));
     }
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.0.insert(field.name().to_owned(), value.into());
+        self.0.push((field.name(), FieldValue::Bool(value)));
     }
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.into());
+        self.0
+            .push((field.name(), FieldValue::Text(value.to_owned())));
     }
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
         let mut text = String::new();
         let _ = write!(text, "{value:?}");
-        self.0.insert(field.name().to_owned(), text.into());
+        self.0.push((field.name(), FieldValue::Text(text)));
+    }
+}
+
+impl Serialize for FieldValue {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            FieldValue::Unsigned(value) => serializer.serialize_u64(*value),
+            FieldValue::Signed(value) => serializer.serialize_i64(*value),
+            FieldValue::Bool(value) => serializer.serialize_bool(*value),
+            FieldValue::Text(text) => serializer.serialize_str(text),
+        }
     }
 }
 
@@ -186,92 +239,176 @@ fn function_name() -> &'static str {
     FUNCTION.get().map_or("local", String::as_str)
 }
 
-/// One request line: the logged fields, the time and level as tracing writes them, and the
-/// EMF metrics.
-fn metric_line(mut fields: Map<String, Value>, now: time::OffsetDateTime, function: &str) -> Value {
-    let status = fields.get("status").and_then(Value::as_u64).unwrap_or(0);
-    let latency_us = fields
-        .get("latency_us")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    let tool_failed = fields.remove("tool_failed").and_then(|v| v.as_bool()) == Some(true);
-    let tool = fields
-        .get("tool")
-        .and_then(Value::as_str)
-        .filter(|tool| *tool != "-")
-        .map(str::to_owned);
-    let mut line = line_head(now, "INFO", REQUEST_TARGET, &mut fields, function);
-    let mut dimensions = vec![json!(["Function"])];
-    if let Some(tool) = tool {
-        line.insert("Tool".into(), tool.into());
-        dimensions.push(json!(["Function", "Tool"]));
-    }
-    line.insert("Requests".into(), 1.into());
-    line.insert("Errors".into(), u8::from(status >= 500).into());
-    line.insert("Throttled".into(), u8::from(status == 429).into());
-    line.insert("ToolErrors".into(), u8::from(tool_failed).into());
-    line.insert("Latency".into(), (latency_us as f64 / 1000.0).into());
-    line.insert(
-        "_aws".into(),
-        json!({
-            "Timestamp": (now.unix_timestamp_nanos() / 1_000_000) as i64,
-            "CloudWatchMetrics": [{
-                "Namespace": METRIC_NAMESPACE,
-                "Dimensions": dimensions,
-                "Metrics": [
-                    {"Name": "Requests", "Unit": "Count"},
-                    {"Name": "Errors", "Unit": "Count"},
-                    {"Name": "Throttled", "Unit": "Count"},
-                    {"Name": "ToolErrors", "Unit": "Count"},
-                    {"Name": "Latency", "Unit": "Milliseconds"},
-                ],
-            }],
-        }),
-    );
-    Value::Object(line)
+/// The EMF directive's metric definitions (`Name`, `Unit`).
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct MetricDefinition {
+    name: &'static str,
+    unit: &'static str,
 }
 
-/// The start of a metric line: the time, level and target as tracing writes them, the logged
-/// fields, and the function the metrics are counted by.
-fn line_head(
+const REQUEST_METRICS: &[MetricDefinition] = &[
+    MetricDefinition {
+        name: "Requests",
+        unit: "Count",
+    },
+    MetricDefinition {
+        name: "Errors",
+        unit: "Count",
+    },
+    MetricDefinition {
+        name: "Throttled",
+        unit: "Count",
+    },
+    MetricDefinition {
+        name: "ToolErrors",
+        unit: "Count",
+    },
+    MetricDefinition {
+        name: "Latency",
+        unit: "Milliseconds",
+    },
+];
+
+const REFUSAL_METRICS: &[MetricDefinition] = &[MetricDefinition {
+    name: "WitnessRefusals",
+    unit: "Count",
+}];
+
+const BY_FUNCTION: &[&[&str]] = &[&["Function"]];
+const BY_FUNCTION_AND_TOOL: &[&[&str]] = &[&["Function"], &["Function", "Tool"]];
+
+/// The `_aws` object of an EMF record: one directive.
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct Emf {
+    timestamp: i64,
+    cloud_watch_metrics: [Directive; 1],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct Directive {
+    namespace: &'static str,
+    dimensions: &'static [&'static [&'static str]],
+    metrics: &'static [MetricDefinition],
+}
+
+impl Emf {
+    fn new(
+        now: time::OffsetDateTime,
+        dimensions: &'static [&'static [&'static str]],
+        metrics: &'static [MetricDefinition],
+    ) -> Self {
+        Self {
+            timestamp: (now.unix_timestamp_nanos() / 1_000_000) as i64,
+            cloud_watch_metrics: [Directive {
+                namespace: METRIC_NAMESPACE,
+                dimensions,
+                metrics,
+            }],
+        }
+    }
+}
+
+/// A metric line: the time, level and target as tracing writes them, the logged fields, the
+/// function the metrics are counted by, then the metrics' own members and `_aws`.
+struct Line<'a> {
     now: time::OffsetDateTime,
-    level: &str,
-    target: &str,
-    fields: &mut Map<String, Value>,
-    function: &str,
-) -> Map<String, Value> {
-    let timestamp = now
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default();
-    let mut line = Map::new();
-    line.insert("timestamp".into(), timestamp.into());
-    line.insert("level".into(), level.into());
-    line.insert("target".into(), target.into());
-    line.append(fields);
-    line.insert("Function".into(), function.into());
-    line
+    level: &'static str,
+    target: &'static str,
+    fields: &'a Fields,
+    function: &'a str,
+    /// Members after the fields and `Function`: the dimension values and metric values.
+    metrics: &'a [(&'static str, Metric<'a>)],
+    emf: Emf,
+}
+
+enum Metric<'a> {
+    Text(&'a str),
+    Count(u8),
+    Milliseconds(f64),
+}
+
+impl Serialize for Line<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let timestamp = self
+            .now
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("timestamp", &timestamp)?;
+        map.serialize_entry("level", self.level)?;
+        map.serialize_entry("target", self.target)?;
+        for (name, value) in &self.fields.0 {
+            map.serialize_entry(name, value)?;
+        }
+        map.serialize_entry("Function", self.function)?;
+        for (name, metric) in self.metrics {
+            match metric {
+                Metric::Text(text) => map.serialize_entry(name, text)?,
+                Metric::Count(count) => map.serialize_entry(name, count)?,
+                Metric::Milliseconds(ms) => map.serialize_entry(name, ms)?,
+            }
+        }
+        map.serialize_entry("_aws", &self.emf)?;
+        map.end()
+    }
+}
+
+impl Line<'_> {
+    fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// One request line: the logged fields, the time and level as tracing writes them, and the
+/// EMF metrics.
+fn metric_line(mut fields: Fields, now: time::OffsetDateTime, function: &str) -> String {
+    let status = fields.unsigned("status");
+    let latency_us = fields.unsigned("latency_us");
+    let tool_failed = fields.take_flag("tool_failed");
+    let tool = fields.text("tool").filter(|tool| *tool != "-");
+    let counts = [
+        ("Requests", Metric::Count(1)),
+        ("Errors", Metric::Count(u8::from(status >= 500))),
+        ("Throttled", Metric::Count(u8::from(status == 429))),
+        ("ToolErrors", Metric::Count(u8::from(tool_failed))),
+        ("Latency", Metric::Milliseconds(latency_us as f64 / 1000.0)),
+    ];
+    let mut metrics = Vec::with_capacity(counts.len() + 1);
+    if let Some(tool) = tool {
+        metrics.push(("Tool", Metric::Text(tool)));
+    }
+    metrics.extend(counts);
+    let dimensions = match tool {
+        Some(_) => BY_FUNCTION_AND_TOOL,
+        None => BY_FUNCTION,
+    };
+    Line {
+        now,
+        level: "INFO",
+        target: REQUEST_TARGET,
+        fields: &fields,
+        function,
+        metrics: &metrics,
+        emf: Emf::new(now, dimensions, REQUEST_METRICS),
+    }
+    .to_json()
 }
 
 /// A witness's refusal: its fields, and `WitnessRefusals` = 1 by function, as EMF.
-fn refusal_line(
-    mut fields: Map<String, Value>,
-    now: time::OffsetDateTime,
-    function: &str,
-) -> Value {
-    let mut line = line_head(now, "ERROR", WITNESS_TARGET, &mut fields, function);
-    line.insert("WitnessRefusals".into(), 1.into());
-    line.insert(
-        "_aws".into(),
-        json!({
-            "Timestamp": (now.unix_timestamp_nanos() / 1_000_000) as i64,
-            "CloudWatchMetrics": [{
-                "Namespace": METRIC_NAMESPACE,
-                "Dimensions": [["Function"]],
-                "Metrics": [{"Name": "WitnessRefusals", "Unit": "Count"}],
-            }],
-        }),
-    );
-    Value::Object(line)
+fn refusal_line(fields: &Fields, now: time::OffsetDateTime, function: &str) -> String {
+    Line {
+        now,
+        level: "ERROR",
+        target: WITNESS_TARGET,
+        fields,
+        function,
+        metrics: &[("WitnessRefusals", Metric::Count(1))],
+        emf: Emf::new(now, BY_FUNCTION, REFUSAL_METRICS),
+    }
+    .to_json()
 }
 
 /// The request id API Gateway assigned, or a fresh random one off Lambda.
@@ -352,16 +489,53 @@ impl RequestLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{Value, json};
+
+    /// The fields as tracing would record them, in order, from a JSON object of them.
+    fn fields(object: Value) -> Fields {
+        let Value::Object(object) = object else {
+            unreachable!()
+        };
+        let mut fields = Fields::default();
+        for (name, value) in object {
+            let name: &'static str = Box::leak(name.into_boxed_str());
+            let value = match value {
+                Value::Bool(flag) => FieldValue::Bool(flag),
+                Value::Number(n) if n.is_u64() => FieldValue::Unsigned(n.as_u64().unwrap()),
+                Value::Number(n) => FieldValue::Signed(n.as_i64().unwrap()),
+                Value::String(text) => FieldValue::Text(text),
+                other => FieldValue::Text(other.to_string()),
+            };
+            fields.0.push((name, value));
+        }
+        fields
+    }
+
+    fn parsed(line: &str) -> Value {
+        assert!(!line.contains('\n'), "one line: {line}");
+        serde_json::from_str(line).expect("a line is one JSON object")
+    }
 
     #[test]
     fn a_tool_calls_line_is_an_emf_record_by_function_and_tool() {
-        let fields = json!({"request_id": "r1", "method": "tools/call", "tool": "explain_why",
-            "status": 200, "latency_us": 1500, "subject": "abcd", "tool_failed": true});
-        let Value::Object(fields) = fields else {
-            unreachable!()
-        };
+        let fields = fields(json!({"request_id": "r1", "method": "tools/call",
+            "tool": "explain_why", "status": 200, "latency_us": 1500, "subject": "abcd",
+            "tool_failed": true}));
         let now = time::macros::datetime!(2026-12-01 12:00:00 UTC);
-        let line = metric_line(fields, now, "hearth-McpFunction-1");
+        let line = parsed(&metric_line(fields, now, "hearth-McpFunction-1"));
+        assert_eq!(
+            (&line["timestamp"], &line["level"], &line["target"]),
+            (
+                &json!("2026-12-01T12:00:00Z"),
+                &json!("INFO"),
+                &json!("hearth::request")
+            )
+        );
+        assert_eq!(
+            (&line["request_id"], &line["status"], &line["subject"]),
+            (&json!("r1"), &json!(200), &json!("abcd")),
+            "the logged fields as they were"
+        );
         assert_eq!(line["Function"], "hearth-McpFunction-1");
         assert_eq!(line["Tool"], "explain_why");
         assert_eq!(
@@ -396,12 +570,14 @@ mod tests {
 
     #[test]
     fn a_witness_refusal_is_an_error_line_counted_by_function() {
-        let fields =
-            json!({"witness": "home", "status": 422, "message": "a witness refused a checkpoint"});
-        let Value::Object(fields) = fields else {
-            unreachable!()
-        };
-        let line = refusal_line(fields, time::OffsetDateTime::UNIX_EPOCH, "local");
+        let fields = fields(
+            json!({"witness": "home", "status": 422, "message": "a witness refused a checkpoint"}),
+        );
+        let line = parsed(&refusal_line(
+            &fields,
+            time::OffsetDateTime::UNIX_EPOCH,
+            "local",
+        ));
         assert_eq!(
             (line["level"].as_str(), line["witness"].as_str()),
             (Some("ERROR"), Some("home"))
@@ -416,12 +592,14 @@ mod tests {
     #[test]
     fn other_lines_are_by_function_only_and_count_5xx_and_429() {
         for (status, errors, throttled) in [(503, 1, 0), (429, 0, 1), (401, 0, 0)] {
-            let fields =
-                json!({"method": "initialize", "tool": "-", "status": status, "latency_us": 10});
-            let Value::Object(fields) = fields else {
-                unreachable!()
-            };
-            let line = metric_line(fields, time::OffsetDateTime::UNIX_EPOCH, "local");
+            let fields = fields(
+                json!({"method": "initialize", "tool": "-", "status": status, "latency_us": 10}),
+            );
+            let line = parsed(&metric_line(
+                fields,
+                time::OffsetDateTime::UNIX_EPOCH,
+                "local",
+            ));
             assert!(line.get("Tool").is_none());
             assert_eq!(
                 line["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
