@@ -148,14 +148,17 @@ impl HearthServer {
             .call(caller, &request.name, arguments)
             .await?;
         Some(match output {
+            // Not rmcp's `structured`: it also writes the value out as a text block, which a
+            // Hearth result replaces with its own sentence, so the value was serialised once
+            // for nothing. Built here, it is serialised once, in the response.
             ToolOutput::Success { text, structured } => {
-                let mut result = CallToolResult::structured(structured);
-                result.content = vec![ContentBlock::text(text)];
+                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+                result.structured_content = Some(structured);
                 (result, None)
             }
             ToolOutput::Rejected { text, structured } => {
-                let mut result = CallToolResult::structured_error(structured);
-                result.content = vec![ContentBlock::text(text)];
+                let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
+                result.structured_content = Some(structured);
                 (result, None)
             }
             ToolOutput::Refused { say, reason, code } => {

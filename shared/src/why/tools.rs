@@ -185,6 +185,19 @@ fn household<'a>(caller: &'a Caller, argument: &'a Option<String>) -> Result<&'a
         .map_err(|refusal| ToolOutput::failure(refusal.to_string()))
 }
 
+/// `output` with its `field` set to `value`, moved in: serialising a JSON value into another
+/// copies every string in it, and a record is most of an answer.
+fn with_moved(mut output: ToolOutput, field: &str, value: Value) -> ToolOutput {
+    if let ToolOutput::Success {
+        structured: Value::Object(fields),
+        ..
+    } = &mut output
+    {
+        fields.insert(field.to_owned(), value);
+    }
+    output
+}
+
 fn failure(error: WhyError) -> ToolOutput {
     ToolOutput::failure(error.to_string())
 }
@@ -361,9 +374,14 @@ impl WhyToolset {
             household_id: household_id.to_owned(),
             trace_id: found.trace_id,
             matched_by: lookup.label(),
-            record: found.record,
+            record: Value::Null,
         };
-        Ok(ToolOutput::success(output.answer.clone(), &output))
+        let answer = output.answer.clone();
+        Ok(with_moved(
+            ToolOutput::success(answer, &output),
+            "record",
+            found.record,
+        ))
     }
 
     async fn changed(
