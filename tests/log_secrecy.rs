@@ -479,6 +479,56 @@ async fn request_lines_count_tool_errors_by_tool() {
     );
 }
 
+/// A line names no more than the request's verdict let Hearth learn: one refused after
+/// admission (a body that is not JSON) names its subject; one the limiter refused names no
+/// method, tool or subject, though its message was read beside the counters.
+#[tokio::test]
+async fn a_refused_requests_line_names_only_what_admission_let_in() {
+    let captured = common::capture::Captured::default();
+    let sink = captured.clone();
+    let _logs =
+        tracing::subscriber::set_default(hearth_core::telemetry::subscriber(move || sink.clone()));
+    let h = harness(&[("HEARTH_RATE_LIMIT_PER_SUBJECT", "2")]);
+    let bearer = format!("Bearer {TOKEN}");
+    let headers = [
+        ("authorization", bearer.as_str()),
+        ("content-type", "application/json"),
+    ];
+    let not_json = request(&h.router, "POST", "/mcp", &headers, "{not json").await;
+    assert_eq!(not_json.status, 400, "{}", not_json.raw);
+    let explain = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "explain_why", "arguments": {"household_id": "home", "action": "dim lights"}}});
+    assert_eq!(common::rpc(&h.router, &explain).await.status, 200);
+    let limited = common::rpc(&h.router, &explain).await;
+    assert_eq!(limited.status, 429, "{}", limited.raw);
+
+    let lines: Vec<Value> = captured
+        .text()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .filter(|line: &Value| line["target"] == "hearth::request")
+        .collect();
+    let subject = &sha256_hex(sha256_hex(TOKEN))[..16];
+    let seen: Vec<[&Value; 4]> = lines
+        .iter()
+        .map(|l| [&l["status"], &l["method"], &l["tool"], &l["subject"]])
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            [&json!(400), &json!("-"), &json!("-"), &json!(subject)],
+            [
+                &json!(200),
+                &json!("tools/call"),
+                &json!("explain_why"),
+                &json!(subject)
+            ],
+            [&json!(429), &json!("-"), &json!("-"), &json!("-")],
+        ]
+    );
+    assert!(lines[2].get("Tool").is_none(), "{}", lines[2]);
+}
+
 /// A refused purchase call's line says why with the refusal's fixed code (`reason`), never
 /// its spoken sentence or anything the caller sent; other lines have no `reason`.
 #[tokio::test]

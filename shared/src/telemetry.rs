@@ -341,6 +341,13 @@ impl Serialize for Line<'_> {
         map.serialize_entry("level", self.level)?;
         map.serialize_entry("target", self.target)?;
         for (name, value) in &self.fields.0 {
+            // The line's own members (capitalised, or tracing's three, or `_aws`) are never
+            // taken from a field: a duplicate key would make the record invalid EMF.
+            if name.starts_with(|c: char| c.is_ascii_uppercase())
+                || matches!(*name, "timestamp" | "level" | "target" | "_aws")
+            {
+                continue;
+            }
             map.serialize_entry(name, value)?;
         }
         map.serialize_entry("Function", self.function)?;
@@ -465,6 +472,16 @@ impl RequestLog {
         self.tool = Some(name.to_owned());
     }
 
+    /// What another log of the same request learned of the message (its method, tool and
+    /// whether the tool failed), taken once the request is admitted: a refused request's line
+    /// names no more than admission saw.
+    pub fn adopt(&mut self, facts: RequestLog) {
+        self.method = facts.method.or(self.method);
+        self.tool = facts.tool.or(self.tool.take());
+        self.tool_failed |= facts.tool_failed;
+        self.reason = facts.reason.or(self.reason);
+    }
+
     /// The first 16 hex digits of the caller's data scope, itself a hash of the subject.
     pub fn subject(&mut self, caller: &Caller) {
         self.subject = Some(caller.scope.chars().take(16).collect());
@@ -566,6 +583,25 @@ mod tests {
                 "{metric}"
             );
         }
+    }
+
+    #[test]
+    fn a_field_never_doubles_a_member_of_the_line() {
+        let fields = fields(
+            json!({"status": 200, "latency_us": 10, "Tool": "x", "level": "x",
+            "timestamp": "x", "Requests": 9, "_aws": "x"}),
+        );
+        let line = metric_line(fields, time::OffsetDateTime::UNIX_EPOCH, "local");
+        for member in ["Tool", "level", "timestamp", "Requests", "_aws"] {
+            let key = format!("\"{member}\":");
+            assert!(line.matches(&key).count() <= 1, "{member} twice: {line}");
+        }
+        let line = parsed(&line);
+        assert_eq!(
+            (&line["level"], &line["Requests"]),
+            (&json!("INFO"), &json!(1))
+        );
+        assert!(line.get("Tool").is_none(), "no tool was logged: {line}");
     }
 
     #[test]

@@ -2,11 +2,12 @@
 //! with its own status or hands what it learned to the next, and each is a function that can
 //! be tested alone (see the tests below; the whole path is tested over HTTP in `tests/`).
 //!
-//! The store is asked at most once on the critical path before the tool runs: admission's
-//! rate counters and account check, and the chain window the called tool reads first
-//! ([`crate::toolset::Toolset::read_ahead`]), go out together once the token checks out in
-//! memory. Layers 4 and 5 run in memory beside admission; admission's verdict still comes
-//! first, and its refusal drops what was read.
+//! Admission's rate counters and account check, and the chain window the called tool reads
+//! first ([`crate::toolset::Toolset::read_ahead`]), go out together once the token checks out
+//! in memory: one round trip before a read-only tool answers (a household token's attested
+//! call still reads its account in [`dispatch`], after them). Layers 4 and 5 run in memory
+//! beside admission; admission's verdict still comes first, and its refusal drops what was
+//! read, and what the log would have learned of the message.
 //!
 //! 1. [`origin`]: POST only (405), an allowed `Origin` (403), no token in the query (400).
 //! 2. [`token`]: who the bearer token says the caller is, in memory; its 401 waits for
@@ -98,6 +99,8 @@ async fn through_the_layers(
     // memory, then the chain window the called tool reads first) go together: one round trip
     // on the critical path. Admission answers first, and its refusal drops the rest unread.
     let admitted = admission(endpoint, ip, &grant, &provisional);
+    // What the head learns for the log is kept apart until admission lets the request in.
+    let mut facts = RequestLog::new(String::new());
     let head = async {
         let (parts, bytes) = body(request).await?;
         let known_tool = |name: &str| endpoint.server.knows_tool(name);
@@ -107,34 +110,34 @@ async fn through_the_layers(
             &parts.headers,
             &bytes,
             known_tool,
-            log,
+            &mut facts,
         )?;
         let ahead = read_ahead(endpoint, &provisional, &call).await;
-        Ok((parts, bytes, call, ahead))
+        Ok::<_, Response>((parts, bytes, call, ahead))
     };
-    let (mut caller, (parts, bytes, call, ahead)) = admission_first(admitted, head).await?;
+    let (mut caller, head) = admission_first(admitted, head).await?;
     log.subject(&caller);
+    log.adopt(facts);
+    let (parts, bytes, call, ahead) = head?;
     caller.read_ahead = ahead;
     Ok(dispatch(endpoint, parts, bytes, caller, call, log).await)
 }
 
 /// Awaits `admission` and `head` together. Admission's verdict comes first whichever finishes
-/// first: its refusal is the answer, and drops `head` unfinished or unread.
+/// first: its refusal is the answer, and drops `head` unfinished or unread; once admitted, the
+/// head's own refusal is the caller's to give.
 async fn admission_first<A, H>(
     admission: impl Future<Output = Result<A, Response>>,
-    head: impl Future<Output = Result<H, Response>>,
+    head: impl Future<Output = H>,
 ) -> Result<(A, H), Response> {
     let admission = pin!(admission);
     let head = pin!(head);
     match select(admission, head).await {
         Either::Left((admitted, head)) => {
             let admitted = admitted?;
-            Ok((admitted, head.await?))
+            Ok((admitted, head.await))
         }
-        Either::Right((head, admission)) => {
-            let admitted = admission.await?;
-            Ok((admitted, head?))
-        }
+        Either::Right((head, admission)) => Ok((admission.await?, head)),
     }
 }
 
