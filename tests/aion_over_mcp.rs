@@ -12,10 +12,7 @@ const KEY: &str = "aion-backend-key-for-tests";
 
 #[tokio::test]
 async fn over_mcp_the_url_and_key_stay_out_of_answers_and_logs() {
-    let captured = Captured::default();
-    let sink = captured.clone();
-    let _logs =
-        tracing::subscriber::set_default(hearth_core::telemetry::subscriber(move || sink.clone()));
+    let (captured, _logs) = Captured::installed();
     let (url, _) = stand_in("500").await;
     let vars = settings(&[
         ("AION_BACKEND_URL", url.as_str()),
@@ -100,10 +97,7 @@ async fn the_mock_switch_wins_over_a_configured_backend() {
 /// the mock.
 #[tokio::test]
 async fn under_lambda_the_guide_needs_a_backend_or_the_mock_switch() {
-    let captured = Captured::default();
-    let sink = captured.clone();
-    let _logs =
-        tracing::subscriber::set_default(hearth_core::telemetry::subscriber(move || sink.clone()));
+    let (captured, _logs) = Captured::installed();
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
     for (mock, listed) in [("false", false), ("true", true)] {
         let vars = settings(&[("MOCK_AION_BACKEND", mock)]);

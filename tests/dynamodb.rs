@@ -579,10 +579,7 @@ async fn a_counter_outage_counts_locally_and_the_table_takes_over_when_it_return
 
 #[tokio::test]
 async fn a_read_only_call_is_one_round_trip_and_a_refused_one_returns_nothing_it_read() {
-    let captured = common::capture::Captured::default();
-    let sink = captured.clone();
-    let _logs =
-        tracing::subscriber::set_default(hearth_core::telemetry::subscriber(move || sink.clone()));
+    let (captured, _logs) = common::capture::Captured::installed();
     let counter = CallCounter::default();
     let client = aws_sdk_dynamodb::Client::from_conf(
         Moto::shared()
@@ -630,12 +627,7 @@ async fn a_read_only_call_is_one_round_trip_and_a_refused_one_returns_nothing_it
     let (calls, rounds) = counter.take_with_rounds();
     assert_eq!(rounds, 2, "each request one round trip ({calls} calls)");
     // Nor does its log line name what was read of the message beside the counters.
-    let refused_line: Value = captured
-        .text()
-        .lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap())
-        .rfind(|line| line["target"] == "hearth::request")
-        .unwrap();
+    let refused_line = captured.request_lines().pop().unwrap();
     assert_eq!(refused_line["status"], 429, "{refused_line}");
     assert_eq!(
         (&refused_line["method"], &refused_line["tool"]),

@@ -17,10 +17,7 @@ const SPOKEN: &str = "Read this sentence aloud please";
 
 #[tokio::test]
 async fn a_whole_session_logs_no_credential_and_nothing_the_caller_wrote() {
-    let captured = Captured::default();
-    let sink = captured.clone();
-    let _default =
-        tracing::subscriber::set_default(hearth_core::telemetry::subscriber(move || sink.clone()));
+    let (captured, _default) = Captured::installed();
     let h = harness(&[]);
     let form = "application/x-www-form-urlencoded";
     let client = basic(CLIENT_ID, CLIENT_SECRET);
@@ -300,10 +297,7 @@ async fn a_linking_session_logs_no_code_token_or_state() {
     use hearth_core::store::sqlite::SqliteStore;
     use std::sync::Arc;
 
-    let captured = Captured::default();
-    let sink = captured.clone();
-    let _default =
-        tracing::subscriber::set_default(hearth_core::telemetry::subscriber(move || sink.clone()));
+    let (captured, _default) = Captured::installed();
     let redirect = "https://alexa.example/api/skill/link/LOGS";
     let h = harness(&[("MCP_REDIRECT_URIS", redirect)]);
     let store = Arc::new(SqliteStore::open(&h.db_path()).unwrap());
@@ -427,10 +421,7 @@ async fn a_linking_session_logs_no_code_token_or_state() {
 /// error, by function and tool; a refusal by the HTTP layer is counted by function only.
 #[tokio::test]
 async fn request_lines_count_tool_errors_by_tool() {
-    let captured = common::capture::Captured::default();
-    let sink = captured.clone();
-    let _logs =
-        tracing::subscriber::set_default(hearth_core::telemetry::subscriber(move || sink.clone()));
+    let (captured, _logs) = Captured::installed();
     let h = common::harness(&[]);
     let record = json!({"household_id": "home", "action": "dim lights", "reason": "movie",
         "inputs": {}, "approver": "Parent"});
@@ -449,12 +440,7 @@ async fn request_lines_count_tool_errors_by_tool() {
         "{}",
     )
     .await;
-    let lines: Vec<Value> = captured
-        .text()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .filter(|line: &Value| line["target"] == "hearth::request")
-        .collect();
+    let lines = captured.request_lines();
     let metrics: Vec<(Value, Value, Value)> = lines
         .iter()
         .map(|l| {
@@ -484,10 +470,7 @@ async fn request_lines_count_tool_errors_by_tool() {
 /// method, tool or subject, though its message was read beside the counters.
 #[tokio::test]
 async fn a_refused_requests_line_names_only_what_admission_let_in() {
-    let captured = common::capture::Captured::default();
-    let sink = captured.clone();
-    let _logs =
-        tracing::subscriber::set_default(hearth_core::telemetry::subscriber(move || sink.clone()));
+    let (captured, _logs) = Captured::installed();
     let h = harness(&[("HEARTH_RATE_LIMIT_PER_SUBJECT", "2")]);
     let bearer = format!("Bearer {TOKEN}");
     let headers = [
@@ -502,12 +485,7 @@ async fn a_refused_requests_line_names_only_what_admission_let_in() {
     let limited = common::rpc(&h.router, &explain).await;
     assert_eq!(limited.status, 429, "{}", limited.raw);
 
-    let lines: Vec<Value> = captured
-        .text()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .filter(|line: &Value| line["target"] == "hearth::request")
-        .collect();
+    let lines = captured.request_lines();
     let subject = &sha256_hex(sha256_hex(TOKEN))[..16];
     let seen: Vec<[&Value; 4]> = lines
         .iter()
@@ -533,10 +511,7 @@ async fn a_refused_requests_line_names_only_what_admission_let_in() {
 /// its spoken sentence or anything the caller sent; other lines have no `reason`.
 #[tokio::test]
 async fn a_refused_tool_calls_line_names_its_code() {
-    let captured = common::capture::Captured::default();
-    let sink = captured.clone();
-    let _logs =
-        tracing::subscriber::set_default(hearth_core::telemetry::subscriber(move || sink.clone()));
+    let (captured, _logs) = Captured::installed();
     let h = common::harness(&[]);
     let refused = common::call_tool(
         &h.router,
@@ -546,12 +521,7 @@ async fn a_refused_tool_calls_line_names_its_code() {
     .await;
     assert_eq!(refused["isError"], true, "{refused}");
     common::call_tool(&h.router, "search_products", json!({"query": "batteries"})).await;
-    let lines: Vec<Value> = captured
-        .text()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .filter(|line: &Value| line["target"] == "hearth::request")
-        .collect();
+    let lines = captured.request_lines();
     assert_eq!(lines.len(), 2);
     assert_eq!(
         lines[0]["reason"], refused["_meta"]["hearth/code"],
@@ -570,10 +540,7 @@ async fn a_refused_tool_calls_line_names_its_code() {
 async fn a_passkey_session_logs_no_link_nonce_statement_or_assertion() {
     use hearth_core::store::Stores;
     use hearth_testkit::passkey::SoftPasskey;
-    let captured = Captured::default();
-    let sink = captured.clone();
-    let _logs =
-        tracing::subscriber::set_default(hearth_core::telemetry::subscriber(move || sink.clone()));
+    let (captured, _logs) = Captured::installed();
     let config = common::config_with(&[]);
     let mut shared = None;
     let h = common::harness_over(&config, |sqlite| {

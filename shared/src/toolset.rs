@@ -9,7 +9,6 @@ use rmcp::model::{JsonObject, Resource, ResourceContents, Tool, ToolAnnotations}
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use crate::auth::Caller;
 use crate::store::ChainRead;
@@ -78,7 +77,8 @@ pub trait Toolset: Send + Sync + 'static {
     /// Runs tool `name`, or returns `None` if this toolset has no such tool.
     async fn call(&self, caller: &Caller, name: &str, arguments: JsonObject) -> Option<ToolOutput>;
 
-    /// Reads, for tool `name` called with `arguments` by `caller`, the chain window the call
+    /// Reads, for tool `name` called with `arguments` (the message's JSON text of them, as
+    /// sent and not yet decoded) by `caller`, the chain window the call
     /// would read first and only, when the arguments alone say which (most tools read nothing
     /// ahead). The HTTP layer runs this beside the request's admission and hands the read to
     /// the call in [`Caller::read_ahead`]; the call uses it only if its own key matches.
@@ -86,7 +86,7 @@ pub trait Toolset: Send + Sync + 'static {
         &self,
         _caller: &Caller,
         _name: &str,
-        _arguments: Option<&RawValue>,
+        _arguments: Option<&str>,
     ) -> Option<ChainRead> {
         None
     }

@@ -9,8 +9,28 @@ use std::sync::{Arc, Mutex};
 pub struct Captured(pub Arc<Mutex<Vec<u8>>>);
 
 impl Captured {
+    /// A sink installed as the production subscriber on this thread until the guard drops.
+    pub fn installed() -> (Self, tracing::subscriber::DefaultGuard) {
+        let captured = Self::default();
+        let sink = captured.clone();
+        let guard =
+            tracing::subscriber::set_default(hearth_core::telemetry::subscriber(move || {
+                sink.clone()
+            }));
+        (captured, guard)
+    }
+
     pub fn text(&self) -> String {
         String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+
+    /// The one line per request (`hearth::request`) written so far, parsed.
+    pub fn request_lines(&self) -> Vec<serde_json::Value> {
+        self.text()
+            .lines()
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).expect("a JSON line"))
+            .filter(|line| line["target"] == "hearth::request")
+            .collect()
     }
 }
 

@@ -118,7 +118,7 @@ impl HearthServer {
         &self,
         caller: &Caller,
         name: &str,
-        arguments: Option<&serde_json::value::RawValue>,
+        arguments: Option<&str>,
     ) -> Option<crate::store::ChainRead> {
         let owner = *self.inner.owners.get(name)?;
         self.inner.toolsets[owner]

@@ -112,7 +112,7 @@ async fn through_the_layers(
             known_tool,
             &mut facts,
         )?;
-        let ahead = read_ahead(endpoint, &provisional, &call).await;
+        let ahead = read_ahead(endpoint, &provisional, &call, &bytes).await;
         Ok::<_, Response>((parts, bytes, call, ahead))
     };
     let (mut caller, head) = admission_first(admitted, head).await?;
@@ -244,20 +244,28 @@ pub(super) struct Call {
 #[derive(Debug)]
 struct ToolHead {
     name: String,
-    arguments: Option<Box<RawValue>>,
+    /// Where the arguments' JSON text lies in the body: not copied, as most tools read
+    /// nothing ahead and arguments may be most of 64 KiB.
+    arguments: Option<std::ops::Range<usize>>,
 }
 
 /// The chain window the called tool reads first, read for the caller the token names (see
-/// [`crate::toolset::Toolset::read_ahead`]).
+/// [`crate::toolset::Toolset::read_ahead`]); `body` is the message [`tier`] read.
 async fn read_ahead(
     endpoint: &McpEndpoint,
     caller: &Caller,
     call: &Call,
+    body: &[u8],
 ) -> Option<Arc<ChainRead>> {
     let tool = call.tool.as_ref()?;
+    let arguments = match &tool.arguments {
+        // A JSON value's whole text within UTF-8 that tier checked: always UTF-8 itself.
+        Some(place) => Some(std::str::from_utf8(body.get(place.clone())?).ok()?),
+        None => None,
+    };
     endpoint
         .server
-        .read_ahead(caller, &tool.name, tool.arguments.as_deref())
+        .read_ahead(caller, &tool.name, arguments)
         .await
         .map(Arc::new)
 }
@@ -335,7 +343,7 @@ pub(super) fn tier(
                 name: name.to_owned(),
                 arguments: params
                     .and_then(|params| params.arguments)
-                    .map(ToOwned::to_owned),
+                    .and_then(|arguments| place_in(text, arguments.get())),
             });
         }
         if let Some(arguments) = params.and_then(|params| params.arguments) {
@@ -365,6 +373,13 @@ pub(super) fn tier(
         acts_or_reads: method == "tools/call" || method == "resources/read",
         tool: head,
     })
+}
+
+/// Where `part` lies in `whole`, if it is borrowed from it (as serde borrows a `RawValue`).
+fn place_in(whole: &str, part: &str) -> Option<std::ops::Range<usize>> {
+    let start = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
+    let end = start.checked_add(part.len())?;
+    (end <= whole.len()).then_some(start..end)
 }
 
 /// Layer 6: who is speaking, then rmcp. Its refusals in plain text are answered as JSON-RPC
@@ -746,6 +761,21 @@ mod tests {
             Ok(call) => Ok(call),
             Err(response) => Err(error_of(response).await),
         }
+    }
+
+    #[test]
+    fn place_in_finds_a_borrowed_part_and_nothing_else() {
+        let body = r#"{"arguments": {"household_id": "home"}}"#;
+        let part = &body[14..body.len() - 1];
+        assert_eq!(place_in(body, part), Some(14..body.len() - 1));
+        assert_eq!(place_in(body, &body[..0]), Some(0..0));
+        let elsewhere = String::from(part);
+        assert_eq!(
+            place_in(body, &elsewhere),
+            None,
+            "a copy is not in the body"
+        );
+        assert_eq!(place_in(part, body), None, "the body is not in its part");
     }
 
     #[tokio::test]

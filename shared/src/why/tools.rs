@@ -7,7 +7,6 @@ use async_trait::async_trait;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::limits::SESSION_ID_MAX;
@@ -267,7 +266,7 @@ impl Toolset for WhyToolset {
         &self,
         caller: &Caller,
         name: &str,
-        arguments: Option<&RawValue>,
+        arguments: Option<&str>,
     ) -> Option<ChainRead> {
         if name != EXPLAIN_WHY && name != WHATS_CHANGED {
             return None;
@@ -281,7 +280,7 @@ impl Toolset for WhyToolset {
         }
         let household_id = match arguments {
             Some(arguments) => {
-                serde_json::from_str::<Household<'_>>(arguments.get())
+                serde_json::from_str::<Household<'_>>(arguments)
                     .ok()?
                     .household_id
             }
