@@ -266,8 +266,9 @@ impl ChainStore for RacedOnce {
 
 /// Across instances no process lock spares DynamoDB a collision: a lost append learns the
 /// winning heads from its own refusal (`ALL_OLD`) and retries with one more
-/// TransactWriteItems, never a second Query. Nothing is lost, and the chain and its log hold
-/// both decisions in order.
+/// TransactWriteItems, never a second Query. Once it has lost a race, the chain is hot for
+/// that instance: its next appends start from the heads its last one left, without a Query.
+/// Nothing is lost, and the chain and its log hold every decision in order.
 #[tokio::test]
 async fn a_lost_race_is_retried_from_the_winning_heads_without_reading_again() {
     let (store, calls, _) = counted_store(Moto::shared()).await;
@@ -285,7 +286,8 @@ async fn a_lost_race_is_retried_from_the_winning_heads_without_reading_again() {
         rival: tokio::sync::Mutex::new(Some(WhyService::new(store.clone(), clock.clone()))),
         calls_before_rival: Default::default(),
     });
-    let ours = WhyService::new(raced.clone(), clock.clone())
+    let our_instance = WhyService::new(raced.clone(), clock.clone());
+    let ours = our_instance
         .record(&me, decision("home", "ours", &inputs))
         .await
         .unwrap();
@@ -299,6 +301,34 @@ async fn a_lost_race_is_retried_from_the_winning_heads_without_reading_again() {
         "the lost TransactWriteItems, then the retry's, and no Query between them"
     );
     assert_eq!(ours["seq"], 3, "after the rival's decision 2");
+
+    // The chain is hot for this instance now (it lost a race for it): its next append starts
+    // from the heads its last one left, and learns of any newer ones from its refusal.
+    our_instance
+        .record(&me, decision("home", "ours again", &inputs))
+        .await
+        .unwrap();
+    assert_eq!(
+        calls.take(),
+        1,
+        "a hot chain: one TransactWriteItems, no Query"
+    );
+    WhyService::new(store.clone(), clock.clone())
+        .record(&me, decision("home", "another rival's", &inputs))
+        .await
+        .unwrap();
+    calls.take();
+    let last = our_instance
+        .record(&me, decision("home", "ours last", &inputs))
+        .await
+        .unwrap();
+    assert_eq!(
+        calls.take(),
+        2,
+        "refused (naming the rival's heads), then landed: still no Query"
+    );
+    assert_eq!(last["seq"], 6);
+
     let key = hearth_core::why::service::chain_key_in(&me.scope, "home");
     let now_ms = hearth_core::clock::unix_ms(time::OffsetDateTime::now_utc());
     let snapshot = store.load(&key, now_ms).await.unwrap().unwrap();
@@ -316,9 +346,19 @@ async fn a_lost_race_is_retried_from_the_winning_heads_without_reading_again() {
             body["action"].as_str().unwrap().to_owned()
         })
         .collect();
-    assert_eq!(actions, ["first", "the rival's", "ours"]);
+    assert_eq!(
+        actions,
+        [
+            "first",
+            "the rival's",
+            "ours",
+            "ours again",
+            "another rival's",
+            "ours last"
+        ]
+    );
     let log = store.log_head(&key, now_ms).await.unwrap().log.unwrap();
-    assert_eq!(log.size, 3, "every decision is in the log once");
+    assert_eq!(log.size, 6, "every decision is in the log once");
 }
 
 #[tokio::test]

@@ -265,7 +265,7 @@ impl Append {
     /// or the winner's window has ended: read the chain again.
     pub fn after(
         winner: &Winner,
-        known: Option<&Snapshot>,
+        known: Option<&KnownWindow>,
         retention: Retention,
         now_ms: i64,
         seal: impl FnOnce(u64, Option<&str>) -> Sealed,
@@ -283,8 +283,8 @@ impl Append {
                 let known =
                     known.filter(|known| known.head.window_started_ms == head.window_started_ms)?;
                 let seq = winner.first_seq + n - 1;
-                let record = known.records.iter().find(|record| record.seq == seq)?;
-                Some(record.hash.clone())
+                let (_, hash) = known.records.iter().find(|(known, _)| *known == seq)?;
+                Some(hash.clone())
             }
         };
         let seq = head.last_seq + 1;
@@ -315,6 +315,130 @@ impl Append {
         self.head.log_id = Some(log.head.log_id.clone());
         self.log = Some(log);
         self
+    }
+}
+
+/// What a process knows of a chain's window without reading it: the head, and the hash of
+/// each retained record it has seen by `seq` (oldest first; records other writers appended
+/// are missing until a read brings them). Enough for [`Append::after`], which needs only the
+/// hash an eviction moves into the anchor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownWindow {
+    pub head: Head,
+    pub records: Vec<(u64, String)>,
+}
+
+impl KnownWindow {
+    /// What a read of the window shows.
+    pub fn of(snapshot: &Snapshot) -> Self {
+        Self {
+            head: snapshot.head.clone(),
+            records: snapshot
+                .records
+                .iter()
+                .map(|record| (record.seq, record.hash.clone()))
+                .collect(),
+        }
+    }
+}
+
+/// A hot chain as this process's last append to it left it (see [`HotChains`]): the heads a
+/// winner would name, what was known of the window, and when this process last lost a race
+/// for the chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Landed {
+    pub heads: Winner,
+    pub known: KnownWindow,
+    pub last_lost: std::time::Instant,
+}
+
+impl Landed {
+    /// What `append`, planned from `known`, left once it landed; `last_lost` is when this
+    /// process last lost a race for the chain.
+    pub fn after(
+        append: &Append,
+        known: Option<&KnownWindow>,
+        last_lost: std::time::Instant,
+    ) -> Self {
+        let mut records: Vec<(u64, String)> = known
+            .filter(|known| known.head.window_started_ms == append.head.window_started_ms)
+            .map(|known| {
+                known
+                    .records
+                    .iter()
+                    .filter(|(seq, _)| *seq >= append.evict_below_seq)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        records.push((append.record.seq, append.record.hash.clone()));
+        Self {
+            heads: Winner {
+                head: append.head.clone(),
+                first_seq: append.evict_below_seq,
+                log: append.log.as_ref().map(|log| log.head.clone()),
+            },
+            known: KnownWindow {
+                head: append.head.clone(),
+                records,
+            },
+            last_lost,
+        }
+    }
+}
+
+/// The chains other writers are appending to as well, as far as this process can tell: those
+/// an append from here lost a race for in the last [`HOT_FOR`]. An
+/// append to a hot chain starts from where this process's last one left it instead of
+/// reading: under contention a read is the costliest step (on moto a window's Query takes
+/// about four times a transaction) and is stale by the time the write arrives, while a
+/// refused write names the current heads anyway. A quiet chain is read, and its window
+/// verified, before every append, as always; the conditional write keeps the chain linear
+/// either way. Bounded; forgetting a chain costs its next append one read.
+#[derive(Default)]
+pub struct HotChains {
+    chains: std::sync::Mutex<std::collections::HashMap<ChainKey, Landed>>,
+}
+
+/// How long a chain stays hot after this process last lost a race for it.
+pub const HOT_FOR: std::time::Duration = std::time::Duration::from_secs(1);
+/// How many hot chains are remembered: each is a head and up to a window's hashes (a few
+/// kilobytes).
+const REMEMBERED_HOT_CHAINS: usize = 64;
+
+impl HotChains {
+    /// Where this process's last append left `key`, if the chain is still hot.
+    pub fn get(&self, key: &ChainKey) -> Option<Landed> {
+        self.chains
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(key)
+            .filter(|landed| landed.last_lost.elapsed() < HOT_FOR)
+            .cloned()
+    }
+
+    pub fn remember(&self, key: &ChainKey, landed: Landed) {
+        let mut chains = self
+            .chains
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if chains.len() >= REMEMBERED_HOT_CHAINS && !chains.contains_key(key) {
+            chains.retain(|_, landed| landed.last_lost.elapsed() < HOT_FOR);
+            if chains.len() >= REMEMBERED_HOT_CHAINS {
+                // Any one will do: a forgotten chain costs its next append one read.
+                if let Some(forgotten) = chains.keys().next().cloned() {
+                    chains.remove(&forgotten);
+                }
+            }
+        }
+        chains.insert(key.clone(), landed);
+    }
+
+    pub fn forget(&self, key: &ChainKey) {
+        self.chains
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(key);
     }
 }
 
@@ -658,6 +782,7 @@ mod tests {
                             records: retained[..retained.len() - ahead].to_vec(),
                         };
                         let evicts = fresh.evict_below_seq > winner.first_seq;
+                        let known = KnownWindow::of(&known);
                         let after = Append::after(&winner, Some(&known), retention, 10, seal);
                         assert_eq!(after.is_some(), !evicts || !known.records.is_empty());
                         if let Some(after) = after {
@@ -666,7 +791,7 @@ mod tests {
                             assert_eq!(after.record, fresh.record);
                             assert_eq!(after.evict_below_seq, fresh.evict_below_seq);
                         }
-                        let other_window = Snapshot {
+                        let other_window = KnownWindow {
                             head: Head {
                                 window_started_ms: head.window_started_ms - 1,
                                 ..known.head.clone()
@@ -693,6 +818,108 @@ mod tests {
             assert_eq!(retained.len(), capacity);
             assert_eq!(head.unwrap().last_seq, 9);
         }
+    }
+
+    /// What an append leaves for the next one to start from is what a fresh read would show,
+    /// as far as planning goes: each next append planned from it is the one planned from the
+    /// read, through windows filling, evicting and (capacity 1) anchoring on every append.
+    #[test]
+    fn an_append_from_where_the_last_one_landed_is_the_append_a_fresh_read_would_plan() {
+        let seal = |seq: u64, prev: Option<&str>| {
+            Sealed::new(seq, &serde_json::json!({"seq": seq, "prev": prev}))
+        };
+        let lost = std::time::Instant::now();
+        for capacity in [1, 2, 3, 5] {
+            let retention = Retention {
+                window_ms: 1_000_000,
+                capacity,
+                max_live_chains: 8,
+                max_logs: 8,
+            };
+            let mut read: Option<Snapshot> = None;
+            let mut landed: Option<Landed> = None;
+            for _ in 0..9 {
+                let fresh = Append::next(
+                    read.as_ref().map(|snapshot| &snapshot.head),
+                    read.as_ref().map_or(&[], |snapshot| &snapshot.records),
+                    retention,
+                    10,
+                    seal,
+                );
+                let from_landed = landed.as_ref().map(|landed| {
+                    Append::after(&landed.heads, Some(&landed.known), retention, 10, seal)
+                        .expect("everything it needs was kept")
+                });
+                if let Some(from_landed) = from_landed {
+                    assert_eq!(from_landed.expected, fresh.expected);
+                    assert_eq!(from_landed.head, fresh.head);
+                    assert_eq!(from_landed.record, fresh.record);
+                    assert_eq!(from_landed.evict_below_seq, fresh.evict_below_seq);
+                }
+                let known = read.as_ref().map(KnownWindow::of);
+                landed = Some(Landed::after(&fresh, known.as_ref(), lost));
+                let mut records = read.map_or_else(Vec::new, |snapshot| snapshot.records);
+                records.push(fresh.record.clone());
+                records.retain(|record| record.seq >= fresh.evict_below_seq);
+                read = Some(Snapshot {
+                    head: fresh.head,
+                    records,
+                });
+                let kept = landed.as_ref().unwrap();
+                assert_eq!(kept.known, KnownWindow::of(read.as_ref().unwrap()));
+                assert_eq!(kept.heads.first_seq, read.as_ref().unwrap().records[0].seq);
+            }
+        }
+    }
+
+    #[test]
+    fn a_hot_chain_cools_and_the_remembered_chains_stay_bounded() {
+        let chains = HotChains::default();
+        let key = |n: usize| ChainKey {
+            scope: "s".into(),
+            name: format!("c{n}"),
+        };
+        let head = Head {
+            window_started_ms: 0,
+            expires_at_ms: 10,
+            last_seq: 1,
+            last_hash: "h".into(),
+            anchor: None,
+            log_id: None,
+        };
+        let landed = |last_lost| Landed {
+            heads: Winner {
+                head: head.clone(),
+                first_seq: 1,
+                log: None,
+            },
+            known: KnownWindow {
+                head: head.clone(),
+                records: vec![(1, "h".into())],
+            },
+            last_lost,
+        };
+        let now = std::time::Instant::now();
+        chains.remember(&key(0), landed(now - HOT_FOR));
+        assert_eq!(chains.get(&key(0)), None, "cooled exactly at HOT_FOR");
+        chains.remember(&key(0), landed(now));
+        assert!(chains.get(&key(0)).is_some());
+        chains.forget(&key(0));
+        assert_eq!(chains.get(&key(0)), None);
+        for n in 0..=REMEMBERED_HOT_CHAINS {
+            chains.remember(&key(n), landed(now));
+        }
+        let remembered = (0..=REMEMBERED_HOT_CHAINS)
+            .filter(|n| chains.get(&key(*n)).is_some())
+            .count();
+        assert_eq!(
+            remembered, REMEMBERED_HOT_CHAINS,
+            "one past the bound forgets one"
+        );
+        assert!(
+            chains.get(&key(REMEMBERED_HOT_CHAINS)).is_some(),
+            "the newest is kept"
+        );
     }
 
     #[test]

@@ -15,8 +15,8 @@ use crate::auth::attestation::HostClaim;
 use crate::chain::{self, IntegrityError, Sealed};
 use crate::clock::{Clock, timestamp, unix_ms};
 use crate::store::{
-    Append, AppendLocks, ChainKey, ChainRead, ChainStore, ConflictRetry, LogRead, Snapshot,
-    StoreError, Winner,
+    Append, AppendLocks, ChainKey, ChainRead, ChainStore, ConflictRetry, HotChains, KnownWindow,
+    Landed, LogRead, Snapshot, StoreError, Winner,
 };
 use crate::transparency::{
     self, Lifetime, LogError, LogKeys, LogKind, ProofError, WindowProofs, grow, history,
@@ -133,6 +133,8 @@ pub struct WhyService {
     clock: Arc<dyn Clock>,
     /// This process's appends to one chain take turns (see [`AppendLocks`]).
     turns: AppendLocks,
+    /// The chains this process's appends had to race others for, lately (see [`HotChains`]).
+    hot_chains: HotChains,
     /// Bodies this process has already hashed (see [`chain::VerifiedBodies`]).
     verified_bodies: chain::VerifiedBodies,
 }
@@ -153,6 +155,7 @@ impl WhyService {
             store,
             clock,
             turns: AppendLocks::default(),
+            hot_chains: HotChains::default(),
             log_keys: None,
             witnesses: None,
             verified_bodies: chain::VerifiedBodies::new(REMEMBERED_BODIES),
@@ -283,13 +286,22 @@ impl WhyService {
         let Some(_turn) = retry.turn(&self.turns, key).await else {
             return Err(WhyError::Busy);
         };
-        // What won the last lost race, when the store said so as it refused (see
-        // `ChainStore::append_or_winner`), with the chain read before it: the next attempt
-        // builds on it instead of reading the chain again. A decision's record depends on
-        // nothing in the chain but its place, so nothing read is stale but the heads. The
-        // winner's own records are not verified here, as another instance's appends never
-        // are by this one: every read verifies the whole window.
-        let mut lost_to: Option<(Winner, Option<Snapshot>)> = None;
+        // The heads to build on without reading the chain: on a hot chain, those this
+        // process's last append left (see `HotChains`); after a lost race, those the store
+        // named while refusing (see `ChainStore::append_or_winner`); each with what was known
+        // of the window before. A decision's record depends on nothing in the chain but its
+        // place, so nothing known is stale but the heads, and a stale head only costs a
+        // refused write that names the current one. Records this process did not read are
+        // not verified before it appends after them, as another instance's appends never
+        // are by this one: every read verifies the whole window, a quiet chain is read before
+        // every append, and the conditional write keeps the chain linear whatever was assumed.
+        let hot = match step {
+            LogStep::Grow => self.hot_chains.get(key),
+            LogStep::StartOver => None,
+        };
+        let mut last_lost = hot.as_ref().map(|landed| landed.last_lost);
+        let mut start_from: Option<(Winner, Option<KnownWindow>)> =
+            hot.map(|landed| (landed.heads, Some(landed.known)));
         loop {
             let now = self.clock.now();
             let now_ms = unix_ms(now);
@@ -297,7 +309,7 @@ impl WhyService {
             let seal = |seq, prev: Option<&str>| {
                 Sealed::new(seq, &record::build(decision, seq, &recorded_at, prev))
             };
-            let after_winner = lost_to.take().and_then(|(winner, known)| {
+            let after_winner = start_from.take().and_then(|(winner, known)| {
                 let append = Append::after(&winner, known.as_ref(), RETENTION, now_ms, seal)?;
                 Some((append, winner, known))
             });
@@ -318,7 +330,7 @@ impl WhyService {
                     let named = current
                         .as_ref()
                         .and_then(|snapshot| snapshot.head.log_id.clone());
-                    (append, named, log, current)
+                    (append, named, log, current.as_ref().map(KnownWindow::of))
                 }
             };
             let sealed = append.record.clone();
@@ -349,8 +361,14 @@ impl WhyService {
             };
             let signed = Signed::of(&growth.append.head);
             let append = append.with_log(growth.append);
+            let landed =
+                last_lost.map(|last_lost| Landed::after(&append, known.as_ref(), last_lost));
             match self.store.append_or_winner(key, append, now_ms).await {
                 Ok(()) => {
+                    match landed {
+                        Some(landed) => self.hot_chains.remember(key, landed),
+                        None => self.hot_chains.forget(key),
+                    }
                     let mut record = sealed
                         .to_json(HASH_FIELD)
                         .map_err(|_| WhyError::Unavailable)?;
@@ -360,16 +378,20 @@ impl WhyService {
                     return Ok((record, signed));
                 }
                 Err((StoreError::Conflict, winner)) => {
+                    last_lost = Some(std::time::Instant::now());
                     // Starting over takes the log's state as read; only growth builds on a
                     // winner.
                     if matches!(step, LogStep::Grow) {
-                        lost_to = winner.map(|winner| (winner, known));
+                        start_from = winner.map(|winner| (winner, known));
                     }
                     if !retry.pause().await {
                         return Err(WhyError::Busy);
                     }
                 }
-                Err((error, _)) => return Err(error.into()),
+                Err((error, _)) => {
+                    self.hot_chains.forget(key);
+                    return Err(error.into());
+                }
             }
         }
     }

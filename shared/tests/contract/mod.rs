@@ -11,9 +11,9 @@ use hearth_core::clock::ManualClock;
 use hearth_core::store::{
     AccountItem, AccountStore, AccountSummary, Append, ApprovalLinkItem, ChainKey, ChainStore,
     ClientItem, ClientOrigin, ClientStore, Cosigned, CosignedStore, Counter, CounterStore,
-    DeviceKeyItem, GrantItem, GrantKind, GrantStore, Head, LOG_RETIREMENT_MS, LogAppend, LogHead,
-    NonceItem, PasskeyInviteItem, PasskeyItem, PendingEnrolmentItem, RevokedFamily, StoreError,
-    Taken,
+    DeviceKeyItem, GrantItem, GrantKind, GrantStore, Head, KnownWindow, LOG_RETIREMENT_MS,
+    LogAppend, LogHead, NonceItem, PasskeyInviteItem, PasskeyItem, PendingEnrolmentItem,
+    RevokedFamily, StoreError, Taken,
 };
 use hearth_core::why::record::NewDecision;
 use hearth_core::why::{WhyError, WhyService, limits};
@@ -1095,8 +1095,14 @@ pub async fn a_lost_append_names_what_won_or_nothing(backend: Backend) {
     assert_eq!(winner.first_seq, won.records[0].seq);
     assert_eq!(winner.log, won_log);
 
-    let mut retry = Append::after(&winner, Some(&read), retention, NOW, sealed)
-        .expect("the evicted record was read before");
+    let mut retry = Append::after(
+        &winner,
+        Some(&KnownWindow::of(&read)),
+        retention,
+        NOW,
+        sealed,
+    )
+    .expect("the evicted record was read before");
     retry.log = Some(log_append(winner.log.as_ref(), 6));
     store.append_or_winner(&key, retry, NOW).await.unwrap();
     let (after, log) = store.load_for_append(&key, NOW).await.unwrap();
