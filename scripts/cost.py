@@ -1,17 +1,25 @@
 #!/usr/bin/env python3
 """What Hearth costs on AWS per month, from what each tool call was measured to use.
 
-  measure  drives every tool a household uses through the release `hearth` binary on DynamoDB
-           (moto on loopback, behind a recording proxy), one call at a time, and writes what
-           each call cost: DynamoDB requests and their read and write request units (from the
-           items each request carried, by DynamoDB's sizing rules), the table's growth, the
-           request log's bytes, and the handler's time from the request log.
+  measure  drives every tool a household uses on DynamoDB (moto on loopback, behind a
+           recording proxy), one call at a time, and writes what each call cost: DynamoDB
+           requests and their read and write request units (from the items each request
+           carried, by DynamoDB's sizing rules), the table's growth, the log's bytes, and the
+           time billed. With --lambda-bootstrap, the calls go to the MCP function's Lambda
+           binary through a loopback API Gateway and Lambda runtime API (LambdaGateway), and
+           the time billed is each invocation's Duration as Lambda measures it, rounded up to
+           the millisecond: a lower bound, since a function gets a share of a CPU in
+           proportion to its memory setting, where here it has a whole core. Without it, the
+           calls go to the local server (`hearth`) and the time is the handler's, from the
+           request log. Either way `hearth admin` (--hearth) sets the household up.
   model    prices a usage profile for N households from a measured file.
 
-`scripts/cost` runs both. Standard library only, but for the official MCP Python SDK that
-`measure` drives the tools with (scripts/test installs it into .venv).
+`scripts/cost` runs both, through the Lambda binary. Standard library only, but for the
+official MCP Python SDK that `measure` drives the tools with, and boto3 (both in .venv, which
+scripts/test installs).
 
     scripts/cost.py measure --hearth target/release/hearth --moto-port PORT --out FILE
+        [--lambda-bootstrap target/lambda/hearth-mcp/bootstrap]
     scripts/cost.py model --measured FILE [--profile FILE] [--households 10 1000 100000]
 """
 
@@ -20,15 +28,18 @@ import asyncio
 import base64
 import gzip
 import http.client
+import importlib.util
 import json
 import math
 import os
+import queue
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -313,6 +324,181 @@ def table_bytes(moto_port, table):
 
 
 # ---------------------------------------------------------------------------------------------
+# The MCP function as Lambda runs it, on loopback
+
+
+class Invocation:
+    def __init__(self, event):
+        self.event = json.dumps(event).encode()
+        self.answered = threading.Event()
+        self.response = None
+        self.handed_at = None
+
+
+class LambdaGateway:
+    """API Gateway's HTTP API (payload format 2.0) and the Lambda runtime API on loopback, in
+    front of one instance of a function: each HTTP request to `url` becomes an event the
+    instance takes from `next`, and what it responds becomes the HTTP answer, one at a time as
+    an instance serves them. Keeps each invocation's Duration: from handing the event out to
+    the response, what Lambda measures and bills."""
+
+    def __init__(self):
+        self.pending = queue.Queue()
+        self.handed = {}
+        self.lock = threading.Lock()
+        self.durations = []
+        self.front = ThreadingHTTPServer(("127.0.0.1", 0), FrontHandler)
+        self.runtime = ThreadingHTTPServer(("127.0.0.1", 0), RuntimeHandler)
+        for server in (self.front, self.runtime):
+            server.daemon_threads = True
+            server.gateway = self
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.front.server_address[1]}"
+
+    @property
+    def runtime_api(self):
+        return f"127.0.0.1:{self.runtime.server_address[1]}"
+
+    def take(self):
+        """The Durations (ms) of the invocations answered since the last take."""
+        with self.lock:
+            durations, self.durations = self.durations, []
+        return durations
+
+    def close(self):
+        for server in (self.front, self.runtime):
+            server.shutdown()
+            server.server_close()
+
+
+class FrontHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *_args):
+        pass
+
+    def do_GET(self):
+        self.forward()
+
+    def do_POST(self):
+        self.forward()
+
+    def do_DELETE(self):
+        self.forward()
+
+    def forward(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        path, _, query = self.path.partition("?")
+        headers = {}
+        for name, value in self.headers.items():
+            name = name.lower()
+            headers[name] = f"{headers[name]},{value}" if name in headers else value
+        now = time.time()
+        event = {
+            "version": "2.0",
+            "routeKey": "$default",
+            "rawPath": path,
+            "rawQueryString": query,
+            "headers": headers,
+            "requestContext": {
+                "accountId": "123456789012",
+                "apiId": "cost",
+                "domainName": headers.get("host", "127.0.0.1"),
+                "domainPrefix": "cost",
+                "http": {"method": self.command, "path": path, "protocol": "HTTP/1.1",
+                         "sourceIp": "127.0.0.1", "userAgent": headers.get("user-agent", "")},
+                "requestId": str(uuid.uuid4()),
+                "routeKey": "$default",
+                "stage": "$default",
+                "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+                "timeEpoch": int(now * 1000),
+            },
+            "isBase64Encoded": False,
+        }
+        if body:
+            event["body"] = body.decode()
+        invocation = Invocation(event)
+        self.server.gateway.pending.put(invocation)
+        if not invocation.answered.wait(30):
+            return self.answer(504, {"content-type": "text/plain"}, b"the function did not answer")
+        response = invocation.response
+        payload = response.get("body") or ""
+        payload = base64.b64decode(payload) if response.get("isBase64Encoded") else payload.encode()
+        headers = dict(response.get("headers") or {})
+        self.answer(response.get("statusCode", 200), headers, payload, response.get("cookies") or [])
+
+    def answer(self, status, headers, payload, cookies=()):
+        self.send_response(status)
+        for name, value in headers.items():
+            if name.lower() not in ("content-length", "transfer-encoding", "connection"):
+                self.send_header(name, value)
+        for cookie in cookies:
+            self.send_header("Set-Cookie", cookie)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+class RuntimeHandler(BaseHTTPRequestHandler):
+    def log_message(self, *_args):
+        pass
+
+    def do_GET(self):
+        if not self.path.endswith("/runtime/invocation/next"):
+            return self.send_error(404)
+        gateway = self.server.gateway
+        invocation = gateway.pending.get()
+        request_id = str(uuid.uuid4())
+        with gateway.lock:
+            gateway.handed[request_id] = invocation
+        self.send_response(200)
+        self.send_header("Lambda-Runtime-Aws-Request-Id", request_id)
+        self.send_header("Lambda-Runtime-Deadline-Ms", str(int(time.time() * 1000) + 30_000))
+        self.send_header("Lambda-Runtime-Invoked-Function-Arn",
+                         "arn:aws:lambda:us-east-1:123456789012:function:hearth-mcp")
+        self.send_header("Lambda-Runtime-Trace-Id", "Root=1-00000000-000000000000000000000000")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(invocation.event)))
+        self.end_headers()
+        self.wfile.write(invocation.event)
+        self.wfile.flush()
+        invocation.handed_at = time.perf_counter()
+
+    def do_POST(self):
+        payload = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        answered = time.perf_counter()
+        self.send_response(202)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        parts = self.path.split("/")
+        if "invocation" not in parts:
+            return  # an init error: the next request's 504 says the function did not answer
+        gateway = self.server.gateway
+        with gateway.lock:
+            invocation = gateway.handed.pop(parts[parts.index("invocation") + 1], None)
+        if invocation is None:
+            return
+        if parts[-1] == "response":
+            invocation.response = json.loads(payload)
+            with gateway.lock:
+                gateway.durations.append((answered - invocation.handed_at) * 1000)
+        else:
+            invocation.response = {"statusCode": 502, "body": payload.decode(errors="replace")}
+        invocation.answered.set()
+
+
+def coldstart_module():
+    """scripts/load/coldstart.py: the secrets and environment a deployed function has."""
+    spec = importlib.util.spec_from_file_location("coldstart", ROOT / "scripts" / "load" / "coldstart.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---------------------------------------------------------------------------------------------
 # measure
 
 
@@ -341,7 +527,9 @@ class ServerLog:
             time.sleep(0.01)
 
 
-async def drive(url, token, key, key_id, household, recorder, log, rounds, moto_port, table):
+async def drive(url, token, key, key_id, household, recorder, log, rounds, moto_port, table, durations=None):
+    """Every tool, `rounds` times; `durations`, when the calls go to a Lambda instance, says how
+    long each invocation since it was last asked took (ms)."""
     sys.path.insert(0, str(ROOT / "scripts"))
     from countersign_demo import Device  # noqa: E402  (the device that signs each turn)
     from mcp.client.session import ClientSession
@@ -350,12 +538,15 @@ async def drive(url, token, key, key_id, household, recorder, log, rounds, moto_
 
     measured = {}
 
-    def keep(name, lines, calls, grew):
+    def keep(name, lines, calls, grew, invocations):
         request_lines = [line for line in lines if b'"latency_us"' in line]
         entry = measured.setdefault(name, {"calls": 0, "dynamodb_requests": {}, "read_units": 0,
                                            "write_units": 0, "log_bytes": 0, "handler_us": [],
-                                           "stored_bytes": 0})
+                                           "stored_bytes": 0, "durations_ms": [], "billed_ms": 0})
         entry["calls"] += 1
+        entry["durations_ms"].extend(invocations)
+        # Lambda bills each invocation's Duration rounded up to the millisecond.
+        entry["billed_ms"] += sum(math.ceil(duration) for duration in invocations)
         for call in calls:
             entry["dynamodb_requests"][call["operation"]] = entry["dynamodb_requests"].get(call["operation"], 0) + 1
             entry["read_units"] += call["read"]
@@ -371,8 +562,10 @@ async def drive(url, token, key, key_id, household, recorder, log, rounds, moto_
             async with ClientSession(read, write) as session:
                 await session.initialize()
                 device = Device(session, http, key, lambda _line: None)
+                took = durations or (lambda: [])
                 log.since_last()
                 recorder.take()
+                took()
                 stored = table_bytes(moto_port, table)
 
                 async def measure(name, call):
@@ -381,7 +574,7 @@ async def drive(url, token, key, key_id, household, recorder, log, rounds, moto_
                     lines = log.since_last()
                     calls = recorder.take()
                     now = table_bytes(moto_port, table)
-                    keep(name, lines, calls, now - stored)
+                    keep(name, lines, calls, now - stored, took())
                     stored = now
 
                 async def tool(name, arguments, member="dana", words="do what I asked"):
@@ -402,6 +595,7 @@ async def drive(url, token, key, key_id, household, recorder, log, rounds, moto_
                     trace = await session.call_tool("explain_why", {"household_id": household, "question": "why are the lights dim?"})
                     log.since_last()
                     recorder.take()
+                    took()
                     trace_id = trace.structured_content["trace_id"]
                     await tool("get_trace", {"household_id": household, "trace_id": trace_id})
                     await tool("scholia_lookup", {"term": "claim"})
@@ -417,6 +611,11 @@ async def drive(url, token, key, key_id, household, recorder, log, rounds, moto_
         calls = entry["calls"]
         entry["handler_ms_median"] = times[len(times) // 2] / 1000 if times else 0
         entry["handler_ms_mean"] = sum(times) / len(times) / 1000 if times else 0
+        invocations = sorted(entry.pop("durations_ms"))
+        if invocations:
+            entry["lambda_ms_median"] = round(invocations[len(invocations) // 2], 3)
+            entry["lambda_billed_ms_mean"] = entry["billed_ms"] / calls
+        del entry["billed_ms"]
         for field in ("read_units", "write_units", "log_bytes", "stored_bytes"):
             entry[field] = entry[field] / calls
         entry["dynamodb_requests"] = {op: count / calls for op, count in sorted(entry["dynamodb_requests"].items())}
@@ -425,17 +624,27 @@ async def drive(url, token, key, key_id, household, recorder, log, rounds, moto_
 
 def measure(args):
     moto_port = args.moto_port
-    table = "hearth-cost"
+    moto = f"http://127.0.0.1:{moto_port}"
+    gateway, coldstart = None, None
+    if args.lambda_bootstrap:
+        # As the template deploys it: the table and the credentials secrets exist beforehand.
+        coldstart = coldstart_module()
+        secret_arns, table = coldstart.make_secrets_and_table(moto)
+        jwt_secret = json.loads((ROOT / "events" / "credentials.json").read_text())["MCP_JWT_SECRET"]
+        gateway = LambdaGateway()
+        url = f"{gateway.url}/mcp"
+    else:
+        table = "hearth-cost"
+        jwt_secret = base64.urlsafe_b64encode(os.urandom(32)).decode()
+        port = free_port()
+        url = f"http://127.0.0.1:{port}/mcp"
     recorder = Recorder(moto_port, table)
     threading.Thread(target=recorder.serve_forever, daemon=True).start()
     proxy = f"http://127.0.0.1:{recorder.server_address[1]}"
     data = Path(tempfile.mkdtemp(prefix="hearth-cost-"))
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    jwt_secret = base64.urlsafe_b64encode(os.urandom(32)).decode()
     env = dict(os.environ, HEARTH_TABLE=table, AWS_ENDPOINT_URL=proxy, AWS_REGION="us-east-1",
                AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", HEARTH_DATA_DIR=str(data),
-               MCP_JWT_SECRET=jwt_secret, MCP_RESOURCE_URL=url, HEARTH_ADDR=f"127.0.0.1:{port}",
+               MCP_JWT_SECRET=jwt_secret, MCP_RESOURCE_URL=url,
                HEARTH_RATE_LIMIT_PER_SUBJECT="100000", HEARTH_RATE_LIMIT_PER_IP="100000",
                MIMALLOC_ARENA_EAGER_COMMIT="0")
     # The default log filter, as deployed: RUST_LOG would change what a call logs.
@@ -448,15 +657,31 @@ def measure(args):
         return json.loads(done.stdout)
 
     log_path = data / "server.log"
-    with open(log_path, "wb") as stderr:
-        server = subprocess.Popen([args.hearth], env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+    with open(log_path, "wb") as log_file:
+        if gateway:
+            function_env = dict(
+                coldstart.function_environment(proxy, table),
+                HEARTH_SECRET_ARN=",".join(secret_arns[part] for part in coldstart.READS["hearth-mcp"]),
+                AWS_LAMBDA_RUNTIME_API=gateway.runtime_api,
+                AWS_LAMBDA_FUNCTION_NAME="hearth-mcp",
+                MCP_RESOURCE_URL=url,
+                # Bedrock is priced by the token, which this model leaves out: the rules judge.
+                COUNTERSIGN_JUDGE="rules",
+                HEARTH_RATE_LIMIT_PER_SUBJECT="100000",
+                HEARTH_RATE_LIMIT_PER_IP="100000",
+            )
+            server = subprocess.Popen([args.lambda_bootstrap], env=function_env, stdout=log_file, stderr=log_file)
+        else:
+            server = subprocess.Popen([args.hearth], env=dict(env, HEARTH_ADDR=f"127.0.0.1:{port}"),
+                                      stdout=subprocess.DEVNULL, stderr=log_file)
     try:
-        for _ in range(200):
-            try:
-                http.client.HTTPConnection("127.0.0.1", port, timeout=1).request("GET", "/healthz")
-                break
-            except OSError:
-                time.sleep(0.05)
+        if not gateway:
+            for _ in range(200):
+                try:
+                    http.client.HTTPConnection("127.0.0.1", port, timeout=1).request("GET", "/healthz")
+                    break
+                except OSError:
+                    time.sleep(0.05)
         # The demo household's rules, without its id (the server picks one).
         policy = json.loads((ROOT / "data/household.json").read_text())
         del policy["household_id"]
@@ -466,14 +691,19 @@ def measure(args):
         device = admin("device-key", "add", household)
         token = admin("token", household, "--days", "1")["access_token"]
         measured = asyncio.run(drive(url, token, device["key"], device["key_id"], household, recorder,
-                                     ServerLog(log_path), args.rounds, moto_port, table))
+                                     ServerLog(log_path), args.rounds, moto_port, table,
+                                     gateway.take if gateway else None))
     finally:
         server.terminate()
         server.wait()
+        if gateway:
+            gateway.close()
     result = {
         "date": time.strftime("%Y-%m-%d"),
         "command": "scripts/cost",
         "store": "DynamoDB (moto on loopback, behind a recording proxy)",
+        "served_by": ("the MCP function's Lambda binary through a loopback runtime API"
+                      if gateway else "the local server"),
         "rounds": args.rounds,
         "tools": measured,
     }
@@ -508,7 +738,10 @@ def monthly(measured, profile, households, prices=PRICES, witness_ms=0, alarms=N
                                                + tool["write_units"] * prices["dynamodb_write_request_unit"])
         # A year of growth, kept: an upper bound (records past a chain's window are evicted).
         lines["DynamoDB storage"] += calls * 12 * tool["stored_bytes"] / GIB * prices["dynamodb_storage_gb_month"]
-        billed_ms = math.ceil(tool["handler_ms_mean"] + (witness_ms if name in APPENDING else 0))
+        # Lambda's Duration where measured through the runtime API; else the handler's time.
+        billed_ms = (tool["lambda_billed_ms_mean"] if "lambda_billed_ms_mean" in tool
+                     else math.ceil(tool["handler_ms_mean"])) + (witness_ms if name in APPENDING else 0)
+        billed_ms = math.ceil(billed_ms)
         lines["Lambda"] += calls * (prices["lambda_request"]
                                     + billed_ms / 1000 * LAMBDA_MEMORY_GB * prices["lambda_gb_second"])
         lines["API Gateway"] += calls * prices["api_gateway_http_request"]
@@ -526,12 +759,18 @@ def model(args):
     print(f"Profile: {calls_per_day:g} calls per household per day; Lambda at {LAMBDA_MEMORY_GB * 1024:.0f} MB"
           f"; appends wait {args.witness_ms} ms for witnesses.")
     print()
-    print("| Per call | DynamoDB requests | read units | write units | stored bytes | log bytes | handler ms (median) |")
+    on_lambda = all("lambda_ms_median" in tool for tool in measured["tools"].values())
+    time_column = "Lambda Duration ms (median; billed, mean)" if on_lambda else "handler ms (median)"
+    print(f"Served by {measured.get('served_by', 'the local server')}.")
+    print()
+    print(f"| Per call | DynamoDB requests | read units | write units | stored bytes | log bytes | {time_column} |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, tool in measured["tools"].items():
         requests = ", ".join(f"{op} {count:g}" for op, count in tool["dynamodb_requests"].items()) or "none"
+        took = (f"{tool['lambda_ms_median']:.2f}; {tool['lambda_billed_ms_mean']:g}" if on_lambda
+                else f"{tool['handler_ms_median']:.2f}")
         print(f"| `{name}` | {requests} | {tool['read_units']:g} | {tool['write_units']:g} | "
-              f"{round(tool['stored_bytes']) or 0} | {tool['log_bytes']:.0f} | {tool['handler_ms_median']:.2f} |")
+              f"{round(tool['stored_bytes']) or 0} | {tool['log_bytes']:.0f} | {took} |")
     print()
     header = "| Households | " + " | ".join(monthly(measured, profile, 1)) + " | Total per month | Per household |"
     cost = lambda households: monthly(measured, profile, households, witness_ms=args.witness_ms)  # noqa: E731
@@ -552,6 +791,9 @@ def main():
     m.add_argument("--moto-port", type=int, required=True)
     m.add_argument("--rounds", type=int, default=10)
     m.add_argument("--out", required=True)
+    m.add_argument("--lambda-bootstrap",
+                   help="the MCP function's Lambda binary (target/lambda/hearth-mcp/bootstrap): serve the "
+                        "calls through it, on a loopback runtime API, instead of the local server")
     p = commands.add_parser("model")
     p.add_argument("--measured", required=True)
     p.add_argument("--profile", help="JSON: calls per household per day, by tool or method")

@@ -124,8 +124,9 @@ SECRETS = {
     "token": ["MCP_CLIENT_ID", "MCP_JWT_SECRET", "MCP_JUDGE_TOKEN_HASHES"],
     "client": ["MCP_CLIENT_SECRET"],
     "device": ["COUNTERSIGN_HOST_KEY", "AION_BACKEND_API_KEY"],
+    "log": ["HEARTH_LOG_KEY", "HEARTH_LOG_KEY_PREVIOUS"],
 }
-READS = {"hearth-mcp": ["token", "device"], "hearth-oauth": ["token", "client"], "hearth-tts": ["token"]}
+READS = {"hearth-mcp": ["token", "device", "log"], "hearth-oauth": ["token", "client"], "hearth-tts": ["token"]}
 
 
 def make_secrets_and_table(moto):
@@ -142,7 +143,8 @@ def make_secrets_and_table(moto):
     secrets = boto3.client("secretsmanager", **kwargs)
     arns = {}
     for part, names in SECRETS.items():
-        value = json.dumps({name: credentials[name] for name in names})
+        # A secret the fixture leaves out is empty, as the template creates it.
+        value = json.dumps({name: credentials.get(name, "") for name in names})
         name = f"hearth-coldstart-{part}-{uuid.uuid4().hex[:8]}"
         arns[part] = secrets.create_secret(Name=name, SecretString=value)["ARN"]
     table = f"hearth-coldstart-{uuid.uuid4().hex[:8]}"

@@ -85,3 +85,60 @@ def test_a_month_is_the_profiles_calls_priced_line_by_line():
         calls * (prices["lambda_request"] + math.ceil(4.2 + 50) / 1000 * 0.25 * prices["lambda_gb_second"]))
     with pytest.raises(SystemExit):
         cost.monthly(measured, {"explain_why": 1}, 10)
+
+
+def test_lambdas_duration_replaces_the_handlers_time_where_it_was_measured():
+    tool = {"read_units": 0, "write_units": 0, "stored_bytes": 0, "log_bytes": 0,
+            "handler_ms_mean": 4.2, "handler_ms_median": 4.0, "dynamodb_requests": {}, "calls": 1}
+    on_lambda = dict(tool, lambda_ms_median=6.1, lambda_billed_ms_mean=7.5)
+    calls = cost.DAYS_PER_MONTH * 1000
+    prices = cost.PRICES
+    for measured_tool, billed_ms in ((tool, 5), (on_lambda, 8)):
+        lines = cost.monthly({"tools": {"explain_why": measured_tool}}, {"explain_why": 1}, 1000, alarms=0)
+        assert lines["Lambda"] == pytest.approx(
+            calls * (prices["lambda_request"] + billed_ms / 1000 * 0.25 * prices["lambda_gb_second"]))
+
+
+def test_the_gateway_hands_each_request_to_the_function_as_an_api_gateway_event():
+    """A function that answers on the runtime API with what its event said, as a Lambda binary
+    would: the HTTP answer is its response, and each invocation's Duration is kept."""
+    import http.client
+    import json
+    import threading
+    import urllib.request
+
+    gateway = cost.LambdaGateway()
+
+    def function():
+        for n in range(2):
+            with urllib.request.urlopen(f"http://{gateway.runtime_api}/2018-06-01/runtime/invocation/next") as got:
+                request_id = got.headers["Lambda-Runtime-Aws-Request-Id"]
+                event = json.loads(got.read())
+            said = {"path": event["rawPath"], "query": event["rawQueryString"], "body": event.get("body"),
+                    "method": event["requestContext"]["http"]["method"],
+                    "authorization": event["headers"].get("authorization")}
+            response = {"statusCode": 201, "headers": {"content-type": "application/json"},
+                        "body": json.dumps(said), "isBase64Encoded": False, "cookies": ["a=b"]}
+            if n == 1:
+                response = {"statusCode": 200, "body": "aGk=", "isBase64Encoded": True}
+            urllib.request.urlopen(urllib.request.Request(
+                f"http://{gateway.runtime_api}/2018-06-01/runtime/invocation/{request_id}/response",
+                data=json.dumps(response).encode(), method="POST")).read()
+
+    threading.Thread(target=function, daemon=True).start()
+    try:
+        front = http.client.HTTPConnection("127.0.0.1", gateway.front.server_address[1], timeout=10)
+        front.request("POST", "/mcp?x=1", body=b'{"jsonrpc":"2.0"}', headers={"Authorization": "Bearer t"})
+        answer = front.getresponse()
+        assert answer.status == 201
+        assert answer.getheader("Set-Cookie") == "a=b"
+        assert json.loads(answer.read()) == {"path": "/mcp", "query": "x=1", "body": '{"jsonrpc":"2.0"}',
+                                             "method": "POST", "authorization": "Bearer t"}
+        front.request("GET", "/mcp")
+        answer = front.getresponse()
+        assert (answer.status, answer.read()) == (200, b"hi")
+        durations = gateway.take()
+        assert len(durations) == 2 and all(d >= 0 for d in durations)
+        assert gateway.take() == []
+    finally:
+        gateway.close()
