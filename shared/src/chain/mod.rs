@@ -14,6 +14,7 @@ pub mod canonical;
 pub use canonical::to_canonical_string;
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -101,6 +102,15 @@ struct Link<'a> {
     prev: Option<Cow<'a, str>>,
 }
 
+impl<View: Linked> Linked for Arc<View> {
+    fn seq(&self) -> u64 {
+        self.as_ref().seq()
+    }
+    fn prev(&self) -> Option<&str> {
+        self.as_ref().prev()
+    }
+}
+
 impl Linked for Link<'_> {
     fn seq(&self) -> u64 {
         self.seq
@@ -132,41 +142,57 @@ where
     View: Deserialize<'a> + Linked,
 {
     verify_checking(records, anchor, head_hash, |_, record| {
-        hash_matches(&record.body, &record.hash)
+        parse_checked(record)
     })
 }
 
-/// [`verify_parsed`], with the hashes that `memo` has already seen match their bodies checked
-/// by comparing bytes instead of hashing them again (equal bytes hash equally, so this is the
-/// same check). Every other check runs as always; the bodies that newly matched are
-/// remembered.
-pub fn verify_parsed_remembering<'a, View>(
-    records: &'a [Sealed],
+/// A record's body checked against its hash, then parsed as `View`.
+fn parse_checked<'a, View: Deserialize<'a>>(record: &'a Sealed) -> Result<View, Problem> {
+    if !hash_matches(&record.body, &record.hash) {
+        return Err(Problem::HashMismatch);
+    }
+    serde_json::from_str(&record.body).map_err(|_| Problem::Unreadable)
+}
+
+/// [`verify_parsed`], each record parsed once per process: a body that `memo` has already
+/// seen match its hash is checked by comparing bytes instead of hashing it again (equal bytes
+/// hash equally, so this is the same check), and its view is the one parsed then (equal bytes
+/// parse equally). Every other check runs as always; the bodies that newly matched are
+/// remembered with their views.
+pub fn verify_parsed_remembering<View>(
+    records: &[Sealed],
     anchor: Option<&str>,
     head_hash: &str,
-    memo: &VerifiedBodies,
-) -> Result<Vec<View>, IntegrityError>
+    memo: &VerifiedBodies<View>,
+) -> Result<Vec<Arc<View>>, IntegrityError>
 where
-    View: Deserialize<'a> + Linked,
+    View: serde::de::DeserializeOwned + Linked,
 {
     let known = memo.known(records);
+    let mut parsed = Vec::new();
     let views = verify_checking(records, anchor, head_hash, |index, record| {
-        known[index] || hash_matches(&record.body, &record.hash)
+        if let Some(view) = &known[index] {
+            return Ok(view.clone());
+        }
+        let view = Arc::new(parse_checked::<View>(record)?);
+        parsed.push((index, view.clone()));
+        Ok(view)
     })?;
-    memo.remember(records, &known);
+    memo.remember(records, parsed);
     Ok(views)
 }
 
-/// Record bodies already hashed and found to match their hashes: a window read again is then
-/// checked with a byte comparison per record rather than a SHA-256 (the costliest part of
-/// every `explain_why`; see the manual's Measurements). Holds at most `capacity` bodies;
-/// when full it starts afresh, so memory stays bounded (about 1 KB a record).
-pub struct VerifiedBodies {
+/// Record bodies already hashed and found to match their hashes, each with its parsed view: a
+/// window read again is then checked with a byte comparison per record rather than a SHA-256,
+/// and not parsed again (hashing and parsing were the costliest parts of every
+/// `explain_why`; see the manual's Measurements). Holds at most `capacity` bodies; when full
+/// it starts afresh, so memory stays bounded (about 2 KB a record with its view).
+pub struct VerifiedBodies<View> {
     capacity: usize,
-    seen: std::sync::RwLock<std::collections::HashMap<String, String>>,
+    seen: std::sync::RwLock<std::collections::HashMap<String, (String, Arc<View>)>>,
 }
 
-impl VerifiedBodies {
+impl<View> VerifiedBodies<View> {
     pub fn new(capacity: usize) -> Self {
         Self {
             capacity,
@@ -174,30 +200,35 @@ impl VerifiedBodies {
         }
     }
 
-    /// For each record, whether its exact body was seen to match its exact hash.
-    fn known(&self, records: &[Sealed]) -> Vec<bool> {
+    /// For each record, its view if its exact body was seen to match its exact hash.
+    fn known(&self, records: &[Sealed]) -> Vec<Option<Arc<View>>> {
         let Ok(seen) = self.seen.read() else {
-            return vec![false; records.len()];
+            return records.iter().map(|_| None).collect();
         };
         records
             .iter()
-            .map(|record| seen.get(&record.hash) == Some(&record.body))
+            .map(|record| match seen.get(&record.hash) {
+                Some((body, view)) if *body == record.body => Some(view.clone()),
+                _ => None,
+            })
             .collect()
     }
 
-    /// Remembers the bodies of `records` that were not `known` (they have just matched).
-    fn remember(&self, records: &[Sealed], known: &[bool]) {
-        if known.iter().all(|known| *known) {
+    /// Remembers the records at the `parsed` indexes, which have just matched, with their
+    /// views.
+    fn remember(&self, records: &[Sealed], parsed: Vec<(usize, Arc<View>)>) {
+        if parsed.is_empty() {
             return;
         }
         let Ok(mut seen) = self.seen.write() else {
             return;
         };
-        for (record, _) in records.iter().zip(known).filter(|(_, known)| !**known) {
+        for (index, view) in parsed {
             if seen.len() >= self.capacity {
                 seen.clear();
             }
-            seen.insert(record.hash.clone(), record.body.clone());
+            let record = &records[index];
+            seen.insert(record.hash.clone(), (record.body.clone(), view));
         }
     }
 
@@ -210,16 +241,16 @@ impl VerifiedBodies {
     }
 }
 
-/// The chain checks, with `hash_ok(index, record)` deciding whether a record's body matches
-/// its hash.
+/// The chain checks, with `view_of(index, record)` checking a record's body against its hash
+/// and giving its view (or the problem with it).
 fn verify_checking<'a, View>(
     records: &'a [Sealed],
     anchor: Option<&str>,
     head_hash: &str,
-    hash_ok: impl Fn(usize, &Sealed) -> bool,
+    mut view_of: impl FnMut(usize, &'a Sealed) -> Result<View, Problem>,
 ) -> Result<Vec<View>, IntegrityError>
 where
-    View: Deserialize<'a> + Linked,
+    View: Linked,
 {
     let fail = |index: usize, problem| IntegrityError {
         position: index + 1,
@@ -229,11 +260,7 @@ where
     let mut expected_prev = anchor;
     let mut expected_seq: Option<u64> = None;
     for (index, record) in records.iter().enumerate() {
-        if !hash_ok(index, record) {
-            return Err(fail(index, Problem::HashMismatch));
-        }
-        let view: View =
-            serde_json::from_str(&record.body).map_err(|_| fail(index, Problem::Unreadable))?;
+        let view = view_of(index, record).map_err(|problem| fail(index, problem))?;
         if view.seq() != record.seq || expected_seq.is_some_and(|seq| seq != view.seq()) {
             return Err(fail(index, Problem::SequenceGap));
         }
@@ -287,36 +314,54 @@ mod tests {
         assert_eq!((error.position, error.problem), (3, Problem::HashMismatch));
     }
 
+    /// A record's link, owned, as a memo keeps views.
+    #[derive(Debug, Deserialize)]
+    struct OwnedLink {
+        seq: u64,
+        prev: Option<String>,
+    }
+
+    impl Linked for OwnedLink {
+        fn seq(&self) -> u64 {
+            self.seq
+        }
+        fn prev(&self) -> Option<&str> {
+            self.prev.as_deref()
+        }
+    }
+
     #[test]
     fn remembered_bodies_are_checked_by_their_bytes_and_an_edit_is_still_caught() {
-        let memo = VerifiedBodies::new(100);
+        let memo = VerifiedBodies::<OwnedLink>::new(100);
         let records = chain(5);
         let head = records[4].hash.clone();
-        let first: Vec<Link<'_>> = verify_parsed_remembering(&records, None, &head, &memo).unwrap();
+        let first = verify_parsed_remembering(&records, None, &head, &memo).unwrap();
         assert_eq!((first.len(), memo.len()), (5, 5));
-        let again: Vec<Link<'_>> = verify_parsed_remembering(&records, None, &head, &memo).unwrap();
+        let again = verify_parsed_remembering(&records, None, &head, &memo).unwrap();
         assert_eq!(again.len(), 5);
+        assert!(
+            first.iter().zip(&again).all(|(a, b)| Arc::ptr_eq(a, b)),
+            "a remembered body is not parsed again"
+        );
         // The stored body changes under a remembered hash: the bytes differ, so it is hashed
         // again and named.
         let mut edited = records.clone();
         edited[2].body = edited[2].body.replace("30", "31");
-        let error = verify_parsed_remembering::<Link<'_>>(&edited, None, &head, &memo).unwrap_err();
+        let error = verify_parsed_remembering(&edited, None, &head, &memo).unwrap_err();
         assert_eq!((error.position, error.problem), (3, Problem::HashMismatch));
         // Links and the head are checked as always, remembered or not.
-        let error =
-            verify_parsed_remembering::<Link<'_>>(&records[..4], None, &head, &memo).unwrap_err();
+        let error = verify_parsed_remembering(&records[..4], None, &head, &memo).unwrap_err();
         assert_eq!(error.problem, Problem::MissingNewest);
         let mut swapped = records.clone();
         swapped.swap(1, 2);
-        assert!(verify_parsed_remembering::<Link<'_>>(&swapped, None, &head, &memo).is_err());
+        assert!(verify_parsed_remembering(&swapped, None, &head, &memo).is_err());
     }
 
     #[test]
     fn the_memo_holds_at_most_its_capacity() {
-        let memo = VerifiedBodies::new(3);
+        let memo = VerifiedBodies::<OwnedLink>::new(3);
         let records = chain(5);
-        let _: Vec<Link<'_>> =
-            verify_parsed_remembering(&records, None, &records[4].hash, &memo).unwrap();
+        verify_parsed_remembering(&records, None, &records[4].hash, &memo).unwrap();
         assert!(memo.len() <= 3, "{}", memo.len());
         assert!(!memo.is_empty());
     }

@@ -14,8 +14,6 @@
 //! after it, so the atoms lint clean whatever was written; `action` and `reason` keep the
 //! words exactly.
 
-use std::borrow::Cow;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -98,22 +96,19 @@ pub fn build(decision: &NewDecision<'_>, seq: u64, recorded_at: &str, prev: Opti
 }
 
 /// The fields of a stored record that answers need, read without building a full JSON tree.
+/// Owned, so that a process parses each record once and keeps its view with the verified
+/// body (`chain::VerifiedBodies`).
 #[derive(Debug, Deserialize)]
-pub struct RecordView<'a> {
+pub struct RecordView {
     pub seq: u64,
-    #[serde(borrow)]
-    pub recorded_at: Cow<'a, str>,
-    #[serde(borrow)]
-    pub action: Cow<'a, str>,
-    #[serde(borrow)]
-    pub reason: Cow<'a, str>,
-    #[serde(borrow)]
-    pub approver: Cow<'a, str>,
-    #[serde(borrow)]
-    pub prev: Option<Cow<'a, str>>,
+    pub recorded_at: String,
+    pub action: String,
+    pub reason: String,
+    pub approver: String,
+    pub prev: Option<String>,
 }
 
-impl crate::chain::Linked for RecordView<'_> {
+impl crate::chain::Linked for RecordView {
     fn seq(&self) -> u64 {
         self.seq
     }

@@ -136,7 +136,7 @@ pub struct WhyService {
     /// The chains this process's appends had to race others for, lately (see [`HotChains`]).
     hot_chains: HotChains,
     /// Bodies this process has already hashed (see [`chain::VerifiedBodies`]).
-    verified_bodies: chain::VerifiedBodies,
+    verified_bodies: chain::VerifiedBodies<RecordView>,
 }
 
 /// Whether an append grows the chain's log or starts it over (`hearth admin log reset`).
@@ -163,7 +163,7 @@ impl WhyService {
     }
 
     /// Verifies the whole retained chain and returns each record's view, parsed once.
-    fn verified<'a>(&self, snapshot: &'a Snapshot) -> Result<Vec<RecordView<'a>>, WhyError> {
+    fn verified(&self, snapshot: &Snapshot) -> Result<Vec<Arc<RecordView>>, WhyError> {
         Ok(chain::verify_parsed_remembering(
             &snapshot.records,
             snapshot.head.anchor.as_deref(),
@@ -707,7 +707,7 @@ fn unreadable(index: usize) -> WhyError {
 
 /// At most two short sentences: the recorded reason as a labelled, sanitised quote, then the
 /// short trace id and the approver.
-fn spoken_answer(view: &RecordView<'_>, trace_id: &str) -> String {
+fn spoken_answer(view: &RecordView, trace_id: &str) -> String {
     use crate::speech::sanitize::sanitize;
     format!(
         "The recorded reason for \"{}\" (the caller's words, unverified) is: \"{}\". Trace {}, approved by {}.",
