@@ -454,17 +454,7 @@ class RuntimeHandler(BaseHTTPRequestHandler):
         request_id = str(uuid.uuid4())
         with gateway.lock:
             gateway.handed[request_id] = invocation
-        self.send_response(200)
-        self.send_header("Lambda-Runtime-Aws-Request-Id", request_id)
-        self.send_header("Lambda-Runtime-Deadline-Ms", str(int(time.time() * 1000) + 30_000))
-        self.send_header("Lambda-Runtime-Invoked-Function-Arn",
-                         "arn:aws:lambda:us-east-1:123456789012:function:hearth-mcp")
-        self.send_header("Lambda-Runtime-Trace-Id", "Root=1-00000000-000000000000000000000000")
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(invocation.event)))
-        self.end_headers()
-        self.wfile.write(invocation.event)
-        self.wfile.flush()
+        coldstart.hand_out(self, invocation.event, request_id)
         invocation.handed_at = time.perf_counter()
 
     def do_POST(self):
@@ -490,12 +480,11 @@ class RuntimeHandler(BaseHTTPRequestHandler):
         invocation.answered.set()
 
 
-def coldstart_module():
-    """scripts/load/coldstart.py: the secrets and environment a deployed function has."""
-    spec = importlib.util.spec_from_file_location("coldstart", ROOT / "scripts" / "load" / "coldstart.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+# scripts/load/coldstart.py: the secrets and environment a deployed function has, and how the
+# runtime API hands an event out.
+_spec = importlib.util.spec_from_file_location("coldstart", ROOT / "scripts" / "load" / "coldstart.py")
+coldstart = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(coldstart)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -625,10 +614,9 @@ async def drive(url, token, key, key_id, household, recorder, log, rounds, moto_
 def measure(args):
     moto_port = args.moto_port
     moto = f"http://127.0.0.1:{moto_port}"
-    gateway, coldstart = None, None
+    gateway = None
     if args.lambda_bootstrap:
         # As the template deploys it: the table and the credentials secrets exist beforehand.
-        coldstart = coldstart_module()
         secret_arns, table = coldstart.make_secrets_and_table(moto)
         jwt_secret = json.loads((ROOT / "events" / "credentials.json").read_text())["MCP_JWT_SECRET"]
         gateway = LambdaGateway()

@@ -53,6 +53,23 @@ class RuntimeApi(ThreadingHTTPServer):
         self.answered_at = None
 
 
+def hand_out(handler, event, request_id=None, deadline_ms=30_000):
+    """Answers a function's `next` poll on the runtime API with `event` (bytes), as Lambda
+    does: the invocation's headers, then the event. Returns the request id."""
+    request_id = request_id or str(uuid.uuid4())
+    handler.send_response(200)
+    handler.send_header("Lambda-Runtime-Aws-Request-Id", request_id)
+    handler.send_header("Lambda-Runtime-Deadline-Ms", str(int(time.time() * 1000) + deadline_ms))
+    handler.send_header("Lambda-Runtime-Invoked-Function-Arn", "arn:aws:lambda:us-east-1:123456789012:function:hearth")
+    handler.send_header("Lambda-Runtime-Trace-Id", "Root=1-00000000-000000000000000000000000")
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(event)))
+    handler.end_headers()
+    handler.wfile.write(event)
+    handler.wfile.flush()
+    return request_id
+
+
 class RuntimeHandler(BaseHTTPRequestHandler):
     def log_message(self, *_args):
         pass
@@ -66,16 +83,7 @@ class RuntimeHandler(BaseHTTPRequestHandler):
             time.sleep(30)
             return self.send_error(500)
         self.server.handed_out = True
-        body = json.dumps(self.server.event).encode()
-        self.send_response(200)
-        self.send_header("Lambda-Runtime-Aws-Request-Id", str(uuid.uuid4()))
-        self.send_header("Lambda-Runtime-Deadline-Ms", str(int(time.time() * 1000) + 30_000))
-        self.send_header("Lambda-Runtime-Invoked-Function-Arn", "arn:aws:lambda:us-east-1:123456789012:function:hearth")
-        self.send_header("Lambda-Runtime-Trace-Id", "Root=1-00000000-000000000000000000000000")
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        hand_out(self, json.dumps(self.server.event).encode())
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)

@@ -27,7 +27,6 @@ import statistics
 import subprocess
 import threading
 import time
-import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -81,16 +80,7 @@ class StreamingHandler(BaseHTTPRequestHandler):
         if self.server.stop.is_set():
             time.sleep(60)
             return self.send_error(500)
-        self.send_response(200)
-        self.send_header("Lambda-Runtime-Aws-Request-Id", str(uuid.uuid4()))
-        self.send_header("Lambda-Runtime-Deadline-Ms", str(int(time.time() * 1000) + 15_000))
-        self.send_header("Lambda-Runtime-Invoked-Function-Arn", "arn:aws:lambda:us-east-1:123456789012:function:hearth")
-        self.send_header("Lambda-Runtime-Trace-Id", "Root=1-00000000-000000000000000000000000")
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(self.server.event)))
-        self.end_headers()
-        self.wfile.write(self.server.event)
-        self.wfile.flush()
+        coldstart.hand_out(self, self.server.event, deadline_ms=15_000)
         self.server.handed_at = time.perf_counter()
 
     def do_POST(self):

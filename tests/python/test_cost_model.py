@@ -110,7 +110,7 @@ def test_the_gateway_hands_each_request_to_the_function_as_an_api_gateway_event(
     gateway = cost.LambdaGateway()
 
     def function():
-        for n in range(2):
+        for n in range(3):
             with urllib.request.urlopen(f"http://{gateway.runtime_api}/2018-06-01/runtime/invocation/next") as got:
                 request_id = got.headers["Lambda-Runtime-Aws-Request-Id"]
                 event = json.loads(got.read())
@@ -121,8 +121,11 @@ def test_the_gateway_hands_each_request_to_the_function_as_an_api_gateway_event(
                         "body": json.dumps(said), "isBase64Encoded": False, "cookies": ["a=b"]}
             if n == 1:
                 response = {"statusCode": 200, "body": "aGk=", "isBase64Encoded": True}
+            outcome = "error" if n == 2 else "response"
+            if n == 2:
+                response = {"errorType": "Panic", "errorMessage": "the handler failed"}
             urllib.request.urlopen(urllib.request.Request(
-                f"http://{gateway.runtime_api}/2018-06-01/runtime/invocation/{request_id}/response",
+                f"http://{gateway.runtime_api}/2018-06-01/runtime/invocation/{request_id}/{outcome}",
                 data=json.dumps(response).encode(), method="POST")).read()
 
     threading.Thread(target=function, daemon=True).start()
@@ -139,6 +142,11 @@ def test_the_gateway_hands_each_request_to_the_function_as_an_api_gateway_event(
         assert (answer.status, answer.read()) == (200, b"hi")
         durations = gateway.take()
         assert len(durations) == 2 and all(d >= 0 for d in durations)
+        # A function error answers 502, as API Gateway does, and bills no Duration here.
+        front.request("POST", "/mcp", body=b"{}")
+        answer = front.getresponse()
+        assert answer.status == 502
+        assert b"the handler failed" in answer.read()
         assert gateway.take() == []
     finally:
         gateway.close()

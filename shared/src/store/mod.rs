@@ -328,15 +328,16 @@ pub struct KnownWindow {
     pub records: Vec<(u64, String)>,
 }
 
-impl KnownWindow {
-    /// What a read of the window shows.
-    pub fn of(snapshot: &Snapshot) -> Self {
+/// What a read of the window shows: its head and hashes, moved out of the read (an append
+/// plans from the read first, then keeps only this, so nothing is copied).
+impl From<Snapshot> for KnownWindow {
+    fn from(snapshot: Snapshot) -> Self {
         Self {
-            head: snapshot.head.clone(),
+            head: snapshot.head,
             records: snapshot
                 .records
-                .iter()
-                .map(|record| (record.seq, record.hash.clone()))
+                .into_iter()
+                .map(|record| (record.seq, record.hash))
                 .collect(),
         }
     }
@@ -752,16 +753,8 @@ mod tests {
     /// was never read, was read in another window, or the winner's window has ended.
     #[test]
     fn an_append_after_a_winner_is_the_append_a_fresh_read_would_plan() {
-        let seal = |seq: u64, prev: Option<&str>| {
-            Sealed::new(seq, &serde_json::json!({"seq": seq, "prev": prev}))
-        };
         for capacity in [1, 2, 3, 5] {
-            let retention = Retention {
-                window_ms: 1_000_000,
-                capacity,
-                max_live_chains: 8,
-                max_logs: 8,
-            };
+            let retention = retention_of(capacity);
             let mut head: Option<Head> = None;
             let mut retained: Vec<Sealed> = Vec::new();
             for _ in 0..9 {
@@ -782,7 +775,7 @@ mod tests {
                             records: retained[..retained.len() - ahead].to_vec(),
                         };
                         let evicts = fresh.evict_below_seq > winner.first_seq;
-                        let known = KnownWindow::of(&known);
+                        let known = KnownWindow::from(known);
                         let after = Append::after(&winner, Some(&known), retention, 10, seal);
                         assert_eq!(after.is_some(), !evicts || !known.records.is_empty());
                         if let Some(after) = after {
@@ -820,22 +813,29 @@ mod tests {
         }
     }
 
+    /// A record that is only its place in the chain.
+    fn seal(seq: u64, prev: Option<&str>) -> Sealed {
+        Sealed::new(seq, &serde_json::json!({"seq": seq, "prev": prev}))
+    }
+
+    /// A long window holding `capacity` records.
+    fn retention_of(capacity: usize) -> Retention {
+        Retention {
+            window_ms: 1_000_000,
+            capacity,
+            max_live_chains: 8,
+            max_logs: 8,
+        }
+    }
+
     /// What an append leaves for the next one to start from is what a fresh read would show,
     /// as far as planning goes: each next append planned from it is the one planned from the
     /// read, through windows filling, evicting and (capacity 1) anchoring on every append.
     #[test]
     fn an_append_from_where_the_last_one_landed_is_the_append_a_fresh_read_would_plan() {
-        let seal = |seq: u64, prev: Option<&str>| {
-            Sealed::new(seq, &serde_json::json!({"seq": seq, "prev": prev}))
-        };
         let lost = std::time::Instant::now();
         for capacity in [1, 2, 3, 5] {
-            let retention = Retention {
-                window_ms: 1_000_000,
-                capacity,
-                max_live_chains: 8,
-                max_logs: 8,
-            };
+            let retention = retention_of(capacity);
             let mut read: Option<Snapshot> = None;
             let mut landed: Option<Landed> = None;
             for _ in 0..9 {
@@ -856,7 +856,7 @@ mod tests {
                     assert_eq!(from_landed.record, fresh.record);
                     assert_eq!(from_landed.evict_below_seq, fresh.evict_below_seq);
                 }
-                let known = read.as_ref().map(KnownWindow::of);
+                let known = read.clone().map(KnownWindow::from);
                 landed = Some(Landed::after(&fresh, known.as_ref(), lost));
                 let mut records = read.map_or_else(Vec::new, |snapshot| snapshot.records);
                 records.push(fresh.record.clone());
@@ -866,7 +866,7 @@ mod tests {
                     records,
                 });
                 let kept = landed.as_ref().unwrap();
-                assert_eq!(kept.known, KnownWindow::of(read.as_ref().unwrap()));
+                assert_eq!(kept.known, KnownWindow::from(read.clone().unwrap()));
                 assert_eq!(kept.heads.first_seq, read.as_ref().unwrap().records[0].seq);
             }
         }

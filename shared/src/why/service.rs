@@ -330,7 +330,7 @@ impl WhyService {
                     let named = current
                         .as_ref()
                         .and_then(|snapshot| snapshot.head.log_id.clone());
-                    (append, named, log, current.as_ref().map(KnownWindow::of))
+                    (append, named, log, current.map(KnownWindow::from))
                 }
             };
             let sealed = append.record.clone();

@@ -1097,7 +1097,7 @@ pub async fn a_lost_append_names_what_won_or_nothing(backend: Backend) {
 
     let mut retry = Append::after(
         &winner,
-        Some(&KnownWindow::of(&read)),
+        Some(&KnownWindow::from(read.clone())),
         retention,
         NOW,
         sealed,
