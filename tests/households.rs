@@ -642,10 +642,27 @@ async fn a_household_token_costs_one_read_a_minute_and_one_per_attested_call() {
         )
         .await);
     assert_eq!(
-        counter.take(),
-        6,
-        "the rate limiter's two counters, one GetItem of the account (device key and policy), the acting-call counter, Query, TransactWriteItems"
+        counter.take_with_rounds(),
+        (6, 4),
+        "the rate limiter's two counters and one GetItem of the account (device key and policy) together, then the acting-call counter, Query, TransactWriteItems"
     );
+    // An attested read of the ledger: the counters, the account the attestation is checked
+    // against and the ledger's window, all in one round trip.
+    let week = world
+        .speak(&a, "household_activity", json!({}), "what did we buy")
+        .await;
+    assert_eq!(ok(&week)["ledger"]["intact"], true, "{week}");
+    assert!(ok(&week)["ledger"]["entries"].as_u64() >= Some(2), "{week}");
+    assert_eq!(
+        counter.take_with_rounds(),
+        (4, 1),
+        "the rate limiter's two counters, the account's GetItem and the ledger's Query, in one round trip"
+    );
+    let checked = world
+        .speak(&a, "verify_ledger", json!({}), "check the ledger")
+        .await;
+    assert_eq!(ok(&checked)["check"]["intact"], true, "{checked}");
+    assert_eq!(counter.take_with_rounds(), (4, 1), "verify_ledger too");
 }
 
 /// Runs `scripts/verify_chain.py` on a trace and returns what it printed.

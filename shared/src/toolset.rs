@@ -91,6 +91,14 @@ pub trait Toolset: Send + Sync + 'static {
         None
     }
 
+    /// Whether tool `name`, called with a household token, starts from that household's
+    /// account (its rules): the HTTP layer then reads the account beside the request's
+    /// admission, as it does for any request carrying a device attestation, and hands it to
+    /// the call in [`crate::auth::HouseholdCaller::account`].
+    fn reads_household_account(&self, _name: &str) -> bool {
+        false
+    }
+
     /// The resources this toolset serves; most serve none.
     fn resources(&self) -> Vec<Resource> {
         Vec::new()

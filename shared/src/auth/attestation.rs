@@ -29,7 +29,10 @@ use sha2::Sha256;
 use crate::accounts::Accounts;
 use crate::clock::Clock;
 use crate::secret::Secret;
-use crate::store::AccountItem;
+use crate::store::{AccountItem, StoreError};
+
+/// A household's account as read from the store in this request (`None`: no such account).
+pub type AccountRead = Result<Option<AccountItem>, StoreError>;
 
 pub const ATTESTATION_HEADER: &str = "x-countersign-attestation";
 pub const SIGNATURE_HEADER: &str = "x-countersign-signature";
@@ -140,17 +143,24 @@ impl AttestationVerifier {
     }
 
     /// The claim `headers` make for a household token of `household_id`: signed with the
-    /// device key `X-Countersign-Key-Id` names, from the household's account read fresh. The
-    /// account read comes back too, for whatever else the request needs of it.
+    /// device key `X-Countersign-Key-Id` names, from the household's account read fresh in
+    /// this request: `read_ahead` if the HTTP layer read it beside admission, else read now.
+    /// The account read comes back too, for whatever else the request needs of it.
     pub async fn check_household(
         &self,
         headers: &HeaderMap,
         accounts: &Accounts,
         household_id: &str,
+        read_ahead: Option<AccountRead>,
     ) -> (HostClaim, Option<Arc<AccountItem>>) {
         let now_secs = self.clock.now().unix_timestamp();
         if headers.get(ATTESTATION_HEADER).is_none() && headers.get(SIGNATURE_HEADER).is_none() {
-            return (HostClaim::Refused(AttestationRefusal::Missing), None);
+            // Nothing to check; an account read ahead still serves the tools that need it.
+            let account = read_ahead.and_then(|read| read.ok().flatten());
+            return (
+                HostClaim::Refused(AttestationRefusal::Missing),
+                account.map(Arc::new),
+            );
         }
         let key_id = match headers.get(KEY_ID_HEADER).map(|value| value.to_str()) {
             None => return (HostClaim::Refused(AttestationRefusal::NoKeyId), None),
@@ -162,7 +172,11 @@ impl AttestationVerifier {
                 return (HostClaim::Refused(refusal), None);
             }
         };
-        let account = match accounts.fresh(household_id).await {
+        let read = match read_ahead {
+            Some(read) => read,
+            None => accounts.fresh(household_id).await,
+        };
+        let account = match read {
             Ok(Some(account)) => Arc::new(account),
             Ok(None) => return (HostClaim::Refused(AttestationRefusal::UnknownKey), None),
             Err(error) => {

@@ -17,6 +17,7 @@ use super::service::{
     ProposeOutput, ReceiptOutput, SearchOutput, VerifyOutput,
 };
 use crate::auth::Caller;
+use crate::store::ChainRead;
 use crate::toolset::{ToolOutput, Toolset, decode, describe};
 
 pub const SEARCH_PRODUCTS: &str = "search_products";
@@ -97,6 +98,19 @@ pub struct CheckReceiptArgs {
     /// A receipt exactly as propose_purchase, confirm_purchase or decide_request returned it,
     /// or the `tlog_proof` text one of them returned (a `c2sp.org/tlog-proof@v1` file).
     pub receipt: ReceiptArg,
+}
+
+/// Whether `check_receipt`'s arguments (their JSON text) hold a ledger entry's receipt, which
+/// is checked against the ledger, rather than a proof's text; anything malformed is not (the
+/// call itself then says what is wrong).
+fn receipt_is_an_entry(arguments: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Receipt<'a> {
+        #[serde(borrow)]
+        receipt: &'a serde_json::value::RawValue,
+    }
+    serde_json::from_str::<Receipt<'_>>(arguments)
+        .is_ok_and(|arguments| arguments.receipt.get().trim_start().starts_with('{'))
 }
 
 /// The rules resource: the household file as loaded.
@@ -199,6 +213,29 @@ impl Toolset for CountersignToolset {
                 annotations(Effect::Reads),
             ),
         ]
+    }
+
+    /// Every tool but the search starts from the household's rules (see
+    /// `CountersignService::home`), which a household token's account holds.
+    fn reads_household_account(&self, name: &str) -> bool {
+        name != SEARCH_PRODUCTS
+    }
+
+    /// The reports read the ledger and nothing else, so it can be read beside the request's
+    /// admission. A receipt given as a transparency-log proof is checked against the log
+    /// instead, and reads nothing ahead.
+    async fn read_ahead(
+        &self,
+        caller: &Caller,
+        name: &str,
+        arguments: Option<&str>,
+    ) -> Option<ChainRead> {
+        match name {
+            HOUSEHOLD_ACTIVITY | VERIFY_LEDGER => {}
+            CHECK_RECEIPT if receipt_is_an_entry(arguments?) => {}
+            _ => return None,
+        }
+        self.service.read_ahead(caller).await
     }
 
     async fn call(&self, caller: &Caller, name: &str, arguments: JsonObject) -> Option<ToolOutput> {
@@ -306,5 +343,26 @@ fn output<T: Serialize>(
             reason: error.reason(),
             code: error.code(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::receipt_is_an_entry;
+
+    #[test]
+    fn only_an_entry_receipt_reads_the_ledger_ahead() {
+        assert!(receipt_is_an_entry(
+            r#"{"receipt": {"household_id": "home", "seq": 1}}"#
+        ));
+        assert!(receipt_is_an_entry(r#"{"receipt":  {}}"#));
+        // A transparency-log proof is checked against the log, not the ledger's window.
+        assert!(!receipt_is_an_entry(
+            r#"{"receipt": "c2sp.org/tlog-proof@v1\n..."}"#
+        ));
+        // Malformed arguments read nothing ahead; the call says what is wrong.
+        assert!(!receipt_is_an_entry(r#"{"receipt": 3}"#));
+        assert!(!receipt_is_an_entry(r#"{}"#));
+        assert!(!receipt_is_an_entry("not json"));
     }
 }

@@ -126,6 +126,15 @@ impl HearthServer {
             .await
     }
 
+    /// Whether tool `name` starts from a household token's account (see
+    /// [`Toolset::reads_household_account`]).
+    pub fn reads_household_account(&self, name: &str) -> bool {
+        self.inner
+            .owners
+            .get(name)
+            .is_some_and(|owner| self.inner.toolsets[*owner].reads_household_account(name))
+    }
+
     /// Runs one tool call for `caller`. `None` means no such tool. With the result comes a
     /// refusal's fixed code, for the request's log line.
     pub async fn call(

@@ -2,12 +2,12 @@
 //! with its own status or hands what it learned to the next, and each is a function that can
 //! be tested alone (see the tests below; the whole path is tested over HTTP in `tests/`).
 //!
-//! Admission's rate counters and account check, and the chain window the called tool reads
-//! first ([`crate::toolset::Toolset::read_ahead`]), go out together once the token checks out
-//! in memory: one round trip before a read-only tool answers (a household token's attested
-//! call still reads its account in [`dispatch`], after them). Layers 4 and 5 run in memory
-//! beside admission; admission's verdict still comes first, and its refusal drops what was
-//! read, and what the log would have learned of the message.
+//! Admission's rate counters and account check, the chain window the called tool reads
+//! first ([`crate::toolset::Toolset::read_ahead`]) and, for a household token, the account a
+//! device attestation is checked against or the called tool starts from, go out together once
+//! the token checks out in memory: one round trip before a read-only tool answers. Layers 4
+//! and 5 run in memory beside admission; admission's verdict still comes first, and its
+//! refusal drops what was read, and what the log would have learned of the message.
 //!
 //! 1. [`origin`]: POST only (405), an allowed `Origin` (403), no token in the query (400).
 //! 2. [`token`]: who the bearer token says the caller is, in memory; its 401 waits for
@@ -46,7 +46,9 @@ use serde_json::value::RawValue;
 use super::body;
 use super::http::{McpEndpoint, Tiers, is_tier_one};
 use super::{MAX_BODY_BYTES, PROTOCOL_VERSIONS, ToolOutcome};
-use crate::auth::attestation::{AttestationRefusal, HostClaim};
+use crate::auth::attestation::{
+    ATTESTATION_HEADER, AccountRead, AttestationRefusal, HostClaim, SIGNATURE_HEADER,
+};
 use crate::auth::{AuthFailure, Authenticator, Caller, Grant, Scope};
 use crate::gate::{Gate, Refusal, client_ip};
 use crate::media::{accepts_json, has_media_type, read_body};
@@ -112,15 +114,19 @@ async fn through_the_layers(
             known_tool,
             &mut facts,
         )?;
-        let ahead = read_ahead(endpoint, &provisional, &call, &bytes).await;
-        Ok::<_, Response>((parts, bytes, call, ahead))
+        let (chain, account) = join(
+            read_ahead(endpoint, &provisional, &call, &bytes),
+            account_ahead(endpoint, &provisional, &call, &parts.headers),
+        )
+        .await;
+        Ok::<_, Response>((parts, bytes, call, chain, account))
     };
     let (mut caller, head) = admission_first(admitted, head).await?;
     log.subject(&caller);
     log.adopt(facts);
-    let (parts, bytes, call, ahead) = head?;
-    caller.read_ahead = ahead;
-    Ok(dispatch(endpoint, parts, bytes, caller, call, log).await)
+    let (parts, bytes, call, chain, account) = head?;
+    caller.read_ahead = chain;
+    Ok(dispatch(endpoint, parts, bytes, caller, call, account, log).await)
 }
 
 /// Awaits `admission` and `head` together. Admission's verdict comes first whichever finishes
@@ -270,6 +276,33 @@ async fn read_ahead(
         .map(Arc::new)
 }
 
+/// A household token's account, read beside admission when the call will need it: to check
+/// a device's attestation (the request carries one), or because the called tool starts from
+/// the household's rules (see [`crate::toolset::Toolset::reads_household_account`]). Other
+/// calls read nothing here.
+async fn account_ahead(
+    endpoint: &McpEndpoint,
+    caller: &Caller,
+    call: &Call,
+    headers: &HeaderMap,
+) -> Option<AccountRead> {
+    let household = caller.household.as_ref()?;
+    let accounts = endpoint.auth.accounts()?;
+    if !call.acts_or_reads {
+        return None;
+    }
+    let attested =
+        headers.contains_key(ATTESTATION_HEADER) || headers.contains_key(SIGNATURE_HEADER);
+    let from_rules = call
+        .tool
+        .as_ref()
+        .is_some_and(|tool| endpoint.server.reads_household_account(&tool.name));
+    if !attested && !from_rules {
+        return None;
+    }
+    Some(accounts.fresh(&household.id).await)
+}
+
 /// Layer 5: the message's head, read once without building it (a borrowed peek), against the
 /// versions Hearth speaks and what the token may reach. `known_tool` says which tool names
 /// may be logged (any other is logged as unknown: a name is the caller's text).
@@ -383,19 +416,21 @@ fn place_in(whole: &str, part: &str) -> Option<std::ops::Range<usize>> {
 }
 
 /// Layer 6: who is speaking, then rmcp. Its refusals in plain text are answered as JSON-RPC
-/// errors with the request's id.
+/// errors with the request's id. `account` is a household token's account if
+/// [`account_ahead`] read it.
 pub(super) async fn dispatch(
     endpoint: &McpEndpoint,
     mut parts: Parts,
     bytes: Bytes,
     mut caller: Caller,
     call: Call,
+    account: Option<AccountRead>,
     log: &mut RequestLog,
 ) -> Response {
     // Only tool calls and resource reads act on who is speaking or reveal household data;
     // other methods skip the HMAC.
     if call.acts_or_reads {
-        caller.host = speaker(endpoint, &mut caller, &parts.headers).await;
+        caller.host = speaker(endpoint, &mut caller, &parts.headers, account).await;
     }
     parts.extensions.insert(caller);
     let outcome = ToolOutcome::default();
@@ -442,14 +477,19 @@ pub(super) async fn dispatch(
 }
 
 /// The device attestation's claim of who is speaking: a household token's against its own
-/// account's device keys (the account read once, and kept on the caller for the tools), any
-/// other token's against the configured host key.
-async fn speaker(endpoint: &McpEndpoint, caller: &mut Caller, headers: &HeaderMap) -> HostClaim {
+/// account's device keys (the account read once, ahead or now, and kept on the caller for the
+/// tools), any other token's against the configured host key.
+async fn speaker(
+    endpoint: &McpEndpoint,
+    caller: &mut Caller,
+    headers: &HeaderMap,
+    account: Option<AccountRead>,
+) -> HostClaim {
     match (&mut caller.household, endpoint.auth.accounts()) {
         (Some(household), Some(accounts)) => {
             let (claim, account) = endpoint
                 .attestations
-                .check_household(headers, accounts, &household.id)
+                .check_household(headers, accounts, &household.id, account)
                 .await;
             household.account = account;
             claim

@@ -28,8 +28,8 @@ use crate::auth::Caller;
 use crate::chain::Sealed;
 use crate::clock::{Clock, timestamp, unix_ms};
 use crate::store::{
-    Append, AppendLocks, ChainKey, ChainStore, ConflictRetry, LogRead, Retention, Snapshot,
-    StoreError,
+    Append, AppendLocks, ChainKey, ChainRead, ChainStore, ConflictRetry, LogRead, Retention,
+    Snapshot, StoreError,
 };
 use crate::transparency::{
     self, Lifetime, LogKeys, LogKind, ProofCheck, ProofError, check_proof, check_window, grow,
@@ -396,13 +396,33 @@ impl Ledger {
         }
     }
 
+    /// The household's ledger as stored: the window the HTTP layer read ahead for this call
+    /// under the same key (see [`Self::read_ahead`]), else read now.
     async fn load(
         &self,
         caller: &Caller,
         household_id: &str,
     ) -> Result<Option<Snapshot>, LedgerError> {
         let key = chain_key(caller, household_id);
-        Ok(self.store.load(&key, unix_ms(self.clock.now())).await?)
+        match caller.read_ahead_of(&key) {
+            // The caller keeps its own reference, so this copies the window: microseconds,
+            // where reading it again would be a round trip.
+            Some(window) => Ok(window?.map(Arc::unwrap_or_clone)),
+            None => Ok(self.store.load(&key, unix_ms(self.clock.now())).await?),
+        }
+    }
+
+    /// Reads `household_id`'s ledger for `caller` ahead of a call that reads it and nothing
+    /// else (see [`crate::toolset::Toolset::read_ahead`]); [`Self::load`] takes it from the
+    /// caller.
+    pub async fn read_ahead(&self, caller: &Caller, household_id: &str) -> ChainRead {
+        let key = chain_key(caller, household_id);
+        let window = self
+            .store
+            .load(&key, unix_ms(self.clock.now()))
+            .await
+            .map(|window| window.map(Arc::new));
+        ChainRead { key, window }
     }
 }
 

@@ -31,7 +31,7 @@ use crate::auth::Caller;
 use crate::auth::attestation::{Attestation, HostClaim, MAX_AGE_SECS, MAX_CLOCK_AHEAD_SECS};
 use crate::chain::{sha256_hex, short_hash};
 use crate::clock::unix_ms;
-use crate::store::{CounterStore, GrantItem, GrantKind, GrantStore, Taken, Window};
+use crate::store::{ChainRead, CounterStore, GrantItem, GrantKind, GrantStore, Taken, Window};
 
 /// The most units of one product in one order.
 pub const MAX_QUANTITY: u32 = 99;
@@ -209,6 +209,18 @@ impl CountersignService {
             },
         )?;
         Ok(Arc::new(data))
+    }
+
+    /// Reads, beside the request's admission, the ledger a tool that reads it and nothing
+    /// else will read: the household's the token names, or the configured one (as
+    /// [`Self::home`] decides). A call that is refused reads nothing of it.
+    pub async fn read_ahead(&self, caller: &Caller) -> Option<ChainRead> {
+        // The caller is the token's, its household's standing still being confirmed.
+        let household_id = match &caller.household {
+            Some(_) => caller.household_to_confirm(None)?,
+            None => self.data.id(),
+        };
+        Some(self.ledger.read_ahead(caller, household_id).await)
     }
 
     fn speaker<'a>(
