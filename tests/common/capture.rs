@@ -3,14 +3,21 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-/// A log sink; install it with `tracing::subscriber::set_default(telemetry::subscriber(..))`
-/// in a test binary of its own (tracing caches per-callsite interest across threads).
+/// A log sink for this thread, installed by [`Captured::installed`] (which keeps tracing's
+/// per-callsite interest cache from hiding lines a sibling test's thread reached first).
 #[derive(Clone, Default)]
 pub struct Captured(pub Arc<Mutex<Vec<u8>>>);
 
 impl Captured {
     /// A sink installed as the production subscriber on this thread until the guard drops.
     pub fn installed() -> (Self, tracing::subscriber::DefaultGuard) {
+        // While exactly one dispatcher is registered, tracing-core decides a callsite's
+        // interest from the default of whichever thread reaches it first: a sibling test's
+        // thread, without a subscriber, caches "never" process-wide and this sink misses the
+        // line (tokio-rs/tracing#3611). A second dispatcher kept alive for the whole binary
+        // makes tracing ask every registered dispatcher, this sink included.
+        static SECOND: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
+        SECOND.get_or_init(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()));
         let captured = Self::default();
         let sink = captured.clone();
         let guard =
