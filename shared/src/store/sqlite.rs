@@ -106,7 +106,52 @@ struct CounterTable {
 
 pub struct SqliteStore {
     connection: Mutex<Connection>,
+    /// Read-only connections for the chain window every read-only call reads (see
+    /// [`Readers`]); none for `hearth admin`, which reads through `connection`.
+    readers: Readers,
     counters: Mutex<CounterTable>,
+}
+
+/// A few read-only connections to the same file, so that concurrent calls reading a window do
+/// not queue on the one connection's lock: under load a blocked lock puts a worker thread to
+/// sleep, and the kernel's switching cost more than the reads (`scripts/bench/profile`). WAL
+/// lets them read beside the writer; each read is one statement, so one consistent snapshot.
+struct Readers {
+    connections: Vec<Mutex<Connection>>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+impl Readers {
+    /// One per core the runtime may run calls on, at least two and at most four.
+    fn open(path: &Path) -> Result<Self, StoreError> {
+        let count = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | rusqlite::OpenFlags::SQLITE_OPEN_URI;
+        let connections = (0..count)
+            .map(|_| {
+                let connection = Connection::open_with_flags(path, flags).map_err(unavailable)?;
+                connection
+                    .execute_batch("PRAGMA busy_timeout=5000;")
+                    .map_err(unavailable)?;
+                connection
+                    .set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+                    .map_err(unavailable)?;
+                Ok(Mutex::new(connection))
+            })
+            .collect::<Result<_, StoreError>>()?;
+        Ok(Self {
+            connections,
+            next: std::sync::atomic::AtomicUsize::new(0),
+        })
+    }
+
+    fn none() -> Self {
+        Self {
+            connections: Vec::new(),
+            next: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
 }
 
 impl SqliteStore {
@@ -115,7 +160,9 @@ impl SqliteStore {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(unavailable)?;
         }
-        Self::open_with(Connection::open(path).map_err(unavailable)?)
+        let mut store = Self::open_with(Connection::open(path).map_err(unavailable)?)?;
+        store.readers = Readers::open(path)?;
+        Ok(store)
     }
 
     /// Opens the database file at `path` only if it already exists (for `hearth admin`, which
@@ -179,6 +226,7 @@ impl SqliteStore {
             .map_err(unavailable)?;
         Ok(Self {
             connection: Mutex::new(connection),
+            readers: Readers::none(),
             counters: Mutex::new(CounterTable::default()),
         })
     }
@@ -188,6 +236,28 @@ impl SqliteStore {
         work: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         locked(&self.connection, work)
+    }
+
+    /// Runs a read on a free reader connection (any, if all are busy), or on the one
+    /// connection where there are no readers.
+    fn with_reader<T>(
+        &self,
+        work: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let readers = &self.readers.connections;
+        if readers.is_empty() {
+            return self.with_connection(work);
+        }
+        let start = self
+            .readers
+            .next
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        for offset in 0..readers.len() {
+            if let Ok(mut connection) = readers[(start + offset) % readers.len()].try_lock() {
+                return work(&mut connection);
+            }
+        }
+        locked(&readers[start % readers.len()], work)
     }
 }
 
@@ -300,7 +370,7 @@ impl ChainStore for SqliteStore {
     async fn load(&self, key: &ChainKey, now_ms: i64) -> Result<Option<Snapshot>, StoreError> {
         // One statement reads the head and its records: a single SELECT sees one consistent
         // snapshot, so no explicit transaction (two more statements per read) is needed.
-        self.with_connection(|connection| {
+        self.with_reader(|connection| {
             let mut statement = connection
                 .prepare_cached(
                     "SELECT h.window_started_ms, h.expires_at_ms, h.last_seq, h.last_hash, h.anchor,
