@@ -1,5 +1,5 @@
-//! Runs the store contract against every backend: the embedded SQLite store, and the DynamoDB
-//! store against `moto_server` on loopback (a fresh table per test).
+//! Runs the store contract against every backend: the embedded SQLite store (on a file, and in
+//! memory), and the DynamoDB store against `moto_server` on loopback (a fresh table per test).
 
 mod contract;
 
@@ -26,6 +26,22 @@ async fn sqlite() -> Backend {
     }
 }
 
+/// SQLite in memory: one connection's private database, which its reads must share.
+async fn sqlite_in_memory() -> Backend {
+    let store = SqliteStore::open(std::path::Path::new(":memory:")).expect("open SQLite store");
+    let store = Arc::new(store);
+    Backend {
+        store: store.clone(),
+        counters: store.clone(),
+        accounts: store.clone(),
+        grants: store.clone(),
+        clients: store.clone(),
+        cosigned: store,
+        names_winners: false,
+        _guard: Box::new(()),
+    }
+}
+
 async fn dynamodb() -> Backend {
     let store = DynamoStore::new(
         Moto::shared().dynamodb_client(),
@@ -49,4 +65,5 @@ async fn dynamodb() -> Backend {
 }
 
 contract_tests!(sqlite, sqlite());
+contract_tests!(sqlite_in_memory, sqlite_in_memory());
 contract_tests!(dynamodb, dynamodb());

@@ -161,7 +161,10 @@ impl SqliteStore {
             std::fs::create_dir_all(parent).map_err(unavailable)?;
         }
         let mut store = Self::open_with(Connection::open(path).map_err(unavailable)?)?;
-        store.readers = Readers::open(path)?;
+        // An in-memory database is private to its connection: there, reads share it.
+        if path != Path::new(":memory:") {
+            store.readers = Readers::open(path)?;
+        }
         Ok(store)
     }
 
