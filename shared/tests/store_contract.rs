@@ -10,9 +10,17 @@ use hearth_core::store::dynamodb::DynamoStore;
 use hearth_core::store::sqlite::SqliteStore;
 use hearth_testkit::moto::{Moto, unique_name};
 
-async fn sqlite() -> Backend {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let store = SqliteStore::open(&dir.path().join("contract.db")).expect("open SQLite store");
+/// One store serving every role, as each backend does.
+fn serving_all<S>(store: S, names_winners: bool, guard: Box<dyn std::any::Any + Send>) -> Backend
+where
+    S: hearth_core::store::ChainStore
+        + hearth_core::store::CounterStore
+        + hearth_core::store::AccountStore
+        + hearth_core::store::GrantStore
+        + hearth_core::store::ClientStore
+        + hearth_core::store::CosignedStore
+        + 'static,
+{
     let store = Arc::new(store);
     Backend {
         store: store.clone(),
@@ -21,25 +29,21 @@ async fn sqlite() -> Backend {
         grants: store.clone(),
         clients: store.clone(),
         cosigned: store,
-        names_winners: false,
-        _guard: Box::new(dir),
+        names_winners,
+        _guard: guard,
     }
+}
+
+async fn sqlite() -> Backend {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let store = SqliteStore::open(&dir.path().join("contract.db")).expect("open SQLite store");
+    serving_all(store, false, Box::new(dir))
 }
 
 /// SQLite in memory: one connection's private database, which its reads must share.
 async fn sqlite_in_memory() -> Backend {
     let store = SqliteStore::open(std::path::Path::new(":memory:")).expect("open SQLite store");
-    let store = Arc::new(store);
-    Backend {
-        store: store.clone(),
-        counters: store.clone(),
-        accounts: store.clone(),
-        grants: store.clone(),
-        clients: store.clone(),
-        cosigned: store,
-        names_winners: false,
-        _guard: Box::new(()),
-    }
+    serving_all(store, false, Box::new(()))
 }
 
 async fn dynamodb() -> Backend {
@@ -51,17 +55,7 @@ async fn dynamodb() -> Backend {
         .ensure_table()
         .await
         .expect("create the table in moto");
-    let store = Arc::new(store);
-    Backend {
-        store: store.clone(),
-        counters: store.clone(),
-        accounts: store.clone(),
-        grants: store.clone(),
-        clients: store.clone(),
-        cosigned: store,
-        names_winners: true,
-        _guard: Box::new(()),
-    }
+    serving_all(store, true, Box::new(()))
 }
 
 contract_tests!(sqlite, sqlite());
