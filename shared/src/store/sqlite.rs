@@ -116,61 +116,42 @@ pub struct SqliteStore {
 /// not queue on the one connection's lock: under load a blocked lock puts a worker thread to
 /// sleep, and the kernel's switching cost more than the reads (`scripts/bench/profile`). WAL
 /// lets them read beside the writer; each read is one statement, so one consistent snapshot.
-/// They open on the first read, so that starting the server does not wait for them, and each
-/// keeps a small page cache: the pages a window spans, not a copy of the writer's cache.
 struct Readers {
-    /// `None` for a store that reads through its one connection (in memory, `hearth admin`).
-    path: Option<std::path::PathBuf>,
-    connections: std::sync::OnceLock<Vec<Mutex<Connection>>>,
+    connections: Vec<Mutex<Connection>>,
     next: std::sync::atomic::AtomicUsize,
 }
 
-/// Each reader's page cache, in KiB (SQLite's default is 2,000).
-const READER_CACHE_KIB: u32 = 256;
-
 impl Readers {
-    fn at(path: Option<&Path>) -> Self {
+    /// One per core the runtime may run calls on, at least two and at most four.
+    fn open(path: &Path) -> Result<Self, StoreError> {
+        let count = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | rusqlite::OpenFlags::SQLITE_OPEN_URI;
+        let connections = (0..count)
+            .map(|_| {
+                let connection = Connection::open_with_flags(path, flags).map_err(unavailable)?;
+                connection
+                    .execute_batch("PRAGMA busy_timeout=5000;")
+                    .map_err(unavailable)?;
+                connection
+                    .set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+                    .map_err(unavailable)?;
+                Ok(Mutex::new(connection))
+            })
+            .collect::<Result<_, StoreError>>()?;
+        Ok(Self {
+            connections,
+            next: std::sync::atomic::AtomicUsize::new(0),
+        })
+    }
+
+    fn none() -> Self {
         Self {
-            path: path.map(Path::to_path_buf),
-            connections: std::sync::OnceLock::new(),
+            connections: Vec::new(),
             next: std::sync::atomic::AtomicUsize::new(0),
         }
     }
-
-    /// The reader connections, opened on first use: one per core the runtime may run calls
-    /// on, at least two and at most four. Empty (reads use the one connection) if there is no
-    /// file or they cannot be opened; the one connection then still serves every read.
-    fn connections(&self) -> &[Mutex<Connection>] {
-        self.connections.get_or_init(|| {
-            let Some(path) = &self.path else {
-                return Vec::new();
-            };
-            let count = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
-            match (0..count).map(|_| open_reader(path)).collect() {
-                Ok(connections) => connections,
-                Err(error) => {
-                    tracing::warn!(%error, "SQLite reader connections unavailable; reading through the writer's");
-                    Vec::new()
-                }
-            }
-        })
-    }
-}
-
-fn open_reader(path: &Path) -> Result<Mutex<Connection>, StoreError> {
-    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
-        | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX
-        | rusqlite::OpenFlags::SQLITE_OPEN_URI;
-    let connection = Connection::open_with_flags(path, flags).map_err(unavailable)?;
-    connection
-        .execute_batch(&format!(
-            "PRAGMA busy_timeout=5000; PRAGMA cache_size=-{READER_CACHE_KIB};"
-        ))
-        .map_err(unavailable)?;
-    connection
-        .set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
-        .map_err(unavailable)?;
-    Ok(Mutex::new(connection))
 }
 
 impl SqliteStore {
@@ -182,7 +163,7 @@ impl SqliteStore {
         let mut store = Self::open_with(Connection::open(path).map_err(unavailable)?)?;
         // An in-memory database is private to its connection: there, reads share it.
         if path != Path::new(":memory:") {
-            store.readers = Readers::at(Some(path));
+            store.readers = Readers::open(path)?;
         }
         Ok(store)
     }
@@ -248,7 +229,7 @@ impl SqliteStore {
             .map_err(unavailable)?;
         Ok(Self {
             connection: Mutex::new(connection),
-            readers: Readers::at(None),
+            readers: Readers::none(),
             counters: Mutex::new(CounterTable::default()),
         })
     }
@@ -266,7 +247,7 @@ impl SqliteStore {
         &self,
         work: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let readers = self.readers.connections();
+        let readers = &self.readers.connections;
         if readers.is_empty() {
             return self.with_connection(work);
         }
