@@ -146,6 +146,31 @@ pub struct ChainRead {
     pub window: Result<Option<Arc<Snapshot>>, StoreError>,
 }
 
+impl ChainRead {
+    /// Reads `key`'s live window ahead of the call that will read it.
+    pub async fn read(store: &dyn ChainStore, key: ChainKey, now_ms: i64) -> Self {
+        let window = store
+            .load(&key, now_ms)
+            .await
+            .map(|window| window.map(Arc::new));
+        Self { key, window }
+    }
+
+    /// `key`'s live window: `ahead` if the window was read ahead under that key (see
+    /// `Caller::read_ahead_of`), else read now.
+    pub async fn or_load(
+        ahead: Option<Result<Option<Arc<Snapshot>>, StoreError>>,
+        store: &dyn ChainStore,
+        key: &ChainKey,
+        now_ms: i64,
+    ) -> Result<Option<Arc<Snapshot>>, StoreError> {
+        match ahead {
+            Some(window) => window,
+            None => Ok(store.load(key, now_ms).await?.map(Arc::new)),
+        }
+    }
+}
+
 /// Never the records: a caller (which carries a read-ahead) may be formatted for a test's
 /// message or a log, and records hold what households said.
 impl std::fmt::Debug for ChainRead {

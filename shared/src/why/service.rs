@@ -565,27 +565,17 @@ impl WhyService {
     pub async fn read_ahead(&self, caller: &Caller, household_id: &str) -> Option<ChainRead> {
         check_household(household_id).ok()?;
         let key = chain_key_in(&caller.scope, household_id);
-        let window = self
-            .store
-            .load(&key, unix_ms(self.clock.now()))
-            .await
-            .map(|window| window.map(Arc::new));
-        Some(ChainRead { key, window })
+        Some(ChainRead::read(self.store.as_ref(), key, unix_ms(self.clock.now())).await)
     }
 
     /// The household's live window, not yet verified; an empty or expired one is "not found".
     /// Every caller goes on to [`verified`], which is the only way to read its records. A
     /// window the HTTP layer read ahead under the same key is used as it is.
     async fn retained(&self, caller: &Caller, key: &ChainKey) -> Result<Arc<Snapshot>, WhyError> {
-        let window = match caller.read_ahead_of(key) {
-            Some(window) => window?,
-            None => self
-                .store
-                .load(key, unix_ms(self.clock.now()))
-                .await?
-                .map(Arc::new),
-        };
-        window.ok_or_else(no_decisions)
+        let now_ms = unix_ms(self.clock.now());
+        ChainRead::or_load(caller.read_ahead_of(key), self.store.as_ref(), key, now_ms)
+            .await?
+            .ok_or_else(no_decisions)
     }
 }
 

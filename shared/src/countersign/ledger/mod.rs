@@ -404,12 +404,17 @@ impl Ledger {
         household_id: &str,
     ) -> Result<Option<Snapshot>, LedgerError> {
         let key = chain_key(caller, household_id);
-        match caller.read_ahead_of(&key) {
-            // The caller keeps its own reference, so this copies the window: microseconds,
-            // where reading it again would be a round trip.
-            Some(window) => Ok(window?.map(Arc::unwrap_or_clone)),
-            None => Ok(self.store.load(&key, unix_ms(self.clock.now())).await?),
-        }
+        let now_ms = unix_ms(self.clock.now());
+        let window = ChainRead::or_load(
+            caller.read_ahead_of(&key),
+            self.store.as_ref(),
+            &key,
+            now_ms,
+        )
+        .await?;
+        // A window read ahead is also held by the caller, so this copies it: microseconds,
+        // where reading it again would be a round trip.
+        Ok(window.map(Arc::unwrap_or_clone))
     }
 
     /// Reads `household_id`'s ledger for `caller` ahead of a call that reads it and nothing
@@ -417,12 +422,7 @@ impl Ledger {
     /// caller.
     pub async fn read_ahead(&self, caller: &Caller, household_id: &str) -> ChainRead {
         let key = chain_key(caller, household_id);
-        let window = self
-            .store
-            .load(&key, unix_ms(self.clock.now()))
-            .await
-            .map(|window| window.map(Arc::new));
-        ChainRead { key, window }
+        ChainRead::read(self.store.as_ref(), key, unix_ms(self.clock.now())).await
     }
 }
 
