@@ -738,6 +738,13 @@ async fn an_unreadable_account_store_keeps_what_needs_no_household() {
         "{}",
         recorded.raw
     );
+    // A Countersign tool starts from the household's rules: the account read beside admission
+    // fails, and the call refuses, saying to try again, rather than acting without rules.
+    let week = post(call("household_activity", json!({}))).await;
+    assert_eq!(week.status, StatusCode::OK, "{}", week.raw);
+    assert_eq!(week.body["result"]["isError"], true, "{}", week.raw);
+    let said = week.body["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(said.contains("again"), "{said}");
 }
 
 #[tokio::test]
