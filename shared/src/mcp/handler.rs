@@ -53,36 +53,58 @@ pub struct HearthServer {
 
 struct Inner {
     toolsets: Vec<Arc<dyn Toolset>>,
-    tools: Vec<Tool>,
+    /// Built on first need, by the first call or listing of tools: generating the tools'
+    /// schemas takes over a millisecond, which a server's start need not wait for, since
+    /// `initialize` lists no tools. (A build on a blocking thread at start measured no better,
+    /// and was one more thread for a shutdown to wait on.)
+    catalogue: std::sync::OnceLock<Catalogue>,
     resources: Vec<Resource>,
     /// The enabled toolsets' skills, served as prompts.
     prompts: Vec<Skill>,
+}
+
+/// The enabled toolsets' tools, described, and which toolset serves each.
+struct Catalogue {
+    tools: Vec<Tool>,
     /// Tool name → index of the toolset that serves it.
     owners: HashMap<String, usize>,
 }
 
-impl HearthServer {
-    pub fn new(toolsets: Vec<Arc<dyn Toolset>>) -> Self {
+impl Catalogue {
+    fn of(toolsets: &[Arc<dyn Toolset>]) -> Self {
         let mut tools = Vec::new();
         let mut owners = HashMap::new();
-        let mut resources = Vec::new();
         for (index, toolset) in toolsets.iter().enumerate() {
             for tool in toolset.tools() {
                 owners.insert(tool.name.to_string(), index);
                 tools.push(tool);
             }
-            resources.extend(toolset.resources());
         }
+        Self { tools, owners }
+    }
+}
+
+impl HearthServer {
+    pub fn new(toolsets: Vec<Arc<dyn Toolset>>) -> Self {
+        let resources = toolsets
+            .iter()
+            .flat_map(|toolset| toolset.resources())
+            .collect();
         let prompts = skills::for_toolsets(toolsets.iter().map(|toolset| toolset.name()));
         Self {
             inner: Arc::new(Inner {
                 toolsets,
-                tools,
+                catalogue: std::sync::OnceLock::new(),
                 resources,
                 prompts,
-                owners,
             }),
         }
+    }
+
+    fn catalogue(&self) -> &Catalogue {
+        self.inner
+            .catalogue
+            .get_or_init(|| Catalogue::of(&self.inner.toolsets))
     }
 
     /// The prompts this server lists: one per enabled toolset's skill.
@@ -110,7 +132,7 @@ impl HearthServer {
 
     /// Whether `name` is a tool this server serves; only such names are ever logged.
     pub fn knows_tool(&self, name: &str) -> bool {
-        self.inner.owners.contains_key(name)
+        self.catalogue().owners.contains_key(name)
     }
 
     /// What tool `name` reads first, read now for `caller` (see [`Toolset::read_ahead`]).
@@ -120,7 +142,7 @@ impl HearthServer {
         name: &str,
         arguments: Option<&str>,
     ) -> Option<crate::store::ChainRead> {
-        let owner = *self.inner.owners.get(name)?;
+        let owner = *self.catalogue().owners.get(name)?;
         self.inner.toolsets[owner]
             .read_ahead(caller, name, arguments)
             .await
@@ -129,7 +151,7 @@ impl HearthServer {
     /// Whether tool `name` starts from a household token's account (see
     /// [`Toolset::reads_household_account`]).
     pub fn reads_household_account(&self, name: &str) -> bool {
-        self.inner
+        self.catalogue()
             .owners
             .get(name)
             .is_some_and(|owner| self.inner.toolsets[*owner].reads_household_account(name))
@@ -142,7 +164,7 @@ impl HearthServer {
         caller: &Caller,
         request: CallToolRequestParams,
     ) -> Option<(CallToolResult, Option<&'static str>)> {
-        let owner = *self.inner.owners.get(request.name.as_ref())?;
+        let owner = *self.catalogue().owners.get(request.name.as_ref())?;
         let arguments = request.arguments.unwrap_or_default();
         let size = serde_json::to_vec(&arguments).map_or(usize::MAX, |bytes| bytes.len());
         if size > MAX_TOOL_ARGUMENT_BYTES {
@@ -231,7 +253,7 @@ impl ServerHandler for HearthServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let mut result = ListToolsResult::with_all_items(self.inner.tools.clone());
+        let mut result = ListToolsResult::with_all_items(self.catalogue().tools.clone());
         if is_stateless(&context) {
             result = result
                 .with_ttl_ms(LIST_TTL_MS)
@@ -241,7 +263,7 @@ impl ServerHandler for HearthServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.inner
+        self.catalogue()
             .tools
             .iter()
             .find(|tool| tool.name == name)

@@ -217,7 +217,7 @@ impl Passkeys {
 
     /// The VAPID public key phones subscribe under, when Web Push is configured.
     pub fn push_key(&self) -> Option<&str> {
-        self.push.as_deref().map(Pusher::public_key)
+        self.push.as_deref().and_then(Pusher::public_key)
     }
 
     /// Subscribes the phone that enrolled with the push grant `token` (its enrolment's

@@ -50,12 +50,20 @@ pub struct PushMessage {
     pub url: String,
 }
 
+/// The VAPID key pair as pushes use it.
+struct Vapid {
+    key: jsonwebtoken::EncodingKey,
+    /// The public key, uncompressed SEC1, base64url: the page's applicationServerKey.
+    public_key: String,
+}
+
 pub struct Pusher {
     /// Built on the first push: most processes (and every cold start) never send one.
     http: std::sync::OnceLock<reqwest::Client>,
-    key: jsonwebtoken::EncodingKey,
-    /// The VAPID public key, uncompressed SEC1, base64url: the page's applicationServerKey.
-    public_key: String,
+    secret: p256::SecretKey,
+    /// Derived from `secret` on first use: two P-256 scalar multiplications, most of a
+    /// millisecond that a server's start need not wait for. `None` if the key would not encode.
+    vapid: std::sync::OnceLock<Option<Vapid>>,
     /// Who push services may contact about these messages (VAPID `sub`).
     contact: String,
     allow_http_loopback: bool,
@@ -80,21 +88,31 @@ impl Pusher {
             // A hash at or past the curve order (odds about 2^-32) takes the next attempt.
             p256::SecretKey::from_slice(&hash.finalize()).ok()
         })?;
-        let pkcs8 = secret.to_pkcs8_der().ok()?;
-        let key = jsonwebtoken::EncodingKey::from_ec_der(pkcs8.as_bytes());
-        let public_key =
-            URL_SAFE_NO_PAD.encode(secret.public_key().to_encoded_point(false).as_bytes());
         Some(Self {
             http: std::sync::OnceLock::new(),
-            key,
-            public_key,
+            secret,
+            vapid: std::sync::OnceLock::new(),
             contact: contact.to_owned(),
             allow_http_loopback,
         })
     }
 
-    pub fn public_key(&self) -> &str {
-        &self.public_key
+    /// The VAPID public key (uncompressed SEC1, base64url), `None` if the key would not encode.
+    pub fn public_key(&self) -> Option<&str> {
+        self.vapid().map(|vapid| vapid.public_key.as_str())
+    }
+
+    fn vapid(&self) -> Option<&Vapid> {
+        self.vapid
+            .get_or_init(|| {
+                let pkcs8 = self.secret.to_pkcs8_der().ok()?;
+                Some(Vapid {
+                    key: jsonwebtoken::EncodingKey::from_ec_der(pkcs8.as_bytes()),
+                    public_key: URL_SAFE_NO_PAD
+                        .encode(self.secret.public_key().to_encoded_point(false).as_bytes()),
+                })
+            })
+            .as_ref()
     }
 
     /// A subscription as the browser's `PushSubscription.toJSON()` gives it, checked.
@@ -169,7 +187,10 @@ impl Pusher {
             (Some(scheme), Some(authority)) => format!("{scheme}://{authority}"),
             _ => return Err(failed("the endpoint has no origin")),
         };
-        let vapid = self.vapid_token(&audience)?;
+        let Some(Vapid { key, public_key }) = self.vapid() else {
+            return Err(failed("the VAPID key could not be encoded"));
+        };
+        let vapid = self.vapid_token(key, &audience)?;
         let (parts, payload) = request.into_parts();
         let http = self.http.get_or_init(|| {
             crate::clients::metadata_document::public_client(
@@ -183,7 +204,7 @@ impl Pusher {
             .headers(parts.headers)
             .header(
                 http::header::AUTHORIZATION,
-                format!("vapid t={vapid}, k={}", self.public_key),
+                format!("vapid t={vapid}, k={public_key}"),
             )
             .header("Urgency", "high")
             .body(payload)
@@ -207,7 +228,11 @@ impl Pusher {
 
     /// The VAPID JWT (RFC 8292 §2): ES256, the push service's origin as audience, twelve
     /// hours at most.
-    fn vapid_token(&self, audience: &str) -> Result<String, PushFailure> {
+    fn vapid_token(
+        &self,
+        key: &jsonwebtoken::EncodingKey,
+        audience: &str,
+    ) -> Result<String, PushFailure> {
         #[derive(Serialize)]
         struct Claims<'a> {
             aud: &'a str,
@@ -222,7 +247,7 @@ impl Pusher {
                 exp,
                 sub: &self.contact,
             },
-            &self.key,
+            key,
         )
         .map_err(|_| PushFailure::Failed("the VAPID token could not be signed".into()))
     }
