@@ -782,6 +782,52 @@ async fn each_household_has_its_own_rate_limit() {
 }
 
 #[tokio::test]
+async fn a_refused_household_request_returns_nothing_of_the_account_or_ledger_read_beside_it() {
+    let counter = hearth_testkit::CallCounter::default();
+    let client = aws_sdk_dynamodb::Client::from_conf(
+        Moto::shared()
+            .dynamodb_config()
+            .interceptor(counter.clone())
+            .build(),
+    );
+    let vars = settings(&[
+        ("COUNTERSIGN_HOST_KEY", HOST_KEY),
+        ("HEARTH_RATE_LIMIT_PER_SUBJECT", "3"),
+    ]);
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let world = world_with(common::config(&vars), Backend::Dynamo, client).await;
+    let a = household(&world, "The Adams").await;
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    for _ in 0..3 {
+        assert_eq!(
+            world.post(&a.token, &ping, &[]).await.status,
+            StatusCode::OK
+        );
+    }
+    counter.take();
+    // The fourth request this minute, attested: its account and ledger are read beside the
+    // counters, and dropped unread when the counters refuse it.
+    let week = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "household_activity", "arguments": {}}});
+    let headers = spoken(&a.key_id, &a.key, "what did we buy", world.now());
+    let refused = world.post(&a.token, &week, &headers).await;
+    assert_eq!(
+        refused.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "{}",
+        refused.raw
+    );
+    assert_eq!(
+        counter.take_with_rounds(),
+        (4, 1),
+        "the two counters, the account's GetItem and the ledger's Query, sent together"
+    );
+    for read in ["The Adams", a.id.as_str(), "ledger", "entries"] {
+        assert!(!refused.raw.contains(read), "{read} in {}", refused.raw);
+    }
+}
+
+#[tokio::test]
 async fn a_credentials_token_still_names_its_own_households() {
     let world = world(Backend::Sqlite).await;
     let missing = refusal(
