@@ -945,13 +945,7 @@ async fn a_browser_host_on_an_allowed_origin_may_fetch_and_no_other_may() {
 /// keeps the registration (a read and a transaction); later ones within a day write nothing.
 #[tokio::test]
 async fn a_registered_client_costs_a_known_number_of_dynamodb_calls() {
-    let counter = hearth_testkit::CallCounter::default();
-    let client = aws_sdk_dynamodb::Client::from_conf(
-        Moto::shared()
-            .dynamodb_config()
-            .interceptor(counter.clone())
-            .build(),
-    );
+    let (client, counter) = Moto::shared().counted_dynamodb_client();
     let (h, admin, stores) = common::operated_with_stores(
         &config(false),
         Backend::Dynamo,

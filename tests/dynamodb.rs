@@ -29,10 +29,7 @@ use serde_json::{Map, Value, json};
 
 /// A store over a fresh table, with every SDK call counted.
 async fn counted_store(moto: &Moto) -> (Arc<DynamoStore>, CallCounter, String) {
-    let counter = CallCounter::default();
-    let client = aws_sdk_dynamodb::Client::from_conf(
-        moto.dynamodb_config().interceptor(counter.clone()).build(),
-    );
+    let (client, counter) = moto.counted_dynamodb_client();
     let table = unique_name("hearth-dynamodb");
     let store = DynamoStore::new(client, table.clone());
     store.ensure_table().await.expect("create the table");
@@ -568,10 +565,7 @@ async fn a_stopped_emulator_is_storage_unavailable_and_service_recovers() {
 #[tokio::test]
 async fn a_counter_outage_counts_locally_and_the_table_takes_over_when_it_returns() {
     let mut moto = Moto::start_own();
-    let counter = CallCounter::default();
-    let client = aws_sdk_dynamodb::Client::from_conf(
-        moto.dynamodb_config().interceptor(counter.clone()).build(),
-    );
+    let (client, counter) = moto.counted_dynamodb_client();
     let store = Arc::new(DynamoStore::new(
         client,
         unique_name("hearth-counter-outage"),
@@ -620,13 +614,7 @@ async fn a_counter_outage_counts_locally_and_the_table_takes_over_when_it_return
 #[tokio::test]
 async fn a_read_only_call_is_one_round_trip_and_a_refused_one_returns_nothing_it_read() {
     let (captured, _logs) = common::capture::Captured::installed();
-    let counter = CallCounter::default();
-    let client = aws_sdk_dynamodb::Client::from_conf(
-        Moto::shared()
-            .dynamodb_config()
-            .interceptor(counter.clone())
-            .build(),
-    );
+    let (client, counter) = Moto::shared().counted_dynamodb_client();
     let store = Arc::new(DynamoStore::new(client, unique_name("hearth-one-round")));
     store.ensure_table().await.unwrap();
     let vars = settings(&[("HEARTH_RATE_LIMIT_PER_SUBJECT", "3")]);

@@ -564,13 +564,7 @@ async fn adopting_moves_a_credentials_household_with_its_hashes(backend: Backend
 
 #[tokio::test]
 async fn a_household_token_costs_one_read_a_minute_and_one_per_attested_call() {
-    let counter = hearth_testkit::CallCounter::default();
-    let client = aws_sdk_dynamodb::Client::from_conf(
-        Moto::shared()
-            .dynamodb_config()
-            .interceptor(counter.clone())
-            .build(),
-    );
+    let (client, counter) = Moto::shared().counted_dynamodb_client();
     let world = world_over(Backend::Dynamo, client).await;
     let a = household(&world, "The Adams").await;
     ok(&world
@@ -783,13 +777,7 @@ async fn each_household_has_its_own_rate_limit() {
 
 #[tokio::test]
 async fn a_refused_household_request_returns_nothing_of_the_account_or_ledger_read_beside_it() {
-    let counter = hearth_testkit::CallCounter::default();
-    let client = aws_sdk_dynamodb::Client::from_conf(
-        Moto::shared()
-            .dynamodb_config()
-            .interceptor(counter.clone())
-            .build(),
-    );
+    let (client, counter) = Moto::shared().counted_dynamodb_client();
     let vars = settings(&[
         ("COUNTERSIGN_HOST_KEY", HOST_KEY),
         ("HEARTH_RATE_LIMIT_PER_SUBJECT", "3"),

@@ -1219,13 +1219,7 @@ async fn a_tier_one_token_reaches_only_what_needs_no_household() {
 /// What each step of linking costs on DynamoDB, in SDK calls (each one round trip).
 #[tokio::test]
 async fn each_linking_step_costs_a_known_number_of_dynamodb_calls() {
-    let counter = hearth_testkit::CallCounter::default();
-    let client = aws_sdk_dynamodb::Client::from_conf(
-        Moto::shared()
-            .dynamodb_config()
-            .interceptor(counter.clone())
-            .build(),
-    );
+    let (client, counter) = Moto::shared().counted_dynamodb_client();
     let w = world_over(Backend::Dynamo, client).await;
     let household = w.household("Counted House").await;
     let link_code = w.link_code(&household).await;

@@ -159,6 +159,13 @@ impl Moto {
     pub fn dynamodb_client(&self) -> aws_sdk_dynamodb::Client {
         aws_sdk_dynamodb::Client::from_conf(self.dynamodb_config().build())
     }
+
+    /// A DynamoDB client whose every call the returned counter sees (see [`crate::CallCounter`]).
+    pub fn counted_dynamodb_client(&self) -> (aws_sdk_dynamodb::Client, crate::CallCounter) {
+        let counter = crate::CallCounter::default();
+        let config = self.dynamodb_config().interceptor(counter.clone()).build();
+        (aws_sdk_dynamodb::Client::from_conf(config), counter)
+    }
 }
 
 impl Drop for Moto {
