@@ -12,17 +12,34 @@ milliseconds a transaction). Here a transaction instead keeps a copy of each ite
 before it starts and, when it is cancelled, puts exactly those back: the same outcome, since
 a transaction changes nothing but the items it names and requests are served one at a time.
 
+Three more costs of the emulator's own are cut the same way, each with the same answers, since
+every request waits for every other here (measured 2026-12-03 under `scripts/contention`):
+- a Query sorted and scanned every item of the table, where DynamoDB reads one partition; it
+  now looks only at the partition it names;
+- answers were written by a generic serializer driven by the service model, attribute by
+  attribute (two thirds of a 25-record Query's time); an answer made only of data (items and
+  capacity figures) is now written with `json.dumps`, keeping only the members of the
+  operation's output shape and writing binary values as base64, as that serializer does;
+- every condition expression was lexed with a dozen regular expressions at every request;
+  each distinct expression is now lexed once.
+A window's Query went from about 13.5 ms to 3.5 ms and a transaction from 2.5 ms to 2.1 ms.
+
     .venv/bin/python scripts/moto_server.py PORT
 """
 
+import base64
 import copy
+import json
 import signal
 import sys
+from collections import deque
 
 import moto.dynamodb.models as dynamodb_models
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
+from moto.core.responses import ActionResult
+from moto.dynamodb.comparisons import ConditionExpressionParser
 from moto.moto_server.werkzeug_app import (
     DomainDispatcherApplication,
     MotoRequestHandler,
@@ -81,8 +98,130 @@ def _journaled(transact_write_items):
     return transact
 
 
+def _one_partition(query):
+    """Moto's Query sorts every item of the table and then filters them; a Query on the table's
+    own key names one partition, so only that partition's items are handed to it."""
+
+    def partition_query(self, hash_key, *args, **kwargs):
+        index_name = args[6] if len(args) > 6 else kwargs.get("index_name")
+        if index_name or hash_key is None or not self.range_key_attr:
+            return query(self, hash_key, *args, **kwargs)
+        partition = list(self.items.get(hash_key, {}).values())
+        self.all_items = lambda: partition
+        try:
+            return query(self, hash_key, *args, **kwargs)
+        finally:
+            del self.all_items
+
+    return partition_query
+
+
+# DynamoDB's answers that are built only of data: their items and capacity figures.
+_DATA_ANSWERS = {
+    "BatchGetItem",
+    "BatchWriteItem",
+    "DeleteItem",
+    "GetItem",
+    "PutItem",
+    "Query",
+    "Scan",
+    "TransactGetItems",
+    "TransactWriteItems",
+    "UpdateItem",
+}
+
+
+class _NotData(Exception):
+    pass
+
+
+def _as_json(value, shape):
+    """`value` as the JSON protocol writes `shape`: only the shape's members, None left out,
+    binary as base64. An attribute value is written as it is: its members are its types."""
+    if shape.name == "AttributeValue":
+        return _attribute_value(value)
+    if shape.type_name == "structure" and isinstance(value, dict):
+        members = shape.members
+        return {
+            key: _as_json(member, members[key])
+            for key, member in value.items()
+            if member is not None and key in members
+        }
+    if shape.type_name == "list" and isinstance(value, list):
+        return [_as_json(member, shape.member) for member in value]
+    if shape.type_name == "map" and isinstance(value, dict):
+        return {key: _as_json(member, shape.value) for key, member in value.items()}
+    if shape.type_name == "blob":
+        return _attribute_value(value)
+    if shape.type_name in ("string", "boolean", "integer", "long", "double", "float"):
+        if isinstance(value, (str, int, float, bool)):
+            return value
+    raise _NotData
+
+
+def _attribute_value(value):
+    if isinstance(value, dict):
+        return {key: _attribute_value(member) for key, member in value.items()}
+    if isinstance(value, list):
+        return [_attribute_value(member) for member in value]
+    if isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    raise _NotData
+
+
+def _written_directly(execute_result):
+    def execute(self, context):
+        if (
+            context.service_model.service_name == "dynamodb"
+            and context.operation_model.name in _DATA_ANSWERS
+            and isinstance(self.result, dict)
+        ):
+            try:
+                body = json.dumps(_as_json(self.result, context.operation_model.output_shape))
+            except _NotData:
+                return execute_result(self, context)
+            return 200, {"Content-Type": "application/x-amz-json-1.0"}, body
+        return execute_result(self, context)
+
+    return execute
+
+
+def _lexed_once(lex):
+    """Moto lexes a condition expression with a dozen regular expressions at every request;
+    Hearth sends the same few expressions with new values, so each is lexed once. Lexing
+    reads only the expression's text; names and values are looked up after it."""
+    lexed = {}
+
+    def lex_once(self):
+        tokens = lexed.get(self.condition_expression)
+        if tokens is None:
+            tokens = tuple((node.nonterminal, node.text) for node in lex(self))
+            if len(lexed) < 4096:
+                lexed[self.condition_expression] = tokens
+        # Fresh nodes every time: the parser's later steps may change a node's children.
+        return deque(
+            self.Node(
+                nonterminal=nonterminal,
+                kind=self.Kind.LITERAL,
+                text=text,
+                value=text,
+                children=[],
+            )
+            for nonterminal, text in tokens
+        )
+
+    return lex_once
+
+
 dynamodb_models.copy = _TablesUncopied()
 DynamoDBBackend.transact_write_items = _journaled(DynamoDBBackend.transact_write_items)
+Table.query = _one_partition(Table.query)
+ActionResult.execute_result = _written_directly(ActionResult.execute_result)
+ConditionExpressionParser._lex_condition_expression = _lexed_once(
+    ConditionExpressionParser._lex_condition_expression
+)
 
 
 def main():

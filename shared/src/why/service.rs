@@ -299,7 +299,11 @@ impl WhyService {
             LogStep::Grow => self.hot_chains.get(key),
             LogStep::StartOver => None,
         };
+        if let Some(until) = hot.as_ref().and_then(|landed| landed.make_way_until) {
+            retry.make_way(until).await;
+        }
         let mut last_lost = hot.as_ref().map(|landed| landed.last_lost);
+        let mut attempt_started = std::time::Instant::now();
         let mut start_from: Option<(Winner, Option<KnownWindow>)> =
             hot.map(|landed| (landed.heads, Some(landed.known)));
         loop {
@@ -366,7 +370,9 @@ impl WhyService {
             match self.store.append_or_winner(key, append, now_ms).await {
                 Ok(()) => {
                     match landed {
-                        Some(landed) => self.hot_chains.remember(key, landed),
+                        Some(landed) => self
+                            .hot_chains
+                            .remember(key, landed.making_way(attempt_started.elapsed())),
                         None => self.hot_chains.forget(key),
                     }
                     let mut record = sealed
@@ -387,6 +393,7 @@ impl WhyService {
                     if !retry.pause().await {
                         return Err(WhyError::Busy);
                     }
+                    attempt_started = std::time::Instant::now();
                 }
                 Err((error, _)) => {
                     self.hot_chains.forget(key);
