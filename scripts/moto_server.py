@@ -151,11 +151,20 @@ def _as_json(value, shape):
         return [_as_json(member, shape.member) for member in value]
     if shape.type_name == "map" and isinstance(value, dict):
         return {key: _as_json(member, shape.value) for key, member in value.items()}
-    if shape.type_name == "blob":
-        return _attribute_value(value)
-    if shape.type_name in ("string", "boolean", "integer", "long", "double", "float"):
-        if isinstance(value, (str, int, float, bool)):
-            return value
+    # Anything else only when its Python type is exactly the shape's, which needs no converting;
+    # the rest goes to moto's serializer.
+    kind = type(value)
+    if shape.type_name == "blob" and kind is bytes:
+        return base64.b64encode(value).decode()
+    if (shape.type_name, kind) in {
+        ("string", str),
+        ("boolean", bool),
+        ("integer", int),
+        ("long", int),
+        ("double", float),
+        ("float", float),
+    }:
+        return value
     raise _NotData
 
 

@@ -303,7 +303,6 @@ impl WhyService {
             retry.make_way(until).await;
         }
         let mut last_lost = hot.as_ref().map(|landed| landed.last_lost);
-        let mut attempt_started = std::time::Instant::now();
         let mut start_from: Option<(Winner, Option<KnownWindow>)> =
             hot.map(|landed| (landed.heads, Some(landed.known)));
         loop {
@@ -372,7 +371,7 @@ impl WhyService {
                     match landed {
                         Some(landed) => self
                             .hot_chains
-                            .remember(key, landed.making_way(attempt_started.elapsed())),
+                            .remember(key, landed.making_way(retry.attempt_took())),
                         None => self.hot_chains.forget(key),
                     }
                     let mut record = sealed
@@ -393,7 +392,6 @@ impl WhyService {
                     if !retry.pause().await {
                         return Err(WhyError::Busy);
                     }
-                    attempt_started = std::time::Instant::now();
                 }
                 Err((error, _)) => {
                     self.hot_chains.forget(key);
