@@ -10,7 +10,7 @@ use common::Backend;
 
 use std::sync::Arc;
 
-use common::{Harness, Reply, TOKEN, request, settings};
+use common::{Harness, Reply, TOKEN, request};
 use hearth_core::accounts::GENERATION_CACHE_MS;
 use hearth_core::admin::Admin;
 use hearth_core::auth::attestation::{Attestation, sign};
@@ -35,9 +35,15 @@ struct World {
 }
 
 fn config() -> Config {
-    let vars = settings(&[("COUNTERSIGN_HOST_KEY", HOST_KEY)]);
-    let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
-    common::config(&vars)
+    common::config_with(&[("COUNTERSIGN_HOST_KEY", HOST_KEY)])
+}
+
+/// [`config`] with each household limited to three requests a minute.
+fn three_requests_a_minute() -> Config {
+    common::config_with(&[
+        ("COUNTERSIGN_HOST_KEY", HOST_KEY),
+        ("HEARTH_RATE_LIMIT_PER_SUBJECT", "3"),
+    ])
 }
 
 async fn world(backend: Backend) -> World {
@@ -743,13 +749,8 @@ async fn an_unreadable_account_store_keeps_what_needs_no_household() {
 
 #[tokio::test]
 async fn each_household_has_its_own_rate_limit() {
-    let vars = settings(&[
-        ("COUNTERSIGN_HOST_KEY", HOST_KEY),
-        ("HEARTH_RATE_LIMIT_PER_SUBJECT", "3"),
-    ]);
-    let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
     let world = world_with(
-        common::config(&vars),
+        three_requests_a_minute(),
         Backend::Sqlite,
         Moto::shared().dynamodb_client(),
     )
@@ -778,12 +779,7 @@ async fn each_household_has_its_own_rate_limit() {
 #[tokio::test]
 async fn a_refused_household_request_returns_nothing_of_the_account_or_ledger_read_beside_it() {
     let (client, counter) = Moto::shared().counted_dynamodb_client();
-    let vars = settings(&[
-        ("COUNTERSIGN_HOST_KEY", HOST_KEY),
-        ("HEARTH_RATE_LIMIT_PER_SUBJECT", "3"),
-    ]);
-    let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
-    let world = world_with(common::config(&vars), Backend::Dynamo, client).await;
+    let world = world_with(three_requests_a_minute(), Backend::Dynamo, client).await;
     let a = household(&world, "The Adams").await;
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
     for _ in 0..3 {
