@@ -76,6 +76,10 @@ enum Command {
         household: String,
         credential_id: String,
     },
+    PasskeyApprovalLink {
+        household: String,
+        credential_id: String,
+    },
 }
 
 pub async fn run(args: AdminArgs) -> ExitCode {
@@ -206,6 +210,13 @@ fn command_of(command: AdminCommand) -> Result<Command, String> {
                 household,
                 credential_id,
             },
+            PasskeyCommand::ApprovalLink {
+                household,
+                credential_id,
+            } => Command::PasskeyApprovalLink {
+                household,
+                credential_id,
+            },
         },
     })
 }
@@ -262,7 +273,10 @@ async fn execute(command: Command) -> anyhow::Result<Value> {
         Command::ClientAdd { .. } | Command::ClientList | Command::ClientDelete(_) => {
             unreachable!("client commands are answered by client_command")
         }
-        Command::PasskeyInvite { .. } | Command::PasskeyList(_) | Command::PasskeyRevoke { .. } => {
+        Command::PasskeyInvite { .. }
+        | Command::PasskeyList(_)
+        | Command::PasskeyRevoke { .. }
+        | Command::PasskeyApprovalLink { .. } => {
             unreachable!("passkey commands are answered by passkey_command")
         }
         Command::Unlink(household) => serde_json::to_value(admin.unlink(&household).await?),
@@ -315,6 +329,13 @@ async fn passkey_command(config: &Config, command: &Command) -> anyhow::Result<O
         } => {
             let passkeys = hearth_core::app::admin_passkeys(config).await?;
             json!({"revoked": passkeys.revoke(household, credential_id).await?})
+        }
+        Command::PasskeyApprovalLink {
+            household,
+            credential_id,
+        } => {
+            let passkeys = hearth_core::app::admin_passkeys(config).await?;
+            json!({"url": passkeys.confirmation_link(household, credential_id).await?})
         }
         _ => return Ok(None),
     };

@@ -345,6 +345,14 @@ pub enum PasskeyCommand {
         #[arg(allow_hyphen_values = true)]
         credential_id: String,
     },
+    /// A new link to the page where a guardian approves a pending passkey (links are kept
+    /// only as hashes, so `passkey list` cannot show one; earlier links keep working)
+    ApprovalLink {
+        household: String,
+        /// As `passkey list` prints it: base64url, which may begin with a hyphen
+        #[arg(allow_hyphen_values = true)]
+        credential_id: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -93,10 +93,14 @@ async fn execute(command: Command, json: bool) -> anyhow::Result<()> {
             let address = listener.local_addr()?;
             tracing::info!(address = %address, vkey = %vkey, "witness serving");
             eprintln!("hearth witness: serving on http://{address} as {vkey}");
-            axum::serve(listener, http::router(witness))
-                .with_graceful_shutdown(hearth_core::app::shutdown_signal())
-                .await
-                .context("serving HTTP")
+            hearth_core::http_server::serve(
+                listener,
+                http::router(witness),
+                settings.max_connections,
+                hearth_core::app::shutdown_signal(),
+            )
+            .await;
+            Ok(())
         }
         Command::Key => {
             let output = json!({

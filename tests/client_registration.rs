@@ -816,6 +816,72 @@ async fn every_metadata_document_refusal_shows_a_page_and_redirects_nowhere() {
     );
 }
 
+/// Off loopback, a refused document tells the person only that the app's registration could
+/// not be checked: why (a status, a size) would let anyone probe public hosts from the
+/// server's address. The operator's log has the reason; the token endpoint says no more.
+#[tokio::test]
+async fn a_public_server_names_no_reason_for_a_refused_document() {
+    const PUBLIC: &str = "https://hearth.example/mcp";
+    let (log, _guard) = common::capture::Captured::installed();
+    let host = DocumentHost::start().await;
+    let config = common::config(&[
+        ("MCP_JWT_SECRET", JWT_SECRET),
+        ("HEARTH_LOG_KEY", LOG_KEY),
+        ("HEARTH_RATE_LIMIT_PER_IP", "1000000"),
+        ("HEARTH_CIMD_ALLOW_HTTP_LOOPBACK", "true"),
+        ("MCP_RESOURCE_URL", PUBLIC),
+    ]);
+    let h = common::harness_with(&config);
+    for (name, why) in [
+        ("missing.json", "answered 404"),
+        ("big.json", "larger than 5120 bytes"),
+    ] {
+        let query = encode_pairs(&[
+            ("response_type", "code"),
+            ("client_id", &host.url(name)),
+            ("redirect_uri", HOST_REDIRECT),
+            ("state", STATE),
+            ("code_challenge", &challenge(VERIFIER)),
+            ("code_challenge_method", "S256"),
+            ("resource", PUBLIC),
+        ]);
+        let page = request(
+            &h.router,
+            "GET",
+            &format!("/oauth/authorize?{query}"),
+            &[("host", "hearth.example")],
+            "",
+        )
+        .await;
+        assert!(is_error_page(&page), "{name}: {}", page.raw);
+        assert!(
+            page.raw
+                .contains("this app&#39;s registration could not be checked")
+                || page
+                    .raw
+                    .contains("this app's registration could not be checked"),
+            "{name}: {}",
+            page.raw
+        );
+        assert!(!page.raw.contains(why), "{name} names why: {}", page.raw);
+        assert!(log.text().contains(why), "the operator's log says {why:?}");
+    }
+    let token = request(
+        &h.router,
+        "POST",
+        "/oauth/token",
+        &[("content-type", "application/x-www-form-urlencoded")],
+        &encode_pairs(&[
+            ("grant_type", "refresh_token"),
+            ("client_id", &host.url("big.json")),
+            ("refresh_token", "x"),
+        ]),
+    )
+    .await;
+    assert_eq!(token.status, StatusCode::UNAUTHORIZED, "{}", token.raw);
+    assert!(!token.raw.contains("larger than"), "{}", token.raw);
+}
+
 /// Without `HEARTH_CIMD_ALLOW_HTTP_LOOPBACK`, a document on this machine is refused: over
 /// http because it is not https, and over https because the name resolves to a loopback
 /// address (checked after resolution, before any connection).

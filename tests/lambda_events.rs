@@ -58,7 +58,9 @@ async fn seed_passkey_household(
         push_grant: None,
     };
     let waiting = PendingEnrolmentItem {
-        approval_token: text(&spec["pending"]["approval_token"]),
+        approval_token_hashes: vec![hearth_core::store::token_hash(&text(
+            &spec["pending"]["approval_token"],
+        ))],
         generation: 0,
         challenged_at_ms: Vec::new(),
         nonce: Some(NonceItem {
@@ -94,7 +96,9 @@ async fn seed_passkey_household(
             challenged_at_ms: vec![now],
         }],
         approval_links: vec![hearth_core::store::ApprovalLinkItem {
-            token: text(&spec["approval"]["token"]),
+            token_hashes: vec![hearth_core::store::token_hash(&text(
+                &spec["approval"]["token"],
+            ))],
             request_id: text(&spec["approval"]["request_id"]),
             expires_at_ms: now + 60_000,
             generation: 0,

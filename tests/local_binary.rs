@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::process::{free_port, http};
+use common::process::{free_port, http, wait_until_listening};
 
 /// The value after `label` on the banner line that starts with it.
 fn banner_value(banner: &[String], label: &str) -> String {
@@ -166,14 +166,7 @@ fn development_credentials_honour_the_log_keys_in_the_environment() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "server did not start"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until_listening(port, "the server");
     let (status, body) = http(port, "GET", "/.well-known/hearth/log-keys", &[], "");
     child.kill().unwrap();
     child.wait().unwrap();

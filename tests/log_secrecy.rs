@@ -603,11 +603,9 @@ async fn a_passkey_session_logs_no_link_nonce_statement_or_assertion() {
     secrets.extend(more);
     let (mia, more) = enrol("mia").await;
     secrets.extend(more);
-    let listed = passkeys.list(&household).await.unwrap();
-    let approval = listed
-        .iter()
-        .find(|passkey| passkey.credential_id == mia.id())
-        .and_then(|passkey| passkey.approval_url.clone())
+    let approval = passkeys
+        .confirmation_link(&household, &mia.id())
+        .await
         .unwrap();
     let page = approval.strip_prefix(origin).unwrap().to_owned();
     secrets.push(page.rsplit('/').next().unwrap().to_owned());

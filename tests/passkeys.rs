@@ -30,6 +30,7 @@ struct World {
     h: Harness,
     admin: Admin,
     passkeys: Passkeys,
+    stores: Stores,
 }
 
 async fn world(backend: Backend) -> World {
@@ -42,7 +43,12 @@ async fn world(backend: Backend) -> World {
     )
     .await;
     let passkeys = passkeys_over(&config, &stores, &h);
-    World { h, admin, passkeys }
+    World {
+        h,
+        admin,
+        passkeys,
+        stores,
+    }
 }
 
 fn passkeys_over(config: &hearth_core::config::Config, stores: &Stores, h: &Harness) -> Passkeys {
@@ -133,7 +139,8 @@ impl World {
             .clone()
     }
 
-    /// The approval page path of `member`'s pending passkey.
+    /// A new approval page path for `member`'s pending passkey, as the operator asks for one
+    /// (`passkey approval-link`).
     async fn approval_page(&self, household: &str, credential_id: &str) -> String {
         let listed = self.listed(household).await;
         let entry = listed
@@ -141,7 +148,17 @@ impl World {
             .find(|entry| entry["credential_id"] == credential_id)
             .unwrap();
         assert_eq!(entry["pending"], true, "{entry}");
-        path_of(entry["approval_url"].as_str().unwrap())
+        assert!(
+            entry.get("approval_url").is_none(),
+            "no link is kept to list"
+        );
+        path_of(
+            &self
+                .passkeys
+                .confirmation_link(household, credential_id)
+                .await
+                .unwrap(),
+        )
     }
 
     /// `signer` decides an order on `page`: the challenge, then the signed statement.
@@ -711,6 +728,7 @@ async fn a_waiting_passkey_is_announced_before_the_enrolment_answers() {
         passkeys: passkeys_over(&config, &stores, &h),
         h,
         admin,
+        stores,
     };
     let home = w.household("Maple House").await;
     let (_dana, first) = w.enrolled(&home, "dana").await;
@@ -730,12 +748,20 @@ async fn a_waiting_passkey_is_announced_before_the_enrolment_answers() {
         hearth_core::countersign::notify::sign(KEY, body).as_str()
     );
     let notice: Value = serde_json::from_slice(body).unwrap();
-    let approval = w.approval_page(&home, &mia.id()).await;
     assert_eq!(notice["kind"], "passkey_enrolment");
     assert_eq!(notice["household_id"], home.as_str());
     assert_eq!(notice["requester_role"], "child");
-    assert_eq!(path_of(notice["approval_url"].as_str().unwrap()), approval);
     assert!(notice["sent_at"].is_i64());
+    // The announced page opens, and so does a new link the operator asks for later: the
+    // first is kept only as a hash, and keeps working beside it.
+    let announced = path_of(notice["approval_url"].as_str().unwrap());
+    let later = w.approval_page(&home, &mia.id()).await;
+    assert_ne!(announced, later);
+    for page in [&announced, &later] {
+        let shown = w.get(page).await;
+        assert_eq!(shown.status, StatusCode::OK, "{page}: {}", shown.raw);
+        assert!(shown.raw.contains(">Approve</button>"), "{}", shown.raw);
+    }
 }
 
 // ---- orders approved on a phone ------------------------------------------------------------
@@ -1362,6 +1388,7 @@ async fn a_subscribed_phone_is_pushed_what_waits_for_it() {
         passkeys: passkeys_over(&config, &stores, &h),
         h,
         admin,
+        stores,
     };
     let home = w.household("Maple House").await;
     let (_dana, enrolled) = w.enrolled(&home, "dana").await;
@@ -1541,7 +1568,129 @@ fn base64_url(bytes: &[u8]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
+/// Whatever a link fails on (no such household, a token that was never issued, one used up or
+/// past its time), a stranger is shown one page with one status: nothing tells which
+/// households exist, or that a token once worked.
+async fn every_link_that_does_not_work_gives_one_page(backend: Backend) {
+    let a = approving(backend).await;
+    let never = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+    let no_household = format!("hh-0123456789abcdef0123456789abcdef.{never}");
+    let used_invite = a.w.invite(&a.home, "chris").await;
+    a.w.enrol_with(&used_invite, &mut SoftPasskey::es256(ORIGIN, RP_ID))
+        .await;
+    let past_its_time = Approving::page_of(&a.propose().await);
+    a.w.h.clock.advance(time::Duration::minutes(31));
+    let mut pages = Vec::new();
+    for kind in ["enrol", "confirm", "approve"] {
+        pages.push(format!("/passkeys/{kind}/{no_household}"));
+        pages.push(format!("/passkeys/{kind}/{}.{never}", a.home));
+    }
+    pages.push(used_invite);
+    pages.push(past_its_time);
+    let first = a.w.get(&pages[0]).await;
+    assert_eq!(first.status, StatusCode::GONE, "{}", first.raw);
+    for page in &pages[1..] {
+        let shown = a.w.get(page).await;
+        assert_eq!(shown.status, first.status, "{page}");
+        assert_eq!(shown.raw, first.raw, "{page} shows the same page");
+    }
+    // The pages' own requests answer alike too.
+    let asked: Vec<Reply> = first_posts(&a.w, &pages).await;
+    for (page, reply) in pages.iter().zip(&asked) {
+        assert_eq!(reply.status, asked[0].status, "{page}: {}", reply.raw);
+        assert_eq!(reply.body, asked[0].body, "{page}");
+    }
+}
+
+/// Each page's first POST: the creation options of an invite, the challenge of the others.
+async fn first_posts(w: &World, pages: &[String]) -> Vec<Reply> {
+    let mut replies = Vec::new();
+    for page in pages {
+        let reply = if page.starts_with("/passkeys/enrol/") {
+            w.post(&format!("{page}/options"), &json!({})).await
+        } else {
+            w.post(
+                &format!("{page}/challenge"),
+                &json!({"decision": "approve"}),
+            )
+            .await
+        };
+        replies.push(reply);
+    }
+    replies
+}
+
+/// A pending passkey's page and an order's approval page are stored as hashes of their
+/// tokens, as invites are: a copy of the store opens neither.
+async fn link_tokens_are_stored_only_as_hashes(backend: Backend) {
+    let a = approving(backend).await;
+    let (chris, _) = a.w.enrolled(&a.home, "chris").await;
+    let pending = a.w.approval_page(&a.home, &chris.id()).await;
+    let approval = Approving::page_of(&a.propose().await);
+    let stored = a.w.stores.accounts.account(&a.home).await.unwrap().unwrap();
+    let stored = serde_json::to_string(&stored).unwrap();
+    for page in [&pending, &approval] {
+        let secret = page.rsplit('.').next().unwrap();
+        assert_eq!(secret.len(), 43, "{page}");
+        assert!(!stored.contains(secret), "{page}'s token is stored");
+        assert_eq!(a.w.get(page).await.status, StatusCode::OK, "{page} opens");
+    }
+}
+
+/// A link an older release stored with its token in plain text keeps working until its time,
+/// and the next write of the account keeps only the token's hash. (The stored JSON is
+/// rewritten by hand, as that release wrote it, on the SQLite file.)
+#[tokio::test]
+async fn a_plain_token_from_an_older_release_works_and_is_not_written_again() {
+    let a = approving(Backend::Sqlite).await;
+    let page = Approving::page_of(&a.propose().await);
+    let token = page.rsplit('/').next().unwrap().to_owned();
+    let hash = hearth_core::store::token_hash(&token);
+    let db = rusqlite::Connection::open(a.w.h.db_path()).unwrap();
+    let stored = || -> String {
+        db.query_row(
+            "SELECT body FROM accounts WHERE household_id = ?1",
+            [&a.home],
+            |row| row.get(0),
+        )
+        .unwrap()
+    };
+    let body = stored();
+    let hashed = format!(r#""token_hashes":["{hash}"]"#);
+    assert!(body.contains(&hashed), "{body}");
+    let legacy = body.replace(&hashed, &format!(r#""token":"{token}""#));
+    db.execute(
+        "UPDATE accounts SET body = ?1 WHERE household_id = ?2",
+        [&legacy, &a.home],
+    )
+    .unwrap();
+
+    assert_eq!(a.w.get(&page).await.status, StatusCode::OK, "honoured");
+    let asked =
+        a.w.post(
+            &format!("{page}/challenge"),
+            &json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(asked.status, StatusCode::OK, "{}", asked.raw);
+    let body = stored();
+    let secret = token.rsplit('.').next().unwrap();
+    assert!(
+        !body.contains(secret),
+        "written again in plain text: {body}"
+    );
+    assert!(body.contains(&hashed), "{body}");
+    a.w.h.clock.advance(time::Duration::minutes(31));
+    assert_eq!(
+        a.w.get(&page).await.status,
+        StatusCode::GONE,
+        "until it expires"
+    );
+}
+
 on_both_stores!(
+    every_link_that_does_not_work_gives_one_page,
+    link_tokens_are_stored_only_as_hashes,
     a_guardian_enrols_and_the_invite_then_is_gone,
     an_ed25519_passkey_enrols_too,
     the_first_passkey_must_be_a_guardians,

@@ -1,7 +1,6 @@
 //! Composition: builds each entry point's router from a [`Config`] and serves it, under the
 //! Lambda runtime or as a plain local server. Entry points stay a few lines long.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context as _;
@@ -79,6 +78,35 @@ pub struct Route {
     pub path: &'static str,
     #[serde(skip)]
     pub summary: &'static str,
+    #[serde(skip)]
+    pub limited_by: Limit,
+}
+
+/// What counts a route's requests (see `gate`): every route but `/healthz` spends the client
+/// address's one budget (`HEARTH_RATE_LIMIT_PER_IP`) before anything else runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// Never limited: a load balancer's probe must not be refused.
+    Nothing,
+    /// The address's budget.
+    Address,
+    /// The address's budget and, in the same counter call, the subject the bearer token
+    /// names (`HEARTH_RATE_LIMIT_PER_SUBJECT`).
+    AddressAndSubject,
+    /// The address's budget, and attempts at something guessable per address, as described.
+    AddressAndAttempts(&'static str),
+}
+
+impl Limit {
+    /// The routes table's words for it.
+    pub fn describe(self) -> String {
+        match self {
+            Limit::Nothing => "nothing".into(),
+            Limit::Address => "address".into(),
+            Limit::AddressAndSubject => "address, subject".into(),
+            Limit::AddressAndAttempts(attempts) => format!("address; {attempts}"),
+        }
+    }
 }
 
 /// Every route Hearth serves. The local server serves all of them; each Lambda function its
@@ -89,162 +117,189 @@ pub const ROUTES: &[Route] = &[
         "ANY",
         "/mcp",
         "the MCP endpoint: POST only, stateless Streamable HTTP, JSON responses ([Protocol behaviour](protocol.md))",
+        Limit::AddressAndSubject,
     ),
     route(
         "mcp",
         "GET",
         "/healthz",
         r#"unauthenticated; answers only `{"status":"ok","service":"hearth"}`"#,
+        Limit::Nothing,
     ),
     route(
         "mcp",
         "GET",
         "/.well-known/hearth/log-keys",
         "the transparency logs' verifier keys ([Transparency logs](../concepts/transparency-logs.md)); 503 without a log key",
+        Limit::Address,
     ),
     route(
         "mcp",
         "GET",
         "/.well-known/hearth/witness-policy",
         "the policy checkpoints are checked under, C2SP tlog-policy text ([Witnesses](../concepts/witnesses.md)); without `HEARTH_WITNESS_POLICY`, the log keys and `quorum none`; 503 without a log key",
+        Limit::Address,
     ),
     route(
         "mcp",
         "ANY",
         "/.well-known/oauth-protected-resource",
         "RFC 9728 protected-resource metadata; 503 without `MCP_RESOURCE_URL`",
+        Limit::Address,
     ),
     route(
         "mcp",
         "ANY",
         "/.well-known/oauth-protected-resource/mcp",
         "the same document at its path-suffixed name",
+        Limit::Address,
     ),
     route(
         "mcp",
         "GET",
         "/demo",
         "the web demo page ([The demo](../getting-started/demo.md))",
+        Limit::Address,
     ),
     route(
         "mcp",
         "GET",
         "/demo/{asset}",
         "its scripts, styles and tour, built into the binary",
+        Limit::Address,
     ),
     route(
         "mcp",
         "GET",
         "/passkeys/page.js",
         "the passkey pages' script ([Passkeys](../concepts/passkeys.md))",
+        Limit::Address,
     ),
     route(
         "mcp",
         "GET",
         "/passkeys/sw.js",
         "the service worker that shows a pushed message and opens its link",
+        Limit::Address,
     ),
     route(
         "mcp",
         "POST",
         "/passkeys/push/{token}",
         "a phone's Web Push subscription (`PushSubscription.toJSON()`), with the push token its enrolment answered (15 minutes, once)",
+        Limit::Address,
     ),
     route(
         "mcp",
         "GET",
         "/passkeys/enrol/{token}",
         "a member's enrolment page (`Create passkey`), from `hearth admin passkey invite`; 410 once used, expired or voided",
+        Limit::Address,
     ),
     route(
         "mcp",
         "POST",
         "/passkeys/enrol/{token}",
         "the new credential (`{\"credential\"}`, WebAuthn JSON); from the page's own origin only",
+        Limit::Address,
     ),
     route(
         "mcp",
         "POST",
         "/passkeys/enrol/{token}/options",
         "the creation options for the enrolment page",
+        Limit::Address,
     ),
     route(
         "mcp",
         "GET",
         "/passkeys/confirm/{token}",
         "a guardian's page letting a later passkey in (`Approve`)",
+        Limit::Address,
     ),
     route(
         "mcp",
         "POST",
         "/passkeys/confirm/{token}",
         "the guardian's signed statement (`{\"statement\", \"credential\"}`)",
+        Limit::Address,
     ),
     route(
         "mcp",
         "POST",
         "/passkeys/confirm/{token}/challenge",
         "the statement to sign and its request options",
+        Limit::Address,
     ),
     route(
         "mcp",
         "GET",
         "/passkeys/approve/{token}",
         "the approval page of an order proposed without a device (`Approve`, `Decline`); 410 once it is decided, 30 minutes pass, or the household is unlinked",
+        Limit::Address,
     ),
     route(
         "mcp",
         "POST",
         "/passkeys/approve/{token}",
         "the signed decision (`{\"decision\", \"statement\", \"credential\"}`); the purchase guard applies it with the approver as the requester",
+        Limit::Address,
     ),
     route(
         "mcp",
         "POST",
         "/passkeys/approve/{token}/challenge",
         "the `hearth-approval/v1` statement to sign for `{\"decision\"}`, and its request options",
+        Limit::Address,
     ),
     route(
         "oauth",
         "ANY",
         "/oauth/authorize",
         "the consent page (GET) and its form (POST) ([Account linking](../concepts/account-linking.md))",
+        Limit::AddressAndAttempts("10 link codes per 15 minutes per address"),
     ),
     route(
         "oauth",
         "ANY",
         "/oauth/token",
         "the token endpoint: client credentials, authorization code, refresh token",
+        Limit::Address,
     ),
     route(
         "oauth",
         "ANY",
         "/oauth/revoke",
         "RFC 7009 revocation of a refresh-token family",
+        Limit::Address,
     ),
     route(
         "oauth",
         "ANY",
         "/oauth/register",
         "RFC 7591 dynamic client registration",
+        Limit::AddressAndAttempts("20 registrations an hour per address"),
     ),
     route(
         "oauth",
         "ANY",
         "/oauth/judge",
         "a static judge token exchanged for an access token",
+        Limit::Address,
     ),
     route(
         "oauth",
         "ANY",
         "/.well-known/oauth-authorization-server",
         "RFC 8414 authorization-server metadata",
+        Limit::Address,
     ),
     route(
         "tts",
         "ANY",
         "/tts",
         "speech from Amazon Polly ([below](#speech-post-tts))",
+        Limit::AddressAndSubject,
     ),
 ];
 
@@ -253,24 +308,31 @@ const fn route(
     method: &'static str,
     path: &'static str,
     summary: &'static str,
+    limited_by: Limit,
 ) -> Route {
     Route {
         function,
         method,
         path,
         summary,
+        limited_by,
     }
 }
 
 /// The routes table of the manual's HTTP routes page, generated from [`ROUTES`] (see
 /// `config::reference::splice`).
 pub fn routes_markdown() -> String {
-    let mut table =
-        String::from("| Function | Method | Path | What it is |\n| --- | --- | --- | --- |\n");
+    let mut table = String::from(
+        "| Function | Method | Path | What it is | Limited by |\n| --- | --- | --- | --- | --- |\n",
+    );
     for route in ROUTES {
         table.push_str(&format!(
-            "| `{}` | `{}` | `{}` | {} |\n",
-            route.function, route.method, route.path, route.summary
+            "| `{}` | `{}` | `{}` | {} | {} |\n",
+            route.function,
+            route.method,
+            route.path,
+            route.summary,
+            route.limited_by.describe()
         ));
     }
     table
@@ -735,15 +797,17 @@ fn gate(config: &Config, backing: &Backing) -> Gate {
         _ => limiter.with_local_fallback(),
     };
     Gate::new(config.browser_origins(), limiter)
+        .with_trusted_proxies(config.trusted_proxies.clone())
 }
 
 fn mcp_routes(config: &Config, backing: &Backing) -> Router {
     let server = HearthServer::new(toolsets(config, backing));
+    let gate = gate(config, backing);
     let endpoint = McpEndpoint::new(
         server,
         authenticator(config, backing),
         AttestationVerifier::new(config.host_key(), backing.clock.clone()),
-        gate(config, backing),
+        gate.clone(),
         config.allowed_hosts(),
         config.urls.clone(),
     )
@@ -755,12 +819,13 @@ fn mcp_routes(config: &Config, backing: &Backing) -> Router {
             .as_ref()
             .map(|witnesses| witnesses.policy_text().to_owned()),
     );
-    let router = crate::mcp::router(Arc::new(endpoint)).merge(crate::demo::page_router());
+    let router = crate::mcp::router(Arc::new(endpoint)).merge(crate::demo::page_router(&gate));
     match passkeys(config, backing.accounts.clone(), &backing.household) {
         Some(passkeys) => router.merge(crate::passkeys::http::router(
             Arc::new(passkeys),
             notifier(config),
             Arc::new(countersign_service(config, backing, log_keys(config))),
+            &gate,
         )),
         None => router,
     }
@@ -975,12 +1040,9 @@ pub async fn serve(router: Router, config: &Config) -> anyhow::Result<()> {
                 .await
                 .with_context(|| format!("binding {}", config.addr))?;
             tracing::info!(address = %listener.local_addr()?, "serving");
-            // The peer address feeds the per-IP rate limit.
-            let service = router.into_make_service_with_connect_info::<SocketAddr>();
-            axum::serve(listener, service)
-                .with_graceful_shutdown(shutdown_signal())
-                .await
-                .context("serving HTTP")
+            crate::http_server::serve(listener, router, config.max_connections, shutdown_signal())
+                .await;
+            Ok(())
         }
     }
 }

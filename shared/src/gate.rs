@@ -1,11 +1,27 @@
-//! The checks every public endpoint runs before its own work: the operator's kill switch, the
-//! exact browser-Origin allow-list and the rate limiter. Each endpoint renders a [`Refusal`]
-//! in its own protocol's error shape.
+//! The checks every public route runs before its own work, in one order: the operator's kill
+//! switch, the exact browser-Origin allow-list, then the rate limiter's counters for the
+//! client's address (and, once a bearer token names one, its subject). Every route but
+//! `/healthz` passes them; `app::ROUTES` says how each is limited.
+//!
+//! Two ways through, one gate:
+//! - [`limit`] wraps the routes that have no caller to count (pages, discovery documents, the
+//!   OAuth forms) in a layer that runs [`Gate::admit_address`] before any handler, and so
+//!   before any store read of the route's own;
+//! - the routes that count a caller as well (`/mcp`, `/tts`, the demo's device) call
+//!   [`Gate::check_origin`] and then [`Gate::admit`] themselves once the token is read, so
+//!   that one counter call covers both and `/mcp` can read a household's account beside it.
+//!
+//! Each route family renders a [`Refusal`] in its own shape (a page, OAuth's JSON, JSON-RPC).
+//! The client's address is API Gateway's source IP under Lambda, and otherwise the TCP peer,
+//! or, from a proxy in `HEARTH_TRUSTED_PROXIES`, the client it forwarded for (see
+//! [`crate::forwarded`]).
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Instant;
 
 use axum::Router;
-use axum::extract::{ConnectInfo, Request};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -14,7 +30,9 @@ use lambda_http::request::RequestContext;
 use serde_json::json;
 
 use crate::auth::Caller;
+use crate::forwarded::TrustedProxies;
 use crate::ratelimit::{Admission, RateLimiter};
+use crate::telemetry::{RequestLog, request_id};
 
 /// Why a request was turned away before reaching its endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +59,31 @@ impl Refusal {
         }
     }
 
+    /// The refusal's code in OAuth's error vocabulary (RFC 6749 §5.2 and its kin), which the
+    /// JSON answers of every route family use.
+    pub fn code(self) -> &'static str {
+        match self {
+            Refusal::OriginNotAllowed => "access_denied",
+            Refusal::RateLimited { .. } => "rate_limited",
+            Refusal::LimiterUnavailable => "temporarily_unavailable",
+        }
+    }
+
+    /// What a person reading a page is told, with what to do next.
+    pub fn for_a_person(self) -> &'static str {
+        match self {
+            Refusal::OriginNotAllowed => {
+                "This request came from another website. Open the link itself instead."
+            }
+            Refusal::RateLimited { .. } => {
+                "Too many requests came from your network just now. Wait a minute, then try again."
+            }
+            Refusal::LimiterUnavailable => {
+                "Hearth cannot take requests for a moment. Try again in a minute."
+            }
+        }
+    }
+
     /// Adds the headers this refusal needs (`Retry-After`) to `response`.
     pub fn decorate(self, response: &mut Response) {
         if let Refusal::RateLimited { retry_after_secs } = self {
@@ -51,17 +94,58 @@ impl Refusal {
     }
 }
 
+/// One deployment's gate. Cloning it shares its limiter (and so the limiter's local counts
+/// during a store outage).
+#[derive(Clone)]
 pub struct Gate {
-    allowed_origins: Vec<String>,
-    limiter: RateLimiter,
+    allowed_origins: Arc<[String]>,
+    limiter: Arc<RateLimiter>,
+    proxies: TrustedProxies,
 }
 
 impl Gate {
     pub fn new(allowed_origins: Vec<String>, limiter: RateLimiter) -> Self {
         Self {
-            allowed_origins,
-            limiter,
+            allowed_origins: allowed_origins.into(),
+            limiter: Arc::new(limiter),
+            proxies: TrustedProxies::default(),
         }
+    }
+
+    /// The same gate believing the forwarding headers of `proxies` (`HEARTH_TRUSTED_PROXIES`).
+    pub fn with_trusted_proxies(mut self, proxies: TrustedProxies) -> Self {
+        self.proxies = proxies;
+        self
+    }
+
+    /// The client's address: API Gateway's `sourceIp` under Lambda; locally the TCP peer, or
+    /// the client a trusted proxy forwarded for.
+    pub fn client_ip(&self, request: &Request) -> Option<IpAddr> {
+        if let Some(context) = request.request_context_ref() {
+            let source = match context {
+                RequestContext::ApiGatewayV2(context) => context.http.source_ip.as_deref(),
+                RequestContext::ApiGatewayV1(context) => context.identity.source_ip.as_deref(),
+                // Other event sources are not routed to Hearth.
+                #[allow(unreachable_patterns)]
+                _ => None,
+            };
+            return source.and_then(|ip| ip.parse().ok());
+        }
+        request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(peer)| self.proxies.client_of(peer.ip(), request.headers()))
+    }
+
+    /// Origin, then the counters of the client's address `ip`: the whole gate for a route
+    /// with no caller to count.
+    pub async fn admit_address(
+        &self,
+        headers: &HeaderMap,
+        ip: Option<IpAddr>,
+    ) -> Result<(), Refusal> {
+        self.check_origin(headers)?;
+        self.admit(ip, None).await
     }
 
     /// A request without `Origin` (not from a browser) passes; one with an `Origin` must match
@@ -121,23 +205,50 @@ impl Gate {
     }
 }
 
-/// The client's address: API Gateway's `sourceIp` under Lambda, the TCP peer locally.
-/// `X-Forwarded-For` is never trusted, because any client can write it.
-pub fn client_ip(request: &Request) -> Option<IpAddr> {
-    if let Some(context) = request.request_context_ref() {
-        let source = match context {
-            RequestContext::ApiGatewayV2(context) => context.http.source_ip.as_deref(),
-            RequestContext::ApiGatewayV1(context) => context.identity.source_ip.as_deref(),
-            // Other event sources are not routed to Hearth.
-            #[allow(unreachable_patterns)]
-            _ => None,
-        };
-        return source.and_then(|ip| ip.parse().ok());
+/// How a route family answers a refusal of the gate, in its own shape.
+pub type Render = fn(Refusal, &Request) -> Response;
+
+/// Wraps every route of `routes` in [`Gate::admit_address`], answering a refusal as `render`
+/// shapes it, with `Retry-After` when it is a rate limit, and one request log line. Routes
+/// only: an unknown path's 404 and a known path's 405 are answered without the counters.
+pub fn limit<S>(routes: Router<S>, gate: &Gate, render: Render) -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+{
+    routes.route_layer(middleware::from_fn_with_state(
+        (gate.clone(), render),
+        admitted_by_address,
+    ))
+}
+
+async fn admitted_by_address(
+    State((gate, render)): State<(Gate, Render)>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let started = Instant::now();
+    let ip = gate.client_ip(&request);
+    match gate.admit_address(request.headers(), ip).await {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => {
+            let log = RequestLog::new(request_id(&request));
+            let mut response = render(refusal, &request);
+            refusal.decorate(&mut response);
+            log.finish(response.status(), started.elapsed());
+            response
+        }
     }
-    request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(peer)| peer.ip())
+}
+
+/// A refusal as JSON in OAuth's shape, `{"error", "error_description"}`: for discovery
+/// documents and other routes a program fetches.
+pub fn json_refusal(refusal: Refusal, _request: &Request) -> Response {
+    let body = json!({"error": refusal.code(), "error_description": refusal.message()});
+    let mut response = (refusal.status(), axum::Json(body)).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
 }
 
 /// Wraps `router` so that, when the operator has disabled Hearth (`MCP_DISABLED`), every

@@ -13,7 +13,7 @@ use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use serde_json::json;
 
 use crate::auth::{AuthFailure, Authenticator, Caller};
-use crate::gate::{Gate, Refusal, client_ip};
+use crate::gate::{Gate, Refusal};
 use crate::media::{has_media_type, read_body};
 use crate::telemetry::RequestLog;
 
@@ -42,7 +42,7 @@ pub async fn admit(
             .insert(header::ALLOW, HeaderValue::from_static("POST"));
         return Err(response);
     }
-    let ip = client_ip(&request);
+    let ip = gate.client_ip(&request);
     let caller = authorize(auth, gate, request.headers(), ip, log).await?;
     if !has_media_type(request.headers(), "application/json") {
         return Err(error(

@@ -5,6 +5,11 @@
 //! in DynamoDB and a row with an expiry locally. Stored keys hold hashes, never an IP address or
 //! a subject.
 //!
+//! Every per-address counter counts a client's network, not its address alone
+//! ([`network_of`]): an IPv4 address, or an IPv6 address's /64. One subscriber or one cloud
+//! machine commonly holds a whole IPv6 /64, so counting each of its addresses alone would hand
+//! it 2^64 budgets.
+//!
 //! Two ways the counters can be out of reach are told apart:
 //! - **no store configured** (a misconfiguration) fails closed: every request is refused;
 //! - **a transient outage** of a configured store falls back to counting in this instance,
@@ -79,10 +84,7 @@ impl RateLimiter {
     pub async fn admit(&self, ip: Option<IpAddr>, caller: Option<&Caller>) -> Admission {
         let now_ms = unix_ms(self.clock.now());
         let window = Window::containing(now_ms, WINDOW_MS);
-        let ip_key = match ip {
-            Some(ip) => short_hash(ip.to_string()),
-            None => "unknown".to_owned(),
-        };
+        let ip_key = network_key(ip);
         let mut counters = vec![window.counter(&format!("rate/ip/{ip_key}"), self.limits.per_ip)];
         if let Some(caller) = caller {
             counters.push(window.counter(
@@ -154,10 +156,7 @@ impl AttemptLimiter {
     pub async fn attempt(&self, ip: Option<IpAddr>) -> Admission {
         let now_ms = unix_ms(self.clock.now());
         let window = Window::containing(now_ms, self.window_ms);
-        let ip_key = match ip {
-            Some(ip) => short_hash(ip.to_string()),
-            None => "unknown".to_owned(),
-        };
+        let ip_key = network_key(ip);
         let counter = window.counter(&format!("{}/ip/{ip_key}", self.name), self.limit);
         match self.counters.take(&[counter], window.end_ms, now_ms).await {
             Ok(Taken::Granted) => Admission::Admitted,
@@ -169,6 +168,31 @@ impl AttemptLimiter {
                 Admission::Unavailable
             }
         }
+    }
+}
+
+/// The network a client address is counted by: an IPv4 address whole, an IPv6 address by its
+/// /64 (written as `prefix::/64`), and an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`, what a
+/// dual-stack socket reports for an IPv4 peer) as the IPv4 address it carries.
+pub fn network_of(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let network = u128::from(v6) & (u128::MAX << 64);
+                format!("{}/64", std::net::Ipv6Addr::from(network))
+            }
+        },
+    }
+}
+
+/// A counter key's address part: the hash of [`network_of`] (stored keys never hold an
+/// address); unknown addresses share one counter.
+fn network_key(ip: Option<IpAddr>) -> String {
+    match ip {
+        Some(ip) => short_hash(network_of(ip)),
+        None => "unknown".to_owned(),
     }
 }
 
@@ -353,6 +377,26 @@ mod tests {
             Admission::Admitted
         );
         assert_eq!(store.calls.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn an_address_is_counted_by_its_network() {
+        let network = |text: &str| network_of(text.parse().unwrap());
+        assert_eq!(network("192.0.2.7"), "192.0.2.7");
+        assert_eq!(network("::ffff:192.0.2.7"), "192.0.2.7", "IPv4-mapped");
+        assert_eq!(network("2001:db8:1:2::1"), "2001:db8:1:2::/64");
+        assert_eq!(
+            network("2001:db8:1:2:ffff:ffff:ffff:ffff"),
+            network("2001:db8:1:2::"),
+            "the first and last address of a /64"
+        );
+        assert_ne!(network("2001:db8:1:3::"), network("2001:db8:1:2::"));
+        assert_eq!(network("::1"), "::/64");
+        assert_eq!(
+            network_key(Some("192.0.2.7".parse().unwrap())),
+            short_hash("192.0.2.7"),
+            "IPv4 keeps the key it had, so live windows carry on"
+        );
     }
 
     #[test]

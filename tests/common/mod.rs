@@ -184,7 +184,42 @@ pub async fn request_bytes(
     headers: &[(&str, &str)],
     body: Vec<u8>,
 ) -> Reply {
+    send(router, None, method, uri, headers, body).await
+}
+
+/// [`request`] from the TCP peer `peer`, as the local server sees a connection (the address
+/// the per-address limits count).
+pub async fn request_from(
+    router: &Router,
+    peer: std::net::SocketAddr,
+    method: &str,
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
+    send(
+        router,
+        Some(peer),
+        method,
+        uri,
+        headers,
+        body.as_bytes().to_vec(),
+    )
+    .await
+}
+
+async fn send(
+    router: &Router,
+    peer: Option<std::net::SocketAddr>,
+    method: &str,
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: Vec<u8>,
+) -> Reply {
     let mut request = Request::builder().method(method).uri(uri);
+    if let Some(peer) = peer {
+        request = request.extension(axum::extract::ConnectInfo(peer));
+    }
     if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
         request = request.header("host", "127.0.0.1");
     }

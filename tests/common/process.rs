@@ -39,6 +39,19 @@ pub fn http(
     (status, body)
 }
 
+/// Waits until something accepts connections on loopback `port`, for at most 20 s; `what`
+/// names the server in the failure.
+pub fn wait_until_listening(port: u16, what: &str) {
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{what} did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A running `hearth` binary on a free port, with a clean environment plus `vars`; killed
 /// when dropped. Its stderr (the JSON log) is kept for [`Server::stop`].
 pub struct Server {
@@ -58,14 +71,7 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "hearth did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until_listening(port, "hearth");
         Self { port, child }
     }
 

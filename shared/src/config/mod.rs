@@ -20,6 +20,7 @@ use crate::auth::credentials::{
     NOTIFY_KEY_NAME, OTHER_SECRET_NAMES,
 };
 use crate::auth::{Authenticator, Credentials, JwtKeys};
+use crate::forwarded::TrustedProxies;
 use crate::secret::Secret;
 
 /// Where the process runs. Decided by `AWS_LAMBDA_RUNTIME_API`, which the Lambda runtime sets.
@@ -116,6 +117,13 @@ pub struct Config {
     pub log_key_names_previous: Vec<String>,
     /// `HEARTH_ALLOWED_HOSTS`: extra accepted `Host` values for a local server behind a proxy.
     pub extra_hosts: Vec<String>,
+    /// `HEARTH_TRUSTED_PROXIES`: the reverse proxies (CIDRs) whose `X-Forwarded-For` or
+    /// `Forwarded` header names the client a local server counts. Empty by default; refused
+    /// under Lambda, where API Gateway's source IP is the client.
+    pub trusted_proxies: TrustedProxies,
+    /// `HEARTH_MAX_CONNECTIONS` (default 512): connections a local server holds open at once;
+    /// past it, new ones wait in the kernel's backlog.
+    pub max_connections: usize,
     /// `HEARTH_TOOLSETS`, default every known toolset.
     pub toolsets: Vec<String>,
     pub rate_limits: RateLimits,
@@ -459,6 +467,21 @@ impl Config {
                 });
             }
         };
+        let trusted_proxies = match get("HEARTH_TRUSTED_PROXIES") {
+            None => TrustedProxies::default(),
+            Some(_) if runtime == Runtime::Lambda => {
+                return Err(ConfigError::Invalid {
+                    name: "HEARTH_TRUSTED_PROXIES",
+                    reason: "under Lambda the client is API Gateway's source IP; unset it".into(),
+                });
+            }
+            Some(list) => TrustedProxies::parse(&list).map_err(|reason| ConfigError::Invalid {
+                name: "HEARTH_TRUSTED_PROXIES",
+                reason,
+            })?,
+        };
+        let max_connections =
+            connection_cap(get("HEARTH_MAX_CONNECTIONS"), "HEARTH_MAX_CONNECTIONS")?;
         let witnesses = witness::submission(&get, runtime)?;
         let device = DeviceSettings {
             token: get("HEARTH_TOKEN").map(|token| Secret::new(token.trim())),
@@ -495,6 +518,8 @@ impl Config {
             log_key_version,
             log_key_names_previous,
             extra_hosts: split_list(&get("HEARTH_ALLOWED_HOSTS").unwrap_or_default()),
+            trusted_proxies,
+            max_connections,
             toolsets,
             rate_limits,
         })
@@ -704,6 +729,33 @@ fn rate_limit(
         })
 }
 
+/// The default cap on connections a server holds open at once (`HEARTH_MAX_CONNECTIONS`,
+/// `HEARTH_WITNESS_MAX_CONNECTIONS`): well under the usual 1,024 file descriptors a process
+/// may open, leaving room for the store, logs and outgoing calls.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// The largest connection cap accepted.
+pub const MAX_CONNECTION_CAP: usize = 65_536;
+
+/// A connection cap from its setting `name`: 1 to [`MAX_CONNECTION_CAP`], default
+/// [`DEFAULT_MAX_CONNECTIONS`].
+pub(crate) fn connection_cap(
+    value: Option<String>,
+    name: &'static str,
+) -> Result<usize, ConfigError> {
+    let Some(value) = value else {
+        return Ok(DEFAULT_MAX_CONNECTIONS);
+    };
+    value
+        .trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|cap| (1..=MAX_CONNECTION_CAP).contains(cap))
+        .ok_or(ConfigError::Invalid {
+            name,
+            reason: format!("expected a number of connections from 1 to {MAX_CONNECTION_CAP}"),
+        })
+}
+
 fn split_list(list: &str) -> Vec<String> {
     list.split(',')
         .map(str::trim)
@@ -751,6 +803,61 @@ mod tests {
                 per_ip: 120
             }
         );
+    }
+
+    #[test]
+    fn trusted_proxies_and_connection_caps_are_checked_at_start() {
+        assert!(config(&[]).unwrap().trusted_proxies.is_empty());
+        assert!(
+            !config(&[("HEARTH_TRUSTED_PROXIES", "10.0.0.0/8, ::1")])
+                .unwrap()
+                .trusted_proxies
+                .is_empty()
+        );
+        let bad = config(&[("HEARTH_TRUSTED_PROXIES", "10.0.0.0/40")]);
+        assert!(
+            matches!(
+                bad,
+                Err(ConfigError::Invalid {
+                    name: "HEARTH_TRUSTED_PROXIES",
+                    ..
+                })
+            ),
+            "{bad:?}"
+        );
+        let lambda = config(&[
+            ("HEARTH_TRUSTED_PROXIES", "10.0.0.0/8"),
+            ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001"),
+            ("HEARTH_TABLE", "t"),
+        ]);
+        assert!(
+            matches!(
+                lambda,
+                Err(ConfigError::Invalid {
+                    name: "HEARTH_TRUSTED_PROXIES",
+                    ..
+                })
+            ),
+            "{lambda:?}"
+        );
+        assert_eq!(
+            config(&[]).unwrap().max_connections,
+            DEFAULT_MAX_CONNECTIONS
+        );
+        for (value, cap) in [
+            ("1", Some(1)),
+            ("65536", Some(65_536)),
+            ("0", None),
+            ("65537", None),
+            ("many", None),
+        ] {
+            let read = config(&[("HEARTH_MAX_CONNECTIONS", value)]);
+            assert_eq!(
+                read.ok().map(|config| config.max_connections),
+                cap,
+                "{value}"
+            );
+        }
     }
 
     #[test]

@@ -114,6 +114,11 @@ pub const SETTINGS: &[Setting] = &[
         meaning: r#"The witness's key (`witness-key`, mode 0600) and state (`witness.db`). Local only. Back it up with the witness: a witness that loses its state must be retired, not restarted"#,
     },
     Setting {
+        names: r#"`HEARTH_WITNESS_MAX_CONNECTIONS`"#,
+        default: r#"`512`"#,
+        meaning: r#"Connections `hearth witness serve` holds open at once (1–65,536), with the same 10 s head and 30 s body limits as the server's (`HEARTH_MAX_CONNECTIONS`). Local only"#,
+    },
+    Setting {
         names: r#"`HEARTH_WITNESS_NAME`"#,
         default: r#"derived from its key"#,
         meaning: r#"The witness's key name in its cosignatures (a signed-note key name). Local only"#,
@@ -156,7 +161,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         names: r#"`HEARTH_RATE_LIMIT_PER_IP`"#,
         default: r#"`120`"#,
-        meaning: r#"Requests per minute per client IP (1–1,000,000)"#,
+        meaning: r#"Requests per minute per client address (1–1,000,000), on every route but `/healthz` (the [routes table](routes.md) says how each is limited). An IPv6 client is counted by its /64, an IPv4-mapped address as its IPv4 address; the link-code and registration limits count the same way"#,
     },
     Setting {
         names: r#"`COUNTERSIGN_ASSISTANT_MODEL`"#,
@@ -232,6 +237,16 @@ pub const SETTINGS: &[Setting] = &[
         names: r#"`HEARTH_ALLOWED_HOSTS`"#,
         default: r#"unset"#,
         meaning: r#"Extra accepted `Host` values for a local server behind a proxy. Local only"#,
+    },
+    Setting {
+        names: r#"`HEARTH_TRUSTED_PROXIES`"#,
+        default: r#"unset (no proxy is believed)"#,
+        meaning: r#"Comma-separated CIDRs (or single addresses) of the reverse proxies in front of a local server. From those peers only, the client every per-address limit counts is the right-most entry of `X-Forwarded-For` (or, without it, `Forwarded`) that is not itself a trusted proxy, or the left-most when all are; a malformed header, or one over 2,048 bytes or 32 entries, means the proxy's own address. Anyone else's header is ignored ([TLS behind a reverse proxy](../self-hosting/reverse-proxy.md)). Refused under Lambda, where API Gateway's source IP is the client. Local only"#,
+    },
+    Setting {
+        names: r#"`HEARTH_MAX_CONNECTIONS`"#,
+        default: r#"`512`"#,
+        meaning: r#"Connections the local server holds open at once (1–65,536); past it new connections wait in the kernel's backlog, unanswered, until one closes. Every connection must send its request head within 10 s (an idle kept-alive connection is closed after 10 s) and its body within 30 s (408). Local only"#,
     },
     Setting {
         names: r#"`HEARTH_DEMO_DEVICE`"#,

@@ -94,6 +94,16 @@ impl PublicUrls {
         &self.host
     }
 
+    /// Whether the resource is served on loopback (`localhost`, `127.0.0.0/8`, `::1`): a
+    /// developer's own machine, where nobody else reaches the server.
+    pub fn is_loopback(&self) -> bool {
+        self.host == "localhost"
+            || self
+                .host
+                .parse::<IpAddr>()
+                .is_ok_and(|address| address.is_loopback())
+    }
+
     /// The passkey pages' place for relying party id `rp_id` (`HEARTH_PASSKEY_RP_ID`), by
     /// default the resource's host. WebAuthn refuses IP addresses, so a loopback IP literal
     /// is served, and named, as `localhost`; a relying party id must be the pages' host or a

@@ -122,6 +122,8 @@ pub struct WitnessSettings {
     pub dir: PathBuf,
     /// `HEARTH_WITNESS_NAME`: the cosigner's key name; by default one derived from its key.
     pub name: Option<String>,
+    /// `HEARTH_WITNESS_MAX_CONNECTIONS` (default 512): connections held open at once.
+    pub max_connections: usize,
 }
 
 impl WitnessSettings {
@@ -148,6 +150,10 @@ impl WitnessSettings {
             });
         }
         Ok(Self {
+            max_connections: super::connection_cap(
+                get("HEARTH_WITNESS_MAX_CONNECTIONS"),
+                "HEARTH_WITNESS_MAX_CONNECTIONS",
+            )?,
             addr,
             dir: PathBuf::from(
                 get("HEARTH_WITNESS_DIR").unwrap_or_else(|| ".hearth-witness".into()),

@@ -28,7 +28,7 @@ use crate::auth::Authenticator;
 use crate::auth::attestation::{self, Attestation, AttestationRefusal};
 use crate::clock::Clock;
 use crate::countersign::household::HouseholdData;
-use crate::gate::{Gate, client_ip};
+use crate::gate::Gate;
 use crate::json_endpoint::{admit, authorize, error};
 use crate::secret::Secret;
 use crate::telemetry::{RequestLog, request_id};
@@ -45,10 +45,11 @@ connect-src 'self'; media-src 'self' blob:; img-src 'self' data:; base-uri 'none
 form-action 'none'; frame-ancestors 'none'";
 
 /// The page and its assets.
-pub fn page_router() -> Router {
-    Router::new()
+pub fn page_router(gate: &Gate) -> Router {
+    let pages = Router::new()
         .route("/demo", get(index))
-        .route("/demo/{asset}", get(asset))
+        .route("/demo/{asset}", get(asset));
+    crate::gate::limit(pages, gate, crate::gate::json_refusal)
 }
 
 async fn index() -> Response {
@@ -179,7 +180,7 @@ async fn device(State(endpoint): State<Arc<DeviceEndpoint>>, request: Request) -
 
 /// `GET /demo/device`: `{"members": [{"id", "name"}]}`, the speakers the device knows.
 async fn enrolled(endpoint: &DeviceEndpoint, request: Request, log: &mut RequestLog) -> Response {
-    let ip = client_ip(&request);
+    let ip = endpoint.gate.client_ip(&request);
     let headers = request.headers();
     if let Err(refusal) = authorize(&endpoint.auth, &endpoint.gate, headers, ip, log).await {
         return refusal;

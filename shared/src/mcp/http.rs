@@ -19,7 +19,7 @@ use super::handler::HearthServer;
 use crate::auth::Authenticator;
 use crate::auth::attestation::AttestationVerifier;
 use crate::config::PublicUrls;
-use crate::gate::Gate;
+use crate::gate::{self, Gate};
 use crate::oauth::metadata;
 use crate::telemetry::{RequestLog, request_id};
 use crate::transparency::LogKeys;
@@ -136,8 +136,10 @@ pub fn is_tier_one(method: &str, tool: Option<&str>) -> bool {
 pub fn router(endpoint: Arc<McpEndpoint>) -> Router {
     // A browser-based host (the MCP Inspector, for one) fetches these from its own origin:
     // they answer CORS for the allowed origins.
-    let fetched = Router::new()
-        .route("/mcp", any(mcp))
+    // `/mcp` passes the gate in its own layers, where the token names the subject to count
+    // beside the address; the documents pass it as a layer. CORS is outside the gate, so that
+    // a browser host can read a refusal's status.
+    let documents = Router::new()
         .route(
             "/.well-known/oauth-protected-resource",
             any(resource_metadata),
@@ -145,12 +147,18 @@ pub fn router(endpoint: Arc<McpEndpoint>) -> Router {
         .route(
             "/.well-known/oauth-protected-resource/mcp",
             any(resource_metadata),
-        )
+        );
+    let fetched = Router::new()
+        .route("/mcp", any(mcp))
+        .merge(gate::limit(documents, &endpoint.gate, gate::json_refusal))
         .layer(endpoint.gate.cors());
+    let published = Router::new()
+        .route("/.well-known/hearth/log-keys", get(log_keys))
+        .route("/.well-known/hearth/witness-policy", get(witness_policy));
+    // `/healthz` alone is never limited: a load balancer's probe must not be refused.
     Router::new()
         .route("/healthz", get(healthz))
-        .route("/.well-known/hearth/log-keys", get(log_keys))
-        .route("/.well-known/hearth/witness-policy", get(witness_policy))
+        .merge(gate::limit(published, &endpoint.gate, gate::json_refusal))
         .merge(fetched)
         .with_state(endpoint)
 }

@@ -50,7 +50,7 @@ use crate::auth::attestation::{
     ATTESTATION_HEADER, AccountRead, AttestationRefusal, HostClaim, SIGNATURE_HEADER,
 };
 use crate::auth::{AuthFailure, Authenticator, Caller, Grant, Scope};
-use crate::gate::{Gate, Refusal, client_ip};
+use crate::gate::{Gate, Refusal};
 use crate::media::{accepts_json, has_media_type, read_body};
 use crate::store::ChainRead;
 use crate::telemetry::RequestLog;
@@ -88,7 +88,7 @@ async fn through_the_layers(
     log: &mut RequestLog,
 ) -> Result<Response, Response> {
     origin(&endpoint.gate, &request)?;
-    let ip = client_ip(&request);
+    let ip = endpoint.gate.client_ip(&request);
     let (grant, provisional) = match token(&endpoint.auth, request.headers()) {
         Ok(known) => known,
         Err(failure) => {

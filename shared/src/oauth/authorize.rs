@@ -27,7 +27,6 @@ use super::consent_page::{self, ConsentFields};
 use super::form::{Form, MAX_FORM_BYTES};
 use crate::auth::Scopes;
 use crate::clients::ClientError;
-use crate::gate::client_ip;
 use crate::linking::CodeBinding;
 use crate::linking::pkce::check_challenge;
 use crate::media::{has_media_type, read_body};
@@ -177,9 +176,7 @@ impl OAuthEndpoint {
             // Nothing redirects: a client whose document cannot be read has no trusted
             // redirect URI.
             Err(ClientError::Document(refused)) => {
-                return Err(page(&format!(
-                    "The client's metadata document cannot be used: {refused}."
-                )));
+                return Err(page(&self.document_refused(&refused)));
             }
             Err(error) => {
                 tracing::warn!(%error, "clients unavailable");
@@ -364,15 +361,6 @@ pub async fn authorize(
     log: &mut RequestLog,
 ) -> Response {
     log.method(Some("oauth/authorize"));
-    if let Err(refusal) = endpoint.gate.check_origin(request.headers()) {
-        return consent_page::problem(refusal.status(), "Request refused", refusal.message());
-    }
-    if let Err(refusal) = endpoint.gate.admit(client_ip(&request), None).await {
-        let mut response =
-            consent_page::problem(refusal.status(), "Please wait", refusal.message());
-        refusal.decorate(&mut response);
-        return response;
-    }
     match *request.method() {
         Method::GET => show(endpoint, request).await,
         Method::POST => submit(endpoint, request).await,
@@ -436,7 +424,7 @@ async fn submit(endpoint: &OAuthEndpoint, request: Request) -> Response {
             "The form must be sent as application/x-www-form-urlencoded.",
         );
     }
-    let ip = client_ip(&request);
+    let ip = endpoint.gate.client_ip(&request);
     let (parts, body) = request.into_parts();
     let Some(bytes) = read_body(&parts.headers, body, MAX_FORM_BYTES).await else {
         return consent_page::problem(

@@ -142,6 +142,15 @@ pub fn consent(
 
 /// A page that ends the flow without a redirect: the request cannot be trusted to say where
 /// to send its answer (RFC 6749 §4.1.2.1), or the server cannot take it.
+/// The gate's refusal of the consent page or its form, as a page that says what to do.
+pub fn refused(refusal: crate::gate::Refusal, _request: &axum::extract::Request) -> Response {
+    let title = match refusal {
+        crate::gate::Refusal::OriginNotAllowed => "Request refused",
+        _ => "Please wait",
+    };
+    problem(refusal.status(), title, refusal.for_a_person())
+}
+
 pub fn problem(status: StatusCode, title: &str, detail: &str) -> Response {
     let body = format!(
         r#"<!doctype html>

@@ -26,12 +26,7 @@ impl OAuthError {
 
     /// A request the gate turned away (Origin, rate limit, limiter down).
     pub fn refused(refusal: Refusal) -> Self {
-        let code = match refusal {
-            Refusal::OriginNotAllowed => "access_denied",
-            Refusal::RateLimited { .. } => "rate_limited",
-            Refusal::LimiterUnavailable => "temporarily_unavailable",
-        };
-        let mut error = Self::new(refusal.status(), code, refusal.message());
+        let mut error = Self::new(refusal.status(), refusal.code(), refusal.message());
         if let Refusal::RateLimited { retry_after_secs } = refusal {
             error.retry_after_secs = Some(retry_after_secs);
         }

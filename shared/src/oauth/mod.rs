@@ -40,7 +40,7 @@ pub use register::{MAX_REGISTRATION_BYTES, REGISTRATION_WINDOW_MS, REGISTRATIONS
 use crate::auth::{Authenticator, Credentials, JwtKeys, Scopes, Subject};
 use crate::clients::{ClientError, Clients, KnownClient};
 use crate::config::PublicUrls;
-use crate::gate::{Gate, client_ip};
+use crate::gate::{self, Gate};
 use crate::linking::{Linking, LinkingError, Tokens};
 use crate::media::{has_media_type, read_body};
 use crate::ratelimit::AttemptLimiter;
@@ -95,6 +95,23 @@ impl OAuthEndpoint {
         self
     }
 
+    /// What a person or client is told of a metadata document Hearth refused: why, on a
+    /// server on loopback (a developer's own machine); anywhere else only that the app's
+    /// registration could not be checked, since the reasons (a status, a size, a timeout)
+    /// would let anyone probe public hosts from the server's address. The operator's log
+    /// has the reason either way.
+    fn document_refused(
+        &self,
+        refused: &crate::clients::metadata_document::DocumentError,
+    ) -> String {
+        tracing::warn!(reason = %refused, "a client metadata document was refused");
+        if self.urls.as_ref().is_some_and(PublicUrls::is_loopback) {
+            format!("The client's metadata document cannot be used: {refused}.")
+        } else {
+            "Linking stopped: this app's registration could not be checked. Try again in a few minutes; if it keeps failing, ask whoever runs Hearth to add the app.".to_owned()
+        }
+    }
+
     /// The same endpoint with Dynamic Client Registration, registrations counted by
     /// `attempts`. Only useful with linking: a registered client can do nothing else.
     pub fn with_registration(mut self, attempts: AttemptLimiter) -> Self {
@@ -107,17 +124,29 @@ impl OAuthEndpoint {
 pub fn router(endpoint: Arc<OAuthEndpoint>) -> Router {
     // What a browser-based host fetches (the MCP Inspector, for one) answers CORS for the
     // allowed origins; the consent page is navigated to, never fetched.
+    // The gate runs inside CORS, so that a browser host can read a refusal's status.
     let fetched = Router::new()
         .route("/oauth/token", any(token))
         .route("/oauth/revoke", any(revoke))
         .route("/oauth/register", any(registration))
-        .route("/.well-known/oauth-authorization-server", any(discovery))
-        .layer(endpoint.gate.cors());
-    Router::new()
-        .route("/oauth/authorize", any(authorize_route))
-        .route("/oauth/judge", any(judge))
-        .merge(fetched)
-        .with_state(endpoint)
+        .route("/.well-known/oauth-authorization-server", any(discovery));
+    let fetched = gate::limit(fetched, &endpoint.gate, refused_in_json).layer(endpoint.gate.cors());
+    let judge = gate::limit(
+        Router::new().route("/oauth/judge", any(judge)),
+        &endpoint.gate,
+        refused_in_json,
+    );
+    let consent = gate::limit(
+        Router::new().route("/oauth/authorize", any(authorize_route)),
+        &endpoint.gate,
+        consent_page::refused,
+    );
+    consent.merge(judge).merge(fetched).with_state(endpoint)
+}
+
+/// The gate's refusal in RFC 6749's error shape.
+fn refused_in_json(refusal: gate::Refusal, _request: &Request) -> Response {
+    OAuthError::refused(refusal).into_response()
 }
 
 async fn authorize_route(State(endpoint): State<Arc<OAuthEndpoint>>, request: Request) -> Response {
@@ -195,30 +224,8 @@ async fn discovery(State(endpoint): State<Arc<OAuthEndpoint>>, request: Request)
     }
 }
 
-/// The checks every route a client posts to starts with: Origin, then the rate limit for the
-/// client's address `ip`.
-async fn admit(
-    endpoint: &OAuthEndpoint,
-    headers: &http::HeaderMap,
-    ip: Option<std::net::IpAddr>,
-) -> Result<(), OAuthError> {
-    endpoint
-        .gate
-        .check_origin(headers)
-        .map_err(OAuthError::refused)?;
-    endpoint
-        .gate
-        .admit(ip, None)
-        .await
-        .map_err(OAuthError::refused)
-}
-
-/// The checks every form route shares: [`admit`], media type and body size.
-async fn read_form(
-    endpoint: &OAuthEndpoint,
-    request: Request,
-) -> Result<(http::request::Parts, Form), OAuthError> {
-    admit(endpoint, request.headers(), client_ip(&request)).await?;
+/// The checks every form route shares once the gate let it in: media type and body size.
+async fn read_form(request: Request) -> Result<(http::request::Parts, Form), OAuthError> {
     let is_form = has_media_type(request.headers(), "application/x-www-form-urlencoded");
     if !is_form {
         return Err(OAuthError::invalid_request(
@@ -245,7 +252,7 @@ async fn token_grant(
     request: Request,
     log: &mut RequestLog,
 ) -> Result<Response, OAuthError> {
-    let (parts, form) = read_form(endpoint, request).await?;
+    let (parts, form) = read_form(request).await?;
     let client = authenticate_client(endpoint, &parts.headers, &form).await?;
     let client_id = client.client_id.clone();
     let subject = Subject::of_client(&client_id);
@@ -332,7 +339,7 @@ async fn revocation(
     request: Request,
     log: &mut RequestLog,
 ) -> Result<Response, OAuthError> {
-    let (parts, form) = read_form(endpoint, request).await?;
+    let (parts, form) = read_form(request).await?;
     let client_id = authenticate_client(endpoint, &parts.headers, &form)
         .await?
         .client_id;
@@ -390,7 +397,7 @@ async fn judge_token_exchange(
     request: Request,
     log: &mut RequestLog,
 ) -> Result<Response, OAuthError> {
-    let (_parts, form) = read_form(endpoint, request).await?;
+    let (_parts, form) = read_form(request).await?;
     let presented = form
         .get("judge_token")
         .ok_or_else(|| OAuthError::invalid_request("judge_token is required"))?;
@@ -445,9 +452,9 @@ async fn authenticate_client(
     match endpoint.clients.authenticate(&id, secret.as_deref()).await {
         Ok(Some(client)) => Ok(client),
         Ok(None) => Err(OAuthError::invalid_client("client authentication failed")),
-        Err(ClientError::Document(refused)) => Err(OAuthError::invalid_client(format!(
-            "the client's metadata document cannot be used: {refused}"
-        ))),
+        Err(ClientError::Document(refused)) => Err(OAuthError::invalid_client(
+            endpoint.document_refused(&refused),
+        )),
         Err(error) => {
             tracing::warn!(%error, "clients unavailable");
             Err(OAuthError::unavailable("storage unavailable; try again"))

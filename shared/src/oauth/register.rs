@@ -17,7 +17,6 @@ use serde_json::{Value, json};
 use super::{OAuthEndpoint, OAuthError};
 use crate::auth::Scopes;
 use crate::clients::{ClientError, check_redirect_uris};
-use crate::gate::client_ip;
 use crate::media::{has_media_type, read_body};
 use crate::ratelimit::Admission;
 
@@ -54,8 +53,7 @@ pub(super) async fn register(
     endpoint: &OAuthEndpoint,
     request: Request,
 ) -> Result<Response, OAuthError> {
-    let ip = client_ip(&request);
-    super::admit(endpoint, request.headers(), ip).await?;
+    let ip = endpoint.gate.client_ip(&request);
     let (Some(attempts), Some(_)) = (&endpoint.registrations, &endpoint.linking) else {
         return Err(OAuthError::unavailable(
             "client registration is not available on this server",

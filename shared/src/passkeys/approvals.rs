@@ -11,12 +11,12 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use super::push::PushMessage;
 use super::{
-    PasskeyError, Passkeys, SigningRequest, ceremony, is_live, no_longer_waiting, random_token,
-    settle_use, split_token, statement, unavailable_randomness,
+    PasskeyError, Passkeys, SigningRequest, add_token, ceremony, holds, is_live, no_longer_waiting,
+    random_token, settle_use, split_token, statement, unavailable_randomness,
 };
 use crate::countersign::service::{ApprovalLinks, LinkRefusal};
 use crate::random::os_bytes;
-use crate::store::{AccountItem, ApprovalLinkItem, NonceItem};
+use crate::store::{AccountItem, ApprovalLinkItem, NonceItem, token_hash};
 
 /// Links one household keeps at once: the requests that may wait, and no more.
 const MAX_LINKS: usize = crate::countersign::service::MAX_WAITING_APPROVALS;
@@ -110,7 +110,10 @@ impl Passkeys {
         let (household_id, _) = split_token(token)?;
         self.accounts
             .update_with::<_, PasskeyError>(household_id, |account| {
-                account.approval_links.retain(|link| link.token != token);
+                let hash = token_hash(token);
+                account
+                    .approval_links
+                    .retain(|link| !holds(&link.token_hashes, &hash));
                 Ok(())
             })
             .await?;
@@ -160,7 +163,7 @@ impl ApprovalLinks for Passkeys {
                 }
                 account.approval_links.push(ApprovalLinkItem {
                     challenged_at_ms: Vec::new(),
-                    token: token.clone(),
+                    token_hashes: vec![token_hash(&token)],
                     request_id: request_id.to_owned(),
                     expires_at_ms,
                     generation: account.generation,
@@ -186,18 +189,23 @@ impl ApprovalLinks for Passkeys {
         .await;
     }
 
-    async fn url_of(&self, household_id: &str, request_id: &str) -> Option<String> {
-        let account = self.accounts.get(household_id).await.ok()?;
+    async fn reopen(&self, household_id: &str, request_id: &str) -> Option<String> {
+        let token = format!("{household_id}.{}", random_token().ok()?);
         let now = self.now_ms();
-        account
-            .approval_links
-            .iter()
-            .find(|link| {
-                link.request_id == request_id
-                    && link.expires_at_ms >= now
-                    && link.generation == account.generation
+        let (reopened, _) = self
+            .accounts
+            .update_with::<_, PasskeyError>(household_id, |account| {
+                let generation = account.generation;
+                let link = account.approval_links.iter_mut().find(|link| {
+                    link.request_id == request_id
+                        && link.expires_at_ms >= now
+                        && link.generation == generation
+                });
+                Ok(link.map(|link| add_token(&mut link.token_hashes, token_hash(&token))))
             })
-            .map(|link| self.approval_url(&link.token))
+            .await
+            .ok()?;
+        reopened.map(|()| self.approval_url(&token))
     }
 }
 
@@ -207,10 +215,11 @@ fn open_link<'a>(
     now_ms: i64,
 ) -> Result<&'a ApprovalLinkItem, PasskeyError> {
     let generation = account.generation;
+    let hash = token_hash(token);
     account
         .approval_links
         .iter()
-        .find(|link| is_open(link, token, generation, now_ms))
+        .find(|link| is_open(link, &hash, generation, now_ms))
         .ok_or_else(no_longer_waiting)
 }
 
@@ -220,15 +229,16 @@ fn open_link_mut<'a>(
     now_ms: i64,
 ) -> Result<&'a mut ApprovalLinkItem, PasskeyError> {
     let generation = account.generation;
+    let hash = token_hash(token);
     account
         .approval_links
         .iter_mut()
-        .find(|link| is_open(link, token, generation, now_ms))
+        .find(|link| is_open(link, &hash, generation, now_ms))
         .ok_or_else(no_longer_waiting)
 }
 
-/// A link works until its time (inclusive: the request waits exactly that long) and only
-/// under the generation it was opened in.
-fn is_open(link: &ApprovalLinkItem, token: &str, generation: u64, now_ms: i64) -> bool {
-    link.token == token && link.expires_at_ms >= now_ms && link.generation == generation
+/// A link works, for a token hashing to `hash`, until its time (inclusive: the request waits
+/// exactly that long) and only under the generation it was opened in.
+fn is_open(link: &ApprovalLinkItem, hash: &str, generation: u64, now_ms: i64) -> bool {
+    link.expires_at_ms >= now_ms && link.generation == generation && holds(&link.token_hashes, hash)
 }

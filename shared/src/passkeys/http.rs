@@ -31,6 +31,7 @@ use crate::countersign::CountersignService;
 use crate::countersign::ledger::{ApprovalRecord, PasskeyDecision, Status};
 use crate::countersign::notify::{EnrolmentNotice, Notifier};
 use crate::countersign::service::ApprovalView;
+use crate::gate::{Gate, Refusal};
 
 /// The largest POST body: a WebAuthn answer is a few kilobytes.
 pub const BODY_LIMIT: usize = 16 * 1024;
@@ -43,12 +44,14 @@ pub struct Endpoint {
     countersign: Arc<CountersignService>,
 }
 
+/// The passkey routes, every one behind `gate` before any store read.
 pub fn router(
     passkeys: Arc<Passkeys>,
     notifier: Option<Arc<Notifier>>,
     countersign: Arc<CountersignService>,
+    gate: &Gate,
 ) -> Router {
-    Router::new()
+    let routes = Router::new()
         .route("/passkeys/page.js", get(|| async { pages::script() }))
         .route("/passkeys/sw.js", get(|| async { pages::service_worker() }))
         .route("/passkeys/push/{token}", post(subscribe))
@@ -70,12 +73,29 @@ pub fn router(
             "/passkeys/approve/{token}/challenge",
             post(approval_challenge),
         )
-        .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .with_state(Endpoint {
-            passkeys,
-            notifier,
-            countersign,
-        })
+        .layer(DefaultBodyLimit::max(BODY_LIMIT));
+    crate::gate::limit(routes, gate, refused).with_state(Endpoint {
+        passkeys,
+        notifier,
+        countersign,
+    })
+}
+
+/// The gate's refusal as the pages answer: a page to a person opening a link, and the
+/// pages' own JSON to their script, which shows its `message`.
+fn refused(refusal: Refusal, request: &axum::extract::Request) -> Response {
+    let status = refusal.status();
+    if request.method() == http::Method::GET {
+        let title = match refusal {
+            Refusal::OriginNotAllowed => "This request was refused",
+            _ => "Please wait",
+        };
+        return pages::notice(status, title, refusal.for_a_person());
+    }
+    answer(
+        status,
+        json!({"error": refusal.code(), "message": refusal.for_a_person()}),
+    )
 }
 
 async fn enrolment_page(
@@ -506,13 +526,13 @@ fn status_of(error: &PasskeyError) -> (StatusCode, &'static str) {
 /// so a page does not reveal which households exist.
 fn message(error: &PasskeyError) -> String {
     match error {
-        PasskeyError::NotFound(_) => {
-            "This link is not valid or no longer works. Ask whoever runs Hearth for a new one."
-                .to_owned()
-        }
+        PasskeyError::NotFound(_) => LINK_DOES_NOT_WORK.to_owned(),
         other => other.to_string(),
     }
 }
+
+/// What every link that does not work says, whatever the reason.
+const LINK_DOES_NOT_WORK: &str = "This link does not work: it was used, its time ran out, or it was never right. If you still need it, ask the assistant again, or ask whoever runs Hearth for a new one.";
 
 fn failure(error: &PasskeyError) -> Response {
     let (status, code) = status_of(error);

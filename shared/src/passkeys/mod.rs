@@ -40,7 +40,8 @@ use crate::accounts::{AccountError, Accounts, is_household_id};
 use crate::clock::unix_ms;
 use crate::random::os_bytes;
 use crate::store::{
-    AccountItem, NonceItem, PasskeyInviteItem, PasskeyItem, PendingEnrolmentItem, PushGrantItem,
+    AccountItem, MAX_TOKENS_PER_LINK, NonceItem, PasskeyInviteItem, PasskeyItem,
+    PendingEnrolmentItem, PushGrantItem, token_hash,
 };
 use ceremony::{Assertion, CEREMONY_TIMEOUT_MS, CeremonyError, Site, StoredKey};
 use push::{PushMessage, Pusher};
@@ -143,9 +144,9 @@ pub struct PasskeyView {
     pub created_at: String,
     pub last_used_at: Option<String>,
     pub revoked_at: Option<String>,
+    /// Waiting for a guardian: its page's link is sent to them at enrolment, and
+    /// [`Passkeys::confirmation_link`] makes another (links are kept only as hashes).
     pub pending: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub approval_url: Option<String>,
     /// Set when its counter went backwards: it signs nothing more.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suspect_at: Option<String>,
@@ -229,7 +230,7 @@ impl Passkeys {
         let (household_id, _) = split_token(token)?;
         let now = self.now_ms();
         let subscription = pusher.subscription(body, now)?;
-        let hash = hash_hex(token);
+        let hash = token_hash(token);
         self.accounts
             .update_with::<_, PasskeyError>(household_id, |account| {
                 let passkey = account
@@ -238,7 +239,7 @@ impl Passkeys {
                     .find(|passkey| {
                         passkey.revoked_at_ms.is_none()
                             && passkey.push_grant.as_ref().is_some_and(|grant| {
-                                grant.token_hash == hash && grant.expires_at_ms >= now
+                                same_hash(&grant.token_hash, &hash) && grant.expires_at_ms >= now
                             })
                     })
                     .ok_or_else(|| {
@@ -366,7 +367,7 @@ impl Passkeys {
                 }
                 account.passkey_invites.push(PasskeyInviteItem {
                     challenged_at_ms: Vec::new(),
-                    invite_hash: hash_hex(&token),
+                    invite_hash: token_hash(&token),
                     member_id: member.id.clone(),
                     generation: account.generation,
                     expires_at_ms,
@@ -388,7 +389,7 @@ impl Passkeys {
         Ok(account
             .passkeys
             .iter()
-            .map(|passkey| self.view(account.generation, passkey))
+            .map(|passkey| self.view(passkey))
             .collect())
     }
 
@@ -402,7 +403,6 @@ impl Passkeys {
         let (view, _) = self
             .accounts
             .update_with::<_, PasskeyError>(household_id, |account| {
-                let generation = account.generation;
                 let passkey = account
                     .passkeys
                     .iter_mut()
@@ -416,10 +416,40 @@ impl Passkeys {
                     passkey.revoked_at_ms = Some(now);
                     passkey.pending = None;
                 }
-                Ok(self.view(generation, passkey))
+                Ok(self.view(passkey))
             })
             .await?;
         Ok(view)
+    }
+
+    /// A new link to the approval page of `credential_id`, a passkey waiting for a guardian:
+    /// its earlier links are kept only as hashes, so none can be shown again. The earlier
+    /// links keep working, the first and the newest [`MAX_TOKENS_PER_LINK`] in all.
+    pub async fn confirmation_link(
+        &self,
+        household_id: &str,
+        credential_id: &str,
+    ) -> Result<String, PasskeyError> {
+        let token = format!("{household_id}.{}", random_token()?);
+        self.accounts
+            .update_with::<_, PasskeyError>(household_id, |account| {
+                let generation = account.generation;
+                let waiting = account
+                    .passkeys
+                    .iter_mut()
+                    .find(|passkey| passkey.credential_id == credential_id)
+                    .and_then(|passkey| passkey.pending.as_mut())
+                    .filter(|waiting| waiting.generation == generation)
+                    .ok_or_else(|| {
+                        PasskeyError::Invalid(format!(
+                            "household {household_id} has no passkey {credential_id} waiting for a guardian (passkey list shows which are pending)"
+                        ))
+                    })?;
+                add_token(&mut waiting.approval_token_hashes, token_hash(&token));
+                Ok(())
+            })
+            .await?;
+        Ok(self.confirmation_url(&token))
     }
 
     /// What the enrolment page for `token` shows, if the invite still works.
@@ -454,11 +484,11 @@ impl Passkeys {
                     .filter(|passkey| passkey.member_id == member.id)
                     .map(|passkey| passkey.credential_id.clone())
                     .collect();
-                let hash = hash_hex(token);
+                let hash = token_hash(token);
                 if let Some(stored) = account
                     .passkey_invites
                     .iter_mut()
-                    .find(|stored| stored.invite_hash == hash)
+                    .find(|stored| same_hash(&stored.invite_hash, &hash))
                 {
                     count_challenge(&mut stored.challenged_at_ms, now)?;
                     stored.challenge = Some(URL_SAFE_NO_PAD.encode(challenge));
@@ -516,10 +546,10 @@ impl Passkeys {
                         "This invite was used in another window. Ask for a new one.".into(),
                     ));
                 }
-                let hash = hash_hex(token);
+                let hash = token_hash(token);
                 account
                     .passkey_invites
-                    .retain(|invite| invite.invite_hash != hash);
+                    .retain(|invite| !same_hash(&invite.invite_hash, &hash));
                 let members = self.members(account)?;
                 let member = find_member(&members, &invite.member_id)?.clone();
                 enrolment_allowed(account, &members, &member)?;
@@ -546,13 +576,13 @@ impl Passkeys {
                     suspect_at_ms: None,
                     pending: pending.then(|| PendingEnrolmentItem {
                         challenged_at_ms: Vec::new(),
-                        approval_token: approval_token.clone(),
+                        approval_token_hashes: vec![token_hash(&approval_token)],
                         generation: account.generation,
                         nonce: None,
                     }),
                     push: None,
                     push_grant: push_token.as_ref().map(|token| PushGrantItem {
-                        token_hash: hash_hex(token),
+                        token_hash: token_hash(token),
                         expires_at_ms: now + push::PUSH_GRANT_MS,
                     }),
                 });
@@ -771,8 +801,8 @@ impl Passkeys {
         })
     }
 
-    /// A passkey as listed; a pending one's page only while it still works (the generation).
-    fn view(&self, generation: u64, passkey: &PasskeyItem) -> PasskeyView {
+    /// A passkey as listed.
+    fn view(&self, passkey: &PasskeyItem) -> PasskeyView {
         PasskeyView {
             credential_id: passkey.credential_id.clone(),
             member_id: passkey.member_id.clone(),
@@ -782,11 +812,6 @@ impl Passkeys {
             last_used_at: passkey.last_used_at_ms.map(timestamp),
             revoked_at: passkey.revoked_at_ms.map(timestamp),
             pending: passkey.pending.is_some(),
-            approval_url: passkey
-                .pending
-                .as_ref()
-                .filter(|waiting| waiting.generation == generation)
-                .map(|waiting| self.confirmation_url(&waiting.approval_token)),
             suspect_at: passkey.suspect_at_ms.map(timestamp),
         }
     }
@@ -934,21 +959,16 @@ fn open_invite<'a>(
     token: &str,
     now_ms: i64,
 ) -> Result<&'a PasskeyInviteItem, PasskeyError> {
-    let hash = hash_hex(token);
+    let hash = token_hash(token);
     account
         .passkey_invites
         .iter()
         .find(|invite| {
-            invite.invite_hash == hash
+            same_hash(&invite.invite_hash, &hash)
                 && invite.expires_at_ms > now_ms
                 && invite.generation == account.generation
         })
-        .ok_or_else(|| {
-            PasskeyError::Gone(
-                "This invite has been used, has expired, or was cancelled. Ask whoever runs Hearth for a new one."
-                    .into(),
-            )
-        })
+        .ok_or_else(|| link_does_not_work("the invite was used, expired or was voided"))
 }
 
 /// A pending passkey's approval works only under the generation it was enrolled in: an
@@ -958,10 +978,11 @@ fn pending_by_token<'a>(
     token: &str,
 ) -> Result<&'a PasskeyItem, PasskeyError> {
     let generation = account.generation;
+    let hash = token_hash(token);
     account
         .passkeys
         .iter()
-        .find(|passkey| awaits(passkey, token, generation))
+        .find(|passkey| awaits(passkey, &hash, generation))
         .ok_or_else(no_longer_pending)
 }
 
@@ -970,18 +991,42 @@ fn pending_by_token_mut<'a>(
     token: &str,
 ) -> Result<&'a mut PasskeyItem, PasskeyError> {
     let generation = account.generation;
+    let hash = token_hash(token);
     account
         .passkeys
         .iter_mut()
-        .find(|passkey| awaits(passkey, token, generation))
+        .find(|passkey| awaits(passkey, &hash, generation))
         .ok_or_else(no_longer_pending)
 }
 
-fn awaits(passkey: &PasskeyItem, token: &str, generation: u64) -> bool {
-    passkey
-        .pending
-        .as_ref()
-        .is_some_and(|waiting| waiting.approval_token == token && waiting.generation == generation)
+/// Whether `passkey` waits for a guardian on a page one of whose tokens hashes to `hash`.
+fn awaits(passkey: &PasskeyItem, hash: &str, generation: u64) -> bool {
+    passkey.pending.as_ref().is_some_and(|waiting| {
+        waiting.generation == generation && holds(&waiting.approval_token_hashes, hash)
+    })
+}
+
+/// Whether `hashes` hold `hash`, each compared in constant time.
+pub(crate) fn holds(hashes: &[String], hash: &str) -> bool {
+    hashes
+        .iter()
+        .fold(false, |found, kept| found | same_hash(kept, hash))
+}
+
+/// Two token hashes compared in constant time, so that how long a refusal takes tells nothing
+/// about how much of a guessed token was right.
+pub(crate) fn same_hash(kept: &str, hash: &str) -> bool {
+    use subtle::ConstantTimeEq;
+    bool::from(kept.as_bytes().ct_eq(hash.as_bytes()))
+}
+
+/// Adds `hash` to a link's tokens, keeping the first (the one it was made with) and the
+/// newest, [`MAX_TOKENS_PER_LINK`] in all.
+pub(crate) fn add_token(hashes: &mut Vec<String>, hash: String) {
+    if hashes.len() >= MAX_TOKENS_PER_LINK {
+        hashes.remove(1.min(hashes.len() - 1));
+    }
+    hashes.push(hash);
 }
 
 /// Notes one more challenge given at `now_ms` on a page whose recent challenges are
@@ -1005,18 +1050,20 @@ pub(crate) fn count_challenge(
     Ok(())
 }
 
+/// A link that does not work, whatever the reason (`why` is for the code's reader alone):
+/// every such link shows one page with one status ([`PasskeyError::NotFound`]), so that a
+/// stranger learns neither which households exist nor that a token once worked.
+pub(crate) fn link_does_not_work(why: &'static str) -> PasskeyError {
+    PasskeyError::NotFound(why.into())
+}
+
 /// An approval link whose request was settled, or whose time ran out.
 pub(crate) fn no_longer_waiting() -> PasskeyError {
-    PasskeyError::Gone(
-        "This order is no longer waiting: it was decided, or 30 minutes passed. Ask the assistant again if it is still needed."
-            .into(),
-    )
+    link_does_not_work("the request was settled or its 30 minutes passed")
 }
 
 fn no_longer_pending() -> PasskeyError {
-    PasskeyError::Gone(
-        "Nothing waits here any more: this passkey was already approved or was revoked.".into(),
-    )
+    link_does_not_work("the passkey was approved or revoked")
 }
 
 /// A link token is the household id, a dot, and 32 random bytes in base64url.
@@ -1030,7 +1077,7 @@ pub(crate) fn split_token(token: &str) -> Result<(&str, &str), PasskeyError> {
                     .bytes()
                     .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_')
         })
-        .ok_or_else(|| PasskeyError::NotFound("the link's token is malformed".into()))
+        .ok_or_else(|| link_does_not_work("the link's token is malformed"))
 }
 
 pub(crate) fn random_token() -> Result<String, PasskeyError> {
@@ -1039,10 +1086,6 @@ pub(crate) fn random_token() -> Result<String, PasskeyError> {
 
 pub(crate) fn unavailable_randomness() -> PasskeyError {
     PasskeyError::Unavailable("the system's random source failed; try again".into())
-}
-
-fn hash_hex(token: &str) -> String {
-    hex::encode(Sha256::digest(token.as_bytes()))
 }
 
 /// The WebAuthn user handle of a member: stable, and no personal data (a hash of the

@@ -170,14 +170,21 @@ pub fn approval(order: &OrderShown<'_>) -> Response {
 
 /// A page that only says why nothing can be done here, and what to do instead.
 pub fn problem(status: StatusCode, detail: &str) -> Response {
+    notice(status, "This link does not work", detail)
+}
+
+/// A page that says only `detail` under `title`, as an alert: a link that does not work, or
+/// a request the gate turned away.
+pub fn notice(status: StatusCode, title: &str, detail: &str) -> Response {
     page(
         status,
-        "This link does not work",
+        title,
         &format!(
             r#"<main>
-<h1>This link does not work</h1>
+<h1>{}</h1>
 <p class="problem" role="alert">{}</p>
 </main>"#,
+            escape(title),
             escape(detail)
         ),
     )

@@ -170,12 +170,22 @@ impl fmt::Debug for PushGrantItem {
     }
 }
 
+/// The SHA-256 of a link's token (the whole `household.secret` of its URL), lowercase hex:
+/// how every link token is kept. A copy of the store opens no page.
+pub fn token_hash(token: &str) -> String {
+    crate::chain::sha256_hex(token)
+}
+
+/// The most tokens one link keeps: the one it was made with, and the newest ones made for it
+/// since (a guardian told of a child's approval, an operator's new copy).
+pub const MAX_TOKENS_PER_LINK: usize = 4;
+
 /// A later enrolment waiting for a guardian.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "StoredPendingEnrolment")]
 pub struct PendingEnrolmentItem {
-    /// The approval page's token (after the household id in its URL), base64url.
-    pub approval_token: String,
+    /// [`token_hash`]es of the tokens its approval page opens with, oldest first.
+    pub approval_token_hashes: Vec<String>,
     /// The household's generation at enrolment: an unlink voids the approval page.
     #[serde(default)]
     pub generation: u64,
@@ -185,6 +195,38 @@ pub struct PendingEnrolmentItem {
     /// When the page's recent challenges were given (epoch ms), to bound them per window.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub challenged_at_ms: Vec<i64>,
+}
+
+/// A pending enrolment as any release stored it: before tokens were kept hashed, its one
+/// token in plain text (`approval_token`), which is read as its hash and never written again.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredPendingEnrolment {
+    #[serde(default)]
+    approval_token_hashes: Vec<String>,
+    #[serde(default)]
+    approval_token: Option<String>,
+    #[serde(default)]
+    generation: u64,
+    #[serde(default)]
+    nonce: Option<NonceItem>,
+    #[serde(default)]
+    challenged_at_ms: Vec<i64>,
+}
+
+impl From<StoredPendingEnrolment> for PendingEnrolmentItem {
+    fn from(stored: StoredPendingEnrolment) -> Self {
+        let mut approval_token_hashes = stored.approval_token_hashes;
+        if let Some(plain) = stored.approval_token {
+            approval_token_hashes.insert(0, token_hash(&plain));
+        }
+        Self {
+            approval_token_hashes,
+            generation: stored.generation,
+            nonce: stored.nonce,
+            challenged_at_ms: stored.challenged_at_ms,
+        }
+    }
 }
 
 impl fmt::Debug for PendingEnrolmentItem {
@@ -245,12 +287,11 @@ impl fmt::Debug for PasskeyInviteItem {
 
 /// The approval page of one request proposed without a device.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "StoredApprovalLink")]
 pub struct ApprovalLinkItem {
-    /// The page's token (after the household id in its URL). Kept, unlike an invite's, so
-    /// the link can be sent again when a child's approval passes it to a guardian; it only
-    /// opens the page, and deciding takes a passkey.
-    pub token: String,
+    /// [`token_hash`]es of the tokens the page opens with, oldest first: the one it was opened
+    /// with, and those made when a child's approval passed it to a guardian.
+    pub token_hashes: Vec<String>,
     pub request_id: String,
     /// Open until this time, inclusive.
     pub expires_at_ms: i64,
@@ -262,6 +303,41 @@ pub struct ApprovalLinkItem {
     /// When the page's recent challenges were given (epoch ms), to bound them per window.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub challenged_at_ms: Vec<i64>,
+}
+
+/// An approval link as any release stored it: before tokens were kept hashed, its token in
+/// plain text (`token`), which is read as its hash and never written again.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredApprovalLink {
+    #[serde(default)]
+    token_hashes: Vec<String>,
+    #[serde(default)]
+    token: Option<String>,
+    request_id: String,
+    expires_at_ms: i64,
+    generation: u64,
+    #[serde(default)]
+    nonce: Option<NonceItem>,
+    #[serde(default)]
+    challenged_at_ms: Vec<i64>,
+}
+
+impl From<StoredApprovalLink> for ApprovalLinkItem {
+    fn from(stored: StoredApprovalLink) -> Self {
+        let mut token_hashes = stored.token_hashes;
+        if let Some(plain) = stored.token {
+            token_hashes.insert(0, token_hash(&plain));
+        }
+        Self {
+            token_hashes,
+            request_id: stored.request_id,
+            expires_at_ms: stored.expires_at_ms,
+            generation: stored.generation,
+            nonce: stored.nonce,
+            challenged_at_ms: stored.challenged_at_ms,
+        }
+    }
 }
 
 impl fmt::Debug for ApprovalLinkItem {
@@ -308,4 +384,53 @@ pub trait AccountStore: Send + Sync + 'static {
     /// Deletes the account if its stored revision is `expected`; `false` if there was none.
     /// A different revision is a [`StoreError::Conflict`].
     async fn delete_account(&self, household_id: &str, expected: u64) -> Result<bool, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOKEN: &str =
+        "hh-0123456789abcdef0123456789abcdef.Ph6Jm1n4iHkG6A0oVq9v2k6dQy5f0pG1x8S3wzLbC7E";
+
+    #[test]
+    fn a_plain_token_stored_by_an_older_release_is_read_as_its_hash_and_never_written() {
+        let link: ApprovalLinkItem = serde_json::from_value(serde_json::json!({
+            "token": TOKEN, "request_id": "req-1", "expires_at_ms": 5, "generation": 2,
+        }))
+        .unwrap();
+        assert_eq!(link.token_hashes, [token_hash(TOKEN)]);
+        let written = serde_json::to_string(&link).unwrap();
+        assert!(
+            !written.contains(TOKEN.split('.').nth(1).unwrap()),
+            "{written}"
+        );
+        assert_eq!(
+            serde_json::from_str::<ApprovalLinkItem>(&written).unwrap(),
+            link,
+            "what is written reads back the same"
+        );
+
+        let pending: PendingEnrolmentItem =
+            serde_json::from_value(serde_json::json!({"approval_token": TOKEN, "generation": 1}))
+                .unwrap();
+        assert_eq!(pending.approval_token_hashes, [token_hash(TOKEN)]);
+        let written = serde_json::to_string(&pending).unwrap();
+        assert!(
+            !written.contains(TOKEN.split('.').nth(1).unwrap()),
+            "{written}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_field_is_still_refused() {
+        let refused = serde_json::from_value::<ApprovalLinkItem>(serde_json::json!({
+            "token_hashes": [], "request_id": "r", "expires_at_ms": 1, "generation": 0, "extra": 1,
+        }));
+        assert!(refused.is_err());
+        let refused = serde_json::from_value::<PendingEnrolmentItem>(
+            serde_json::json!({"approval_token_hashes": [], "surprise": true}),
+        );
+        assert!(refused.is_err());
+    }
 }

@@ -23,9 +23,9 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 
 pub use account::{
-    AccountItem, AccountStore, AccountSummary, ApprovalLinkItem, DeviceKeyItem, NonceItem,
-    PasskeyInviteItem, PasskeyItem, PendingEnrolmentItem, PushGrantItem, PushSubscriptionItem,
-    RevokedFamily,
+    AccountItem, AccountStore, AccountSummary, ApprovalLinkItem, DeviceKeyItem,
+    MAX_TOKENS_PER_LINK, NonceItem, PasskeyInviteItem, PasskeyItem, PendingEnrolmentItem,
+    PushGrantItem, PushSubscriptionItem, RevokedFamily, token_hash,
 };
 pub use client::{ClientItem, ClientOrigin, ClientStore};
 pub use cosigned::{Cosigned, CosignedStore};

@@ -533,7 +533,7 @@ fn account(household_id: &str, name: &str, revision: u64) -> AccountItem {
             revoked_at_ms: None,
             suspect_at_ms: None,
             pending: Some(PendingEnrolmentItem {
-                approval_token: "token".into(),
+                approval_token_hashes: vec!["hash".into()],
                 generation: 0,
                 challenged_at_ms: vec![NOW - 1, NOW],
                 nonce: Some(NonceItem {
@@ -555,7 +555,7 @@ fn account(household_id: &str, name: &str, revision: u64) -> AccountItem {
             challenged_at_ms: vec![NOW],
         }],
         approval_links: vec![ApprovalLinkItem {
-            token: "token".into(),
+            token_hashes: vec!["hash".into()],
             request_id: "REQ-0123456789".into(),
             expires_at_ms: NOW + HOUR,
             generation: 0,

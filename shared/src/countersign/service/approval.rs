@@ -50,8 +50,9 @@ pub trait ApprovalLinks: Send + Sync {
         request_id: &str,
         expires_at_ms: i64,
     ) -> Result<String, LinkRefusal>;
-    /// The page's URL of a request whose link is still open.
-    async fn url_of(&self, household_id: &str, request_id: &str) -> Option<String>;
+    /// A new URL for the page of a request whose link is still open (the one it was opened
+    /// with is kept only as a hash); `None` once it is closed.
+    async fn reopen(&self, household_id: &str, request_id: &str) -> Option<String>;
     /// Tells the members' phones (only the guardians' when `guardians_only`) that the page
     /// at `url` waits for them, before answering, within a short budget.
     async fn announce(&self, household_id: &str, url: &str, guardians_only: bool);
@@ -491,7 +492,7 @@ impl CountersignService {
         }
         if outcome.result == Some(ApprovalResult::NeedsGuardian)
             && let Some(links) = &self.approval_links
-            && let Some(url) = links.url_of(household_id, request_id).await
+            && let Some(url) = links.reopen(household_id, request_id).await
         {
             self.announce(&home, &outcome.order, request_id, Some(member.role), &url)
                 .await;
