@@ -266,12 +266,15 @@ async fn a_host_that_registers_itself_links_a_household_and_calls_a_tool(backend
     let page = w.authorize_page(&client_id, redirect).await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.raw);
     assert!(
-        page.raw.contains("<strong>Claude Code</strong>"),
+        page.raw.contains("<strong><bdi>Claude Code</bdi></strong>"),
         "{}",
         page.raw
     );
     assert!(page.raw.contains("unverified: the app named itself"));
-    assert!(page.raw.contains("<strong>localhost:53682</strong>"));
+    assert!(
+        page.raw
+            .contains("<strong><bdi>localhost:53682</bdi></strong>")
+    );
     assert!(page.raw.contains("loopback address"));
 
     let household = w.household("Registered Home").await;
@@ -351,6 +354,120 @@ async fn a_host_that_registers_itself_links_a_household_and_calls_a_tool(backend
     assert_eq!(deleted.status, StatusCode::UNAUTHORIZED, "{}", deleted.raw);
     assert_eq!(deleted.body["error"], "invalid_client");
     assert!(is_error_page(&w.authorize_page(&client_id, redirect).await));
+}
+
+/// RFC 7009 §2.1: a client may revoke only its own tokens. Another registered client holding
+/// a household's access token answers 200 at `/oauth/revoke` and unlinks nothing; the owner
+/// revoking it ends its family, as before.
+async fn a_client_revokes_only_its_own_access_tokens(backend: Backend) {
+    let w = world(backend, false).await;
+    let register = |name: &'static str| {
+        let w = &w;
+        async move {
+            let registered = w
+                .register(&json!({
+                    "client_name": name,
+                    "redirect_uris": ["http://localhost/callback"],
+                    "token_endpoint_auth_method": "none",
+                }))
+                .await;
+            assert_eq!(registered.status, StatusCode::CREATED, "{}", registered.raw);
+            registered.body["client_id"].as_str().unwrap().to_owned()
+        }
+    };
+    let owner = register("Owner").await;
+    let stranger = register("Stranger").await;
+    let household = w.household("Revocation Home").await;
+    let redirect = "http://localhost:5000/callback";
+    let code = w.consent(&household, &owner, redirect).await;
+    let tokens = w.exchange_public(&owner, &code, redirect).await;
+    assert_eq!(tokens.status, StatusCode::OK, "{}", tokens.raw);
+    let access = tokens.body["access_token"].as_str().unwrap();
+    let revoke_as = |client_id: &str| {
+        let body = encode_pairs(&[("token", access), ("client_id", client_id)]);
+        let w = &w;
+        async move { w.form("/oauth/revoke", &[], &body).await }
+    };
+    let by_stranger = revoke_as(&stranger).await;
+    assert_eq!(by_stranger.status, StatusCode::OK, "{}", by_stranger.raw);
+    // Past the minute a revocation may take to reach every instance, the token still works.
+    w.advance_ms(hearth_core::accounts::GENERATION_CACHE_MS);
+    let still = w.record(access, "turned the heating down").await;
+    assert_eq!(still.body["result"]["isError"], false, "{}", still.raw);
+    let refreshed = w
+        .refresh_public(&owner, tokens.body["refresh_token"].as_str().unwrap())
+        .await;
+    assert_eq!(refreshed.status, StatusCode::OK, "{}", refreshed.raw);
+
+    let by_owner = revoke_as(&owner).await;
+    assert_eq!(by_owner.status, StatusCode::OK, "{}", by_owner.raw);
+    let rotated = refreshed.body["refresh_token"].as_str().unwrap();
+    let ended = w.refresh_public(&owner, rotated).await;
+    assert_eq!(ended.body["error"], "invalid_grant", "{}", ended.raw);
+    w.advance_ms(hearth_core::accounts::GENERATION_CACHE_MS);
+    let after = w.record(access, "turned the heating down").await;
+    assert_eq!(after.status, StatusCode::UNAUTHORIZED, "{}", after.raw);
+}
+
+/// A client's name is shown on the consent page in bold: Unicode format characters (a
+/// right-to-left override turns "(unverified: the app named itself)" backwards) and the
+/// configured client's own name are refused at registration, and every name a client wrote
+/// is isolated in `<bdi>` on the page.
+#[tokio::test]
+async fn client_names_cannot_hide_or_borrow_a_name() {
+    let config = common::config(&[
+        ("MCP_JWT_SECRET", JWT_SECRET),
+        ("HEARTH_LOG_KEY", LOG_KEY),
+        ("HEARTH_RATE_LIMIT_PER_IP", "1000000"),
+        ("MCP_CLIENT_ID", "alexa-home-skill"),
+        ("MCP_CLIENT_SECRET", "a-configured-client-secret-of-length"),
+        ("MCP_REDIRECT_URIS", "https://alexa.example/link"),
+    ]);
+    let h = common::harness_with(&config);
+    let register = |name: String| {
+        let router = h.router.clone();
+        async move {
+            let body = json!({
+                "client_name": name,
+                "redirect_uris": ["https://host.example/cb"],
+                "token_endpoint_auth_method": "none",
+            });
+            request(
+                &router,
+                "POST",
+                "/oauth/register",
+                &[("content-type", "application/json")],
+                &body.to_string(),
+            )
+            .await
+        }
+    };
+    for name in [
+        "Helper\u{202e}fles ti deman ppa eht",
+        "Zero\u{200b}width",
+        "Soft\u{ad}hyphen",
+        "ALEXA-Home-Skill",
+        " alexa-home-skill ",
+    ] {
+        let refused = register(name.to_owned()).await;
+        assert_eq!(
+            refused.status,
+            StatusCode::BAD_REQUEST,
+            "{name:?}: {}",
+            refused.raw
+        );
+        assert_eq!(refused.body["error"], "invalid_client_metadata", "{name:?}");
+    }
+    let accepted = register("Claude (Anthropic) — café ✓".to_owned()).await;
+    assert_eq!(accepted.status, StatusCode::CREATED, "{}", accepted.raw);
+    let client_id = accepted.body["client_id"].as_str().unwrap();
+    let page = authorize_page(&h.router, client_id, "https://host.example/cb").await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.raw);
+    assert!(
+        page.raw.contains("<bdi>Claude (Anthropic) — café ✓</bdi>"),
+        "{}",
+        page.raw
+    );
 }
 
 /// A registration never used to obtain a token is forgotten 24 hours after it was made, to
@@ -562,6 +679,7 @@ async fn registrations_are_limited_per_address() {
 }
 
 on_both_stores!(
+    a_client_revokes_only_its_own_access_tokens,
     a_host_that_registers_itself_links_a_household_and_calls_a_tool,
     an_unused_registration_expires_after_a_day,
     a_host_named_by_its_metadata_document_links_a_household,
@@ -671,12 +789,16 @@ async fn a_host_named_by_its_metadata_document_links_a_household(backend: Backen
     let page = w.authorize_page(&client_id, HOST_REDIRECT).await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.raw);
     assert!(
-        page.raw.contains("<strong>Example Host</strong>"),
+        page.raw
+            .contains("<strong><bdi>Example Host</bdi></strong>"),
         "{}",
         page.raw
     );
     assert!(page.raw.contains("unverified: the app named itself"));
-    assert!(page.raw.contains("<strong>host.example</strong>"));
+    assert!(
+        page.raw
+            .contains("<strong><bdi>host.example</bdi></strong>")
+    );
 
     let household = w.household("Document Home").await;
     let code = w.consent(&household, &client_id, HOST_REDIRECT).await;

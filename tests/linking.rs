@@ -574,7 +574,10 @@ async fn clients_an_operator_adds_link_households_until_deleted(backend: Backend
         .await
         .page;
     assert!(page.raw.contains("Desktop App"), "{}", page.raw);
-    assert!(page.raw.contains("<strong>127.0.0.1:53100</strong>"));
+    assert!(
+        page.raw
+            .contains("<strong><bdi>127.0.0.1:53100</bdi></strong>")
+    );
     assert!(page.raw.contains("loopback address"));
     assert!(!page.raw.contains(r#"class="unverified""#));
     let tokens = link_stored(

@@ -189,7 +189,7 @@ def test_a_host_named_by_its_metadata_document_links_with_authlib(linked_url, me
         page, _fields, _browser = _consent(client.create_authorization_url(
             metadata["authorization_endpoint"], code_verifier="v" * 43, resource=linked_url)[0])
         assert "Document Host" in page.text and "unverified" in page.text
-        assert "<strong>host.example</strong>" in page.text
+        assert "<strong><bdi>host.example</bdi></strong>" in page.text
         token = _link_public(metadata, linked_url, client, code)
         assert not _record(linked_url, token["access_token"], "fed the cat", "away for the day").is_error
         rotated = client.refresh_token(metadata["token_endpoint"], refresh_token=token["refresh_token"])

@@ -421,6 +421,14 @@ fn expires_in_secs(headers: &HeaderMap) -> Option<i64> {
     Some(expires.as_second() - date.as_second())
 }
 
+/// The host of a document's URL: how a client is shown when its own name cannot be.
+pub fn host_of(url: &str) -> String {
+    url::Url::parse(url)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
 /// Checks a document's JSON against the URL it came from.
 pub fn parse_document(url: &str, body: &[u8]) -> Result<Document, DocumentError> {
     let invalid = |text: &str| DocumentError::Invalid(text.to_owned());
@@ -470,9 +478,11 @@ pub fn parse_document(url: &str, body: &[u8]) -> Result<Document, DocumentError>
             "it lists more than {MAX_REDIRECT_URIS} redirect URIs"
         )));
     }
+    // A name with invisible formatting characters is not shown at all: the host is.
     let client_name = object
         .get("client_name")
         .and_then(Value::as_str)
+        .filter(|name| !name.chars().any(super::is_format_character))
         .map(|name| {
             name.chars()
                 .filter(|c| !c.is_control())
@@ -480,12 +490,7 @@ pub fn parse_document(url: &str, body: &[u8]) -> Result<Document, DocumentError>
                 .collect::<String>()
         })
         .filter(|name| !name.trim().is_empty())
-        .unwrap_or_else(|| {
-            url::Url::parse(url)
-                .ok()
-                .and_then(|url| url.host_str().map(str::to_owned))
-                .unwrap_or_default()
-        });
+        .unwrap_or_else(|| host_of(url));
     Ok(Document {
         client_name: client_name.trim().to_owned(),
         redirect_uris,

@@ -243,6 +243,13 @@ impl Clients {
         unix_ms(self.clock.now())
     }
 
+    /// The name the configured client is shown by, which no other client may take.
+    fn configured_name(&self) -> Option<&str> {
+        self.configured
+            .as_ref()
+            .map(|configured| configured.client_id.as_str())
+    }
+
     /// The client `client_id` names among the configured and the stored ones.
     pub async fn find(&self, client_id: &str) -> Result<Option<KnownClient>, ClientError> {
         if let Some(configured) = &self.configured
@@ -273,9 +280,14 @@ impl Clients {
             return Ok(Some(known(&item)));
         }
         let document = fetcher.fetch(url).await?;
+        // A document naming itself as the configured client is shown by its host instead.
+        let name = match checked_name(&document.client_name, self.configured_name()) {
+            Ok(name) => name,
+            Err(_) => metadata_document::host_of(url),
+        };
         let item = ClientItem {
             client_id: url.to_owned(),
-            name: document.client_name,
+            name,
             redirect_uris: document.redirect_uris,
             secret_hash: None,
             origin: ClientOrigin::Metadata,
@@ -370,7 +382,7 @@ impl Clients {
         redirect_uris: &[String],
         public: bool,
     ) -> Result<AddedClient, ClientError> {
-        let name = checked_name(name)?;
+        let name = checked_name(name, self.configured_name())?;
         checked_redirect_uris(redirect_uris)?;
         let client_id = new_client_id()?;
         let secret = (!public).then(new_client_secret).transpose()?;
@@ -400,7 +412,7 @@ impl Clients {
         redirect_uris: &[String],
         public: bool,
     ) -> Result<(ClientItem, Option<String>), ClientError> {
-        let name = checked_name(name)?;
+        let name = checked_name(name, self.configured_name())?;
         checked_redirect_uris(redirect_uris)?;
         let now_ms = self.now_ms();
         let secret = (!public).then(new_client_secret).transpose()?;
@@ -466,7 +478,12 @@ fn known(item: &ClientItem) -> KnownClient {
     }
 }
 
-fn checked_name(name: &str) -> Result<String, ClientError> {
+/// A client's name as the consent page shows it, in bold: 1 to [`MAX_CLIENT_NAME_CHARS`]
+/// characters, none of them a control or a Unicode format character (category Cf: a
+/// right-to-left override turns the page's "(unverified …)" backwards, a zero-width space hides
+/// a look-alike), and not the configured client's name in any case: a registration must not
+/// pass for the client the operator set up.
+fn checked_name(name: &str, reserved: Option<&str>) -> Result<String, ClientError> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > MAX_CLIENT_NAME_CHARS {
         return Err(ClientError::Invalid(format!(
@@ -478,7 +495,23 @@ fn checked_name(name: &str) -> Result<String, ClientError> {
             "a client name has no control characters".into(),
         ));
     }
+    if name.chars().any(is_format_character) {
+        return Err(ClientError::Invalid(
+            "a client name has no invisible formatting characters (Unicode category Cf)".into(),
+        ));
+    }
+    if reserved.is_some_and(|reserved| reserved.trim().eq_ignore_ascii_case(name)) {
+        return Err(ClientError::Invalid(
+            "that name is the configured client's; choose the app's own name".into(),
+        ));
+    }
     Ok(name.to_owned())
+}
+
+/// Whether `c` is a Unicode format character (general category Cf).
+pub fn is_format_character(c: char) -> bool {
+    use unicode_general_category::{GeneralCategory, get_general_category};
+    get_general_category(c) == GeneralCategory::Format
 }
 
 fn checked_redirect_uris(uris: &[String]) -> Result<(), ClientError> {

@@ -591,9 +591,17 @@ impl Linking {
             }
             return Ok(());
         }
+        // An access token names its family; the family says which client it was issued to,
+        // and only that client may end it (RFC 7009 §2.1). Anyone else's request changes
+        // nothing and is answered the same 200.
         let verified = jwt.and_then(|jwt| jwt.verify(token).ok());
         if let Some(verified) = verified
             && let Some(family_id) = verified.family
+            && let Some(item) = self
+                .grants
+                .grant(GrantKind::RefreshFamily, &family_id, self.now_ms())
+                .await?
+            && from_json::<FamilyBody>(&item.body)?.client_id == client_id
         {
             self.revoke_family(&family_id, &verified.subject).await?;
         }

@@ -106,10 +106,10 @@ pub fn consent(
 <style>{STYLE}</style></head>
 <body><main>
 <h1>Link your household to Hearth</h1>
-<p><strong>{client}</strong>{unverified} asks to act for your household through Hearth. If you allow it, it may:</p>
+<p><strong><bdi>{client}</bdi></strong>{unverified} asks to act for your household through Hearth. If you allow it, it may:</p>
 <ul>{grants}</ul>
 <p>It may not change your household's rules, budget or device keys, and every purchase still needs your household's rules to agree.</p>
-<p class="destination">After you decide, you go back to <strong>{host}</strong>.</p>
+<p class="destination">After you decide, you go back to <strong><bdi>{host}</bdi></strong>.</p>
 {loopback}
 {problem}
 <form method="post" action="authorize">
