@@ -489,7 +489,7 @@ async fn discovery_documents_describe_both_tiers() {
             "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
             "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
             "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
-            "scopes_supported": ["mcp:service", "mcp:tools", "mcp:resources", "countersign:read"],
+            "scopes_supported": ["mcp:service", "mcp:tools", "mcp:resources", "countersign:read", "offline_access"],
             "response_types_supported": ["code"],
             "response_modes_supported": ["query"],
             "code_challenge_methods_supported": ["S256"],
@@ -510,7 +510,8 @@ async fn discovery_documents_describe_both_tiers() {
                 "mcp:service",
                 "mcp:tools",
                 "mcp:resources",
-                "countersign:read"
+                "countersign:read",
+                "offline_access"
             ])
         );
         assert_eq!(resource.body["bearer_methods_supported"], json!(["header"]));

@@ -330,6 +330,63 @@ async fn a_household_links_through_the_consent_page_and_uses_its_own_token(backe
     assert_eq!(next.status, StatusCode::OK, "{}", next.raw);
 }
 
+/// `offline_access`, which claude.ai and ChatGPT ask for before they use refresh tokens: it is
+/// advertised, accepted at authorize and at the token endpoint, granted (the token response
+/// says so) without a line of its own on the consent page, and a list naming nothing else
+/// means the household's default scopes. Client credentials ignore it.
+async fn offline_access_is_granted_and_opens_nothing_of_its_own(backend: Backend) {
+    let w = world(backend).await;
+    let metadata = w.get("/.well-known/oauth-authorization-server", &[]).await;
+    assert!(
+        metadata.body["scopes_supported"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("offline_access")),
+        "{}",
+        metadata.raw
+    );
+    let household = w.household("Offline Home").await;
+    let code = w.link_code(&household).await;
+    let consent = w
+        .consent(&authorize_query(&[("scope", "offline_access")]))
+        .await;
+    let permissions = |page: &str| {
+        let start = page.find("<ul>").unwrap();
+        page[start..start + page[start..].find("</ul>").unwrap()].to_owned()
+    };
+    let default = w.consent(&authorize_query(&[("scope", "")])).await;
+    assert_eq!(
+        permissions(&consent.page.raw),
+        permissions(&default.page.raw),
+        "offline_access adds no permission to the page"
+    );
+    let reply = w.submit(&consent, "allow", Some(&code)).await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.raw);
+    let tokens = w.exchange(&redirect_parameters(&reply)["code"]).await;
+    assert_eq!(tokens.status, StatusCode::OK, "{}", tokens.raw);
+    assert_eq!(
+        tokens.body["scope"], "mcp:service countersign:read offline_access",
+        "the household's default, kept offline"
+    );
+    let refresh = tokens.body["refresh_token"].as_str().unwrap();
+    let refreshed = w
+        .token(&format!(
+            "grant_type=refresh_token&refresh_token={refresh}&scope=countersign%3Aread+offline_access"
+        ))
+        .await;
+    assert_eq!(refreshed.status, StatusCode::OK, "{}", refreshed.raw);
+    assert_eq!(refreshed.body["scope"], "countersign:read offline_access");
+
+    let machine = w
+        .token(&format!(
+            "grant_type=client_credentials&resource={RESOURCE}&scope=offline_access"
+        ))
+        .await;
+    assert_eq!(machine.status, StatusCode::OK, "{}", machine.raw);
+    assert_eq!(machine.body["scope"], "mcp:service");
+    assert!(machine.body.get("refresh_token").is_none());
+}
+
 async fn a_lost_refresh_response_may_be_retried_within_the_grace_window_and_not_after(
     backend: Backend,
 ) {
@@ -731,6 +788,7 @@ async fn clients_an_operator_adds_link_households_until_deleted(backend: Backend
 }
 
 on_both_stores!(
+    offline_access_is_granted_and_opens_nothing_of_its_own,
     clients_an_operator_adds_link_households_until_deleted,
     a_refresh_token_made_up_around_a_known_family_revokes_nothing,
     a_household_links_through_the_consent_page_and_uses_its_own_token,

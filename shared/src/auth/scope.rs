@@ -4,6 +4,11 @@
 //! `resources/*`. `initialize`, `ping`, notifications and responses need only a valid token.
 //! Any other method (prompts, completion, logging) needs `mcp:service`.
 //!
+//! `offline_access` (OpenID Connect's name, which claude.ai and ChatGPT look for before they
+//! will use a refresh token) opens nothing either: every code exchange already issues a refresh
+//! token. It is accepted and granted wherever it is asked for, shown nowhere as a permission,
+//! and dropped from client credentials, which have no refresh token.
+//!
 //! `countersign:read` opens no method: it lets a household token read its own household's
 //! purchase records (activity, the ledger's check, receipts, the rules) without a device's
 //! signed attestation. Account linking asks for it by default, and the consent page says
@@ -18,14 +23,16 @@ pub enum Scope {
     Tools,
     Resources,
     CountersignRead,
+    OfflineAccess,
 }
 
 impl Scope {
-    pub const ALL: [Scope; 4] = [
+    pub const ALL: [Scope; 5] = [
         Scope::Service,
         Scope::Tools,
         Scope::Resources,
         Scope::CountersignRead,
+        Scope::OfflineAccess,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -34,6 +41,7 @@ impl Scope {
             Scope::Tools => "mcp:tools",
             Scope::Resources => "mcp:resources",
             Scope::CountersignRead => "countersign:read",
+            Scope::OfflineAccess => "offline_access",
         }
     }
 
@@ -43,13 +51,14 @@ impl Scope {
             Scope::Tools => 2,
             Scope::Resources => 4,
             Scope::CountersignRead => 8,
+            Scope::OfflineAccess => 16,
         }
     }
 }
 
 /// What an invalid scope's error says may be asked for.
 pub const SCOPES_ACCEPTED: &str =
-    "scope must be mcp:service, mcp:tools, mcp:resources and/or countersign:read";
+    "scope must be mcp:service, mcp:tools, mcp:resources, countersign:read and/or offline_access";
 
 /// The scopes granted to one token.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -85,6 +94,22 @@ impl Scopes {
 
     pub fn contains(self, scope: Scope) -> bool {
         self.0 & scope.bit() != 0
+    }
+
+    /// The same scopes without `scope`.
+    pub fn without(self, scope: Scope) -> Scopes {
+        Scopes(self.0 & !scope.bit())
+    }
+
+    /// `default` in place of a list that names nothing but `offline_access` (which opens
+    /// nothing), keeping `offline_access`; any other list as it is.
+    pub fn or_default(self, default: Scopes) -> Scopes {
+        let offline = Scope::OfflineAccess.bit();
+        if self.0 & !offline == 0 {
+            Scopes(default.0 | (self.0 & offline))
+        } else {
+            self
+        }
     }
 
     /// Whether these scopes allow `method`; on refusal, the scope the method needs.
@@ -141,6 +166,22 @@ impl fmt::Debug for Scopes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn offline_access_alone_asks_for_the_default_and_is_kept() {
+        let offline = Scopes::parse("offline_access").unwrap();
+        assert_eq!(
+            offline.or_default(Scopes::HOUSEHOLD_DEFAULT).to_string(),
+            "mcp:service countersign:read offline_access"
+        );
+        let named = Scopes::parse("offline_access mcp:tools").unwrap();
+        assert_eq!(
+            named.or_default(Scopes::DEFAULT).to_string(),
+            "mcp:tools offline_access"
+        );
+        assert_eq!(named.without(Scope::OfflineAccess).to_string(), "mcp:tools");
+        assert_eq!(offline.allow(Some("tools/call")), Err(Scope::Tools));
+    }
 
     #[test]
     fn scope_lists_parse_strictly_and_print_in_order() {

@@ -535,7 +535,7 @@ impl Linking {
             }
             let granted = Scopes::parse(&family.scope)
                 .map_err(|_| LinkingError::Unavailable("a stored family is unreadable".into()))?;
-            let scope = match requested {
+            let scope = match requested.map(|requested| requested.or_default(granted)) {
                 None => granted,
                 Some(requested) if within(requested, granted) => requested,
                 Some(_) => {
@@ -690,10 +690,12 @@ impl Linking {
     }
 }
 
-/// Whether every scope of `requested` is in `granted`.
+/// Whether every scope of `requested` is in `granted`; `offline_access` always is, since it
+/// opens nothing (a family linked before it was known did not record it).
 fn within(requested: Scopes, granted: Scopes) -> bool {
     Scope::ALL
         .iter()
+        .filter(|scope| **scope != Scope::OfflineAccess)
         .all(|scope| !requested.contains(*scope) || granted.contains(*scope))
 }
 

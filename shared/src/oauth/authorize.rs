@@ -237,7 +237,8 @@ impl OAuthEndpoint {
         let scope = match form.get("scope") {
             None => Scopes::HOUSEHOLD_DEFAULT,
             Some(list) => Scopes::parse(list)
-                .map_err(|_| redirect("invalid_scope", crate::auth::scope::SCOPES_ACCEPTED))?,
+                .map_err(|_| redirect("invalid_scope", crate::auth::scope::SCOPES_ACCEPTED))?
+                .or_default(Scopes::HOUSEHOLD_DEFAULT),
         };
         Ok(AuthorizeRequest {
             client_id: client_id.to_owned(),

@@ -312,10 +312,7 @@ async fn token_grant(
                     "resource, when given, must be this server's MCP URL",
                 ));
             }
-            let requested = form
-                .get("scope")
-                .map(|_| requested_scopes(&form))
-                .transpose()?;
+            let requested = named_scopes(&form)?;
             let tokens = linking
                 .refresh(jwt, &client_id, presented, requested)
                 .await
@@ -462,12 +459,22 @@ async fn authenticate_client(
     }
 }
 
+/// The scopes a token request names, if it names any.
+fn named_scopes(form: &Form) -> Result<Option<Scopes>, OAuthError> {
+    form.get("scope")
+        .map(|list| {
+            Scopes::parse(list)
+                .map_err(|_| OAuthError::invalid_scope(crate::auth::scope::SCOPES_ACCEPTED))
+        })
+        .transpose()
+}
+
+/// The scopes of a grant that issues no refresh token (client credentials, a judge token):
+/// what the request names, else the default, and never `offline_access`.
 fn requested_scopes(form: &Form) -> Result<Scopes, OAuthError> {
-    match form.get("scope") {
-        None => Ok(Scopes::DEFAULT),
-        Some(list) => Scopes::parse(list)
-            .map_err(|_| OAuthError::invalid_scope(crate::auth::scope::SCOPES_ACCEPTED)),
-    }
+    Ok(named_scopes(form)?
+        .map_or(Scopes::DEFAULT, |named| named.or_default(Scopes::DEFAULT))
+        .without(crate::auth::Scope::OfflineAccess))
 }
 
 fn issue(
