@@ -393,7 +393,7 @@ async fn token_endpoint_errors_name_the_problem() {
         (
             "other resource",
             Some(client()),
-            "grant_type=client_credentials&resource=http://127.0.0.1:8787/mcp/".into(),
+            "grant_type=client_credentials&resource=http://127.0.0.1:8787/other/mcp".into(),
             StatusCode::BAD_REQUEST,
             "invalid_target",
         ),
@@ -806,4 +806,96 @@ async fn without_a_configured_store_the_limiter_fails_closed_with_503() {
     let reply = token_request(&h, Some(&client()), &grant("")).await;
     assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(reply.body["error"], "temporarily_unavailable");
+}
+
+/// Hosts send `resource` as the person typed it, or with a slash their URL type added: any
+/// spelling of this server's MCP URL is it (scheme and host in any case, the default port, one
+/// trailing slash), and the token's audience is the one canonical form. Another path, port or
+/// host is still `invalid_target`.
+#[tokio::test]
+async fn a_resource_spelled_differently_is_still_this_server() {
+    let h = harness(&[]);
+    for spelling in [
+        "http://127.0.0.1:8787/mcp/",
+        "HTTP://127.0.0.1:8787/mcp",
+        "http://127.0.0.1:8787/mcp",
+    ] {
+        let form = format!(
+            "grant_type=client_credentials&resource={}",
+            form_urlencoded::byte_serialize(spelling.as_bytes()).collect::<String>()
+        );
+        let reply = token_request(&h, Some(&client()), &form).await;
+        assert_eq!(reply.status, StatusCode::OK, "{spelling}: {}", reply.raw);
+        let token = reply.body["access_token"].as_str().unwrap();
+        let payload: Value = serde_json::from_slice(
+            &URL_SAFE_NO_PAD
+                .decode(token.split('.').nth(1).unwrap())
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(payload["aud"], RESOURCE, "{spelling}");
+    }
+    for other in [
+        "http://127.0.0.1:8788/mcp",
+        "http://127.0.0.2:8787/mcp",
+        "http://127.0.0.1:8787/mcp//",
+        "http://127.0.0.1:8787/mcp?x",
+    ] {
+        let form = format!(
+            "grant_type=client_credentials&resource={}",
+            form_urlencoded::byte_serialize(other.as_bytes()).collect::<String>()
+        );
+        let reply = token_request(&h, Some(&client()), &form).await;
+        assert_eq!(
+            reply.body["error"], "invalid_target",
+            "{other}: {}",
+            reply.raw
+        );
+    }
+}
+
+/// An issuer with a path (`…/prod`) is discoverable at RFC 8414 §3.1's path-inserted name, and
+/// a resource with a path prefix at RFC 9728 §3.1's; no other path answers there.
+#[tokio::test]
+async fn metadata_is_served_at_the_path_inserted_names_of_a_prefixed_deployment() {
+    let h = harness(&[("MCP_RESOURCE_URL", "http://127.0.0.1:8787/prod/mcp")]);
+    let server = request(
+        &h.router,
+        "GET",
+        "/.well-known/oauth-authorization-server/prod",
+        &[],
+        "",
+    )
+    .await;
+    assert_eq!(server.status, StatusCode::OK, "{}", server.raw);
+    assert_eq!(server.body["issuer"], "http://127.0.0.1:8787/prod");
+    let resource = request(
+        &h.router,
+        "GET",
+        "/.well-known/oauth-protected-resource/prod/mcp",
+        &[],
+        "",
+    )
+    .await;
+    assert_eq!(resource.status, StatusCode::OK, "{}", resource.raw);
+    assert_eq!(resource.body["resource"], "http://127.0.0.1:8787/prod/mcp");
+    for elsewhere in [
+        "/.well-known/oauth-authorization-server/other",
+        "/.well-known/oauth-authorization-server/prod/extra",
+        "/.well-known/oauth-protected-resource/other/mcp",
+    ] {
+        let reply = request(&h.router, "GET", elsewhere, &[], "").await;
+        assert_eq!(reply.status, StatusCode::NOT_FOUND, "{elsewhere}");
+    }
+    // At the root, an issuer has no path to insert.
+    let root = harness(&[]);
+    let reply = request(
+        &root.router,
+        "GET",
+        "/.well-known/oauth-authorization-server/mcp",
+        &[],
+        "",
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND);
 }

@@ -47,10 +47,12 @@ fn peer(ip: impl Into<IpAddr>) -> SocketAddr {
 /// A concrete path for a route path: `{asset}` names a real asset, and `{token}` a link token
 /// of the right form for a household that does not exist.
 fn sample(path: &str) -> String {
-    path.replace("{asset}", "app.js").replace(
-        "{token}",
-        "hh-0123456789abcdef0123456789abcdef.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
-    )
+    path.replace("{asset}", "app.js")
+        .replace("{*path}", "mcp")
+        .replace(
+            "{token}",
+            "hh-0123456789abcdef0123456789abcdef.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        )
 }
 
 /// The consent page without its parameters: a cheap request that every budget counts.

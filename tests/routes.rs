@@ -11,7 +11,8 @@ use http::StatusCode;
 
 /// Each function's router and the local one, with the directory holding their store.
 fn routers() -> (Vec<(&'static str, Router)>, tempfile::TempDir) {
-    let vars = common::settings(&[]);
+    // A resource with a path prefix, so that the path-inserted metadata names answer.
+    let vars = common::settings(&[("MCP_RESOURCE_URL", "http://127.0.0.1:8787/prod/mcp")]);
     let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
     let config = common::config(&vars);
     let (backing, dir, _) = common::backing_with(&config, Stores::shared, None);
@@ -69,11 +70,19 @@ async fn any_routes_answer_other_methods_themselves_and_get_routes_only_get() {
     );
 }
 
-/// A concrete path for a route path: `{asset}` names a real asset, and `{token}` is a link
-/// token of the right form (for no household: its page answers 410, not 404).
+/// A concrete path for a route path: `{asset}` names a real asset, `{token}` is a link token
+/// of the right form (for no household: its page answers 410, not 404), and a path-inserted
+/// metadata name carries the issuer's or the resource's path.
 fn sample(path: &str) -> String {
-    path.replace("{asset}", "app.js").replace(
-        "{token}",
-        "hh-0123456789abcdef0123456789abcdef.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
-    )
+    let inserted = if path.starts_with("/.well-known/oauth-authorization-server/") {
+        "prod"
+    } else {
+        "prod/mcp"
+    };
+    path.replace("{asset}", "app.js")
+        .replace("{*path}", inserted)
+        .replace(
+            "{token}",
+            "hh-0123456789abcdef0123456789abcdef.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        )
 }

@@ -156,6 +156,13 @@ pub const ROUTES: &[Route] = &[
     ),
     route(
         "mcp",
+        "ANY",
+        "/.well-known/oauth-protected-resource/{*path}",
+        "the same document at RFC 9728's path-inserted name of a resource with a path prefix (`/.well-known/oauth-protected-resource/prod/mcp` for `…/prod/mcp`); 404 for any other path",
+        Limit::Address,
+    ),
+    route(
+        "mcp",
         "GET",
         "/demo",
         "the web demo page ([The demo](../getting-started/demo.md))",
@@ -292,6 +299,13 @@ pub const ROUTES: &[Route] = &[
         "ANY",
         "/.well-known/oauth-authorization-server",
         "RFC 8414 authorization-server metadata",
+        Limit::Address,
+    ),
+    route(
+        "oauth",
+        "ANY",
+        "/.well-known/oauth-authorization-server/{*path}",
+        "the same document at RFC 8414's path-inserted name of an issuer with a path (`/.well-known/oauth-authorization-server/prod`); 404 for any other path",
         Limit::Address,
     ),
     route(

@@ -29,7 +29,8 @@ PLATFORM = {"AWS_LAMBDA_RUNTIME_API", "AWS_LAMBDA_FUNCTION_NAME"}
 
 def served_routes():
     listed = json.loads(subprocess.run([str(HEARTH), "routes"], capture_output=True, check=True).stdout)
-    return {(r["function"], r["method"], r["path"]) for r in listed}
+    # axum's catch-all `{*name}` is API Gateway's greedy `{name+}`.
+    return {(r["function"], r["method"], re.sub(r"\{\*(\w+)\}", r"{\1+}", r["path"])) for r in listed}
 
 
 def function_of_integration(name):

@@ -12,7 +12,7 @@ pub use witness::{WitnessSettings, WitnessSubmission};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-pub use urls::{PasskeyPlace, PublicUrls};
+pub use urls::{PasskeyPlace, PublicUrls, canonical_resource};
 
 use crate::auth::attestation::DEVELOPMENT_HOST_KEY;
 use crate::auth::credentials::{

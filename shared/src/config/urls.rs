@@ -50,9 +50,13 @@ impl PublicUrls {
         if url.query().is_some() || url.fragment().is_some() {
             return Err("must not have a query or fragment".into());
         }
+        if !url.path().ends_with("/mcp") {
+            return Err("the path must end in /mcp".into());
+        }
+        // Kept, advertised and put in tokens in the form hosts' spellings are compared in.
+        let resource = canonical_resource(resource).ok_or("not an absolute URL")?;
         let issuer = resource
             .strip_suffix("/mcp")
-            .filter(|_| url.path().ends_with("/mcp"))
             .ok_or("the path must end in /mcp")?;
         let host = match host {
             Host::Domain(name) => name.to_ascii_lowercase(),
@@ -60,10 +64,27 @@ impl PublicUrls {
             Host::Ipv6(ip) => ip.to_string(),
         };
         Ok(Self {
-            resource: resource.to_owned(),
             issuer: issuer.to_owned(),
+            resource,
             host,
         })
+    }
+
+    /// Whether `given` (a `resource` parameter, RFC 8707) names this resource, however a host
+    /// spelled it: compared in [`canonical_resource`] form.
+    pub fn names_this_resource(&self, given: &str) -> bool {
+        canonical_resource(given).is_some_and(|given| given == self.resource)
+    }
+
+    /// The path a path-inserted metadata name carries after its well-known prefix (RFC 8414
+    /// §3.1, RFC 9728 §3.1): the issuer's path for the authorization server's, the resource's
+    /// for the resource's. Empty for an issuer at the host's root.
+    pub fn issuer_path(&self) -> &str {
+        path_of(&self.issuer)
+    }
+
+    pub fn resource_path(&self) -> &str {
+        path_of(&self.resource)
     }
 
     /// The local server's own `/mcp` URL, when it listens on a loopback or unspecified address.
@@ -202,32 +223,110 @@ impl PublicUrls {
     }
 }
 
+/// The path of a canonical URL (without its scheme and authority); empty for none.
+fn path_of(canonical: &str) -> &str {
+    let after_scheme = canonical
+        .split_once("://")
+        .map_or(canonical, |(_, rest)| rest);
+    after_scheme
+        .find('/')
+        .map_or("", |start| &after_scheme[start..])
+}
+
+/// A resource URL as Hearth compares it: scheme and host lower-cased and the default port
+/// dropped (the URL parser's own normal form), one trailing slash ignored; `None` for what is
+/// not an absolute URL, or carries credentials, a query or a fragment (RFC 8707 §2 forbids the
+/// last two). Claude Code and Goose send the URL the person typed, and an SDK's URL type adds a
+/// slash to a bare host, so an exact string comparison failed hosts that meant this server.
+pub fn canonical_resource(text: &str) -> Option<String> {
+    let url = Url::parse(text.trim()).ok()?;
+    if url.query().is_some()
+        || url.fragment().is_some()
+        || !url.username().is_empty()
+        || url.password().is_some()
+        || url.cannot_be_a_base()
+    {
+        return None;
+    }
+    let written = url.as_str();
+    Some(written.strip_suffix('/').unwrap_or(written).to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
+    fn a_resource_is_compared_in_one_form() {
+        let urls = PublicUrls::from_resource("https://hearth.example/mcp").unwrap();
+        for spelling in [
+            "https://hearth.example/mcp",
+            "https://hearth.example/mcp/",
+            "HTTPS://Hearth.EXAMPLE/mcp",
+            "https://hearth.example:443/mcp",
+            " https://hearth.example/mcp",
+        ] {
+            assert!(urls.names_this_resource(spelling), "{spelling:?}");
+        }
+        for other in [
+            "https://hearth.example/mcp//",
+            "https://hearth.example/MCP",
+            "https://hearth.example/other/mcp",
+            "https://hearth.example:8443/mcp",
+            "http://hearth.example/mcp",
+            "https://hearth.example.evil/mcp",
+            "https://hearth.example/mcp?x=1",
+            "https://hearth.example/mcp#top",
+            "https://user@hearth.example/mcp",
+            "hearth.example/mcp",
+            "",
+        ] {
+            assert!(!urls.names_this_resource(other), "{other:?}");
+        }
+        assert_eq!(
+            canonical_resource("https://Host.Example").as_deref(),
+            Some("https://host.example")
+        );
+        assert_eq!(
+            canonical_resource("https://host.example/").as_deref(),
+            Some("https://host.example")
+        );
+    }
+
+    #[test]
+    fn path_inserted_names_carry_the_issuers_and_the_resources_paths() {
+        let root = PublicUrls::from_resource("https://hearth.example/mcp").unwrap();
+        assert_eq!((root.issuer_path(), root.resource_path()), ("", "/mcp"));
+        let staged = PublicUrls::from_resource("https://hearth.example/prod/mcp").unwrap();
+        assert_eq!(
+            (staged.issuer_path(), staged.resource_path()),
+            ("/prod", "/prod/mcp")
+        );
+    }
+
+    #[test]
     fn the_issuer_and_endpoints_follow_the_resource() {
-        let urls = PublicUrls::from_resource("https://Hearth.Example.com:8443/prod/mcp").unwrap();
-        assert_eq!(urls.resource(), "https://Hearth.Example.com:8443/prod/mcp");
-        assert_eq!(urls.issuer(), "https://Hearth.Example.com:8443/prod");
+        let urls = PublicUrls::from_resource("https://hearth.example.com:8443/prod/mcp").unwrap();
+        // Kept in canonical form: the host lower-cased.
+        assert_eq!(urls.resource(), "https://hearth.example.com:8443/prod/mcp");
+        assert_eq!(urls.issuer(), "https://hearth.example.com:8443/prod");
         assert_eq!(urls.host(), "hearth.example.com");
         assert_eq!(
             urls.token_endpoint(),
-            "https://Hearth.Example.com:8443/prod/oauth/token"
+            "https://hearth.example.com:8443/prod/oauth/token"
         );
         assert_eq!(
             urls.authorization_endpoint(),
-            "https://Hearth.Example.com:8443/prod/oauth/authorize"
+            "https://hearth.example.com:8443/prod/oauth/authorize"
         );
         assert_eq!(urls.authorization_path(), "/prod/oauth/authorize");
         assert_eq!(
             urls.revocation_endpoint(),
-            "https://Hearth.Example.com:8443/prod/oauth/revoke"
+            "https://hearth.example.com:8443/prod/oauth/revoke"
         );
         assert_eq!(
             urls.resource_metadata(),
-            "https://Hearth.Example.com:8443/prod/.well-known/oauth-protected-resource/mcp"
+            "https://hearth.example.com:8443/prod/.well-known/oauth-protected-resource/mcp"
         );
     }
 

@@ -418,7 +418,8 @@ impl Linking {
                 "redirect_uri must be the one of the authorization request",
             ));
         }
-        if resource != Some(body.binding.resource.as_str()) {
+        let named = resource.and_then(crate::config::canonical_resource);
+        if named.as_deref() != Some(body.binding.resource.as_str()) {
             return Err(LinkingError::InvalidTarget(RESOURCE));
         }
         let verifier = code_verifier.ok_or(LinkingError::InvalidRequest(

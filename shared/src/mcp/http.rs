@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::{Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use http::{HeaderValue, Method, StatusCode, header};
@@ -147,6 +147,10 @@ pub fn router(endpoint: Arc<McpEndpoint>) -> Router {
         .route(
             "/.well-known/oauth-protected-resource/mcp",
             any(resource_metadata),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/{*path}",
+            any(resource_metadata_inserted),
         );
     let fetched = Router::new()
         .route("/mcp", any(mcp))
@@ -186,6 +190,27 @@ async fn resource_metadata(State(endpoint): State<Arc<McpEndpoint>>, request: Re
         )
             .into_response(),
     }
+}
+
+/// The protected-resource metadata at its RFC 9728 §3.1 name for a resource with a path
+/// prefix: served only at the resource's own path.
+async fn resource_metadata_inserted(
+    State(endpoint): State<Arc<McpEndpoint>>,
+    Path(path): Path<String>,
+    request: Request,
+) -> Response {
+    let ours = endpoint
+        .urls
+        .as_ref()
+        .is_some_and(|urls| urls.resource_path() == format!("/{path}"));
+    if !ours {
+        return (
+            StatusCode::NOT_FOUND,
+            axum::Json(json!({"error": "not_found"})),
+        )
+            .into_response();
+    }
+    resource_metadata(State(endpoint), request).await
 }
 
 /// `GET /.well-known/hearth/log-keys`: the verifier keys every household's checkpoints are

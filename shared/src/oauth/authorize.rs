@@ -228,7 +228,10 @@ impl OAuthEndpoint {
         if let Err(refusal) = check_challenge(challenge, form.get("code_challenge_method")) {
             return Err(redirect("invalid_request", refusal.description()));
         }
-        if form.get("resource") != Some(urls.resource()) {
+        if !form
+            .get("resource")
+            .is_some_and(|resource| urls.names_this_resource(resource))
+        {
             return Err(redirect(
                 "invalid_target",
                 "resource is required and must be this server's MCP URL",

@@ -129,7 +129,11 @@ pub fn router(endpoint: Arc<OAuthEndpoint>) -> Router {
         .route("/oauth/token", any(token))
         .route("/oauth/revoke", any(revoke))
         .route("/oauth/register", any(registration))
-        .route("/.well-known/oauth-authorization-server", any(discovery));
+        .route("/.well-known/oauth-authorization-server", any(discovery))
+        .route(
+            "/.well-known/oauth-authorization-server/{*path}",
+            any(discovery_inserted),
+        );
     let fetched = gate::limit(fetched, &endpoint.gate, refused_in_json).layer(endpoint.gate.cors());
     let judge = gate::limit(
         Router::new().route("/oauth/judge", any(judge)),
@@ -224,6 +228,26 @@ async fn discovery(State(endpoint): State<Arc<OAuthEndpoint>>, request: Request)
     }
 }
 
+/// The authorization-server metadata at its RFC 8414 §3.1 name for an issuer with a path:
+/// served only at the issuer's own path.
+async fn discovery_inserted(
+    State(endpoint): State<Arc<OAuthEndpoint>>,
+    axum::extract::Path(path): axum::extract::Path<String>,
+    request: Request,
+) -> Response {
+    let ours = endpoint.urls.as_ref().is_some_and(|urls| {
+        !urls.issuer_path().is_empty() && urls.issuer_path() == format!("/{path}")
+    });
+    if !ours {
+        return (
+            StatusCode::NOT_FOUND,
+            axum::Json(json!({"error": "not_found"})),
+        )
+            .into_response();
+    }
+    discovery(State(endpoint), request).await
+}
+
 /// The checks every form route shares once the gate let it in: media type and body size.
 async fn read_form(request: Request) -> Result<(http::request::Parts, Form), OAuthError> {
     let is_form = has_media_type(request.headers(), "application/x-www-form-urlencoded");
@@ -273,7 +297,10 @@ async fn token_grant(
                     "this client may not use client_credentials; link a household instead",
                 ));
             }
-            if form.get("resource") != Some(urls.resource()) {
+            if !form
+                .get("resource")
+                .is_some_and(|resource| urls.names_this_resource(resource))
+            {
                 return Err(OAuthError::invalid_target(
                     "resource is required and must be this server's MCP URL",
                 ));
@@ -306,7 +333,7 @@ async fn token_grant(
                 .ok_or_else(|| OAuthError::invalid_request("refresh_token is required"))?;
             if form
                 .get("resource")
-                .is_some_and(|resource| resource != urls.resource())
+                .is_some_and(|resource| !urls.names_this_resource(resource))
             {
                 return Err(OAuthError::invalid_target(
                     "resource, when given, must be this server's MCP URL",
