@@ -470,6 +470,110 @@ async fn client_names_cannot_hide_or_borrow_a_name() {
     );
 }
 
+/// Hosts list a callback for every platform they run on. Cursor registers its own
+/// `cursor://` scheme beside a website and loopback: the scheme any app may claim is set
+/// aside, the rest is stored, and Cursor links over loopback. A native app's private-use
+/// scheme (RFC 8252 §7.1, reverse-domain) is usable by a public client: the page names the
+/// scheme and warns, and the redirect to it is allowed by the page's CSP. Only an operator
+/// can add a claimed scheme.
+async fn a_host_with_native_callbacks_registers_what_can_be_used(backend: Backend) {
+    let w = world(backend, false).await;
+    let cursor = w
+        .register(&json!({
+            "client_name": "Cursor",
+            "redirect_uris": [
+                "cursor://anysphere.cursor-mcp/oauth/callback",
+                "https://cursor.com/oauth/callback",
+                "http://localhost:8787/callback",
+            ],
+            "token_endpoint_auth_method": "none",
+            "grant_types": ["authorization_code", "refresh_token"],
+        }))
+        .await;
+    assert_eq!(cursor.status, StatusCode::CREATED, "{}", cursor.raw);
+    assert_eq!(
+        cursor.body["redirect_uris"],
+        json!([
+            "https://cursor.com/oauth/callback",
+            "http://localhost:8787/callback"
+        ])
+    );
+    let cursor_id = cursor.body["client_id"].as_str().unwrap();
+    let household = w.household("Native Home").await;
+    let code = w
+        .consent(&household, cursor_id, "http://localhost:8787/callback")
+        .await;
+    let tokens = w
+        .exchange_public(cursor_id, &code, "http://localhost:8787/callback")
+        .await;
+    assert_eq!(tokens.status, StatusCode::OK, "{}", tokens.raw);
+    assert!(is_error_page(
+        &w.authorize_page(cursor_id, "cursor://anysphere.cursor-mcp/oauth/callback")
+            .await
+    ));
+
+    let app = "com.example.hearthapp:/oauth2redirect";
+    let native = w
+        .register(&json!({
+            "client_name": "Example App",
+            "redirect_uris": [app],
+            "token_endpoint_auth_method": "none",
+        }))
+        .await;
+    assert_eq!(native.status, StatusCode::CREATED, "{}", native.raw);
+    let native_id = native.body["client_id"].as_str().unwrap();
+    let page = w.authorize_page(native_id, app).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.raw);
+    assert!(
+        page.raw
+            .contains("<strong><bdi>com.example.hearthapp:</bdi></strong>"),
+        "{}",
+        page.raw
+    );
+    assert!(page.raw.contains("not a website"), "{}", page.raw);
+    assert!(
+        page.header("content-security-policy")
+            .contains("form-action 'self' com.example.hearthapp:"),
+        "{}",
+        page.header("content-security-policy")
+    );
+    let code = w.consent(&household, native_id, app).await;
+    let tokens = w.exchange_public(native_id, &code, app).await;
+    assert_eq!(tokens.status, StatusCode::OK, "{}", tokens.raw);
+
+    // A confidential client has a secret to keep: an app's scheme is not for it.
+    let confidential = w
+        .register(&json!({"client_name": "Server App", "redirect_uris": [app]}))
+        .await;
+    assert_eq!(
+        confidential.body["error"], "invalid_redirect_uri",
+        "{}",
+        confidential.raw
+    );
+    // An operator may choose a claimed scheme.
+    let added = w
+        .clients
+        .add(
+            "Cursor (desktop)",
+            &["cursor://anysphere.cursor-mcp/oauth/callback".to_owned()],
+            true,
+        )
+        .await
+        .unwrap();
+    let page = w
+        .authorize_page(
+            &added.client_id,
+            "cursor://anysphere.cursor-mcp/oauth/callback",
+        )
+        .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.raw);
+    assert!(
+        page.raw.contains("<strong><bdi>cursor:</bdi></strong>"),
+        "{}",
+        page.raw
+    );
+}
+
 /// A registration never used to obtain a token is forgotten 24 hours after it was made, to
 /// the millisecond; one that was used is kept.
 async fn an_unused_registration_expires_after_a_day(backend: Backend) {
@@ -680,6 +784,7 @@ async fn registrations_are_limited_per_address() {
 
 on_both_stores!(
     a_client_revokes_only_its_own_access_tokens,
+    a_host_with_native_callbacks_registers_what_can_be_used,
     a_host_that_registers_itself_links_a_household_and_calls_a_tool,
     an_unused_registration_expires_after_a_day,
     a_host_named_by_its_metadata_document_links_a_household,

@@ -23,7 +23,7 @@ use async_trait::async_trait;
 use http::{HeaderMap, StatusCode, header};
 use serde_json::Value;
 
-use super::{MAX_CLIENT_NAME_CHARS, MAX_REDIRECT_URIS, check_redirect_uri};
+use super::{MAX_CLIENT_NAME_CHARS, MAX_REDIRECT_URIS, Registrant, usable_redirect_uris};
 
 /// The largest document read.
 pub const MAX_DOCUMENT_BYTES: usize = 5 * 1024;
@@ -460,17 +460,17 @@ pub fn parse_document(url: &str, body: &[u8]) -> Result<Document, DocumentError>
         .get("redirect_uris")
         .and_then(Value::as_array)
         .ok_or_else(|| invalid("it has no redirect_uris list"))?;
-    // A host may list redirect URIs Hearth never sends codes to (a custom scheme); those are
-    // set aside rather than failing the whole document.
-    let redirect_uris: Vec<String> = listed
+    // A host may list redirect URIs Hearth never sends codes to (a scheme any app may claim);
+    // those are set aside rather than failing the whole document.
+    let listed: Vec<String> = listed
         .iter()
         .filter_map(Value::as_str)
-        .filter(|uri| check_redirect_uri(uri).is_ok())
         .map(str::to_owned)
         .collect();
+    let (redirect_uris, _) = usable_redirect_uris(&listed, Registrant::PublicClient);
     if redirect_uris.is_empty() {
         return Err(invalid(
-            "none of its redirect_uris is https or http on a loopback address",
+            "none of its redirect_uris is https, http on a loopback address, or a private-use scheme (com.example.app:/…)",
         ));
     }
     if redirect_uris.len() > MAX_REDIRECT_URIS {

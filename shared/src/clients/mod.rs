@@ -114,8 +114,68 @@ pub fn is_loopback_http(url: &url::Url) -> bool {
         }
 }
 
-/// Why a redirect URI cannot be registered; the text is safe to return.
-pub fn check_redirect_uri(uri: &str) -> Result<(), String> {
+/// Where a redirect URI sends the person, which decides who may register it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedirectKind {
+    /// `https` with a host: a website.
+    Web,
+    /// `http` on `127.0.0.1`, `[::1]` or `localhost`, any port: a native app on this device
+    /// (RFC 8252 §7.3).
+    Loopback,
+    /// A private-use scheme in reverse-domain form, with a dot (RFC 8252 §7.1:
+    /// `com.example.app:/callback`): a native app on this device, for a public client whose
+    /// proof is PKCE.
+    PrivateUse,
+    /// Any other custom scheme (`cursor://…`): a name any app may claim, registered only by an
+    /// operator who chose it (`hearth admin client add --redirect-uri`).
+    Claimed,
+}
+
+/// Who is registering a redirect URI, and so which kinds are usable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Registrant {
+    /// The operator (`hearth admin client add`): every kind.
+    Operator,
+    /// A host registering itself, or naming itself by a metadata document, as a public client
+    /// (no secret; PKCE is its proof): websites, loopback and private-use schemes.
+    PublicClient,
+    /// A host registering itself as a confidential client: websites and loopback.
+    ConfidentialClient,
+}
+
+impl Registrant {
+    pub fn may_use(self, kind: RedirectKind) -> bool {
+        match self {
+            Registrant::Operator => true,
+            Registrant::PublicClient => kind != RedirectKind::Claimed,
+            Registrant::ConfidentialClient => {
+                matches!(kind, RedirectKind::Web | RedirectKind::Loopback)
+            }
+        }
+    }
+}
+
+/// Schemes that are never an app's callback: they run code, read files, or are the web's own
+/// (`http` elsewhere than loopback is refused because a code must not travel in the clear).
+const NEVER_REDIRECT_SCHEMES: &[&str] = &[
+    "http",
+    "javascript",
+    "vbscript",
+    "data",
+    "file",
+    "blob",
+    "about",
+    "filesystem",
+    "ftp",
+    "ws",
+    "wss",
+    "mailto",
+    "tel",
+    "sms",
+];
+
+/// What kind of redirect URI `uri` is, or why it can never be one; the text is safe to return.
+pub fn redirect_kind(uri: &str) -> Result<RedirectKind, String> {
     if uri.len() > MAX_REDIRECT_URI_BYTES {
         return Err(format!(
             "a redirect URI is longer than {MAX_REDIRECT_URI_BYTES} bytes"
@@ -128,13 +188,52 @@ pub fn check_redirect_uri(uri: &str) -> Result<(), String> {
     if !parsed.username().is_empty() || parsed.password().is_some() {
         return Err(format!("{uri:?} carries credentials"));
     }
-    if parsed.scheme() == "https" && parsed.host().is_some() || is_loopback_http(&parsed) {
-        Ok(())
-    } else {
+    let scheme = parsed.scheme();
+    if scheme == "https" && parsed.host().is_some() {
+        Ok(RedirectKind::Web)
+    } else if is_loopback_http(&parsed) {
+        Ok(RedirectKind::Loopback)
+    } else if scheme == "https" || NEVER_REDIRECT_SCHEMES.contains(&scheme) {
         Err(format!(
-            "{uri:?} is neither https nor http on a loopback address"
+            "{uri:?} is neither https, nor http on a loopback address, nor an app's own scheme"
         ))
+    } else if scheme.contains('.') {
+        Ok(RedirectKind::PrivateUse)
+    } else {
+        Ok(RedirectKind::Claimed)
     }
+}
+
+/// Why `registrant` may not register `uri`; the text is safe to return.
+pub fn check_redirect_uri(uri: &str, registrant: Registrant) -> Result<(), String> {
+    let kind = redirect_kind(uri)?;
+    if registrant.may_use(kind) {
+        return Ok(());
+    }
+    Err(match kind {
+        RedirectKind::Claimed => format!(
+            "{uri:?} uses a scheme any app may claim; only an operator can add it (hearth admin client add --redirect-uri)"
+        ),
+        _ => format!(
+            "{uri:?} is an app's own scheme, which only a public client (token_endpoint_auth_method none, with PKCE) may use"
+        ),
+    })
+}
+
+/// A host's redirect URIs split into those `registrant` may use, in order and without
+/// repeats, and those set aside, each with why. Hosts list callbacks for every platform
+/// they run on, so one that Hearth cannot send codes to does not refuse the others.
+pub fn usable_redirect_uris(uris: &[String], registrant: Registrant) -> (Vec<String>, Vec<String>) {
+    let mut usable: Vec<String> = Vec::new();
+    let mut set_aside = Vec::new();
+    for uri in uris {
+        match check_redirect_uri(uri, registrant) {
+            Ok(()) if !usable.contains(uri) => usable.push(uri.clone()),
+            Ok(()) => {}
+            Err(why) => set_aside.push(why),
+        }
+    }
+    (usable, set_aside)
 }
 
 /// A client as `hearth admin client add` created it: its id and, for a confidential client,
@@ -383,7 +482,7 @@ impl Clients {
         public: bool,
     ) -> Result<AddedClient, ClientError> {
         let name = checked_name(name, self.configured_name())?;
-        checked_redirect_uris(redirect_uris)?;
+        checked_redirect_uris(redirect_uris, Registrant::Operator)?;
         let client_id = new_client_id()?;
         let secret = (!public).then(new_client_secret).transpose()?;
         let item = ClientItem {
@@ -413,7 +512,12 @@ impl Clients {
         public: bool,
     ) -> Result<(ClientItem, Option<String>), ClientError> {
         let name = checked_name(name, self.configured_name())?;
-        checked_redirect_uris(redirect_uris)?;
+        let registrant = if public {
+            Registrant::PublicClient
+        } else {
+            Registrant::ConfidentialClient
+        };
+        checked_redirect_uris(redirect_uris, registrant)?;
         let now_ms = self.now_ms();
         let secret = (!public).then(new_client_secret).transpose()?;
         let item = ClientItem {
@@ -514,19 +618,20 @@ pub fn is_format_character(c: char) -> bool {
     get_general_category(c) == GeneralCategory::Format
 }
 
-fn checked_redirect_uris(uris: &[String]) -> Result<(), ClientError> {
-    check_redirect_uris(uris).map_err(ClientError::Invalid)
+fn checked_redirect_uris(uris: &[String], registrant: Registrant) -> Result<(), ClientError> {
+    check_redirect_uris(uris, registrant).map_err(ClientError::Invalid)
 }
 
 /// Why a client's list of redirect URIs cannot be registered: 1 to [`MAX_REDIRECT_URIS`],
-/// each passing [`check_redirect_uri`]. The text is safe to return.
-pub fn check_redirect_uris(uris: &[String]) -> Result<(), String> {
+/// each one `registrant` may use. The text is safe to return.
+pub fn check_redirect_uris(uris: &[String], registrant: Registrant) -> Result<(), String> {
     if uris.is_empty() || uris.len() > MAX_REDIRECT_URIS {
         return Err(format!(
             "a client has 1 to {MAX_REDIRECT_URIS} redirect URIs"
         ));
     }
-    uris.iter().try_for_each(|uri| check_redirect_uri(uri))
+    uris.iter()
+        .try_for_each(|uri| check_redirect_uri(uri, registrant))
 }
 
 fn new_client_id() -> Result<String, RandomFailed> {
@@ -577,32 +682,63 @@ mod tests {
     }
 
     #[test]
-    fn redirect_uris_are_https_or_loopback_http() {
-        for good in [
-            "https://chatgpt.com/connector_platform_oauth_redirect",
-            "http://127.0.0.1:33418/",
-            "http://localhost/callback",
-            "http://[::1]:8080/cb",
+    fn redirect_uris_are_websites_loopback_or_an_apps_own_scheme() {
+        for (uri, kind) in [
+            (
+                "https://chatgpt.com/connector_platform_oauth_redirect",
+                RedirectKind::Web,
+            ),
+            ("http://127.0.0.1:33418/", RedirectKind::Loopback),
+            ("http://localhost/callback", RedirectKind::Loopback),
+            ("http://[::1]:8080/cb", RedirectKind::Loopback),
+            ("com.example.app:/oauth2redirect", RedirectKind::PrivateUse),
+            ("vscode.dev.app://callback", RedirectKind::PrivateUse),
+            (
+                "cursor://anysphere.cursor-mcp/oauth/callback",
+                RedirectKind::Claimed,
+            ),
         ] {
-            assert_eq!(check_redirect_uri(good), Ok(()), "{good}");
+            assert_eq!(redirect_kind(uri), Ok(kind), "{uri}");
         }
         for bad in [
             "http://example.com/cb",
             "http://192.168.1.5/cb",
             "ftp://example.com/cb",
+            "javascript:alert(1)",
+            "data:text/html,hi",
+            "file:///etc/passwd",
             "https://example.com/cb#fragment",
             "https://user:pass@example.com/cb",
+            "com.example.app:/cb#fragment",
             "not a url",
-            "cursor://anysphere.cursor-retrieval/oauth/callback",
         ] {
-            assert!(check_redirect_uri(bad).is_err(), "{bad}");
+            assert!(redirect_kind(bad).is_err(), "{bad}");
         }
         let long = format!("https://example.com/{}", "a".repeat(MAX_REDIRECT_URI_BYTES));
-        assert!(check_redirect_uri(&long).is_err());
+        assert!(redirect_kind(&long).is_err());
         let at_limit = format!(
             "https://example.com/{}",
             "a".repeat(MAX_REDIRECT_URI_BYTES - "https://example.com/".len())
         );
-        assert_eq!(check_redirect_uri(&at_limit), Ok(()));
+        assert_eq!(redirect_kind(&at_limit), Ok(RedirectKind::Web));
+    }
+
+    #[test]
+    fn who_registers_decides_which_kinds_are_usable() {
+        let cursor = [
+            "cursor://anysphere.cursor-mcp/oauth/callback".to_owned(),
+            "https://cursor.com/oauth/callback".to_owned(),
+            "http://localhost:8787/callback".to_owned(),
+            "http://localhost:8787/callback".to_owned(),
+        ];
+        let (usable, set_aside) = usable_redirect_uris(&cursor, Registrant::PublicClient);
+        assert_eq!(usable, cursor[1..3]);
+        assert_eq!(set_aside.len(), 1, "{set_aside:?}");
+        assert!(set_aside[0].contains("only an operator"), "{set_aside:?}");
+        let (usable, _) = usable_redirect_uris(&cursor, Registrant::Operator);
+        assert_eq!(usable, cursor[..3]);
+        let app = ["com.example.app:/cb".to_owned()];
+        assert!(check_redirect_uris(&app, Registrant::PublicClient).is_ok());
+        assert!(check_redirect_uris(&app, Registrant::ConfidentialClient).is_err());
     }
 }

@@ -322,9 +322,6 @@ impl OAuthEndpoint {
             Some(key) => key.token(nonce, now_secs, request),
             None => String::new(),
         };
-        let origin = url::Url::parse(&request.redirect_uri)
-            .map(|url| url.origin().ascii_serialization())
-            .unwrap_or_default();
         let fields = ConsentFields {
             client_id: &request.client_id,
             client_name: &request.client_name,
@@ -336,7 +333,7 @@ impl OAuthEndpoint {
             resource: &request.resource,
             csrf: &csrf,
         };
-        consent_page::consent(&fields, &origin, problem, status)
+        consent_page::consent(&fields, problem, status)
     }
 
     /// The consent form's clock: linking's, so tests can move it.

@@ -43,39 +43,57 @@ pub struct ConsentFields<'a> {
     pub csrf: &'a str,
 }
 
-/// Where the redirect URI sends the person: its host (with the port, when it has one), shown
-/// prominently, and whether it is a loopback address.
+/// Where the redirect URI sends the person: a website's host (with the port, when it has one)
+/// or an app's scheme, shown in bold; a warning for anything but https; and the CSP source the
+/// form's redirect must be allowed to go to.
 struct Destination {
-    host: String,
-    loopback: bool,
+    shown: String,
+    warning: Option<&'static str>,
+    form_action: String,
 }
 
 impl Destination {
     fn of(redirect_uri: &str) -> Self {
-        match url::Url::parse(redirect_uri) {
-            Ok(url) => Self {
-                host: match (url.host_str(), url.port()) {
-                    (Some(host), Some(port)) => format!("{host}:{port}"),
-                    (Some(host), None) => host.to_owned(),
-                    (None, _) => redirect_uri.to_owned(),
-                },
-                loopback: crate::clients::is_loopback_http(&url),
+        use crate::clients::{RedirectKind, redirect_kind};
+        let Ok(url) = url::Url::parse(redirect_uri) else {
+            return Self {
+                shown: redirect_uri.to_owned(),
+                warning: None,
+                form_action: String::new(),
+            };
+        };
+        let host = match (url.host_str(), url.port()) {
+            (Some(host), Some(port)) => format!("{host}:{port}"),
+            (Some(host), None) => host.to_owned(),
+            (None, _) => url.scheme().to_owned(),
+        };
+        match redirect_kind(redirect_uri) {
+            Ok(RedirectKind::Loopback) => Self {
+                shown: host,
+                warning: Some(
+                    "That is an app on this computer (a loopback address), not a website. Link only if you started this from an app you trust on this device.",
+                ),
+                form_action: url.origin().ascii_serialization(),
             },
-            Err(_) => Self {
-                host: redirect_uri.to_owned(),
-                loopback: false,
+            Ok(RedirectKind::PrivateUse | RedirectKind::Claimed) => Self {
+                shown: format!("{}:", url.scheme()),
+                warning: Some(
+                    "That is an app on this device (its own link scheme), not a website. Link only if you started this from an app you trust on this device.",
+                ),
+                // A scheme source: browsers check a form's redirect to an app against it too.
+                form_action: format!("{}:", url.scheme()),
+            },
+            _ => Self {
+                shown: host,
+                warning: None,
+                form_action: url.origin().ascii_serialization(),
             },
         }
     }
 }
 
 /// The consent page, optionally with a problem to show above the form.
-pub fn consent(
-    fields: &ConsentFields<'_>,
-    redirect_origin: &str,
-    problem: Option<&str>,
-    status: StatusCode,
-) -> Response {
+pub fn consent(fields: &ConsentFields<'_>, problem: Option<&str>, status: StatusCode) -> Response {
     let destination = Destination::of(fields.redirect_uri);
     let grants: String = granted(fields.scope)
         .iter()
@@ -130,14 +148,13 @@ pub fn consent(
         } else {
             ""
         },
-        host = escape(&destination.host),
-        loopback = if destination.loopback {
-            r#"<p class="problem" role="note">That is an app on this computer (a loopback address), not a website. Link only if you started this from an app you trust on this device.</p>"#
-        } else {
-            ""
-        },
+        host = escape(&destination.shown),
+        loopback = destination
+            .warning
+            .map(|warning| format!(r#"<p class="problem" role="note">{}</p>"#, escape(warning)))
+            .unwrap_or_default(),
     );
-    page(status, body, redirect_origin)
+    page(status, body, &destination.form_action)
 }
 
 /// A page that ends the flow without a redirect: the request cannot be trusted to say where

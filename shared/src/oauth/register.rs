@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::{OAuthEndpoint, OAuthError};
 use crate::auth::Scopes;
-use crate::clients::{ClientError, check_redirect_uris};
+use crate::clients::{ClientError, Registrant, check_redirect_uris, usable_redirect_uris};
 use crate::media::{has_media_type, read_body};
 use crate::ratelimit::Admission;
 
@@ -189,10 +189,26 @@ impl Registration {
                 AUTH_METHODS.join(", ")
             )));
         }
-        let redirect_uris = requested.redirect_uris;
-        check_redirect_uris(&redirect_uris).map_err(|text| {
+        // Hosts list a callback for every platform they run on (Cursor: its own scheme, a
+        // website and loopback): what Hearth cannot send codes to is set aside, and only a
+        // list with nothing usable is refused.
+        let registrant = if auth_method == "none" {
+            Registrant::PublicClient
+        } else {
+            Registrant::ConfidentialClient
+        };
+        let (redirect_uris, set_aside) = usable_redirect_uris(&requested.redirect_uris, registrant);
+        let invalid_redirect = |text: String| {
             OAuthError::with_status(StatusCode::BAD_REQUEST, "invalid_redirect_uri", text)
-        })?;
+        };
+        if redirect_uris.is_empty() {
+            return Err(invalid_redirect(if set_aside.is_empty() {
+                "redirect_uris lists no redirect URI".into()
+            } else {
+                format!("no redirect URI can be used: {}", set_aside.join("; "))
+            }));
+        }
+        check_redirect_uris(&redirect_uris, registrant).map_err(invalid_redirect)?;
         if let Some(scope) = &requested.scope
             && Scopes::parse(scope).is_err()
         {
