@@ -917,12 +917,18 @@ pub fn clients(config: &Config, backing: &Backing) -> Clients {
         }),
         _ => None,
     };
-    Clients::new(
+    let clients = Clients::new(
         backing.stores.clients.clone(),
         configured,
         backing.clock.clone(),
+    );
+    if !config.cimd {
+        return clients;
+    }
+    clients.with_documents(
+        MetadataFetcher::new(config.cimd_allow_http_loopback),
+        backing.stores.grants.clone(),
     )
-    .with_documents(MetadataFetcher::new(config.cimd_allow_http_loopback))
 }
 
 fn oauth_routes(config: &Config, backing: &Backing) -> Router {

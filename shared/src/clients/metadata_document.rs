@@ -42,13 +42,34 @@ pub fn names_a_document(client_id: &str) -> bool {
     client_id.starts_with("https://") || client_id.starts_with("http://")
 }
 
+/// The largest key set read from a `jwks_uri`.
+pub const MAX_JWKS_BYTES: usize = 16 * 1024;
+
 /// What a document says about its client, once checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Document {
     pub client_name: String,
     pub redirect_uris: Vec<String>,
-    /// How long it may be kept; `None`: not at all.
+    /// How long before it should be fetched again; `None`: at once, whenever it is needed
+    /// (a copy is kept all the same, for when a fetch fails).
     pub cache_for_ms: Option<i64>,
+    pub auth: DocumentAuth,
+}
+
+/// How a document's client proves itself at the token endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DocumentAuth {
+    /// `none`: a public client; PKCE is its proof.
+    None,
+    /// `private_key_jwt` (RFC 7523): a JWT signed with one of its keys, on every token
+    /// request. The keys are at `jwks_uri` (https, on the document's own host) or inline.
+    PrivateKeyJwt {
+        jwks_uri: Option<String>,
+        /// The inline `jwks`, as JSON text.
+        jwks: Option<String>,
+        /// `token_endpoint_auth_signing_alg`, when given.
+        algorithm: Option<String>,
+    },
 }
 
 /// Why a document cannot be used; the text is shown on the authorization error page.
@@ -74,6 +95,20 @@ pub enum DocumentError {
     Unreachable,
     #[error("it is not valid: {0}")]
     Invalid(String),
+    /// Its key set (`jwks_uri`) could not be used.
+    #[error("its keys could not be used: {0}")]
+    Keys(String),
+    /// The same URL failed a moment ago; it is not fetched again for a minute.
+    #[error("it could not be fetched a moment ago ({0})")]
+    FailedLately(String),
+    /// `HEARTH_CIMD=off`: clients are not named by URL here.
+    #[error(
+        "this server does not accept clients named by a metadata document's URL (HEARTH_CIMD=off); register the app instead"
+    )]
+    Disabled,
+    /// The operator deleted this client (`hearth admin client delete`).
+    #[error("the operator removed this app; it can link again only once they allow it")]
+    Removed,
 }
 
 /// Looks a host name up. The system resolver in a deployment; tests give names their own
@@ -119,6 +154,11 @@ impl MetadataFetcher {
         }
     }
 
+    /// Whether `http://` loopback URLs are accepted (`HEARTH_CIMD_ALLOW_HTTP_LOOPBACK`).
+    pub fn allows_loopback(&self) -> bool {
+        self.allow_loopback
+    }
+
     fn http(&self) -> &reqwest::Client {
         self.http.get_or_init(|| {
             client_over(
@@ -154,19 +194,57 @@ impl MetadataFetcher {
             return Err(DocumentError::TooLarge);
         }
         let cache_for_ms = cache_lifetime_ms(response.headers());
-        let body = read_limited(response).await?;
-        let mut document = parse_document(url, &body)?;
+        let body = read_limited(response, MAX_DOCUMENT_BYTES).await?;
+        let mut document = parse_document(url, &body, self.allow_loopback)?;
         document.cache_for_ms = cache_for_ms;
         Ok(document)
     }
+
+    /// Fetches the key set a document's `jwks_uri` names, by the same rules as documents: a
+    /// public address, no redirect, at most [`MAX_JWKS_BYTES`], within [`FETCH_TIMEOUT`]. The
+    /// JWK set's JSON text, once it reads as one.
+    pub async fn fetch_keys(&self, jwks_uri: &str) -> Result<String, DocumentError> {
+        let keys_error = |error: DocumentError| DocumentError::Keys(error.to_string());
+        let parsed = check_url(jwks_uri, self.allow_loopback).map_err(keys_error)?;
+        let response = self
+            .http()
+            .get(parsed)
+            .header(header::ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(|error| keys_error(fetch_error(error)))?;
+        let status = response.status();
+        if status.is_redirection() {
+            return Err(keys_error(DocumentError::Redirected));
+        }
+        if status != StatusCode::OK {
+            return Err(keys_error(DocumentError::Status(status.as_u16())));
+        }
+        let body = read_limited(response, MAX_JWKS_BYTES)
+            .await
+            .map_err(|error| match error {
+                DocumentError::TooLarge => {
+                    DocumentError::Keys(format!("they are larger than {MAX_JWKS_BYTES} bytes"))
+                }
+                other => keys_error(other),
+            })?;
+        let text = String::from_utf8(body)
+            .map_err(|_| DocumentError::Keys("they are not UTF-8 JSON".into()))?;
+        serde_json::from_str::<jsonwebtoken::jwk::JwkSet>(&text)
+            .map_err(|_| DocumentError::Keys("they are not a JWK set".into()))?;
+        Ok(text)
+    }
 }
 
-/// Reads the body, refusing it as soon as it passes the limit (a missing or false
+/// Reads the body, refusing it as soon as it passes `limit` (a missing or false
 /// `Content-Length` does not get around it).
-async fn read_limited(mut response: reqwest::Response) -> Result<Vec<u8>, DocumentError> {
+async fn read_limited(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, DocumentError> {
     let mut body = Vec::new();
     while let Some(chunk) = response.chunk().await.map_err(fetch_error)? {
-        if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
+        if body.len() + chunk.len() > limit {
             return Err(DocumentError::TooLarge);
         }
         body.extend_from_slice(&chunk);
@@ -429,8 +507,13 @@ pub fn host_of(url: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Checks a document's JSON against the URL it came from.
-pub fn parse_document(url: &str, body: &[u8]) -> Result<Document, DocumentError> {
+/// Checks a document's JSON against the URL it came from; `allow_loopback` as for the
+/// document itself, for its `jwks_uri`.
+pub fn parse_document(
+    url: &str,
+    body: &[u8],
+    allow_loopback: bool,
+) -> Result<Document, DocumentError> {
     let invalid = |text: &str| DocumentError::Invalid(text.to_owned());
     let value: Value =
         serde_json::from_slice(body).map_err(|_| invalid("it is not a JSON document"))?;
@@ -447,15 +530,7 @@ pub fn parse_document(url: &str, body: &[u8]) -> Result<Document, DocumentError>
             "it carries a client secret, which a public client may not",
         ));
     }
-    match object.get("token_endpoint_auth_method") {
-        None => {}
-        Some(Value::String(method)) if method == "none" => {}
-        Some(_) => {
-            return Err(invalid(
-                "its token_endpoint_auth_method must be none: a client named by URL is public",
-            ));
-        }
-    }
+    let auth = document_auth(url, object, allow_loopback)?;
     let listed = object
         .get("redirect_uris")
         .and_then(Value::as_array)
@@ -495,6 +570,90 @@ pub fn parse_document(url: &str, body: &[u8]) -> Result<Document, DocumentError>
         client_name: client_name.trim().to_owned(),
         redirect_uris,
         cache_for_ms: None,
+        auth,
+    })
+}
+
+/// How the document's client authenticates: `none`, or `private_key_jwt` with its keys. The
+/// singular `token_endpoint_auth_method` decides; without it, a client that offers
+/// `private_key_jwt` among `token_endpoint_auth_methods_supported` and declares keys uses it
+/// (ChatGPT's stable document has been seen with the plural alone, and ChatGPT signs whatever
+/// the server advertises first). A client that chose `private_key_jwt` must always sign: it is
+/// never taken as `none`. Shared-secret methods are refused: a URL names a public client.
+fn document_auth(
+    url: &str,
+    object: &serde_json::Map<String, Value>,
+    allow_loopback: bool,
+) -> Result<DocumentAuth, DocumentError> {
+    let invalid = |text: &str| DocumentError::Invalid(text.to_owned());
+    let declares_keys = object.contains_key("jwks_uri") || object.contains_key("jwks");
+    let signs = match object.get("token_endpoint_auth_method") {
+        None => {
+            declares_keys
+                && object
+                    .get("token_endpoint_auth_methods_supported")
+                    .and_then(Value::as_array)
+                    .is_some_and(|methods| {
+                        methods.iter().any(|method| method == "private_key_jwt")
+                    })
+        }
+        Some(Value::String(method)) if method == "none" => false,
+        Some(Value::String(method)) if method == "private_key_jwt" => true,
+        Some(_) => {
+            return Err(invalid(
+                "its token_endpoint_auth_method must be none or private_key_jwt: a client named by URL has no shared secret",
+            ));
+        }
+    };
+    if !signs {
+        return Ok(DocumentAuth::None);
+    }
+    let algorithm = match object.get("token_endpoint_auth_signing_alg") {
+        None => None,
+        Some(Value::String(algorithm))
+            if super::assertion::ALGORITHMS.contains(&algorithm.as_str()) =>
+        {
+            Some(algorithm.clone())
+        }
+        Some(_) => {
+            return Err(invalid(
+                "its token_endpoint_auth_signing_alg must be RS256, PS256, ES256 or EdDSA",
+            ));
+        }
+    };
+    let jwks_uri = match object.get("jwks_uri") {
+        None => None,
+        Some(Value::String(jwks_uri)) => {
+            let keys = check_url(jwks_uri, allow_loopback).map_err(|error| {
+                DocumentError::Invalid(format!("its jwks_uri is not usable: {error}"))
+            })?;
+            let document = url::Url::parse(url).map_err(|_| invalid("it is not a URL"))?;
+            if keys.host_str() != document.host_str()
+                || keys.port_or_known_default() != document.port_or_known_default()
+            {
+                return Err(invalid("its jwks_uri is not on the document's own host"));
+            }
+            Some(jwks_uri.clone())
+        }
+        Some(_) => return Err(invalid("its jwks_uri is not a string")),
+    };
+    let jwks = match object.get("jwks") {
+        None => None,
+        Some(keys) => {
+            serde_json::from_value::<jsonwebtoken::jwk::JwkSet>(keys.clone())
+                .map_err(|_| invalid("its jwks is not a JWK set"))?;
+            Some(keys.to_string())
+        }
+    };
+    if jwks_uri.is_some() == jwks.is_some() {
+        return Err(invalid(
+            "a private_key_jwt client declares exactly one of jwks_uri and jwks",
+        ));
+    }
+    Ok(DocumentAuth::PrivateKeyJwt {
+        jwks_uri,
+        jwks,
+        algorithm,
     })
 }
 
@@ -722,12 +881,12 @@ mod tests {
             "redirect_uris": ["https://app.example/callback", "example-app://callback"],
             "token_endpoint_auth_method": "none",
         });
-        let document = parse_document(URL, good.to_string().as_bytes()).unwrap();
+        let document = parse_document(URL, good.to_string().as_bytes(), false).unwrap();
         assert_eq!(document.client_name, "Example App");
         assert_eq!(document.redirect_uris, ["https://app.example/callback"]);
 
         let refused = |value: serde_json::Value| {
-            parse_document(URL, value.to_string().as_bytes()).unwrap_err()
+            parse_document(URL, value.to_string().as_bytes(), false).unwrap_err()
         };
         let mut other = good.clone();
         other["client_id"] = "https://app.example/other.json".into();
@@ -745,17 +904,65 @@ mod tests {
         ten["redirect_uris"] = (0..MAX_REDIRECT_URIS)
             .map(|n| format!("https://app.example/cb{n}"))
             .collect();
-        assert!(parse_document(URL, ten.to_string().as_bytes()).is_ok());
+        assert!(parse_document(URL, ten.to_string().as_bytes(), false).is_ok());
         let mut eleven = good.clone();
         eleven["redirect_uris"] = (0..=MAX_REDIRECT_URIS)
             .map(|n| format!("https://app.example/cb{n}"))
             .collect();
         assert!(refused(eleven).to_string().contains("more than"));
-        assert!(parse_document(URL, b"[1]").is_err());
-        assert!(parse_document(URL, b"not json").is_err());
+        assert!(parse_document(URL, b"[1]", false).is_err());
+        assert!(parse_document(URL, b"not json", false).is_err());
         let mut unnamed = good;
         unnamed.as_object_mut().unwrap().remove("client_name");
-        let document = parse_document(URL, unnamed.to_string().as_bytes()).unwrap();
+        let document = parse_document(URL, unnamed.to_string().as_bytes(), false).unwrap();
         assert_eq!(document.client_name, "app.example");
+    }
+
+    #[test]
+    fn a_document_that_signs_declares_its_keys_on_its_own_host() {
+        let signing = serde_json::json!({
+            "client_id": URL,
+            "client_name": "ChatGPT",
+            "redirect_uris": ["https://app.example/callback"],
+            "token_endpoint_auth_method": "private_key_jwt",
+            "token_endpoint_auth_signing_alg": "RS256",
+            "jwks_uri": "https://app.example/jwks.json",
+        });
+        let parse = |value: &serde_json::Value| {
+            parse_document(URL, value.to_string().as_bytes(), false).map(|doc| doc.auth)
+        };
+        assert_eq!(
+            parse(&signing),
+            Ok(DocumentAuth::PrivateKeyJwt {
+                jwks_uri: Some("https://app.example/jwks.json".into()),
+                jwks: None,
+                algorithm: Some("RS256".into()),
+            })
+        );
+        // The plural alone, with keys: it signs, and is never taken as none.
+        let mut plural = signing.clone();
+        plural.as_object_mut().unwrap().remove("token_endpoint_auth_method");
+        plural["token_endpoint_auth_methods_supported"] = serde_json::json!(["none", "private_key_jwt"]);
+        assert!(matches!(parse(&plural), Ok(DocumentAuth::PrivateKeyJwt { .. })));
+        // The plural without keys is a public client.
+        let mut keyless = plural.clone();
+        keyless.as_object_mut().unwrap().remove("jwks_uri");
+        assert_eq!(parse(&keyless), Ok(DocumentAuth::None));
+        for (field, value, why) in [
+            ("jwks_uri", serde_json::json!("https://keys.example/jwks.json"), "own host"),
+            ("jwks_uri", serde_json::json!("http://app.example/jwks.json"), "jwks_uri"),
+            ("jwks_uri", serde_json::json!("https://10.0.0.1/jwks.json"), "jwks_uri"),
+            ("token_endpoint_auth_signing_alg", serde_json::json!("HS256"), "RS256"),
+            ("token_endpoint_auth_signing_alg", serde_json::json!("none"), "RS256"),
+            ("jwks", serde_json::json!({"keys": []}), "exactly one"),
+        ] {
+            let mut bad = signing.clone();
+            bad[field] = value;
+            let refused = parse(&bad).unwrap_err().to_string();
+            assert!(refused.contains(why), "{field}: {refused}");
+        }
+        let mut no_keys = signing;
+        no_keys.as_object_mut().unwrap().remove("jwks_uri");
+        assert!(parse(&no_keys).unwrap_err().to_string().contains("exactly one"));
     }
 }

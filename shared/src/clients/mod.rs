@@ -6,15 +6,21 @@
 //! - **Registered clients** (RFC 7591, `POST /oauth/register`): stored, unverified, and
 //!   expiring if never used within [`REGISTRATION_UNUSED_MS`].
 //! - **Metadata clients**: the client id is the https URL of a Client ID Metadata Document
-//!   (see [`metadata_document`]), public and unverified, fetched when first named and kept in
-//!   the store for as long as the document's cache headers allow.
+//!   (see [`metadata_document`]), unverified, public or proving itself with signed assertions
+//!   ([`assertion`]), fetched when first named and kept in the store (see [`documents`]: kept
+//!   copies, pinned copies, imports and removals).
 //!
 //! Only the configured client and operator clients may use `client_credentials` (Tier 1): a
 //! Tier-1 token reaches `ask_aion`, which spends the operator's backend key, so no client
 //! that registered itself may mint one. Every client reads from the store on each use, so
 //! adding or deleting one takes effect at once on every running instance.
 
+pub mod assertion;
+mod documents;
 pub mod metadata_document;
+mod pinned;
+
+pub use documents::{FAILURE_KEPT_MS, KEPT_COPY_MS, KEY_REFETCH_MS};
 
 use std::sync::Arc;
 
@@ -23,7 +29,7 @@ use subtle::ConstantTimeEq;
 
 use crate::clock::{Clock, unix_ms};
 use crate::random::{RandomFailed, os_bytes};
-use crate::store::{ClientItem, ClientOrigin, ClientStore, StoreError};
+use crate::store::{ClientItem, ClientOrigin, ClientStore, GrantStore, StoreError};
 use metadata_document::{MetadataFetcher, names_a_document};
 
 /// A registration never used to obtain a token is forgotten after this long.
@@ -49,6 +55,8 @@ pub struct KnownClient {
     /// No secret: PKCE is its only proof.
     pub public: bool,
     pub kind: ClientKind,
+    /// Proves itself with a signed assertion (`private_key_jwt`) on every token request.
+    pub signs_assertions: bool,
     /// When its last use was noted, and when it is forgotten unless used (stored clients).
     pub last_used_at_ms: Option<i64>,
     pub expires_at_ms: Option<i64>,
@@ -61,6 +69,8 @@ pub enum ClientKind {
     Operator,
     Registration,
     Metadata,
+    /// A metadata document the operator imported by hand: shown as the host's own.
+    Imported,
 }
 
 impl KnownClient {
@@ -267,6 +277,14 @@ pub enum ClientError {
     /// A client named by a metadata document's URL whose document cannot be used.
     #[error("the client's metadata document cannot be used: {0}")]
     Document(#[from] metadata_document::DocumentError),
+    /// A signed client assertion that does not authenticate.
+    #[error("{0}")]
+    Assertion(assertion::AssertionError),
+    /// A client whose document says it signs its requests sent none.
+    #[error(
+        "this client authenticates with a signed assertion (private_key_jwt): send client_assertion_type and client_assertion"
+    )]
+    AssertionRequired,
     #[error("storage unavailable: {0}")]
     Unavailable(String),
 }
@@ -304,6 +322,7 @@ impl ConfiguredClient {
             redirect_uris: self.redirect_uris.clone(),
             public: false,
             kind: ClientKind::Configured,
+            signs_assertions: false,
             last_used_at_ms: None,
             expires_at_ms: None,
         }
@@ -314,8 +333,11 @@ pub struct Clients {
     store: Arc<dyn ClientStore>,
     configured: Option<ConfiguredClient>,
     clock: Arc<dyn Clock>,
-    /// Fetches Client ID Metadata Documents; `None`: a client id that is a URL is unknown.
+    /// Fetches Client ID Metadata Documents; `None` (`HEARTH_CIMD=off`): a client id that is
+    /// a URL is refused, naming the setting.
     documents: Option<MetadataFetcher>,
+    /// Failed fetches and used assertion ids, each kept a while.
+    grants: Option<Arc<dyn GrantStore>>,
 }
 
 impl Clients {
@@ -329,17 +351,25 @@ impl Clients {
             configured,
             clock,
             documents: None,
+            grants: None,
         }
     }
 
-    /// The same clients, and hosts that name themselves by a metadata document's URL.
-    pub fn with_documents(mut self, fetcher: MetadataFetcher) -> Self {
+    /// The same clients, and hosts that name themselves by a metadata document's URL, their
+    /// failed fetches and used assertions kept in `grants`.
+    pub fn with_documents(mut self, fetcher: MetadataFetcher, grants: Arc<dyn GrantStore>) -> Self {
         self.documents = Some(fetcher);
+        self.grants = Some(grants);
         self
     }
 
     fn now_ms(&self) -> i64 {
         unix_ms(self.clock.now())
+    }
+
+    /// Whether clients may name themselves by a metadata document's URL (`HEARTH_CIMD`).
+    pub fn accepts_documents(&self) -> bool {
+        self.documents.is_some()
     }
 
     /// The name the configured client is shown by, which no other client may take.
@@ -366,45 +396,6 @@ impl Clients {
             .map(|item| known(&item)))
     }
 
-    /// A client named by its metadata document's URL: the kept copy while it is fresh, else
-    /// the document fetched now (and kept, if its cache headers allow).
-    async fn document_client(&self, url: &str) -> Result<Option<KnownClient>, ClientError> {
-        let Some(fetcher) = &self.documents else {
-            return Ok(None);
-        };
-        let now_ms = self.now_ms();
-        if let Some(item) = self.store.client(url, now_ms).await?
-            && item.origin == ClientOrigin::Metadata
-        {
-            return Ok(Some(known(&item)));
-        }
-        let document = fetcher.fetch(url).await?;
-        // A document naming itself as the configured client is shown by its host instead.
-        let name = match checked_name(&document.client_name, self.configured_name()) {
-            Ok(name) => name,
-            Err(_) => metadata_document::host_of(url),
-        };
-        let item = ClientItem {
-            client_id: url.to_owned(),
-            name,
-            redirect_uris: document.redirect_uris,
-            secret_hash: None,
-            origin: ClientOrigin::Metadata,
-            created_at_ms: now_ms,
-            last_used_at_ms: None,
-            expires_at_ms: document.cache_for_ms.map(|keep| now_ms + keep),
-            revision: 1,
-        };
-        if document.cache_for_ms.is_some() {
-            match self.store.put_client(&item, None, now_ms).await {
-                // Another request kept the same document first.
-                Ok(()) | Err(StoreError::Conflict) => {}
-                Err(error) => return Err(error.into()),
-            }
-        }
-        Ok(Some(known(&item)))
-    }
-
     /// Checks a client's credentials: a confidential client's secret (in constant time), or
     /// none for a public one. `None` for anything that does not authenticate, whatever the
     /// reason, so that a caller cannot tell an unknown id from a wrong secret.
@@ -424,9 +415,14 @@ impl Clients {
             }
         }
         if names_a_document(client_id) {
-            // A client named by URL is public: PKCE is its proof, and a secret is refused.
+            // A client named by URL has no secret: a secret is refused, and a client whose
+            // document says it signs must sign (`authenticate_assertion`), never fall back to
+            // PKCE alone.
             return match secret {
-                None => self.document_client(client_id).await,
+                None => match self.document_client(client_id).await? {
+                    Some(client) if client.signs_assertions => Err(ClientError::AssertionRequired),
+                    found => Ok(found),
+                },
                 Some(_) => Ok(None),
             };
         }
@@ -449,8 +445,11 @@ impl Clients {
     /// Notes that `client` obtained a token: a registration is then kept until deleted. A
     /// client whose use was noted within [`USE_NOTED_EVERY_MS`] costs nothing.
     pub async fn note_used(&self, client: &KnownClient) -> Result<(), ClientError> {
-        // A metadata client's kept copy lives as long as its cache headers say, used or not.
-        if matches!(client.kind, ClientKind::Configured | ClientKind::Metadata) {
+        // A metadata client's kept copy lives by its fetches, used or not.
+        if matches!(
+            client.kind,
+            ClientKind::Configured | ClientKind::Metadata | ClientKind::Imported
+        ) {
             return Ok(());
         }
         let now_ms = self.now_ms();
@@ -495,6 +494,8 @@ impl Clients {
             last_used_at_ms: None,
             expires_at_ms: None,
             revision: 1,
+            document: None,
+            assertion_keys: None,
         };
         self.store.put_client(&item, None, self.now_ms()).await?;
         Ok(AddedClient {
@@ -530,6 +531,8 @@ impl Clients {
             last_used_at_ms: None,
             expires_at_ms: Some(now_ms + REGISTRATION_UNUSED_MS),
             revision: 1,
+            document: None,
+            assertion_keys: None,
         };
         self.store.put_client(&item, None, now_ms).await?;
         Ok((item, secret))
@@ -556,8 +559,12 @@ impl Clients {
     }
 
     /// `hearth admin client delete`: the client is gone at once; its authorization codes and
-    /// refresh-token families stop working, since both name it and it no longer exists.
+    /// refresh-token families stop working, since both name it and it no longer exists. A
+    /// metadata client's URL is refused from then on, until `allow`.
     pub async fn delete(&self, client_id: &str) -> Result<(), ClientError> {
+        if names_a_document(client_id) {
+            return self.refuse_document(client_id).await;
+        }
         if self.store.delete_client(client_id).await? {
             Ok(())
         } else {
@@ -567,15 +574,22 @@ impl Clients {
 }
 
 fn known(item: &ClientItem) -> KnownClient {
+    let imported = item
+        .document
+        .as_ref()
+        .is_some_and(|document| document.imported);
     KnownClient {
         client_id: item.client_id.clone(),
         name: item.name.clone(),
         redirect_uris: item.redirect_uris.clone(),
-        public: item.secret_hash.is_none(),
+        public: item.secret_hash.is_none() && item.assertion_keys.is_none(),
+        signs_assertions: item.assertion_keys.is_some(),
         kind: match item.origin {
             ClientOrigin::Operator => ClientKind::Operator,
             ClientOrigin::Registration => ClientKind::Registration,
-            ClientOrigin::Metadata => ClientKind::Metadata,
+            ClientOrigin::Metadata if imported => ClientKind::Imported,
+            // A removal is never handed out as a client (`document_item` refuses it first).
+            ClientOrigin::Metadata | ClientOrigin::Refused => ClientKind::Metadata,
         },
         last_used_at_ms: item.last_used_at_ms,
         expires_at_ms: item.expires_at_ms,

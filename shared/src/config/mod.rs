@@ -152,6 +152,10 @@ pub struct Config {
     /// fetched from `http://127.0.0.1`, `http://[::1]` or `http://localhost`, for local tests
     /// of hosts that name themselves by URL. Local only.
     pub cimd_allow_http_loopback: bool,
+    /// `HEARTH_CIMD=on|off` (default `on`): whether hosts may name themselves by a Client ID
+    /// Metadata Document's URL. Off, the metadata says nothing of it, a URL client id is
+    /// refused naming the setting, and hosts fall back to registration.
+    pub cimd: bool,
     /// `HEARTH_PUSH_ALLOW_HTTP_LOOPBACK=true`: phones' push endpoints may also be `http` on
     /// loopback, for a local push receiver in tests. Local only.
     pub push_allow_http_loopback: bool,
@@ -467,6 +471,17 @@ impl Config {
                 });
             }
         };
+        let cimd = match get("HEARTH_CIMD").map(|value| value.trim().to_ascii_lowercase()) {
+            None => true,
+            Some(value) if value == "on" => true,
+            Some(value) if value == "off" => false,
+            Some(_) => {
+                return Err(ConfigError::Invalid {
+                    name: "HEARTH_CIMD",
+                    reason: "expected on or off".into(),
+                });
+            }
+        };
         let trusted_proxies = match get("HEARTH_TRUSTED_PROXIES") {
             None => TrustedProxies::default(),
             Some(_) if runtime == Runtime::Lambda => {
@@ -491,6 +506,7 @@ impl Config {
             device,
             witnesses,
             cimd_allow_http_loopback,
+            cimd,
             push_allow_http_loopback,
             assistant_model: get("COUNTERSIGN_ASSISTANT_MODEL")
                 .map(|model| model.trim().to_owned())

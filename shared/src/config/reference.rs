@@ -239,6 +239,11 @@ pub const SETTINGS: &[Setting] = &[
         meaning: r#"Extra accepted `Host` values for a local server behind a proxy. Local only"#,
     },
     Setting {
+        names: r#"`HEARTH_CIMD`"#,
+        default: r#"`on`"#,
+        meaning: r#"`on` or `off`: whether hosts may name themselves by a Client ID Metadata Document's URL (claude.ai, Claude Code, ChatGPT, VS Code do when it is advertised). `off` advertises no support, refuses a URL `client_id` with a message naming this setting, and leaves hosts to register themselves instead ([How every host connects](../connect/index.md))"#,
+    },
+    Setting {
         names: r#"`HEARTH_TRUSTED_PROXIES`"#,
         default: r#"unset (no proxy is believed)"#,
         meaning: r#"Comma-separated CIDRs (or single addresses) of the reverse proxies in front of a local server. From those peers only, the client every per-address limit counts is the right-most entry of `X-Forwarded-For` (or, without it, `Forwarded`) that is not itself a trusted proxy, or the left-most when all are; a malformed header, or one over 2,048 bytes or 32 entries, means the proxy's own address. Anyone else's header is ignored ([TLS behind a reverse proxy](../self-hosting/reverse-proxy.md)). Refused under Lambda, where API Gateway's source IP is the client. Local only"#,

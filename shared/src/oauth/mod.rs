@@ -105,7 +105,14 @@ impl OAuthEndpoint {
         refused: &crate::clients::metadata_document::DocumentError,
     ) -> String {
         tracing::warn!(reason = %refused, "a client metadata document was refused");
-        if self.urls.as_ref().is_some_and(PublicUrls::is_loopback) {
+        // `HEARTH_CIMD=off` is the server's own choice, not a probe of someone else's host.
+        if self.urls.as_ref().is_some_and(PublicUrls::is_loopback)
+            || matches!(
+                refused,
+                crate::clients::metadata_document::DocumentError::Disabled
+                    | crate::clients::metadata_document::DocumentError::Removed
+            )
+        {
             format!("The client's metadata document cannot be used: {refused}.")
         } else {
             "Linking stopped: this app's registration could not be checked. Try again in a few minutes; if it keeps failing, ask whoever runs Hearth to add the app.".to_owned()
@@ -221,7 +228,11 @@ async fn discovery(State(endpoint): State<Arc<OAuthEndpoint>>, request: Request)
         return method_not_allowed("GET");
     }
     match &endpoint.urls {
-        Some(urls) => axum::Json(metadata::authorization_server(urls)).into_response(),
+        Some(urls) => axum::Json(metadata::authorization_server(
+            urls,
+            endpoint.clients.accepts_documents(),
+        ))
+        .into_response(),
         None => {
             OAuthError::unavailable("the authorization server is not configured").into_response()
         }
@@ -444,10 +455,19 @@ async fn authenticate_client(
 ) -> Result<KnownClient, OAuthError> {
     let secret_in_body = form.get("client_secret").is_some();
     let has_header = headers.contains_key(header::AUTHORIZATION);
-    if secret_in_body && has_header {
+    let asserted = form.get("client_assertion_type").is_some() || form.get("client_assertion").is_some();
+    if [secret_in_body, has_header, asserted]
+        .iter()
+        .filter(|used| **used)
+        .count()
+        > 1
+    {
         return Err(OAuthError::invalid_request(
             "use exactly one client authentication method",
         ));
+    }
+    if asserted {
+        return authenticate_by_assertion(endpoint, form).await;
     }
     let (id, secret) = if has_header {
         let (id, secret) = basic_credentials(headers)?;
@@ -473,12 +493,53 @@ async fn authenticate_client(
             "client authentication is required: HTTP Basic, client_id and client_secret in the body, or client_id alone for a public client",
         ));
     };
-    match endpoint.clients.authenticate(&id, secret.as_deref()).await {
+    client_or_refusal(endpoint, endpoint.clients.authenticate(&id, secret.as_deref()).await)
+}
+
+/// `private_key_jwt` (RFC 7523 §2.2): `client_assertion_type` is the JWT bearer type and
+/// `client_assertion` a JWT signed with one of the metadata client's keys, for this token
+/// endpoint or this issuer.
+async fn authenticate_by_assertion(
+    endpoint: &OAuthEndpoint,
+    form: &Form,
+) -> Result<KnownClient, OAuthError> {
+    if form.get("client_assertion_type") != Some(crate::clients::assertion::ASSERTION_TYPE) {
+        return Err(OAuthError::invalid_client(format!(
+            "client_assertion_type must be {}",
+            crate::clients::assertion::ASSERTION_TYPE
+        )));
+    }
+    let assertion = form
+        .get("client_assertion")
+        .ok_or_else(|| OAuthError::invalid_client("client_assertion is required"))?;
+    let urls = endpoint
+        .urls
+        .as_ref()
+        .ok_or_else(|| OAuthError::unavailable("the token endpoint is not configured"))?;
+    let audiences = [urls.token_endpoint(), urls.issuer().to_owned()];
+    let audiences: Vec<&str> = audiences.iter().map(String::as_str).collect();
+    let found = endpoint
+        .clients
+        .authenticate_assertion(form.get("client_id"), assertion, &audiences)
+        .await;
+    client_or_refusal(endpoint, found)
+}
+
+/// A client lookup's answer at the token endpoint: the client, or `invalid_client` saying why
+/// as far as that is safe, or 503 when the store is out of reach.
+fn client_or_refusal(
+    endpoint: &OAuthEndpoint,
+    found: Result<Option<KnownClient>, ClientError>,
+) -> Result<KnownClient, OAuthError> {
+    match found {
         Ok(Some(client)) => Ok(client),
         Ok(None) => Err(OAuthError::invalid_client("client authentication failed")),
         Err(ClientError::Document(refused)) => Err(OAuthError::invalid_client(
             endpoint.document_refused(&refused),
         )),
+        Err(refused @ (ClientError::Assertion(_) | ClientError::AssertionRequired)) => {
+            Err(OAuthError::invalid_client(refused.to_string()))
+        }
         Err(error) => {
             tracing::warn!(%error, "clients unavailable");
             Err(OAuthError::unavailable("storage unavailable; try again"))

@@ -21,6 +21,9 @@ pub enum ClientOrigin {
     Registration,
     /// A Client ID Metadata Document: the client id is the document's URL.
     Metadata,
+    /// A metadata document's URL the operator deleted (`hearth admin client delete`): refused
+    /// until `hearth admin client allow`, so that no fetch brings the client back.
+    Refused,
 }
 
 /// One client.
@@ -40,11 +43,52 @@ pub struct ClientItem {
     pub created_at_ms: i64,
     /// When a token was last issued to it.
     pub last_used_at_ms: Option<i64>,
-    /// From this instant on no read returns it (a registration never used, a cached metadata
+    /// From this instant on no read returns it (a registration never used, a kept metadata
     /// document); `None` for a client kept until deleted.
     pub expires_at_ms: Option<i64>,
     /// Raised by every write; a write names the revision it read.
     pub revision: u64,
+    /// A metadata document: what was last fetched and checked, and when to fetch it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub document: Option<KeptDocument>,
+    /// How it proves itself at the token endpoint, when not by a secret or by nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assertion_keys: Option<AssertionKeys>,
+}
+
+/// A metadata document as kept: the last copy that passed every check, kept whatever its
+/// `Cache-Control` said, so that a fetch that fails later can fall back on it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeptDocument {
+    /// When this copy was fetched (epoch ms); it stands in for a failed fetch for 7 days.
+    pub fetched_at_ms: i64,
+    /// When to fetch it again (its cache headers: `no-cache`, `no-store` or `max-age=0` mean
+    /// at once).
+    pub refetch_after_ms: i64,
+    /// Stored by hand (`hearth admin client import`): never fetched, never expires.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub imported: bool,
+}
+
+/// A client that signs its token requests (RFC 7523 `private_key_jwt`): where its keys are,
+/// the keys last read, and the algorithm it declared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AssertionKeys {
+    /// `jwks_uri`, when its keys are fetched; `None` when the document carried them inline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jwks_uri: Option<String>,
+    /// The JWK set as JSON text, inline or as last fetched; `None` until first fetched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jwks: Option<String>,
+    /// When `jwks` was last fetched (epoch ms); an unknown key id fetches again at most once a
+    /// minute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fetched_at_ms: Option<i64>,
+    /// `token_endpoint_auth_signing_alg`, when the document named one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithm: Option<String>,
 }
 
 impl ClientItem {

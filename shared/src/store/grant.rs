@@ -21,6 +21,12 @@ pub enum GrantKind {
     /// The ledger a host-key attestation's (member, turn) first acted for; it acts for no
     /// other while the attestation can be accepted.
     TurnBinding,
+    /// A client assertion's `jti` (RFC 7523), kept until the assertion expires so that it is
+    /// used once.
+    AssertionId,
+    /// Why a client metadata document's fetch failed, kept a minute so that one bad URL is not
+    /// fetched again on every request.
+    DocumentFailure,
 }
 
 impl GrantKind {
@@ -31,6 +37,8 @@ impl GrantKind {
             GrantKind::AuthorizationCode => "code",
             GrantKind::RefreshFamily => "family",
             GrantKind::TurnBinding => "turn",
+            GrantKind::AssertionId => "jti",
+            GrantKind::DocumentFailure => "docfail",
         }
     }
 }

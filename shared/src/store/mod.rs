@@ -27,7 +27,7 @@ pub use account::{
     MAX_TOKENS_PER_LINK, NonceItem, PasskeyInviteItem, PasskeyItem, PendingEnrolmentItem,
     PushGrantItem, PushSubscriptionItem, RevokedFamily, token_hash,
 };
-pub use client::{ClientItem, ClientOrigin, ClientStore};
+pub use client::{AssertionKeys, ClientItem, ClientOrigin, ClientStore, KeptDocument};
 pub use cosigned::{Cosigned, CosignedStore};
 pub use grant::{GrantItem, GrantKind, GrantStore};
 

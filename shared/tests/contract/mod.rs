@@ -869,6 +869,8 @@ fn client(id: &str, revision: u64, expires_at_ms: Option<i64>) -> ClientItem {
         last_used_at_ms: None,
         expires_at_ms,
         revision,
+        document: None,
+        assertion_keys: None,
     }
 }
 
