@@ -65,6 +65,11 @@ enum Command {
     },
     ClientList,
     ClientDelete(String),
+    ClientImport {
+        url: String,
+        document: String,
+    },
+    ClientAllow(String),
     Unlink(String),
     PasskeyInvite {
         household: String,
@@ -193,6 +198,8 @@ fn command_of(command: AdminCommand) -> Result<Command, String> {
             },
             ClientCommand::List => Command::ClientList,
             ClientCommand::Delete { client_id } => Command::ClientDelete(client_id),
+            ClientCommand::Import { url, document } => Command::ClientImport { url, document },
+            ClientCommand::Allow { url } => Command::ClientAllow(url),
         },
         AdminCommand::Unlink { household } => Command::Unlink(household),
         AdminCommand::Ledger(LedgerCommand::Export { household }) => {
@@ -270,7 +277,11 @@ async fn execute(command: Command) -> anyhow::Result<Value> {
         Command::ResetLog { household, only } => {
             serde_json::to_value(admin.reset_log(&household, only).await?)
         }
-        Command::ClientAdd { .. } | Command::ClientList | Command::ClientDelete(_) => {
+        Command::ClientAdd { .. }
+        | Command::ClientList
+        | Command::ClientDelete(_)
+        | Command::ClientImport { .. }
+        | Command::ClientAllow(_) => {
             unreachable!("client commands are answered by client_command")
         }
         Command::PasskeyInvite { .. }
@@ -306,6 +317,23 @@ async fn client_command(config: &Config, command: &Command) -> anyhow::Result<Op
             let clients = hearth_core::app::admin_clients(config).await?;
             clients.delete(client_id).await?;
             json!({"deleted": client_id})
+        }
+        Command::ClientImport { url, document } => {
+            let text = std::fs::read_to_string(document)
+                .map_err(|error| anyhow::anyhow!("{document} could not be read: {error}"))?;
+            let clients = hearth_core::app::admin_clients(config).await?;
+            let imported = clients.import(url, &text).await?;
+            json!({
+                "imported": imported.client_id,
+                "name": imported.name,
+                "redirect_uris": imported.redirect_uris,
+                "signs_assertions": imported.signs_assertions,
+            })
+        }
+        Command::ClientAllow(url) => {
+            let clients = hearth_core::app::admin_clients(config).await?;
+            clients.allow(url).await?;
+            json!({"allowed": url})
         }
         _ => return Ok(None),
     };

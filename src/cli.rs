@@ -453,10 +453,23 @@ pub enum ClientCommand {
         #[arg(long)]
         public: bool,
     },
-    /// List the clients: added, registered and kept metadata clients
+    /// List the clients: added, registered, kept and imported metadata clients, and removed
+    /// metadata URLs
     List,
-    /// Delete a client: its codes and refresh tokens stop at once
+    /// Delete a client: its codes and refresh tokens stop at once. A metadata document's URL
+    /// stays refused until `client allow`
     Delete { client_id: String },
+    /// Store a host's metadata document by hand, for a host whose site refuses Hearth's
+    /// fetch: checked by the same rules, never fetched, never expiring
+    Import {
+        /// The document's URL: the client id the host names itself by
+        url: String,
+        /// The document, saved from the host's site (`curl -o`, or a browser)
+        #[arg(long, value_name = "FILE")]
+        document: String,
+    },
+    /// Lift the removal of a metadata document's URL; its next use fetches the document
+    Allow { url: String },
 }
 
 #[derive(Debug, Args)]

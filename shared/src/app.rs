@@ -11,7 +11,7 @@ use crate::admin::Admin;
 use crate::aion::backend::BACKEND_TIMEOUT;
 use crate::aion::{AionToolset, Guide, HttpGuide, MockGuide};
 use crate::auth::attestation::{AttestationVerifier, DEVELOPMENT_HOST_KEY};
-use crate::clients::metadata_document::MetadataFetcher;
+use crate::clients::metadata_document::{HostResolver, MetadataFetcher, SystemResolver};
 use crate::clients::{Clients, ConfiguredClient};
 use crate::clock::{Clock, SystemClock};
 #[cfg(feature = "aws")]
@@ -66,6 +66,9 @@ pub struct Backing {
     pub judge: Arc<dyn Judge>,
     /// The witnesses of `HEARTH_WITNESS_POLICY`, when it names some.
     pub witnesses: Option<Arc<Witnesses>>,
+    /// Resolves the host names of client metadata documents and their keys: the system's
+    /// resolver in a deployment; tests and the fuzzer give one of their own.
+    pub resolver: Arc<dyn HostResolver>,
 }
 
 /// One route: the function that serves it, its method (`ANY` when the handler answers other
@@ -368,6 +371,7 @@ pub fn tools_markdown() -> anyhow::Result<String> {
         #[cfg(feature = "aws")]
         voice: None,
         witnesses: None,
+        resolver: Arc::new(SystemResolver),
     };
     let mut table = String::from(
         "| Tool | Toolset | Arguments (**required**) | Hints |\n| --- | --- | --- | --- |\n",
@@ -491,6 +495,7 @@ pub async fn open_backing(config: &Config) -> anyhow::Result<Backing> {
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     Ok(Backing {
+        resolver: Arc::new(SystemResolver),
         witnesses: witnesses(config, &stores, clock.clone())?,
         accounts: Arc::new(Accounts::new(stores.accounts.clone(), clock.clone())),
         stores,
@@ -536,7 +541,12 @@ pub async fn admin_passkeys(config: &Config) -> anyhow::Result<Passkeys> {
 /// The OAuth clients as `hearth admin client` manages them, over the configured store.
 pub async fn admin_clients(config: &Config) -> anyhow::Result<Clients> {
     let stores = existing_stores(config).await?;
-    Ok(Clients::new(stores.clients, None, Arc::new(SystemClock)))
+    let clients = Clients::new(stores.clients, None, Arc::new(SystemClock));
+    // The server's document rules, so that an import is checked as a fetch would be.
+    Ok(clients.with_documents(
+        MetadataFetcher::new(config.cimd_allow_http_loopback),
+        stores.grants,
+    ))
 }
 
 /// The configured store as an operator finds it: it must exist already (`hearth admin`
@@ -926,7 +936,7 @@ pub fn clients(config: &Config, backing: &Backing) -> Clients {
         return clients;
     }
     clients.with_documents(
-        MetadataFetcher::new(config.cimd_allow_http_loopback),
+        MetadataFetcher::with_resolver(backing.resolver.clone(), config.cimd_allow_http_loopback),
         backing.stores.grants.clone(),
     )
 }

@@ -78,6 +78,7 @@ impl World {
             time::OffsetDateTime::from_unix_timestamp(NOW).expect("a valid instant"),
         ));
         let backing = Backing {
+            resolver: Arc::new(crate::clients::metadata_document::LocalhostOnly),
             witnesses: None,
             accounts: Arc::new(crate::accounts::Accounts::new(
                 stores.accounts.clone(),

@@ -134,6 +134,8 @@ pub fn backing_with(
     let witnesses = hearth_core::app::witnesses(config, &stores, clock.clone())
         .expect("the configured witness policy");
     let backing = Backing {
+        // No host name resolves in tests: every stand-in is on a loopback IP.
+        resolver: Arc::new(hearth_core::clients::metadata_document::LocalhostOnly),
         witnesses,
         accounts: Arc::new(hearth_core::accounts::Accounts::new(
             stores.accounts.clone(),

@@ -39,7 +39,9 @@ pub const MAX_JTI_CHARS: usize = 256;
 pub enum AssertionError {
     #[error("the client assertion is not a JWT")]
     Malformed,
-    #[error("the client assertion's algorithm is not accepted (RS256, PS256, ES256 or EdDSA, as the client's document declares)")]
+    #[error(
+        "the client assertion's algorithm is not accepted (RS256, PS256, ES256 or EdDSA, as the client's document declares)"
+    )]
     Algorithm,
     /// No key of the client's has the assertion's key id (`kid`); fetching the keys again may
     /// find it.
@@ -146,7 +148,11 @@ fn fits(key: &Jwk, algorithm: Algorithm, name: &str) -> bool {
         return false;
     }
     if let Some(declared) = key.common.key_algorithm
-        && serde_json::to_value(declared).ok().as_ref().and_then(Value::as_str) != Some(name)
+        && serde_json::to_value(declared)
+            .ok()
+            .as_ref()
+            .and_then(Value::as_str)
+            != Some(name)
     {
         return false;
     }
@@ -165,11 +171,14 @@ fn fits(key: &Jwk, algorithm: Algorithm, name: &str) -> bool {
 /// The key to verify with, once it is strong enough.
 fn usable_key(key: &Jwk) -> Result<DecodingKey, AssertionError> {
     if let AlgorithmParameters::RSA(rsa) = &key.algorithm {
-        let modulus = base64_url(&rsa.n).ok_or(AssertionError::BadKey("its modulus is not base64url"))?;
+        let modulus =
+            base64_url(&rsa.n).ok_or(AssertionError::BadKey("its modulus is not base64url"))?;
         let leading_zeros = modulus.iter().take_while(|byte| **byte == 0).count();
         let bits = (modulus.len() - leading_zeros) * 8;
         if bits < MIN_RSA_BITS {
-            return Err(AssertionError::BadKey("an RSA key must have at least 2048 bits"));
+            return Err(AssertionError::BadKey(
+                "an RSA key must have at least 2048 bits",
+            ));
         }
     }
     DecodingKey::from_jwk(key).map_err(|_| AssertionError::BadKey("it cannot be read"))
@@ -208,7 +217,11 @@ fn check_claims(
     }
     let issued = match claims.get("iat") {
         None => None,
-        Some(value) => Some(value.as_i64().ok_or(AssertionError::Claims("iat is not a number"))?),
+        Some(value) => Some(
+            value
+                .as_i64()
+                .ok_or(AssertionError::Claims("iat is not a number"))?,
+        ),
     };
     if issued.is_some_and(|issued| issued > now_secs + CLOCK_SKEW_SECS) {
         return Err(AssertionError::Claims("iat is in the future"));
@@ -228,7 +241,9 @@ fn check_claims(
     }
     let jti = text("jti")
         .filter(|jti| !jti.is_empty() && jti.chars().count() <= MAX_JTI_CHARS)
-        .ok_or(AssertionError::Claims("jti is missing or longer than 256 characters"))?;
+        .ok_or(AssertionError::Claims(
+            "jti is missing or longer than 256 characters",
+        ))?;
     Ok(Verified {
         jti: jti.to_owned(),
         forget_after_secs: expires + CLOCK_SKEW_SECS,

@@ -96,7 +96,12 @@ impl Clients {
             && let Ok(document) = parse_document(url, text.as_bytes(), false)
         {
             tracing::warn!(reason = %failed, "a client metadata document could not be fetched; Hearth's pinned copy stands in");
-            return Ok(Some(self.document_as_item(url, document, None, self.now_ms())));
+            return Ok(Some(self.document_as_item(
+                url,
+                document,
+                None,
+                self.now_ms(),
+            )));
         }
         Err(failed.into())
     }
@@ -354,7 +359,11 @@ impl Clients {
     }
 
     /// Fetches a client's keys from its `jwks_uri` and keeps them with the client.
-    async fn refetch_keys(&self, item: &mut ClientItem, now_ms: i64) -> Result<String, ClientError> {
+    async fn refetch_keys(
+        &self,
+        item: &mut ClientItem,
+        now_ms: i64,
+    ) -> Result<String, ClientError> {
         let (Some(fetcher), Some(jwks_uri)) = (
             &self.documents,
             item.assertion_keys
@@ -415,7 +424,10 @@ fn same_client(kept: &ClientItem, fetched: &ClientItem) -> bool {
     kept.name == fetched.name
         && kept.redirect_uris == fetched.redirect_uris
         && kept.assertion_keys == fetched.assertion_keys
-        && kept.document.as_ref().map(|document| document.refetch_after_ms - document.fetched_at_ms)
+        && kept
+            .document
+            .as_ref()
+            .map(|document| document.refetch_after_ms - document.fetched_at_ms)
             == fetched
                 .document
                 .as_ref()

@@ -118,6 +118,27 @@ pub trait HostResolver: Send + Sync + 'static {
     async fn lookup(&self, host: &str) -> std::io::Result<Vec<IpAddr>>;
 }
 
+/// A resolver for which only `localhost` resolves (to its loopback addresses): what tests and
+/// the fuzzer give Hearth, so that no host name a request carries is looked up beyond this
+/// machine (their stand-ins are on loopback).
+pub struct LocalhostOnly;
+
+#[async_trait]
+impl HostResolver for LocalhostOnly {
+    async fn lookup(&self, host: &str) -> std::io::Result<Vec<IpAddr>> {
+        if host.eq_ignore_ascii_case("localhost") {
+            return Ok(vec![
+                IpAddr::V4(Ipv4Addr::LOCALHOST),
+                IpAddr::V6(Ipv6Addr::LOCALHOST),
+            ]);
+        }
+        Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("{host} does not resolve here"),
+        ))
+    }
+}
+
 /// The operating system's resolver (`getaddrinfo`, through tokio).
 pub struct SystemResolver;
 
@@ -593,9 +614,7 @@ fn document_auth(
                 && object
                     .get("token_endpoint_auth_methods_supported")
                     .and_then(Value::as_array)
-                    .is_some_and(|methods| {
-                        methods.iter().any(|method| method == "private_key_jwt")
-                    })
+                    .is_some_and(|methods| methods.iter().any(|method| method == "private_key_jwt"))
         }
         Some(Value::String(method)) if method == "none" => false,
         Some(Value::String(method)) if method == "private_key_jwt" => true,
@@ -941,19 +960,46 @@ mod tests {
         );
         // The plural alone, with keys: it signs, and is never taken as none.
         let mut plural = signing.clone();
-        plural.as_object_mut().unwrap().remove("token_endpoint_auth_method");
-        plural["token_endpoint_auth_methods_supported"] = serde_json::json!(["none", "private_key_jwt"]);
-        assert!(matches!(parse(&plural), Ok(DocumentAuth::PrivateKeyJwt { .. })));
+        plural
+            .as_object_mut()
+            .unwrap()
+            .remove("token_endpoint_auth_method");
+        plural["token_endpoint_auth_methods_supported"] =
+            serde_json::json!(["none", "private_key_jwt"]);
+        assert!(matches!(
+            parse(&plural),
+            Ok(DocumentAuth::PrivateKeyJwt { .. })
+        ));
         // The plural without keys is a public client.
         let mut keyless = plural.clone();
         keyless.as_object_mut().unwrap().remove("jwks_uri");
         assert_eq!(parse(&keyless), Ok(DocumentAuth::None));
         for (field, value, why) in [
-            ("jwks_uri", serde_json::json!("https://keys.example/jwks.json"), "own host"),
-            ("jwks_uri", serde_json::json!("http://app.example/jwks.json"), "jwks_uri"),
-            ("jwks_uri", serde_json::json!("https://10.0.0.1/jwks.json"), "jwks_uri"),
-            ("token_endpoint_auth_signing_alg", serde_json::json!("HS256"), "RS256"),
-            ("token_endpoint_auth_signing_alg", serde_json::json!("none"), "RS256"),
+            (
+                "jwks_uri",
+                serde_json::json!("https://keys.example/jwks.json"),
+                "own host",
+            ),
+            (
+                "jwks_uri",
+                serde_json::json!("http://app.example/jwks.json"),
+                "jwks_uri",
+            ),
+            (
+                "jwks_uri",
+                serde_json::json!("https://10.0.0.1/jwks.json"),
+                "jwks_uri",
+            ),
+            (
+                "token_endpoint_auth_signing_alg",
+                serde_json::json!("HS256"),
+                "RS256",
+            ),
+            (
+                "token_endpoint_auth_signing_alg",
+                serde_json::json!("none"),
+                "RS256",
+            ),
             ("jwks", serde_json::json!({"keys": []}), "exactly one"),
         ] {
             let mut bad = signing.clone();
@@ -963,6 +1009,11 @@ mod tests {
         }
         let mut no_keys = signing;
         no_keys.as_object_mut().unwrap().remove("jwks_uri");
-        assert!(parse(&no_keys).unwrap_err().to_string().contains("exactly one"));
+        assert!(
+            parse(&no_keys)
+                .unwrap_err()
+                .to_string()
+                .contains("exactly one")
+        );
     }
 }

@@ -455,7 +455,8 @@ async fn authenticate_client(
 ) -> Result<KnownClient, OAuthError> {
     let secret_in_body = form.get("client_secret").is_some();
     let has_header = headers.contains_key(header::AUTHORIZATION);
-    let asserted = form.get("client_assertion_type").is_some() || form.get("client_assertion").is_some();
+    let asserted =
+        form.get("client_assertion_type").is_some() || form.get("client_assertion").is_some();
     if [secret_in_body, has_header, asserted]
         .iter()
         .filter(|used| **used)
@@ -493,7 +494,10 @@ async fn authenticate_client(
             "client authentication is required: HTTP Basic, client_id and client_secret in the body, or client_id alone for a public client",
         ));
     };
-    client_or_refusal(endpoint, endpoint.clients.authenticate(&id, secret.as_deref()).await)
+    client_or_refusal(
+        endpoint,
+        endpoint.clients.authenticate(&id, secret.as_deref()).await,
+    )
 }
 
 /// `private_key_jwt` (RFC 7523 §2.2): `client_assertion_type` is the JWT bearer type and
