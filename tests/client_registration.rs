@@ -1140,11 +1140,17 @@ async fn a_document_on_a_private_address_is_never_fetched() {
 /// and answers carry CORS permission; any other origin gets none (and the gate's 403).
 #[tokio::test]
 async fn a_browser_host_on_an_allowed_origin_may_fetch_and_no_other_may() {
+    // The Inspector's page is at either spelling of loopback, a different origin each.
     const INSPECTOR: &str = "http://localhost:6274";
+    const INSPECTOR_BY_IP: &str = "http://127.0.0.1:6274";
+    let (log, _guard) = common::capture::Captured::installed();
     let config = common::config(&[
         ("MCP_JWT_SECRET", JWT_SECRET),
         ("HEARTH_RATE_LIMIT_PER_IP", "1000000"),
-        ("MCP_ALLOWED_ORIGINS", INSPECTOR),
+        (
+            "MCP_ALLOWED_ORIGINS",
+            "http://localhost:6274, http://127.0.0.1:6274",
+        ),
     ]);
     let h = common::harness_with(&config);
     let preflight = |path: &'static str, origin: &'static str| {
@@ -1196,12 +1202,31 @@ async fn a_browser_host_on_an_allowed_origin_may_fetch_and_no_other_may() {
                 .header("access-control-allow-credentials")
                 .is_empty()
         );
+        let by_ip = preflight(path, INSPECTOR_BY_IP).await;
+        assert_eq!(
+            by_ip.header("access-control-allow-origin"),
+            INSPECTOR_BY_IP,
+            "{path}"
+        );
         let other = preflight(path, "https://evil.example").await;
+        assert_eq!(other.status, StatusCode::FORBIDDEN, "{path}");
         assert!(
             other.header("access-control-allow-origin").is_empty(),
             "{path}"
         );
     }
+    // Each refused preflight left a line naming the origin, and nothing more of the request.
+    let refused_preflights: Vec<_> = log
+        .request_lines()
+        .into_iter()
+        .filter(|line| line["method"] == "cors_preflight")
+        .collect();
+    assert_eq!(refused_preflights.len(), 6, "{refused_preflights:?}");
+    assert!(
+        refused_preflights
+            .iter()
+            .all(|line| line["origin"] == "https://evil.example" && line["status"] == 403)
+    );
     let registered = request(
         &h.router,
         "POST",

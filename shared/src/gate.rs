@@ -240,6 +240,40 @@ async fn admitted_by_address(
     }
 }
 
+/// CORS for `routes`, which a browser-based host fetches: [`Gate::cors`], and a preflight from
+/// an origin not allowed answered 403 with a request log line naming the origin, where the
+/// CORS layer alone would answer it without permission and log nothing.
+pub fn browser_access<S>(routes: Router<S>, gate: &Gate) -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+{
+    routes
+        .layer(gate.cors())
+        .layer(middleware::from_fn_with_state(
+            gate.clone(),
+            foreign_preflight,
+        ))
+}
+
+async fn foreign_preflight(State(gate): State<Gate>, request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    let preflight = request.method() == http::Method::OPTIONS
+        && headers.contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
+    let Some(origin) = headers.get(header::ORIGIN).filter(|_| preflight) else {
+        return next.run(request).await;
+    };
+    if gate.check_origin(headers).is_ok() {
+        return next.run(request).await;
+    }
+    let started = Instant::now();
+    let mut log = RequestLog::new(request_id(&request));
+    log.method(Some("cors_preflight"));
+    log.refused_origin(origin.to_str().unwrap_or_default());
+    let response = StatusCode::FORBIDDEN.into_response();
+    log.finish(response.status(), started.elapsed());
+    response
+}
+
 /// A refusal as JSON in OAuth's shape, `{"error", "error_description"}`: for discovery
 /// documents and other routes a program fetches.
 pub fn json_refusal(refusal: Refusal, _request: &Request) -> Response {

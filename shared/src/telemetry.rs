@@ -438,6 +438,7 @@ pub struct RequestLog {
     subject: Option<String>,
     tool_failed: bool,
     reason: Option<&'static str>,
+    refused_origin: Option<String>,
 }
 
 impl RequestLog {
@@ -449,7 +450,20 @@ impl RequestLog {
             subject: None,
             tool_failed: false,
             reason: None,
+            refused_origin: None,
         }
+    }
+
+    /// The browser origin a CORS refusal turned away, as `scheme://host[:port]` (an origin
+    /// carries nothing more; anything that does not read as one is logged as `invalid`).
+    pub fn refused_origin(&mut self, origin: &str) {
+        let shown = url::Url::parse(origin)
+            .ok()
+            .map(|url| url.origin())
+            .filter(url::Origin::is_tuple)
+            .map(|origin| origin.ascii_serialization())
+            .unwrap_or_else(|| "invalid".to_owned());
+        self.refused_origin = Some(shown);
     }
 
     /// The tool call answered with an `isError` result (counted as `ToolErrors`).
@@ -499,6 +513,8 @@ impl RequestLog {
             tool_failed = self.tool_failed,
             // Present only on a refused tool call's line.
             reason = self.reason,
+            // Present only on a CORS refusal's line.
+            origin = self.refused_origin,
         );
     }
 }

@@ -197,13 +197,18 @@ def test_the_speech_function_reads_household_accounts_and_counts_rates_only():
 
 
 def test_the_oauth_function_reaches_counters_linking_records_accounts_and_clients_only():
-    # Tokens and codes live in grant# items; a link or revoked family writes the account and
-    # its index entry (one transaction); a registration or a kept metadata document writes the
-    # client and its index entry (one transaction), never deletes one; counters as everywhere.
-    # No chain, no scope registry.
+    # Tokens and codes live in grant# items of their own kinds (link codes, authorization
+    # codes, refresh families, used assertion ids, failed document fetches), and no other kind;
+    # a link or revoked family writes the account and its index entry (one transaction); a
+    # registration or a kept metadata document (with a signing client's keys) writes the client
+    # and its index entry (one transaction), never deletes one; counters as everywhere. No
+    # chain, no scope registry, no turn bindings.
     assert sorted(table_access("OAuthFunction"), key=str) == sorted([
         (["dynamodb:ConditionCheckItem", "dynamodb:UpdateItem"], ["rate#*"]),
-        (["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem"], ["grant#*"]),
+        (
+            ["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem"],
+            ["grant#link#*", "grant#code#*", "grant#family#*", "grant#jti#*", "grant#docfail#*"],
+        ),
         (["dynamodb:GetItem", "dynamodb:PutItem"], ["account#*", "accounts"]),
         (["dynamodb:GetItem", "dynamodb:PutItem"], ["client#*", "clients"]),
     ], key=str)
@@ -213,6 +218,22 @@ def test_the_mcp_function_can_read_proofs_in_one_batch():
     # prove_history, get_trace and check_receipt read a log's stored hashes with BatchGetItem.
     actions = {action for actions, _ in table_access("McpFunction") for action in actions}
     assert "dynamodb:BatchGetItem" in actions
+
+
+def test_browser_origins_are_a_list_of_https_or_loopback_origins():
+    parameter = TEMPLATE["Parameters"]["AllowedOrigins"]
+    assert parameter["Default"] == ""
+    pattern = re.compile(parameter["AllowedPattern"])
+    for good in ["", "https://app.example", "http://localhost:6274,http://127.0.0.1:6274",
+                 "https://app.example:8443,http://localhost:6274"]:
+        assert pattern.match(good), good
+    for bad in ["http://app.example", "http://localhost", "https://a.example/path",
+                "http://localhost:6274, http://127.0.0.1:6274", "https://a.example,", "http://127.0.0.2:80"]:
+        assert not pattern.match(bad), bad
+    variables = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
+    assert variables["MCP_ALLOWED_ORIGINS"] == {"Ref": "AllowedOrigins"}
+    assert RESOURCES["HttpApi"]["Properties"]["CorsConfiguration"]["Fn::If"][1]["AllowOrigins"] == {
+        "Fn::Split": [",", {"Ref": "AllowedOrigins"}]}
 
 
 def test_account_linking_is_off_until_redirect_uris_are_given():

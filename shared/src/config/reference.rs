@@ -151,7 +151,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         names: r#"`MCP_ALLOWED_ORIGINS`"#,
         default: r#"unset"#,
-        meaning: r#"Exact browser origins allowed to call `/mcp`, `/oauth/*` and `/tts`, besides the server's own origin (from `MCP_RESOURCE_URL`, so `/demo` can call it; locally also as `localhost`); any other `Origin` header is 403. These origins, and no others, also get CORS answers (preflights included, no credentials) on `/mcp`, `/oauth/token`, `/oauth/revoke`, `/oauth/register` and the discovery documents, for hosts that run in a browser such as the MCP Inspector (`http://localhost:6274`)"#,
+        meaning: r#"Exact browser origins allowed to call `/mcp`, `/oauth/*` and `/tts`, besides the server's own origin (from `MCP_RESOURCE_URL`, so `/demo` can call it; locally also as `localhost`); any other `Origin` header is 403. These origins, and no others, also get CORS answers (preflights included, no credentials) on `/mcp`, `/oauth/token`, `/oauth/revoke`, `/oauth/register` and the discovery documents, for hosts that run in a browser such as the MCP Inspector 1.x in its Direct mode (its page is `http://localhost:6274` or `http://127.0.0.1:6274`, two different origins: list the one you open, or both). A preflight from any other origin is answered 403 and logged with the origin. Every deployment takes a list: the template's `AllowedOrigins` parameter sets it"#,
     },
     Setting {
         names: r#"`HEARTH_RATE_LIMIT_PER_SUBJECT`"#,

@@ -152,10 +152,12 @@ pub fn router(endpoint: Arc<McpEndpoint>) -> Router {
             "/.well-known/oauth-protected-resource/{*path}",
             any(resource_metadata_inserted),
         );
-    let fetched = Router::new()
-        .route("/mcp", any(mcp))
-        .merge(gate::limit(documents, &endpoint.gate, gate::json_refusal))
-        .layer(endpoint.gate.cors());
+    let fetched = Router::new().route("/mcp", any(mcp)).merge(gate::limit(
+        documents,
+        &endpoint.gate,
+        gate::json_refusal,
+    ));
+    let fetched = gate::browser_access(fetched, &endpoint.gate);
     let published = Router::new()
         .route("/.well-known/hearth/log-keys", get(log_keys))
         .route("/.well-known/hearth/witness-policy", get(witness_policy));

@@ -141,7 +141,10 @@ pub fn router(endpoint: Arc<OAuthEndpoint>) -> Router {
             "/.well-known/oauth-authorization-server/{*path}",
             any(discovery_inserted),
         );
-    let fetched = gate::limit(fetched, &endpoint.gate, refused_in_json).layer(endpoint.gate.cors());
+    let fetched = gate::browser_access(
+        gate::limit(fetched, &endpoint.gate, refused_in_json),
+        &endpoint.gate,
+    );
     let judge = gate::limit(
         Router::new().route("/oauth/judge", any(judge)),
         &endpoint.gate,
