@@ -136,7 +136,7 @@ async def verify(device, _receipts_path):
 async def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["story", "check-receipts", "verify"])
-    parser.add_argument("--url", default="http://127.0.0.1:8787/mcp")
+    parser.add_argument("--url", default="http://127.0.0.1:8790/mcp")
     parser.add_argument("--token", required=True, help="a judge token or access token")
     parser.add_argument(
         "--host-key", required=True,

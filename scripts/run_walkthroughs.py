@@ -7,7 +7,7 @@ Each block runs in a fresh temporary directory with `bash -euo pipefail`, agains
 server with no credentials configured (so it makes the development credentials the page
 describes). Only what cannot be the same on a shared test machine is substituted:
 - `cargo run` becomes the built binary (no rebuild);
-- the default address 127.0.0.1:8787 becomes a free loopback port;
+- the default address 127.0.0.1:8790 becomes a free loopback port;
 - `.hearth/` (the default data directory) becomes the block's own;
 - `scripts/` becomes the repository's scripts folder.
 
@@ -48,7 +48,7 @@ def run(binary, page, line, script):
         data = Path(scratch) / ".hearth"
         text = (
             script.replace("cargo run", f'HEARTH_ADDR=127.0.0.1:{port} HEARTH_DATA_DIR="{data}" "{binary}"')
-            .replace("127.0.0.1:8787", f"127.0.0.1:{port}")
+            .replace("127.0.0.1:8790", f"127.0.0.1:{port}")
             .replace(".hearth/", f"{data}/")
             .replace("scripts/", f"{ROOT}/scripts/")
         )

@@ -7,7 +7,7 @@ standard library.
 EXPORT is what `hearth admin ledger export HOUSEHOLD --json` printed ({"entries": [...]}),
 PASSKEYS what `hearth admin passkey list HOUSEHOLD --json` printed ({"passkeys": [...]}), ID
 the deployment's WebAuthn relying party id (HEARTH_PASSKEY_RP_ID) and ORIGIN the origin its
-pages are served on (for example https://hearth.example, or http://localhost:8787 locally).
+pages are served on (for example https://hearth.example, or http://localhost:8790 locally).
 
 Every `passkey_decision` entry must carry an `approval` ({statement, credential_id,
 authenticator_data, client_data_json, signature}, every field but the statement base64url),

@@ -3,7 +3,7 @@
 //! `hearth_core::assistant`).
 //!
 //! The device's configuration:
-//! - Hearth's `/mcp` is `MCP_RESOURCE_URL` (locally `http://127.0.0.1:8787/mcp` by default);
+//! - Hearth's `/mcp` is `MCP_RESOURCE_URL` (locally `http://127.0.0.1:8790/mcp` by default);
 //! - the bearer token is `HEARTH_TOKEN`, or else the local server's development judge token;
 //! - without `--household` the device signs with `COUNTERSIGN_HOST_KEY` and speaks for the
 //!   built-in household; with `--household H` it signs with the household device key

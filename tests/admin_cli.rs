@@ -17,7 +17,7 @@ use hearth_testkit::moto::{Moto, unique_name};
 use serde_json::{Value, json};
 
 const JWT_SECRET: &str = "admin-cli-test-signing-key-of-32-bytes";
-const RESOURCE: &str = "http://127.0.0.1:8787/mcp";
+const RESOURCE: &str = "http://127.0.0.1:8790/mcp";
 
 /// What one run printed.
 struct Run {
@@ -218,7 +218,7 @@ fn every_command_answers_one_json_object_with_its_exit_status() {
     let minted = minted.json();
     assert_eq!(keys(&minted), ["access_token", "expires_in"]);
     assert_eq!(minted["expires_in"], 90 * 86_400);
-    let verified = JwtKeys::new(&Secret::new(JWT_SECRET), "http://127.0.0.1:8787", RESOURCE)
+    let verified = JwtKeys::new(&Secret::new(JWT_SECRET), "http://127.0.0.1:8790", RESOURCE)
         .unwrap()
         .verify(minted["access_token"].as_str().unwrap())
         .unwrap();
@@ -673,10 +673,10 @@ fn passkey_commands_invite_list_and_revoke() {
     assert_eq!(keys(&invite), ["expires_at", "url"]);
     let url = invite["url"].as_str().unwrap();
     // WebAuthn refuses IP addresses: a loopback IP is linked as localhost.
-    assert_eq!(RESOURCE, "http://127.0.0.1:8787/mcp");
+    assert_eq!(RESOURCE, "http://127.0.0.1:8790/mcp");
     assert!(
         url.starts_with(&format!(
-            "http://localhost:8787/passkeys/enrol/{household}."
+            "http://localhost:8790/passkeys/enrol/{household}."
         )),
         "{url}"
     );

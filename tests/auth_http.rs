@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 const FORM: &str = "application/x-www-form-urlencoded";
-const ISSUER: &str = "http://127.0.0.1:8787";
+const ISSUER: &str = "http://127.0.0.1:8790";
 
 fn ping() -> String {
     json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string()
@@ -393,7 +393,7 @@ async fn token_endpoint_errors_name_the_problem() {
         (
             "other resource",
             Some(client()),
-            "grant_type=client_credentials&resource=http://127.0.0.1:8787/other/mcp".into(),
+            "grant_type=client_credentials&resource=http://127.0.0.1:8790/other/mcp".into(),
             StatusCode::BAD_REQUEST,
             "invalid_target",
         ),
@@ -818,9 +818,9 @@ async fn without_a_configured_store_the_limiter_fails_closed_with_503() {
 async fn a_resource_spelled_differently_is_still_this_server() {
     let h = harness(&[]);
     for spelling in [
-        "http://127.0.0.1:8787/mcp/",
-        "HTTP://127.0.0.1:8787/mcp",
-        "http://127.0.0.1:8787/mcp",
+        "http://127.0.0.1:8790/mcp/",
+        "HTTP://127.0.0.1:8790/mcp",
+        "http://127.0.0.1:8790/mcp",
     ] {
         let form = format!(
             "grant_type=client_credentials&resource={}",
@@ -839,9 +839,9 @@ async fn a_resource_spelled_differently_is_still_this_server() {
     }
     for other in [
         "http://127.0.0.1:8788/mcp",
-        "http://127.0.0.2:8787/mcp",
-        "http://127.0.0.1:8787/mcp//",
-        "http://127.0.0.1:8787/mcp?x",
+        "http://127.0.0.2:8790/mcp",
+        "http://127.0.0.1:8790/mcp//",
+        "http://127.0.0.1:8790/mcp?x",
     ] {
         let form = format!(
             "grant_type=client_credentials&resource={}",
@@ -860,7 +860,7 @@ async fn a_resource_spelled_differently_is_still_this_server() {
 /// a resource with a path prefix at RFC 9728 §3.1's; no other path answers there.
 #[tokio::test]
 async fn metadata_is_served_at_the_path_inserted_names_of_a_prefixed_deployment() {
-    let h = harness(&[("MCP_RESOURCE_URL", "http://127.0.0.1:8787/prod/mcp")]);
+    let h = harness(&[("MCP_RESOURCE_URL", "http://127.0.0.1:8790/prod/mcp")]);
     let server = request(
         &h.router,
         "GET",
@@ -870,7 +870,7 @@ async fn metadata_is_served_at_the_path_inserted_names_of_a_prefixed_deployment(
     )
     .await;
     assert_eq!(server.status, StatusCode::OK, "{}", server.raw);
-    assert_eq!(server.body["issuer"], "http://127.0.0.1:8787/prod");
+    assert_eq!(server.body["issuer"], "http://127.0.0.1:8790/prod");
     let resource = request(
         &h.router,
         "GET",
@@ -880,7 +880,7 @@ async fn metadata_is_served_at_the_path_inserted_names_of_a_prefixed_deployment(
     )
     .await;
     assert_eq!(resource.status, StatusCode::OK, "{}", resource.raw);
-    assert_eq!(resource.body["resource"], "http://127.0.0.1:8787/prod/mcp");
+    assert_eq!(resource.body["resource"], "http://127.0.0.1:8790/prod/mcp");
     for elsewhere in [
         "/.well-known/oauth-authorization-server/other",
         "/.well-known/oauth-authorization-server/prod/extra",

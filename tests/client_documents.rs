@@ -29,8 +29,8 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 const JWT_SECRET: &str = "documents-jwt-signing-key-of-32-bytes-x";
-const ISSUER: &str = "http://127.0.0.1:8787";
-const TOKEN_ENDPOINT: &str = "http://127.0.0.1:8787/oauth/token";
+const ISSUER: &str = "http://127.0.0.1:8790";
+const TOKEN_ENDPOINT: &str = "http://127.0.0.1:8790/oauth/token";
 const HOST_REDIRECT: &str = "https://host.example/oauth/callback";
 const CLAUDE: &str = "https://claude.ai/oauth/mcp-oauth-client-metadata";
 const CLAUDE_REDIRECT: &str = "https://claude.ai/api/mcp/auth_callback";

@@ -21,7 +21,7 @@ use hearth_testkit::moto::Moto;
 use http::StatusCode;
 use serde_json::{Value, json};
 
-const ISSUER: &str = "http://127.0.0.1:8787";
+const ISSUER: &str = "http://127.0.0.1:8790";
 const JWT_SECRET: &str = "registration-jwt-signing-key-of-32-bytes";
 const STATE: &str = "host-state-1";
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;

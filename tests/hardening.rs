@@ -23,7 +23,7 @@ use serde_json::json;
 /// Requests one address may send in a minute, in these tests.
 const PER_ADDRESS: u32 = 3;
 /// The passkey pages' own origin on the local default address.
-const PAGES_ORIGIN: &str = "http://localhost:8787";
+const PAGES_ORIGIN: &str = "http://localhost:8790";
 
 fn limited() -> hearth_core::config::Config {
     common::config_with(&[("HEARTH_RATE_LIMIT_PER_IP", "3")])

@@ -647,7 +647,8 @@ async fn every_fixture_meets_the_expectation_written_beside_it() {
 #[test]
 fn every_route_has_api_gateway_v2_fixtures_for_success_and_failure() {
     let expectations = expectations();
-    for route in hearth_core::app::ROUTES {
+    // The local server's own routes are never routed to a function.
+    for route in hearth_core::app::ROUTES.iter().filter(|route| route.lambda) {
         let mut statuses = Vec::new();
         for (function, name) in all_fixtures() {
             if !name.starts_with("v2-") || folder(function) != route.function {

@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 const REDIRECT: &str = "https://alexa.example/api/skill/link/M2TEST";
 const OTHER_REDIRECT: &str = "https://alexa.example/api/skill/link/OTHER";
 const STATE: &str = "alexa-state-Zm9v";
-const ISSUER: &str = "http://127.0.0.1:8787";
+const ISSUER: &str = "http://127.0.0.1:8790";
 
 struct World {
     h: Harness,
@@ -1092,7 +1092,7 @@ async fn every_token_refusal_is_named() {
         ),
         (
             "other resource",
-            exchange_body(&code, VERIFIER).replace("8787", "8788"),
+            exchange_body(&code, VERIFIER).replace("8790", "8788"),
             "invalid_target",
         ),
         (

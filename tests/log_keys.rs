@@ -398,7 +398,7 @@ async fn a_new_host_keeps_the_logs_when_the_earlier_host_is_named(backend: Backe
     let (household, token) = before.household("Moving").await;
     before.record(&token, "dim the lights").await.unwrap();
 
-    let localhost = ("MCP_RESOURCE_URL", "http://localhost:8787/mcp");
+    let localhost = ("MCP_RESOURCE_URL", "http://localhost:8790/mcp");
     let unnamed = world.phase(&[localhost]);
     let token = unnamed.token(&household).await;
     let refused = unnamed.record(&token, "lock the door").await.unwrap_err();

@@ -568,7 +568,7 @@ async fn a_passkey_session_logs_no_link_nonce_statement_or_assertion() {
         .await
         .unwrap();
 
-    let origin = "http://localhost:8787";
+    let origin = "http://localhost:8790";
     let post = |path: String, body: Value| {
         let router = h.router.clone();
         async move {

@@ -71,7 +71,7 @@ async fn only_post_is_allowed() {
 async fn origins_must_match_the_allow_list_exactly() {
     let h = harness(&[(
         "MCP_ALLOWED_ORIGINS",
-        "https://demo.example, http://127.0.0.1:8787",
+        "https://demo.example, http://127.0.0.1:8790",
     )]);
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
     for origin in [
@@ -83,7 +83,7 @@ async fn origins_must_match_the_allow_list_exactly() {
         let reply = send(&h, "POST", &ping, &[("origin", origin)]).await;
         assert_eq!(reply.status, StatusCode::FORBIDDEN, "{origin}");
     }
-    for origin in ["https://demo.example", "http://127.0.0.1:8787"] {
+    for origin in ["https://demo.example", "http://127.0.0.1:8790"] {
         assert_eq!(
             send(&h, "POST", &ping, &[("origin", origin)]).await.status,
             StatusCode::OK
@@ -354,7 +354,7 @@ async fn a_rebound_host_is_refused_with_a_json_rpc_body() {
         "{}",
         reply.raw
     );
-    let allowed = send(&h, "POST", &ping, &[("host", "127.0.0.1:8787")]).await;
+    let allowed = send(&h, "POST", &ping, &[("host", "127.0.0.1:8790")]).await;
     assert_eq!(allowed.status, StatusCode::OK, "{}", allowed.raw);
 }
 

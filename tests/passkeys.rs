@@ -23,7 +23,7 @@ use hearth_testkit::passkey::SoftPasskey;
 use http::StatusCode;
 use serde_json::{Value, json};
 
-const ORIGIN: &str = "http://localhost:8787";
+const ORIGIN: &str = "http://localhost:8790";
 const RP_ID: &str = "localhost";
 
 struct World {

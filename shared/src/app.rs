@@ -83,6 +83,16 @@ pub struct Route {
     pub summary: &'static str,
     #[serde(skip)]
     pub limited_by: Limit,
+    /// Served by its function under Lambda too (and routed by the template). The path-inserted
+    /// metadata names are not: under API Gateway a stage or an API mapping key is a path the
+    /// host's root is outside of, so they could never answer there; the local server serves
+    /// them behind a reverse proxy. `hearth routes` marks the others `"local_only": true`.
+    #[serde(rename = "local_only", serialize_with = "local_only")]
+    pub lambda: bool,
+}
+
+fn local_only<S: serde::Serializer>(lambda: &bool, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_bool(!lambda)
 }
 
 /// What counts a route's requests (see `gate`): every route but `/healthz` spends the client
@@ -157,13 +167,13 @@ pub const ROUTES: &[Route] = &[
         "the same document at its path-suffixed name",
         Limit::Address,
     ),
-    route(
+    local_route(route(
         "mcp",
         "ANY",
         "/.well-known/oauth-protected-resource/{*path}",
         "the same document at RFC 9728's path-inserted name of a resource with a path prefix (`/.well-known/oauth-protected-resource/prod/mcp` for `…/prod/mcp`); 404 for any other path",
         Limit::Address,
-    ),
+    )),
     route(
         "mcp",
         "GET",
@@ -304,13 +314,13 @@ pub const ROUTES: &[Route] = &[
         "RFC 8414 authorization-server metadata",
         Limit::Address,
     ),
-    route(
+    local_route(route(
         "oauth",
         "ANY",
         "/.well-known/oauth-authorization-server/{*path}",
         "the same document at RFC 8414's path-inserted name of an issuer with a path (`/.well-known/oauth-authorization-server/prod`); 404 for any other path",
         Limit::Address,
-    ),
+    )),
     route(
         "tts",
         "ANY",
@@ -333,6 +343,15 @@ const fn route(
         path,
         summary,
         limited_by,
+        lambda: true,
+    }
+}
+
+/// A route only the local server serves (see [`Route::lambda`]).
+const fn local_route(route: Route) -> Route {
+    Route {
+        lambda: false,
+        ..route
     }
 }
 
@@ -343,9 +362,14 @@ pub fn routes_markdown() -> String {
         "| Function | Method | Path | What it is | Limited by |\n| --- | --- | --- | --- | --- |\n",
     );
     for route in ROUTES {
+        let function = if route.lambda {
+            format!("`{}`", route.function)
+        } else {
+            format!("`{}`, local server only", route.function)
+        };
         table.push_str(&format!(
-            "| `{}` | `{}` | `{}` | {} | {} |\n",
-            route.function,
+            "| {} | `{}` | `{}` | {} | {} |\n",
+            function,
             route.method,
             route.path,
             route.summary,
@@ -824,7 +848,9 @@ fn gate(config: &Config, backing: &Backing) -> Gate {
         .with_trusted_proxies(config.trusted_proxies.clone())
 }
 
-fn mcp_routes(config: &Config, backing: &Backing) -> Router {
+/// `local`: the local server's, which also answers the path-inserted metadata names (see
+/// [`Route::lambda`]).
+fn mcp_routes(config: &Config, backing: &Backing, local: bool) -> Router {
     let server = HearthServer::new(toolsets(config, backing));
     let gate = gate(config, backing);
     let endpoint = McpEndpoint::new(
@@ -843,7 +869,8 @@ fn mcp_routes(config: &Config, backing: &Backing) -> Router {
             .as_ref()
             .map(|witnesses| witnesses.policy_text().to_owned()),
     );
-    let router = crate::mcp::router(Arc::new(endpoint)).merge(crate::demo::page_router(&gate));
+    let router =
+        crate::mcp::router(Arc::new(endpoint), local).merge(crate::demo::page_router(&gate));
     match passkeys(config, backing.accounts.clone(), &backing.household) {
         Some(passkeys) => router.merge(crate::passkeys::http::router(
             Arc::new(passkeys),
@@ -941,7 +968,7 @@ pub fn clients(config: &Config, backing: &Backing) -> Clients {
     )
 }
 
-fn oauth_routes(config: &Config, backing: &Backing) -> Router {
+fn oauth_routes(config: &Config, backing: &Backing, local: bool) -> Router {
     let linking = Linking::new(
         backing.stores.grants.clone(),
         backing.accounts.clone(),
@@ -969,7 +996,7 @@ fn oauth_routes(config: &Config, backing: &Backing) -> Router {
         REGISTRATIONS_PER_WINDOW,
         REGISTRATION_WINDOW_MS,
     ));
-    crate::oauth::router(Arc::new(endpoint))
+    crate::oauth::router(Arc::new(endpoint), local)
 }
 
 #[cfg(feature = "aws")]
@@ -995,18 +1022,18 @@ pub async fn tts_router(config: &Config) -> anyhow::Result<Router> {
 
 /// The MCP function's router: `/mcp`, `/healthz`, protected-resource metadata.
 pub fn mcp_router_with(config: &Config, backing: &Backing) -> Router {
-    kill_switch(mcp_routes(config, backing), config.disabled)
+    kill_switch(mcp_routes(config, backing, false), config.disabled)
 }
 
 /// The OAuth function's router: `/oauth/authorize`, `/oauth/token`, `/oauth/revoke`,
 /// `/oauth/judge`, server metadata.
 pub fn oauth_router_with(config: &Config, backing: &Backing) -> Router {
-    kill_switch(oauth_routes(config, backing), config.disabled)
+    kill_switch(oauth_routes(config, backing, false), config.disabled)
 }
 
 /// Everything the local server serves on one address, with the same paths as API Gateway.
 pub fn local_router_with(config: &Config, backing: &Backing) -> Router {
-    let mut router = mcp_routes(config, backing).merge(oauth_routes(config, backing));
+    let mut router = mcp_routes(config, backing, true).merge(oauth_routes(config, backing, true));
     #[cfg(feature = "aws")]
     {
         router = router.merge(tts_routes(config, backing));

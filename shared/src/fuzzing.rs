@@ -290,8 +290,8 @@ pub fn oauth(data: &[u8]) {
     });
     let keys = JwtKeys::new(
         &Secret::new(JWT_SECRET),
-        "http://127.0.0.1:8787",
-        "http://127.0.0.1:8787/mcp",
+        "http://127.0.0.1:8790",
+        "http://127.0.0.1:8790/mcp",
     )
     .expect("a long enough key");
     if let Ok(token) = std::str::from_utf8(line) {

@@ -34,7 +34,7 @@ pub const CLIENT_ID: &str = "alexa-fixture-client";
 pub const CLIENT_SECRET: &str = "fixture-client-secret-0123456789";
 pub const JWT_SECRET: &str = "fixture-jwt-signing-key-of-32-bytes-or-more";
 /// The local default `MCP_RESOURCE_URL` for the default `HEARTH_ADDR`.
-pub const RESOURCE: &str = "http://127.0.0.1:8787/mcp";
+pub const RESOURCE: &str = "http://127.0.0.1:8790/mcp";
 /// The secret the fixture's transparency-log signing key is derived from.
 pub const LOG_KEY: &str = "fixture-log-key-secret-of-some-length";
 

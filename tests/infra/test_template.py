@@ -29,8 +29,9 @@ PLATFORM = {"AWS_LAMBDA_RUNTIME_API", "AWS_LAMBDA_FUNCTION_NAME"}
 
 def served_routes():
     listed = json.loads(subprocess.run([str(HEARTH), "routes"], capture_output=True, check=True).stdout)
-    # axum's catch-all `{*name}` is API Gateway's greedy `{name+}`.
-    return {(r["function"], r["method"], re.sub(r"\{\*(\w+)\}", r"{\1+}", r["path"])) for r in listed}
+    # The path-inserted metadata names are the local server's alone: under API Gateway they
+    # would lie outside the API (see the manual's HTTP routes page).
+    return {(r["function"], r["method"], r["path"]) for r in listed if not r["local_only"]}
 
 
 def function_of_integration(name):

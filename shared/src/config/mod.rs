@@ -80,7 +80,7 @@ pub const MAX_RATE_LIMIT: u32 = 1_000_000;
 #[derive(Debug, Clone)]
 pub struct Config {
     pub runtime: Runtime,
-    /// `HEARTH_ADDR`, default `127.0.0.1:8787`.
+    /// `HEARTH_ADDR`, default `127.0.0.1:8790`.
     pub addr: SocketAddr,
     /// `HEARTH_DATA_DIR`, default `./.hearth`: the SQLite file and dev credentials live here.
     pub data_dir: PathBuf,
@@ -262,9 +262,9 @@ impl Config {
         let addr = match get("HEARTH_ADDR") {
             Some(value) => value.trim().parse().map_err(|_| ConfigError::Invalid {
                 name: "HEARTH_ADDR",
-                reason: "expected host:port, e.g. 127.0.0.1:8787".into(),
+                reason: "expected host:port, e.g. 127.0.0.1:8790".into(),
             })?,
-            None => SocketAddr::from(([127, 0, 0, 1], 8787)),
+            None => SocketAddr::from(([127, 0, 0, 1], 8790)),
         };
         let data_dir = PathBuf::from(get("HEARTH_DATA_DIR").unwrap_or_else(|| ".hearth".into()));
         let store = match (get("HEARTH_TABLE"), get("HEARTH_DB"), runtime) {
@@ -797,7 +797,7 @@ mod tests {
     fn defaults_are_local_and_closed() {
         let config = config(&[]).unwrap();
         assert_eq!(config.runtime, Runtime::Local);
-        assert_eq!(config.addr.to_string(), "127.0.0.1:8787");
+        assert_eq!(config.addr.to_string(), "127.0.0.1:8790");
         assert_eq!(
             config.store,
             StoreChoice::Sqlite(PathBuf::from(".hearth/hearth.db"))
@@ -811,7 +811,7 @@ mod tests {
         assert_eq!(config.judge.model, "us.amazon.nova-premier-v1:0");
         assert_eq!(config.assistant_model, "us.amazon.nova-pro-v1:0");
         assert_ne!(config.assistant_model, config.judge.model);
-        assert_eq!(config.urls.unwrap().resource(), "http://127.0.0.1:8787/mcp");
+        assert_eq!(config.urls.unwrap().resource(), "http://127.0.0.1:8790/mcp");
         assert_eq!(
             config.rate_limits,
             RateLimits {
@@ -963,8 +963,8 @@ mod tests {
             local.browser_origins(),
             [
                 "https://demo.example",
-                "http://127.0.0.1:8787",
-                "http://localhost:8787"
+                "http://127.0.0.1:8790",
+                "http://localhost:8790"
             ]
         );
         let deployed = config(&[
@@ -1134,16 +1134,16 @@ mod tests {
 
     #[test]
     fn a_server_reachable_from_elsewhere_needs_its_public_url() {
-        for addr in ["0.0.0.0:8787", "[::]:8787", "192.168.1.20:8787"] {
+        for addr in ["0.0.0.0:8790", "[::]:8790", "192.168.1.20:8790"] {
             let error = config(&[("HEARTH_ADDR", addr)]).unwrap_err().to_string();
             assert!(error.contains("MCP_RESOURCE_URL"), "{addr}: {error}");
         }
-        for addr in ["127.0.0.1:8787", "[::1]:8787"] {
+        for addr in ["127.0.0.1:8790", "[::1]:8790"] {
             assert!(config(&[("HEARTH_ADDR", addr)]).is_ok(), "{addr}");
         }
         assert!(
             config(&[
-                ("HEARTH_ADDR", "0.0.0.0:8787"),
+                ("HEARTH_ADDR", "0.0.0.0:8790"),
                 ("MCP_RESOURCE_URL", "https://hearth.example/mcp")
             ])
             .is_ok()

@@ -30,7 +30,7 @@ impl Setting {
 pub const SETTINGS: &[Setting] = &[
     Setting {
         names: r#"`HEARTH_ADDR`"#,
-        default: r#"`127.0.0.1:8787`"#,
+        default: r#"`127.0.0.1:8790`"#,
         meaning: r#"Local listen address. Local only"#,
     },
     Setting {

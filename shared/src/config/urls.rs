@@ -333,7 +333,7 @@ mod tests {
     #[test]
     fn plain_http_is_only_for_loopback() {
         for ok in [
-            "http://127.0.0.1:8787/mcp",
+            "http://127.0.0.1:8790/mcp",
             "http://localhost/mcp",
             "http://[::1]:9/mcp",
         ] {
@@ -364,8 +364,8 @@ mod tests {
     fn the_local_default_is_the_loopback_address_served() {
         let local = |addr: &str| PublicUrls::local_default(addr.parse().unwrap());
         assert_eq!(
-            local("127.0.0.1:8787").unwrap().resource(),
-            "http://127.0.0.1:8787/mcp"
+            local("127.0.0.1:8790").unwrap().resource(),
+            "http://127.0.0.1:8790/mcp"
         );
         assert_eq!(
             local("0.0.0.0:9000").unwrap().resource(),
@@ -375,6 +375,6 @@ mod tests {
             local("[::1]:9000").unwrap().resource(),
             "http://[::1]:9000/mcp"
         );
-        assert!(local("192.168.1.5:8787").is_none());
+        assert!(local("192.168.1.5:8790").is_none());
     }
 }

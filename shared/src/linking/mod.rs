@@ -743,8 +743,8 @@ mod tests {
         let linking = Linking::new(store.clone(), accounts, clock.clone());
         let jwt = JwtKeys::new(
             &Secret::new("a jwt secret of at least thirty-two bytes"),
-            "http://127.0.0.1:8787",
-            "http://127.0.0.1:8787/mcp",
+            "http://127.0.0.1:8790",
+            "http://127.0.0.1:8790/mcp",
         )
         .unwrap();
         let family_id = new_family_id().unwrap();

@@ -133,13 +133,15 @@ pub fn is_tier_one(method: &str, tool: Option<&str>) -> bool {
 
 /// The MCP function's routes: `/mcp`, `/healthz` and the RFC 9728 metadata (at the root and
 /// with the `/mcp` suffix, where clients look for it first).
-pub fn router(endpoint: Arc<McpEndpoint>) -> Router {
+/// `path_inserted`: also answer RFC 9728's path-inserted name of a resource with a path prefix
+/// (the local server; see `app::Route::lambda`).
+pub fn router(endpoint: Arc<McpEndpoint>, path_inserted: bool) -> Router {
     // A browser-based host (the MCP Inspector, for one) fetches these from its own origin:
     // they answer CORS for the allowed origins.
     // `/mcp` passes the gate in its own layers, where the token names the subject to count
     // beside the address; the documents pass it as a layer. CORS is outside the gate, so that
     // a browser host can read a refusal's status.
-    let documents = Router::new()
+    let mut documents = Router::new()
         .route(
             "/.well-known/oauth-protected-resource",
             any(resource_metadata),
@@ -147,11 +149,13 @@ pub fn router(endpoint: Arc<McpEndpoint>) -> Router {
         .route(
             "/.well-known/oauth-protected-resource/mcp",
             any(resource_metadata),
-        )
-        .route(
+        );
+    if path_inserted {
+        documents = documents.route(
             "/.well-known/oauth-protected-resource/{*path}",
             any(resource_metadata_inserted),
         );
+    }
     let fetched = Router::new().route("/mcp", any(mcp)).merge(gate::limit(
         documents,
         &endpoint.gate,

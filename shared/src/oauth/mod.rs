@@ -128,19 +128,23 @@ impl OAuthEndpoint {
 }
 
 /// The OAuth function's routes.
-pub fn router(endpoint: Arc<OAuthEndpoint>) -> Router {
+/// `path_inserted`: also answer RFC 8414's path-inserted name of an issuer with a path (the
+/// local server; see `app::Route::lambda`).
+pub fn router(endpoint: Arc<OAuthEndpoint>, path_inserted: bool) -> Router {
     // What a browser-based host fetches (the MCP Inspector, for one) answers CORS for the
     // allowed origins; the consent page is navigated to, never fetched.
     // The gate runs inside CORS, so that a browser host can read a refusal's status.
-    let fetched = Router::new()
+    let mut fetched = Router::new()
         .route("/oauth/token", any(token))
         .route("/oauth/revoke", any(revoke))
         .route("/oauth/register", any(registration))
-        .route("/.well-known/oauth-authorization-server", any(discovery))
-        .route(
+        .route("/.well-known/oauth-authorization-server", any(discovery));
+    if path_inserted {
+        fetched = fetched.route(
             "/.well-known/oauth-authorization-server/{*path}",
             any(discovery_inserted),
         );
+    }
     let fetched = gate::browser_access(
         gate::limit(fetched, &endpoint.gate, refused_in_json),
         &endpoint.gate,
