@@ -125,8 +125,8 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         names: r#"`MCP_REDIRECT_URIS`"#,
-        default: r#"unset (linking off)"#,
-        meaning: r#"Account linking: comma-separated redirect URIs an authorization request may name, compared exactly (`https`, or `http` on loopback; no fragment). Set, the client-credentials token is Tier 1 only (see [Authorization](../concepts/authorization.md))"#,
+        default: r#"unset (the configured client links nowhere)"#,
+        meaning: r#"The configured client's redirect URIs (`MCP_CLIENT_ID`, Alexa+'s account linking): comma-separated, compared exactly (`https`, or `http` on loopback; no fragment). Set, the client-credentials token is Tier 1 only (see [Authorization](../concepts/authorization.md)). Unset, the configured client cannot link a household, and its token reaches every tool; hosts that register themselves or name themselves by a metadata document link either way, with their own redirect URIs"#,
     },
     Setting {
         names: r#"`MCP_RESOURCE_URL`"#,
