@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
-import { ROOT, chromium, FLAGS, HEARTH, check, startHearth } from "./lib.mjs";
+import { ROOT, chromium, FLAGS, HEARTH, check, freePort, startHearth } from "./lib.mjs";
 
 const OUT = resolve(process.argv[2] || join(ROOT, ".test-output", "inspector"));
 mkdirSync(OUT, { recursive: true });
@@ -32,7 +32,9 @@ const household = admin("household", "create", "Inspector Home", "--policy", pol
 // Its own process group, so that stopping it stops the web server it starts too. Secrets in
 // memory: there is no keychain here.
 const inspector = spawn(process.execPath, [LAUNCHER, "--web", "--transport", "http", "--server-url", `${base}/mcp`], {
-  env: { ...process.env, BROWSER: "none", MCP_AUTO_OPEN_ENABLED: "false", MCP_INSPECTOR_SECRET_STORE: "memory" },
+  // Free ports rather than its fixed 6274 and 6275, so that a second run beside it can start.
+  env: { ...process.env, BROWSER: "none", MCP_AUTO_OPEN_ENABLED: "false", MCP_INSPECTOR_SECRET_STORE: "memory",
+    CLIENT_PORT: String(await freePort()), MCP_SANDBOX_PORT: String(await freePort()) },
   stdio: ["ignore", "pipe", "pipe"],
   detached: true,
 });

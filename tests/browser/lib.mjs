@@ -43,7 +43,7 @@ export async function statusAfter(page, button) {
   return page.textContent("#status");
 }
 
-function freePort() {
+export function freePort() {
   return new Promise((done) => {
     const server = createServer();
     server.listen(0, "127.0.0.1", () => {
