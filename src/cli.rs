@@ -538,7 +538,7 @@ pub struct EvalArgs {
     /// Only the cases of this split
     #[arg(long, value_enum)]
     pub split: Option<SplitName>,
-    /// Which judge
+    /// Which judge (its settings, such as COUNTERSIGN_JUDGE_URL, come from the environment)
     #[arg(long, value_enum, default_value_t = JudgeName::Rules)]
     pub judge: JudgeName,
     /// Print the report as JSON
@@ -555,10 +555,27 @@ pub enum SplitName {
     Test,
 }
 
+/// `hearth eval --judge`: every `COUNTERSIGN_JUDGE` value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum JudgeName {
     Rules,
     Bedrock,
+    #[value(name = "openai")]
+    OpenAi,
+    #[value(name = "rules+openai")]
+    RulesOpenAi,
+}
+
+impl JudgeName {
+    /// The `COUNTERSIGN_JUDGE` value it stands for.
+    pub fn setting(self) -> &'static str {
+        match self {
+            JudgeName::Rules => "rules",
+            JudgeName::Bedrock => "bedrock",
+            JudgeName::OpenAi => "openai",
+            JudgeName::RulesOpenAi => "rules+openai",
+        }
+    }
 }
 
 /// Parses the command line. Help and `--version` print and exit 0; a usage error exits 2,

@@ -105,18 +105,15 @@ async fn serve(args: ServeArgs, log_format: Option<cli::LogFormat>) -> anyhow::R
         );
     } else if config.credential_source == CredentialSource::None {
         let dev = dev_credentials::ensure(&config.data_dir)?;
-        let configured = std::mem::replace(&mut config.credentials, dev.credentials());
         // The development credentials stand in for the OAuth client, the judge token and the
         // JWT secret only: every other key the environment sets is used as a deployment uses
         // it, the log keys included (a log key given for a rotation must not be silently
         // replaced by the generated one).
-        config.credentials.aion_api_key = configured.aion_api_key;
-        config.credentials.host_key = configured.host_key;
-        config.credentials.notify_key = configured.notify_key;
-        if configured.log_key.is_some() {
-            config.credentials.log_key = configured.log_key;
-            config.credentials.log_key_previous = configured.log_key_previous;
-        }
+        let generated = dev.credentials();
+        config.credentials.client_id = generated.client_id;
+        config.credentials.client_secret = generated.client_secret;
+        config.credentials.jwt_secret = generated.jwt_secret;
+        config.credentials.judge_token_hashes = generated.judge_token_hashes;
         print_dev_banner(&config, &dev);
     }
     if config.demo_device {
@@ -167,26 +164,35 @@ async fn eval(args: EvalArgs) -> anyhow::Result<()> {
     use hearth_core::chain::sha256_hex;
     use hearth_core::countersign::eval::{Split, parse_cases, run_with_progress, select, table};
     use hearth_core::countersign::judge::Judge;
-    use hearth_core::countersign::judge::bedrock::{BedrockJudge, Guardrail, prompt_sha256};
-    use hearth_core::countersign::judge::rules::RulesJudge;
+    use hearth_core::countersign::judge::model::prompt_sha256;
     use std::io::IsTerminal;
 
     let split = args.split.map(|split| match split {
         SplitName::Dev => Split::Dev,
         SplitName::Test => Split::Test,
     });
-    let config = Config::from_env()?;
-    let (judge, prompt): (Box<dyn Judge>, Option<String>) = match args.judge {
-        JudgeName::Rules => (Box::new(RulesJudge), None),
-        JudgeName::Bedrock => {
-            let guardrail = config
-                .judge
-                .guardrail
-                .clone()
-                .map(|(id, version)| Guardrail { id, version });
-            let judge = BedrockJudge::from_environment(config.judge.model.clone(), guardrail).await;
-            (Box::new(judge), Some(prompt_sha256()))
-        }
+    // The judge is built as the server builds the one COUNTERSIGN_JUDGE names, from the same
+    // settings, so that what is measured is what runs.
+    let config = Config::from_lookup(|name| match name {
+        "COUNTERSIGN_JUDGE" => Some(args.judge.setting().to_owned()),
+        _ => std::env::var(name).ok(),
+    })?;
+    let judge: std::sync::Arc<dyn Judge> = hearth_core::app::judge(&config);
+    let prompt = (args.judge != JudgeName::Rules).then(prompt_sha256);
+    // What ran: the model's name, and what an OpenAI-compatible server says it serves (or
+    // why it did not say).
+    let (model, models) = match hearth_core::app::openai_judge(&config) {
+        Some(openai) => (
+            Some(openai.model().to_owned()),
+            Some(
+                openai
+                    .models()
+                    .await
+                    .unwrap_or_else(|reason| serde_json::json!({ "error": reason })),
+            ),
+        ),
+        None if args.judge == JudgeName::Bedrock => (Some(config.judge.model.clone()), None),
+        None => (None, None),
     };
     let cases_path = args.cases.display().to_string();
     let text = std::fs::read_to_string(&args.cases)
@@ -205,7 +211,7 @@ async fn eval(args: EvalArgs) -> anyhow::Result<()> {
             }
         }
     };
-    let report = run_with_progress(
+    let mut report = run_with_progress(
         judge.as_ref(),
         &cases,
         split,
@@ -214,6 +220,8 @@ async fn eval(args: EvalArgs) -> anyhow::Result<()> {
         &progress,
     )
     .await;
+    report.model = model;
+    report.models = models;
     let report_json = serde_json::to_string_pretty(&report)?;
     if let Some(dir) = args.save {
         std::fs::create_dir_all(&dir)?;

@@ -4,6 +4,8 @@
 
 use std::process::Command;
 
+use hearth_testkit::chat_completions::{ChatStandIn, MODEL, Reply};
+
 fn eval(args: &[&str]) -> (i32, String, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_hearth"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -119,7 +121,7 @@ fn bad_invocations_are_refused_clearly() {
         ),
         (
             vec!["--judge", "oracle"],
-            "[possible values: rules, bedrock]",
+            "[possible values: rules, bedrock, openai, rules+openai]",
         ),
     ] {
         let (code, _, stderr) = eval(&args);
@@ -133,6 +135,8 @@ fn bad_invocations_are_refused_clearly() {
             "reading nowhere.jsonl",
         ),
         (vec!["--cases", "Cargo.toml", "--judge", "rules"], "line 1"),
+        // A model judge needs to know where its model is.
+        (vec!["--judge", "openai"], "COUNTERSIGN_JUDGE_URL"),
     ] {
         let (code, _, stderr) = eval(&args);
         assert_eq!(code, 1, "{args:?}");
@@ -203,4 +207,114 @@ async fn the_bedrock_judge_is_evaluated_with_the_prompt_and_cases_hashes_saved()
         serde_json::from_str(&std::fs::read_to_string(files[0].as_ref().unwrap().path()).unwrap())
             .unwrap();
     assert_eq!(stored["prompt_sha256"], report["prompt_sha256"]);
+}
+
+/// `hearth eval` with a judge on an OpenAI-compatible server (the stand-in), as a household
+/// runs it against its own model: the report as JSON, with what ran.
+async fn eval_against(base_url: &str, judge: &'static str) -> serde_json::Value {
+    let base_url = base_url.to_owned();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_hearth"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env_clear()
+            .env("COUNTERSIGN_JUDGE_URL", &base_url)
+            .env("COUNTERSIGN_JUDGE_MODEL", MODEL)
+            .args(["eval", "--split", "dev", "--judge", judge, "--json"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// The combined judge over the development split, with a model that says `match` to
+/// everything: the model is asked exactly where the rules are unclear, and a rules mismatch
+/// stays a mismatch whatever the model says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_match_never_overrides_a_rules_mismatch() {
+    let always_match = r#"{"verdict": "match", "reasons": []}"#;
+    let stand_in = ChatStandIn::start(Reply::Content(always_match.into())).await;
+    let combined = eval_against(&stand_in.base_url, "rules+openai").await;
+    assert_eq!(combined["judge"], "rules+openai");
+    assert_eq!(combined["model"], MODEL);
+    assert_eq!(
+        combined["models"]["data"][0]["id"], MODEL,
+        "the server's own list"
+    );
+    assert_eq!(
+        combined["prompt_sha256"],
+        hearth_core::countersign::judge::model::prompt_sha256()
+    );
+    let (code, stdout, _) = eval(&["--split", "dev", "--json"]);
+    assert_eq!(code, 0);
+    let rules: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let verdicts = |report: &serde_json::Value| -> Vec<(String, String)> {
+        report["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|case| {
+                let verdict = case["verdict"].as_str().unwrap().to_owned();
+                (case["id"].as_str().unwrap().to_owned(), verdict)
+            })
+            .collect()
+    };
+    let mut unclear_to_rules = 0;
+    for ((id, by_rules), (same_id, combined_verdict)) in
+        verdicts(&rules).into_iter().zip(verdicts(&combined))
+    {
+        assert_eq!(id, same_id);
+        let expected = match by_rules.as_str() {
+            "unclear" => {
+                unclear_to_rules += 1;
+                "match"
+            }
+            decided => decided,
+        };
+        assert_eq!(
+            combined_verdict, expected,
+            "{id}: the rules said {by_rules}"
+        );
+    }
+    assert!(
+        unclear_to_rules > 0,
+        "the split has cases the rules leave to a model"
+    );
+    assert_eq!(stand_in.completions().len(), unclear_to_rules);
+
+    // The model alone is asked every case, and (saying match to all) catches nothing.
+    let stand_in = ChatStandIn::start(Reply::Content(always_match.into())).await;
+    let alone = eval_against(&stand_in.base_url, "openai").await;
+    assert_eq!(alone["judge"], "openai");
+    assert_eq!(stand_in.completions().len(), 128);
+    assert_eq!(alone["mismatches_caught"]["count"], 0);
+    assert_eq!(alone["genuine_passed"]["count"], 64);
+}
+
+/// A server that fails passes nothing: every case is flagged, and a server that cannot be
+/// reached is named as such in the report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_model_server_passes_nothing_and_is_recorded() {
+    let stand_in = ChatStandIn::start(Reply::Status(503, "{}".into())).await;
+    let report = eval_against(&stand_in.base_url, "openai").await;
+    assert_eq!(report["genuine_passed"]["count"], 0);
+    assert_eq!(report["mismatches_caught"]["count"], 64);
+    assert!(report["models"]["data"].is_array(), "{}", report["models"]);
+
+    // Nothing listens there: the report says so instead of a list.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let nowhere = format!("http://{}/v1", closed.local_addr().unwrap());
+    drop(closed);
+    let report = eval_against(&nowhere, "openai").await;
+    assert_eq!(
+        report["models"],
+        serde_json::json!({"error": "the server could not be reached"})
+    );
+    assert_eq!(report["genuine_passed"]["count"], 0);
 }

@@ -16,11 +16,12 @@ use crate::clients::{Clients, ConfiguredClient};
 use crate::clock::{Clock, SystemClock};
 #[cfg(feature = "aws")]
 use crate::config::secrets;
-use crate::config::{Config, CredentialSource, Runtime, StoreChoice};
+use crate::config::{Config, CredentialSource, JudgeKind, Runtime, StoreChoice};
 use crate::countersign::household::{Catalogue, HouseholdData};
 use crate::countersign::judge::Judge;
 #[cfg(feature = "aws")]
 use crate::countersign::judge::bedrock::{BedrockJudge, Guardrail};
+use crate::countersign::judge::openai::{Endpoint, OpenAiJudge};
 use crate::countersign::judge::rules::RulesJudge;
 use crate::countersign::ledger::Ledger;
 use crate::countersign::notify::{NOTIFY_TIMEOUT, Notifier};
@@ -467,22 +468,49 @@ pub fn household_data(config: &Config) -> anyhow::Result<Arc<HouseholdData>> {
 
 /// The intent judge `COUNTERSIGN_JUDGE` names. The Bedrock judge makes its client on first use.
 pub fn judge(config: &Config) -> Arc<dyn Judge> {
-    #[cfg(feature = "aws")]
-    if config.judge.bedrock {
-        Arc::new(BedrockJudge::lazy(
+    match config.judge.kind {
+        JudgeKind::Rules => Arc::new(RulesJudge),
+        #[cfg(feature = "aws")]
+        JudgeKind::Bedrock => Arc::new(BedrockJudge::lazy(
             config.judge.model.clone(),
             config
                 .judge
                 .guardrail
                 .clone()
                 .map(|(id, version)| Guardrail { id, version }),
-        ));
+        )),
+        #[cfg(not(feature = "aws"))]
+        JudgeKind::Bedrock => {
+            tracing::error!(
+                "this build has no AWS services; the rules judge runs instead of Bedrock"
+            );
+            Arc::new(RulesJudge)
+        }
+        JudgeKind::OpenAi | JudgeKind::RulesOpenAi => Arc::new(
+            openai_judge(config).expect("the configuration requires a URL for an openai judge"),
+        ),
     }
-    #[cfg(not(feature = "aws"))]
-    if config.judge.bedrock {
-        tracing::error!("this build has no AWS services; the rules judge runs instead of Bedrock");
+}
+
+/// The OpenAI-compatible judge, when `COUNTERSIGN_JUDGE` names one (`openai` or
+/// `rules+openai`). A key it may not send is reported now, and every verdict it would have
+/// asked the model for is `unclear`.
+pub fn openai_judge(config: &Config) -> Option<OpenAiJudge> {
+    let settings = &config.judge;
+    let base_url = settings.url.clone().filter(|_| settings.kind.is_openai())?;
+    let endpoint = Endpoint {
+        base_url,
+        model: settings.model.clone(),
+        key: config.credentials.judge_api_key.clone(),
+        timeout: std::time::Duration::from_millis(settings.timeout_ms),
+    };
+    if let Some(refusal) = endpoint.key_refusal() {
+        tracing::error!(refusal, "the intent judge cannot ask its model");
     }
-    Arc::new(RulesJudge)
+    Some(OpenAiJudge::new(
+        endpoint,
+        settings.kind == JudgeKind::RulesOpenAi,
+    ))
 }
 
 /// Opens the configured store, over the system clock. A DynamoDB table is created (with TTL)

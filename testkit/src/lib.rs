@@ -1,5 +1,6 @@
 //! Test support shared by Hearth's test suites (never a dependency of shipped code).
 
+pub mod chat_completions;
 pub mod converse;
 pub mod moto;
 pub mod passkey;

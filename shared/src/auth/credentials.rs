@@ -30,6 +30,10 @@ pub const HOST_KEY_NAME: &str = "COUNTERSIGN_HOST_KEY";
 /// The key guardian notifications are signed with; without it none are sent.
 pub const NOTIFY_KEY_NAME: &str = "COUNTERSIGN_NOTIFY_KEY";
 
+/// The bearer key of an OpenAI-compatible intent judge's server; optional, and kept with the
+/// others (a local server needs none).
+pub const JUDGE_KEY_NAME: &str = "COUNTERSIGN_JUDGE_API_KEY";
+
 /// The secret the transparency logs' signing key is derived from; locally generated into the
 /// data directory when unset.
 pub const LOG_KEY_NAME: &str = "HEARTH_LOG_KEY";
@@ -38,10 +42,11 @@ pub const LOG_KEY_NAME: &str = "HEARTH_LOG_KEY";
 pub const LOG_KEY_PREVIOUS_NAME: &str = "HEARTH_LOG_KEY_PREVIOUS";
 
 /// Secrets that are not caller credentials but are kept with them.
-pub const OTHER_SECRET_NAMES: [&str; 5] = [
+pub const OTHER_SECRET_NAMES: [&str; 6] = [
     AION_KEY_NAME,
     HOST_KEY_NAME,
     NOTIFY_KEY_NAME,
+    JUDGE_KEY_NAME,
     LOG_KEY_NAME,
     LOG_KEY_PREVIOUS_NAME,
 ];
@@ -64,6 +69,8 @@ pub struct Credentials {
     pub host_key: Option<Secret>,
     /// The HMAC key for guardian notifications (`COUNTERSIGN_NOTIFY_KEY`).
     pub notify_key: Option<Secret>,
+    /// The intent judge server's bearer key (`COUNTERSIGN_JUDGE_API_KEY`).
+    pub judge_api_key: Option<Secret>,
     /// What the log signing key is derived from (`HEARTH_LOG_KEY`).
     pub log_key: Option<Secret>,
     /// The previous log key during a rotation (`HEARTH_LOG_KEY_PREVIOUS`).
@@ -109,6 +116,7 @@ impl Credentials {
             aion_api_key: get(AION_KEY_NAME).map(Secret::new),
             host_key: get(HOST_KEY_NAME).map(Secret::new),
             notify_key: get(NOTIFY_KEY_NAME).map(Secret::new),
+            judge_api_key: get(JUDGE_KEY_NAME).map(Secret::new),
             log_key: get(LOG_KEY_NAME).map(Secret::new),
             log_key_previous: get(LOG_KEY_PREVIOUS_NAME).map(Secret::new),
         };

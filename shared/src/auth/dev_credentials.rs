@@ -45,6 +45,7 @@ impl DevCredentials {
             aion_api_key: None,
             host_key: None,
             notify_key: None,
+            judge_api_key: None,
             log_key: None,
             log_key_previous: None,
         }

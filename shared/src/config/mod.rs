@@ -16,8 +16,8 @@ pub use urls::{PasskeyPlace, PublicUrls, canonical_resource};
 
 use crate::auth::attestation::DEVELOPMENT_HOST_KEY;
 use crate::auth::credentials::{
-    AION_KEY_NAME, CREDENTIAL_NAMES, HOST_KEY_NAME, LOG_KEY_NAME, LOG_KEY_PREVIOUS_NAME,
-    NOTIFY_KEY_NAME, OTHER_SECRET_NAMES,
+    AION_KEY_NAME, CREDENTIAL_NAMES, HOST_KEY_NAME, JUDGE_KEY_NAME, LOG_KEY_NAME,
+    LOG_KEY_PREVIOUS_NAME, NOTIFY_KEY_NAME, OTHER_SECRET_NAMES,
 };
 use crate::auth::{Authenticator, Credentials, JwtKeys};
 use crate::forwarded::TrustedProxies;
@@ -203,14 +203,54 @@ impl LogSettings {
 /// Which intent judge runs, and the model judge's settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JudgeSettings {
-    /// `COUNTERSIGN_JUDGE`: `bedrock` (the default under Lambda) or `rules` (the default
-    /// locally, and the offline switch).
-    pub bedrock: bool,
-    /// `COUNTERSIGN_JUDGE_MODEL`, default `us.amazon.nova-premier-v1:0`.
+    /// `COUNTERSIGN_JUDGE`.
+    pub kind: JudgeKind,
+    /// `COUNTERSIGN_JUDGE_MODEL`: for Bedrock, default `us.amazon.nova-premier-v1:0`; for an
+    /// OpenAI-compatible server, required.
     pub model: String,
     /// `COUNTERSIGN_GUARDRAIL_ID` (and `COUNTERSIGN_GUARDRAIL_VERSION`, default `DRAFT`).
     pub guardrail: Option<(String, String)>,
+    /// `COUNTERSIGN_JUDGE_URL`: an OpenAI-compatible API's base URL.
+    pub url: Option<String>,
+    /// `COUNTERSIGN_JUDGE_TIMEOUT_MS` (default 1,500): how long an OpenAI-compatible server
+    /// may take to answer.
+    pub timeout_ms: u64,
 }
+
+/// `COUNTERSIGN_JUDGE`'s values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JudgeKind {
+    /// `rules`: the rules alone (the default locally without a model, and the offline switch).
+    Rules,
+    /// `bedrock`: the rules, then a Bedrock model (the default under Lambda).
+    Bedrock,
+    /// `openai`: an OpenAI-compatible model alone, for measuring it.
+    OpenAi,
+    /// `rules+openai`: the rules, and the model where they are unclear (the default when
+    /// `COUNTERSIGN_JUDGE_URL` is set).
+    RulesOpenAi,
+}
+
+impl JudgeKind {
+    /// The name `COUNTERSIGN_JUDGE` and `hearth eval --judge` take.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name.trim() {
+            "rules" => Some(JudgeKind::Rules),
+            "bedrock" => Some(JudgeKind::Bedrock),
+            "openai" => Some(JudgeKind::OpenAi),
+            "rules+openai" => Some(JudgeKind::RulesOpenAi),
+            _ => None,
+        }
+    }
+
+    /// Whether it asks an OpenAI-compatible server.
+    pub fn is_openai(self) -> bool {
+        matches!(self, JudgeKind::OpenAi | JudgeKind::RulesOpenAi)
+    }
+}
+
+/// The longest `COUNTERSIGN_JUDGE_TIMEOUT_MS` accepted.
+pub const MAX_JUDGE_TIMEOUT_MS: u64 = 60_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -411,28 +451,19 @@ impl Config {
                 reason: format!("expected one of {}", POLLY_ENGINES.join(", ")),
             });
         }
-        let bedrock = match get("COUNTERSIGN_JUDGE").as_deref().map(str::trim) {
-            None => runtime == Runtime::Lambda,
-            Some("bedrock") => true,
-            Some("rules") => false,
-            Some(_) => {
-                return Err(ConfigError::Invalid {
-                    name: "COUNTERSIGN_JUDGE",
-                    reason: "expected bedrock or rules".into(),
-                });
-            }
-        };
-        let judge = JudgeSettings {
-            bedrock,
-            model: get("COUNTERSIGN_JUDGE_MODEL")
-                .unwrap_or_else(|| crate::countersign::judge::DEFAULT_MODEL.into()),
-            guardrail: get("COUNTERSIGN_GUARDRAIL_ID").map(|id| {
-                (
-                    id.trim().to_owned(),
-                    get("COUNTERSIGN_GUARDRAIL_VERSION").unwrap_or_else(|| "DRAFT".into()),
-                )
-            }),
-        };
+        let judge = judge_settings(&get, runtime)?;
+        if judge.kind.is_openai()
+            && credentials.judge_api_key.is_some()
+            && let Some(reason) = judge
+                .url
+                .as_deref()
+                .and_then(crate::countersign::judge::openai::key_refusal)
+        {
+            return Err(ConfigError::Invalid {
+                name: "COUNTERSIGN_JUDGE_URL",
+                reason: reason.into(),
+            });
+        }
         let demo_device = match get("HEARTH_DEMO_DEVICE").as_deref().map(str::trim) {
             None | Some("0") => false,
             Some("1") if runtime == Runtime::Local => true,
@@ -673,6 +704,7 @@ fn credentials(
             aion_api_key: get(AION_KEY_NAME).map(Secret::new),
             host_key: get(HOST_KEY_NAME).map(Secret::new),
             notify_key: get(NOTIFY_KEY_NAME).map(Secret::new),
+            judge_api_key: get(JUDGE_KEY_NAME).map(Secret::new),
             log_key: get(LOG_KEY_NAME).map(Secret::new),
             log_key_previous: get(LOG_KEY_PREVIOUS_NAME).map(Secret::new),
             ..Credentials::default()
@@ -745,6 +777,82 @@ fn rate_limit(
         })
 }
 
+/// The intent judge's settings: `COUNTERSIGN_JUDGE` (by default `rules+openai` when
+/// `COUNTERSIGN_JUDGE_URL` is set, else `bedrock` under Lambda and `rules` locally), its
+/// model, guardrail, URL and time limit.
+fn judge_settings(
+    get: &impl Fn(&str) -> Option<String>,
+    runtime: Runtime,
+) -> Result<JudgeSettings, ConfigError> {
+    let invalid = |name: &'static str, reason: &str| ConfigError::Invalid {
+        name,
+        reason: reason.into(),
+    };
+    let url = get("COUNTERSIGN_JUDGE_URL").map(|url| url.trim().to_owned());
+    let kind = match get("COUNTERSIGN_JUDGE") {
+        None if url.is_some() => JudgeKind::RulesOpenAi,
+        None if runtime == Runtime::Lambda => JudgeKind::Bedrock,
+        None => JudgeKind::Rules,
+        Some(name) => JudgeKind::parse(&name).ok_or_else(|| {
+            invalid(
+                "COUNTERSIGN_JUDGE",
+                "expected rules, bedrock, openai or rules+openai",
+            )
+        })?,
+    };
+    let model = get("COUNTERSIGN_JUDGE_MODEL").map(|model| model.trim().to_owned());
+    if kind.is_openai() {
+        let Some(url) = &url else {
+            return Err(invalid(
+                "COUNTERSIGN_JUDGE_URL",
+                "openai and rules+openai need the server's base URL, such as http://127.0.0.1:11434/v1",
+            ));
+        };
+        let parsed = url::Url::parse(url)
+            .ok()
+            .filter(|parsed| matches!(parsed.scheme(), "http" | "https") && parsed.host().is_some())
+            .ok_or_else(|| invalid("COUNTERSIGN_JUDGE_URL", "expected an http or https URL"))?;
+        if parsed.query().is_some() || parsed.fragment().is_some() {
+            return Err(invalid(
+                "COUNTERSIGN_JUDGE_URL",
+                "a base URL has no query or fragment",
+            ));
+        }
+        if model.is_none() {
+            return Err(invalid(
+                "COUNTERSIGN_JUDGE_MODEL",
+                "openai and rules+openai need the model's name on that server (its default is a Bedrock model)",
+            ));
+        }
+    }
+    let timeout_ms = match get("COUNTERSIGN_JUDGE_TIMEOUT_MS") {
+        None => crate::countersign::judge::openai::DEFAULT_TIMEOUT.as_millis() as u64,
+        Some(value) => value
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|ms| (1..=MAX_JUDGE_TIMEOUT_MS).contains(ms))
+            .ok_or_else(|| {
+                invalid(
+                    "COUNTERSIGN_JUDGE_TIMEOUT_MS",
+                    "expected milliseconds from 1 to 60000",
+                )
+            })?,
+    };
+    Ok(JudgeSettings {
+        kind,
+        model: model.unwrap_or_else(|| crate::countersign::judge::DEFAULT_MODEL.into()),
+        guardrail: get("COUNTERSIGN_GUARDRAIL_ID").map(|id| {
+            (
+                id.trim().to_owned(),
+                get("COUNTERSIGN_GUARDRAIL_VERSION").unwrap_or_else(|| "DRAFT".into()),
+            )
+        }),
+        url,
+        timeout_ms,
+    })
+}
+
 /// The default cap on connections a server holds open at once (`HEARTH_MAX_CONNECTIONS`,
 /// `HEARTH_WITNESS_MAX_CONNECTIONS`): well under the usual 1,024 file descriptors a process
 /// may open, leaving room for the store, logs and outgoing calls.
@@ -794,6 +902,69 @@ mod tests {
     }
 
     #[test]
+    fn the_judge_settings() {
+        const URL: (&str, &str) = ("COUNTERSIGN_JUDGE_URL", "http://127.0.0.1:11434/v1");
+        const MODEL: (&str, &str) = ("COUNTERSIGN_JUDGE_MODEL", "llama3.1:8b");
+        let lambda = ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001");
+        let kind = |vars: &[(&str, &str)]| config(vars).map(|config| config.judge.kind);
+        assert_eq!(kind(&[lambda]).unwrap(), JudgeKind::Bedrock);
+        // Only the URL (and the model it needs): the rules and the model together.
+        assert_eq!(kind(&[URL, MODEL]).unwrap(), JudgeKind::RulesOpenAi);
+        for (name, expected) in [
+            ("rules", JudgeKind::Rules),
+            ("bedrock", JudgeKind::Bedrock),
+            ("openai", JudgeKind::OpenAi),
+            ("rules+openai", JudgeKind::RulesOpenAi),
+        ] {
+            assert_eq!(
+                kind(&[("COUNTERSIGN_JUDGE", name), URL, MODEL]).unwrap(),
+                expected
+            );
+        }
+        let refused = |vars: &[(&str, &str)]| match config(vars) {
+            Err(ConfigError::Invalid { name, reason }) => format!("{name}: {reason}"),
+            other => panic!("expected a refusal, got {other:?}"),
+        };
+        assert!(refused(&[("COUNTERSIGN_JUDGE", "oracle")]).contains("rules+openai"));
+        assert!(
+            refused(&[("COUNTERSIGN_JUDGE", "openai"), MODEL]).starts_with("COUNTERSIGN_JUDGE_URL")
+        );
+        // The model has no usable default on another server: it is a Bedrock model id.
+        assert!(refused(&[URL]).starts_with("COUNTERSIGN_JUDGE_MODEL"));
+        for url in ["ftp://127.0.0.1/v1", "not a url", "http://127.0.0.1/v1?x=1"] {
+            let refusal = refused(&[("COUNTERSIGN_JUDGE_URL", url), MODEL]);
+            assert!(
+                refusal.starts_with("COUNTERSIGN_JUDGE_URL"),
+                "{url}: {refusal}"
+            );
+        }
+        // The time limit: 1 ms to 60 s, each end and one past it.
+        let timeout = |ms: &str| {
+            config(&[URL, MODEL, ("COUNTERSIGN_JUDGE_TIMEOUT_MS", ms)])
+                .map(|config| config.judge.timeout_ms)
+        };
+        assert_eq!(config(&[URL, MODEL]).unwrap().judge.timeout_ms, 1500);
+        assert_eq!(timeout("1").unwrap(), 1);
+        assert_eq!(timeout("60000").unwrap(), 60_000);
+        assert!(timeout("0").is_err() && timeout("60001").is_err() && timeout("soon").is_err());
+        // The key travels only over https or to loopback.
+        let key = ("COUNTERSIGN_JUDGE_API_KEY", "sk-household");
+        let with = |url: &'static str| {
+            config(&[("COUNTERSIGN_JUDGE_URL", url), MODEL, key]).map(|config| config.judge.url)
+        };
+        assert!(with("http://127.0.0.1:11434/v1").is_ok());
+        assert!(with("http://localhost:8080/v1").is_ok());
+        assert!(with("https://models.example/v1").is_ok());
+        match with("http://192.168.1.20:11434/v1") {
+            Err(ConfigError::Invalid { name, reason }) => {
+                assert_eq!(name, "COUNTERSIGN_JUDGE_URL");
+                assert!(reason.contains("https"), "{reason}");
+            }
+            other => panic!("the key would travel in the clear: {other:?}"),
+        }
+    }
+
+    #[test]
     fn defaults_are_local_and_closed() {
         let config = config(&[]).unwrap();
         assert_eq!(config.runtime, Runtime::Local);
@@ -807,7 +978,7 @@ mod tests {
         assert!(!config.disabled);
         assert_eq!(config.toolsets, vec!["why", "aion", "countersign"]);
         assert_eq!(config.aion_backend_url, None);
-        assert!(!config.judge.bedrock, "rules locally");
+        assert_eq!(config.judge.kind, JudgeKind::Rules, "rules locally");
         assert_eq!(config.judge.model, "us.amazon.nova-premier-v1:0");
         assert_eq!(config.assistant_model, "us.amazon.nova-pro-v1:0");
         assert_ne!(config.assistant_model, config.judge.model);

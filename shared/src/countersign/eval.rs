@@ -161,6 +161,13 @@ pub struct Report {
     /// SHA-256 of the model judge's prompt, for a judge that has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt_sha256: Option<String>,
+    /// The model a model judge asked (`COUNTERSIGN_JUDGE_MODEL`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// What an OpenAI-compatible server answered to `GET /models` when the run began, or
+    /// `{"error": ...}` in Hearth's words when it did not answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub models: Option<serde_json::Value>,
     /// Mismatch cases the judge flagged (mismatch or unclear).
     pub mismatches_caught: Rate,
     /// Genuine cases the judge answered `match`.
@@ -220,6 +227,8 @@ pub async fn run_with_progress(
         cases_sha256,
         split,
         prompt_sha256,
+        model: None,
+        models: None,
         mismatches_caught: Rate::of(caught, mismatches),
         genuine_passed: Rate::of(passed, genuine),
         by_kind: tallies
@@ -249,6 +258,17 @@ pub fn table(report: &Report) -> String {
     );
     if let Some(prompt) = &report.prompt_sha256 {
         out.push_str(&format!("prompt sha256: {prompt}\n"));
+    }
+    if let Some(model) = &report.model {
+        out.push_str(&format!("model: {model}\n"));
+    }
+    if let Some(error) = report
+        .models
+        .as_ref()
+        .and_then(|models| models.get("error"))
+        .and_then(serde_json::Value::as_str)
+    {
+        out.push_str(&format!("model server: {error}\n"));
     }
     out.push('\n');
     out.push_str(&row("mismatches caught", &report.mismatches_caught));

@@ -10,6 +10,8 @@ mod described;
 pub mod listing_text;
 pub mod measures;
 mod merchant;
+pub mod model;
+pub mod openai;
 pub mod rules;
 pub mod thesaurus;
 mod words;
