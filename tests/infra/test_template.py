@@ -131,11 +131,12 @@ def secrets_named_to(function):
 
 # What each function's code uses (auth::credentials names): the token checks need the client
 # id, the signing key and the judge hashes everywhere; only the token endpoint needs the client
-# secret; only MCP checks device attestations, calls the guide, signs guardian notifications and
-# signs the households' log checkpoints.
+# secret; only MCP checks device attestations, calls the guide and the judge's model server,
+# signs guardian notifications and signs the households' log checkpoints.
 USES = {
     "McpFunction": {"MCP_CLIENT_ID", "MCP_JWT_SECRET", "MCP_JUDGE_TOKEN_HASHES", "COUNTERSIGN_HOST_KEY",
-                    "AION_BACKEND_API_KEY", "COUNTERSIGN_NOTIFY_KEY", "HEARTH_LOG_KEY", "HEARTH_LOG_KEY_PREVIOUS"},
+                    "AION_BACKEND_API_KEY", "COUNTERSIGN_NOTIFY_KEY", "COUNTERSIGN_JUDGE_API_KEY",
+                    "HEARTH_LOG_KEY", "HEARTH_LOG_KEY_PREVIOUS"},
     "OAuthFunction": {"MCP_CLIENT_ID", "MCP_CLIENT_SECRET", "MCP_JWT_SECRET", "MCP_JUDGE_TOKEN_HASHES"},
     "TtsFunction": {"MCP_CLIENT_ID", "MCP_JWT_SECRET", "MCP_JUDGE_TOKEN_HASHES"},
 }

@@ -195,13 +195,28 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         names: r#"`COUNTERSIGN_JUDGE`"#,
-        default: r#"`bedrock` under Lambda, `rules` locally"#,
-        meaning: r#"The intent judge"#,
+        default: r#"`rules+openai` when `COUNTERSIGN_JUDGE_URL` is set; else `bedrock` under Lambda, `rules` locally"#,
+        meaning: r#"The intent judge: `rules`, `bedrock`, `openai` (a model on an OpenAI-compatible server, alone) or `rules+openai` (the rules, and the model where they are unclear); [Running the judge on your own model](../concepts/intent-check.md#running-the-judge-on-your-own-model)"#,
     },
     Setting {
         names: r#"`COUNTERSIGN_JUDGE_MODEL`"#,
-        default: r#"`us.amazon.nova-premier-v1:0`"#,
-        meaning: r#"Bedrock model or inference profile for the judge"#,
+        default: r#"`us.amazon.nova-premier-v1:0` for `bedrock`; required for `openai` and `rules+openai`"#,
+        meaning: r#"The judge's model: a Bedrock model or inference profile, or the model's name on the `COUNTERSIGN_JUDGE_URL` server (such as `llama3.1:8b`)"#,
+    },
+    Setting {
+        names: r#"`COUNTERSIGN_JUDGE_URL`"#,
+        default: r#"unset"#,
+        meaning: r#"Base URL of an OpenAI-compatible API (`/chat/completions` and `/models` below it), such as `http://127.0.0.1:11434/v1` for Ollama; `http` or `https`. Used by `openai` and `rules+openai`"#,
+    },
+    Setting {
+        names: r#"`COUNTERSIGN_JUDGE_TIMEOUT_MS`"#,
+        default: r#"`1500`"#,
+        meaning: r#"How long that server may take to answer, 1 to 60000; a later answer is `unclear`"#,
+    },
+    Setting {
+        names: r#"`COUNTERSIGN_JUDGE_API_KEY`"#,
+        default: r#"unset"#,
+        meaning: r#"Bearer key for that server, sent only over `https` or to a loopback address: otherwise the local server does not start, and under Lambda every verdict asked of the model is `unclear`. Secret (environment locally, the device secret under Lambda)"#,
     },
     Setting {
         names: r#"`COUNTERSIGN_GUARDRAIL_ID`, `COUNTERSIGN_GUARDRAIL_VERSION`"#,
