@@ -163,30 +163,19 @@ async fn the_bedrock_judge_is_evaluated_with_the_prompt_and_cases_hashes_saved()
     let endpoint = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     let saved = tempfile::tempdir().unwrap();
-    let save_dir = saved.path().to_str().unwrap().to_owned();
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_hearth"))
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .env_clear()
-            .env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", &endpoint)
-            .env("AWS_REGION", "us-east-1")
-            .env("AWS_ACCESS_KEY_ID", "testing")
-            .env("AWS_SECRET_ACCESS_KEY", "testing")
-            .args([
-                "eval", "--split", "dev", "--judge", "bedrock", "--json", "--save", &save_dir,
-            ])
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let save_dir = saved.path().to_str().unwrap();
+    let report = eval_report(
+        &[
+            ("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", &endpoint),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ],
+        &["--judge", "bedrock", "--save", save_dir],
+    )
+    .await;
     assert_eq!(report["judge"], "bedrock");
+    assert_eq!(report["model"], "us.amazon.nova-premier-v1:0");
     let cases =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/eval/cases.jsonl")).unwrap();
     assert_eq!(
@@ -209,17 +198,21 @@ async fn the_bedrock_judge_is_evaluated_with_the_prompt_and_cases_hashes_saved()
     assert_eq!(stored["prompt_sha256"], report["prompt_sha256"]);
 }
 
-/// `hearth eval` with a judge on an OpenAI-compatible server (the stand-in), as a household
-/// runs it against its own model: the report as JSON, with what ran.
-async fn eval_against(base_url: &str, judge: &'static str) -> serde_json::Value {
-    let base_url = base_url.to_owned();
+/// `hearth eval --split dev --json` with `args`, in an environment of only `env` (kept off
+/// the test's runtime threads, which serve the stand-in it asks): the report, after success.
+async fn eval_report(env: &[(&str, &str)], args: &[&str]) -> serde_json::Value {
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect();
+    let args: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
     let output = tokio::task::spawn_blocking(move || {
         Command::new(env!("CARGO_BIN_EXE_hearth"))
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .env_clear()
-            .env("COUNTERSIGN_JUDGE_URL", &base_url)
-            .env("COUNTERSIGN_JUDGE_MODEL", MODEL)
-            .args(["eval", "--split", "dev", "--judge", judge, "--json"])
+            .envs(env)
+            .args(["eval", "--split", "dev", "--json"])
+            .args(args)
             .output()
             .unwrap()
     })
@@ -231,6 +224,19 @@ async fn eval_against(base_url: &str, judge: &'static str) -> serde_json::Value 
         String::from_utf8_lossy(&output.stderr)
     );
     serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// `hearth eval` with a judge on an OpenAI-compatible server (the stand-in), as a household
+/// runs it against its own model.
+async fn eval_against(base_url: &str, judge: &str) -> serde_json::Value {
+    eval_report(
+        &[
+            ("COUNTERSIGN_JUDGE_URL", base_url),
+            ("COUNTERSIGN_JUDGE_MODEL", MODEL),
+        ],
+        &["--judge", judge],
+    )
+    .await
 }
 
 /// The combined judge over the development split, with a model that says `match` to
