@@ -89,11 +89,16 @@ enum Command {
 
 pub async fn run(args: AdminArgs) -> ExitCode {
     let json = args.json;
+    let settings: Vec<(&'static str, String)> =
+        [("HEARTH_DATA_DIR", &args.data_dir), ("HEARTH_DB", &args.db)]
+            .into_iter()
+            .filter_map(|(name, path)| path.as_ref().map(|path| (name, path.display().to_string())))
+            .collect();
     let command = match command_of(args.command) {
         Ok(command) => command,
         Err(problem) => return usage_error(json, &problem, &admin_usage()),
     };
-    match execute(command).await {
+    match execute(command, &settings).await {
         Ok(result) => {
             if json {
                 println!("{result}");
@@ -228,8 +233,8 @@ fn command_of(command: AdminCommand) -> Result<Command, String> {
     })
 }
 
-async fn execute(command: Command) -> anyhow::Result<Value> {
-    let mut config = Config::from_env()?;
+async fn execute(command: Command, settings: &[(&'static str, String)]) -> anyhow::Result<Value> {
+    let mut config = Config::from_env_with(settings)?;
     if matches!(command, Command::Token { .. }) {
         credentials_for_tokens(&mut config).await?;
     }
@@ -238,6 +243,7 @@ async fn execute(command: Command) -> anyhow::Result<Value> {
         Command::LogKey | Command::ResignLogs(_) | Command::ResetLog { .. }
     ) {
         hearth_core::app::load_credentials(&mut config).await;
+        hearth_core::log_key_start::read_for_admin(&mut config)?;
     }
     if let Some(value) = client_command(&config, &command).await? {
         return Ok(value);
@@ -375,7 +381,7 @@ async fn passkey_command(config: &Config, command: &Command) -> anyhow::Result<O
 /// the local server uses.
 async fn credentials_for_tokens(config: &mut Config) -> anyhow::Result<()> {
     if config.credential_source == CredentialSource::None {
-        let dev = dev_credentials::ensure(&config.data_dir)?;
+        let dev = dev_credentials::read(&config.data_dir)?;
         config.credentials.jwt_secret = dev.credentials().jwt_secret;
     }
     hearth_core::app::load_credentials(config).await;

@@ -241,6 +241,12 @@ pub struct ServeArgs {
         value_name = "MS"
     )]
     pub witness_timeout_ms: Option<String>,
+    /// Start every log the log key does not verify anew, each with a recorded reset (as
+    /// `hearth admin log reset` does), making a new key when there is none: the explicit way to
+    /// begin a new log identity. Without it the server refuses to start when the key is
+    /// missing or verifies at most half the stored log heads
+    #[arg(long)]
+    pub new_log_key: bool,
 }
 
 impl ServeArgs {
@@ -273,13 +279,33 @@ impl ServeArgs {
 #[derive(Debug, Args)]
 #[command(
     after_help = "HOUSEHOLD is the household id that `household create` printed. Every \
-command works on the store the server uses: HEARTH_DB (or <data dir>/hearth.db), or the DynamoDB \
-table HEARTH_TABLE with the usual AWS settings. It never creates a store."
+command works on the store the server uses: --db (or <data dir>/hearth.db), or the DynamoDB \
+table HEARTH_TABLE with the usual AWS settings. It never creates a store, credentials or a log \
+key: a missing one is an error that names the path it looked at."
 )]
 pub struct AdminArgs {
     /// Print exactly one JSON object: the result, or {"error"} (with "usage" for a usage error)
     #[arg(long, global = true)]
     pub json: bool,
+    /// The server's data directory: its SQLite file, development credentials and log key
+    /// [default: ./.hearth]
+    #[arg(
+        long,
+        global = true,
+        hide_env_values = true,
+        env = "HEARTH_DATA_DIR",
+        value_name = "DIR"
+    )]
+    pub data_dir: Option<PathBuf>,
+    /// The server's SQLite file [default: <data dir>/hearth.db]
+    #[arg(
+        long,
+        global = true,
+        hide_env_values = true,
+        env = "HEARTH_DB",
+        value_name = "FILE"
+    )]
+    pub db: Option<PathBuf>,
     #[command(subcommand)]
     pub command: AdminCommand,
 }

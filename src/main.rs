@@ -103,18 +103,20 @@ async fn serve(args: ServeArgs, log_format: Option<cli::LogFormat>) -> anyhow::R
         tracing::warn!(
             "MCP_ALLOW_NO_AUTH=true: every request is accepted without a token (local development only)"
         );
-    } else if config.credential_source == CredentialSource::None {
-        let dev = dev_credentials::ensure(&config.data_dir)?;
+    }
+    let mut dev = None;
+    if !config.allow_no_auth && config.credential_source == CredentialSource::None {
+        let generated = dev_credentials::existing_or_new(&config.data_dir)?;
         // The development credentials stand in for the OAuth client, the judge token and the
         // JWT secret only: every other key the environment sets is used as a deployment uses
         // it, the log keys included (a log key given for a rotation must not be silently
         // replaced by the generated one).
-        let generated = dev.credentials();
-        config.credentials.client_id = generated.client_id;
-        config.credentials.client_secret = generated.client_secret;
-        config.credentials.jwt_secret = generated.jwt_secret;
-        config.credentials.judge_token_hashes = generated.judge_token_hashes;
-        print_dev_banner(&config, &dev);
+        let credentials = generated.0.credentials();
+        config.credentials.client_id = credentials.client_id;
+        config.credentials.client_secret = credentials.client_secret;
+        config.credentials.jwt_secret = credentials.jwt_secret;
+        config.credentials.judge_token_hashes = credentials.judge_token_hashes;
+        dev = Some(generated);
     }
     if config.demo_device {
         tracing::warn!(
@@ -122,8 +124,18 @@ async fn serve(args: ServeArgs, log_format: Option<cli::LogFormat>) -> anyhow::R
         );
     }
     hearth_core::app::load_credentials(&mut config).await;
+    hearth_core::log_key_start::settle(&mut config, args.new_log_key).await?;
     let router = hearth_core::app::local_router(&config).await?;
-    hearth_core::app::serve(router, &config).await
+    let listener = hearth_core::app::bind(&config).await?;
+    // Written and printed once the address is bound, so a server that cannot start leaves no
+    // credentials behind and shows none to use.
+    if let Some((dev, new)) = &dev {
+        if *new {
+            dev_credentials::save_new(&config.data_dir, dev)?;
+        }
+        print_dev_banner(&config, dev);
+    }
+    hearth_core::app::serve_on(listener, router, &config).await
 }
 
 /// Printed to the terminal (never to the log) so a newcomer can call the server at once.

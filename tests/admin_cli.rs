@@ -93,9 +93,15 @@ fn write_json(dir: &Path, name: &str, value: &Value) -> String {
     path.display().to_string()
 }
 
-/// A store the server has already created, as an operator finds it.
+/// A store the server has already created, with the log key it made beside it, as an
+/// operator finds them.
 fn existing_store(dir: &Path) -> Arc<SqliteStore> {
-    Arc::new(SqliteStore::open(&dir.join("hearth.db")).unwrap())
+    use hearth_core::auth::dev_credentials::{create_log_key, read_log_key};
+    let store = Arc::new(SqliteStore::open(&dir.join("hearth.db")).unwrap());
+    if read_log_key(dir).unwrap().is_none() {
+        create_log_key(dir).unwrap();
+    }
+    store
 }
 
 #[test]

@@ -59,6 +59,10 @@ impl ChainStore for Counted {
         self.inner.log_head(key, now_ms).await
     }
 
+    async fn signed_log_heads(&self, now_ms: i64) -> Result<Vec<(ChainKey, LogHead)>, StoreError> {
+        self.inner.signed_log_heads(now_ms).await
+    }
+
     async fn resign_log(
         &self,
         key: &ChainKey,

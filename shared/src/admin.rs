@@ -295,18 +295,71 @@ impl Admin {
         household_id: &str,
         only: Option<LogKind>,
     ) -> Result<LogsReset, AdminError> {
+        let account = self.accounts.get(household_id).await?;
+        let caller = Caller::of_household(household_id, Standing::Current);
+        let weeks = account
+            .policy
+            .as_ref()
+            .and_then(|policy| {
+                HouseholdData::for_account(policy, household_id, &self.data.catalogue).ok()
+            })
+            .map_or_else(|| self.data.weeks.clone(), |home| home.weeks);
+        let reset = self.reset_in(&caller, household_id, only, &weeks).await?;
+        Ok(LogsReset {
+            household_id: household_id.to_owned(),
+            reset,
+        })
+    }
+
+    /// Starts each of `chains`' logs anew, as `log reset` does, whoever's they are: a household
+    /// account's, or a credential's (a judge token's, or a client's household label). What the
+    /// local server does with `serve --new-log-key` for every log its key does not verify.
+    /// Returns how many logs were started anew.
+    pub async fn start_logs_anew(&self, chains: &[ChainKey]) -> Result<usize, AdminError> {
+        for chain in chains {
+            let (scope, kind) = if let Some(scope) = chain.scope.strip_suffix("/why") {
+                (scope, LogKind::Decisions)
+            } else if let Some(scope) = chain.scope.strip_suffix("/countersign") {
+                (scope, LogKind::Ledger)
+            } else {
+                return Err(AdminError::Invalid(format!(
+                    "a log of an unknown kind is stored under {}",
+                    chain.scope
+                )));
+            };
+            let household_id = chain.name.as_str();
+            if scope == household_scope(household_id)
+                && self.accounts.get(household_id).await.is_ok()
+            {
+                self.reset_log(household_id, Some(kind)).await?;
+            } else {
+                // A credential's chain: the caller is its data scope, acting for the household
+                // label the chain is kept under, with the catalogue's weeks.
+                let caller = Caller::unattested(scope);
+                self.reset_in(&caller, household_id, Some(kind), &self.data.weeks)
+                    .await?;
+            }
+        }
+        Ok(chains.len())
+    }
+
+    async fn reset_in(
+        &self,
+        caller: &Caller,
+        household_id: &str,
+        only: Option<LogKind>,
+        weeks: &crate::countersign::household::Weeks,
+    ) -> Result<Vec<LogReset>, AdminError> {
         let keys = self.log_keys.clone().ok_or_else(|| {
             AdminError::NotConfigured(
                 "a log reset needs HEARTH_LOG_KEY and MCP_RESOURCE_URL".into(),
             )
         })?;
-        let account = self.accounts.get(household_id).await?;
-        let caller = Caller::of_household(household_id, Standing::Current);
         let mut reset = Vec::new();
         if only.is_none_or(|kind| kind == LogKind::Decisions) {
             let record = WhyService::new(self.chains.clone(), self.clock.clone())
                 .with_log_keys(Some(keys.clone()))
-                .reset_log(&caller, household_id)
+                .reset_log(caller, household_id)
                 .await
                 .map_err(|error| AdminError::Invalid(format!("the decision log: {error}")))?;
             reset.push(LogReset {
@@ -316,16 +369,9 @@ impl Admin {
             });
         }
         if only.is_none_or(|kind| kind == LogKind::Ledger) {
-            let weeks = account
-                .policy
-                .as_ref()
-                .and_then(|policy| {
-                    HouseholdData::for_account(policy, household_id, &self.data.catalogue).ok()
-                })
-                .map_or_else(|| self.data.weeks.clone(), |home| home.weeks);
             let appended = Ledger::new(self.chains.clone(), self.clock.clone())
                 .with_log_keys(Some(keys))
-                .reset_log(&caller, household_id, &weeks)
+                .reset_log(caller, household_id, weeks)
                 .await
                 .map_err(|error| AdminError::Invalid(format!("the ledger log: {error}")))?;
             reset.push(LogReset {
@@ -334,10 +380,7 @@ impl Admin {
                 replaced: Value::Null,
             });
         }
-        Ok(LogsReset {
-            household_id: household_id.to_owned(),
-            reset,
-        })
+        Ok(reset)
     }
 
     /// `ledger export HOUSEHOLD`: the household's retained ledger entries exactly as stored

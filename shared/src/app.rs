@@ -517,7 +517,28 @@ pub fn openai_judge(config: &Config) -> Option<OpenAiJudge> {
 /// when missing, outside Lambda only; if that fails the server still starts, and whatever
 /// needs the store reports it unavailable.
 pub async fn open_backing(config: &Config) -> anyhow::Result<Backing> {
-    let stores = match &config.store {
+    let stores = open_stores(config).await?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    Ok(Backing {
+        resolver: Arc::new(SystemResolver),
+        witnesses: witnesses(config, &stores, clock.clone())?,
+        accounts: Arc::new(Accounts::new(stores.accounts.clone(), clock.clone())),
+        stores,
+        household: household_data(config)?,
+        judge: judge(config),
+        clock,
+        #[cfg(feature = "aws")]
+        voice: Some(Arc::new(Voice::from_environment(
+            &config.polly_voice,
+            &config.polly_engine,
+        ))),
+    })
+}
+
+/// The configured store as the server opens it: a SQLite file is created (0600, in a 0700
+/// folder) when missing, and so is a DynamoDB table outside Lambda.
+pub async fn open_stores(config: &Config) -> anyhow::Result<Stores> {
+    Ok(match &config.store {
         #[cfg(feature = "aws")]
         StoreChoice::DynamoDb(table) => {
             let client = DynamoStore::client_from_environment().await;
@@ -544,21 +565,6 @@ pub async fn open_backing(config: &Config) -> anyhow::Result<Backing> {
             );
             Stores::shared(Arc::new(Unconfigured))
         }
-    };
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    Ok(Backing {
-        resolver: Arc::new(SystemResolver),
-        witnesses: witnesses(config, &stores, clock.clone())?,
-        accounts: Arc::new(Accounts::new(stores.accounts.clone(), clock.clone())),
-        stores,
-        household: household_data(config)?,
-        judge: judge(config),
-        clock,
-        #[cfg(feature = "aws")]
-        voice: Some(Arc::new(Voice::from_environment(
-            &config.polly_voice,
-            &config.polly_engine,
-        ))),
     })
 }
 
@@ -689,17 +695,12 @@ pub async fn load_credentials(config: &mut Config) {
             "MCP_RESOURCE_URL is not set; access tokens are neither issued nor accepted"
         );
     }
-    if config.credentials.log_key.is_none() {
-        if config.runtime == Runtime::Local {
-            match crate::auth::dev_credentials::ensure_log_key(&config.data_dir) {
-                Ok(key) => config.credentials.log_key = Some(key),
-                Err(error) => tracing::error!(%error, "the local log key could not be made"),
-            }
-        } else {
-            tracing::warn!(
-                "HEARTH_LOG_KEY is not set; the transparency logs grow unsigned and no receipt carries a proof"
-            );
-        }
+    // A local server reads or makes its log key in `log_key_start`, after checking what the
+    // store holds.
+    if config.credentials.log_key.is_none() && config.runtime == Runtime::Lambda {
+        tracing::warn!(
+            "HEARTH_LOG_KEY is not set; the transparency logs grow unsigned and no receipt carries a proof"
+        );
     }
 }
 
@@ -1120,16 +1121,26 @@ pub async fn serve(router: Router, config: &Config) -> anyhow::Result<()> {
         Runtime::Lambda => lambda_http::run(router)
             .await
             .map_err(|error| anyhow::anyhow!("Lambda runtime stopped: {error}")),
-        Runtime::Local => {
-            let listener = tokio::net::TcpListener::bind(config.addr)
-                .await
-                .with_context(|| format!("binding {}", config.addr))?;
-            tracing::info!(address = %listener.local_addr()?, "serving");
-            crate::http_server::serve(listener, router, config.max_connections, shutdown_signal())
-                .await;
-            Ok(())
-        }
+        Runtime::Local => serve_on(bind(config).await?, router, config).await,
     }
+}
+
+/// The local server's listening socket on `config.addr`.
+pub async fn bind(config: &Config) -> anyhow::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(config.addr)
+        .await
+        .with_context(|| format!("binding {}", config.addr))
+}
+
+/// Serves `router` on `listener` until Ctrl-C or SIGTERM.
+pub async fn serve_on(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    config: &Config,
+) -> anyhow::Result<()> {
+    tracing::info!(address = %listener.local_addr()?, "serving");
+    crate::http_server::serve(listener, router, config.max_connections, shutdown_signal()).await;
+    Ok(())
 }
 
 /// Resolves on Ctrl-C or SIGTERM: what ends a local server (and `hearth witness serve`) cleanly.

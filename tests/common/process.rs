@@ -61,12 +61,23 @@ pub struct Server {
 
 impl Server {
     pub fn start(data_dir: &std::path::Path, vars: &[(&str, String)]) -> Self {
+        Self::start_serving(data_dir, &[], vars)
+    }
+
+    /// As [`Server::start`], running `hearth serve ARGS`.
+    pub fn start_serving(
+        data_dir: &std::path::Path,
+        args: &[&str],
+        vars: &[(&str, String)],
+    ) -> Self {
         let port = free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_hearth"))
             .env_clear()
             .env("HEARTH_ADDR", format!("127.0.0.1:{port}"))
             .env("HEARTH_DATA_DIR", data_dir)
             .envs(vars.iter().map(|(name, value)| (*name, value.as_str())))
+            .arg("serve")
+            .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

@@ -3,7 +3,6 @@
 //! authentication. The file is JSON, readable by its owner only, and holds a judge token, an
 //! OAuth client id and secret, and the JWT signing key.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use rand::RngExt;
@@ -57,38 +56,56 @@ fn random_hex() -> String {
     hex::encode(bytes)
 }
 
-/// Returns the credentials stored in `data_dir`, creating them (mode 0600) if there are none.
-/// A file that exists but cannot be read as credentials is an error, not overwritten.
-pub fn ensure(data_dir: &Path) -> std::io::Result<DevCredentials> {
-    let path = path(data_dir);
-    match std::fs::read(&path) {
-        Ok(bytes) => {
-            return serde_json::from_slice(&bytes).map_err(|_| {
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    format!(
-                        "{} is not a Hearth credentials file; remove it to start afresh",
-                        path.display()
-                    ),
-                )
-            });
+/// The credentials stored in `data_dir`, or new ones (`true`) that [`save_new`] writes once
+/// the server is sure to start: a server that refuses to start leaves nothing behind. A file
+/// that exists but cannot be read as credentials is an error, never replaced.
+pub fn existing_or_new(data_dir: &Path) -> std::io::Result<(DevCredentials, bool)> {
+    match read(data_dir) {
+        Ok(credentials) => Ok((credentials, false)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            Ok((DevCredentials::generate(), true))
         }
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-        Err(error) => return Err(error),
+        Err(error) if error.kind() == std::io::ErrorKind::InvalidData => Err(std::io::Error::new(
+            error.kind(),
+            format!("{error}; remove it to start afresh"),
+        )),
+        Err(error) => Err(error),
     }
-    std::fs::create_dir_all(data_dir)?;
-    let credentials = DevCredentials::generate();
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(&path)?;
-    serde_json::to_writer_pretty(&mut file, &credentials)?;
-    file.write_all(b"\n")?;
-    Ok(credentials)
+}
+
+/// Writes new credentials into `data_dir` (the folder 0700, the file 0600); an existing file
+/// is never replaced.
+pub fn save_new(data_dir: &Path, credentials: &DevCredentials) -> std::io::Result<()> {
+    crate::private_files::create_dir(data_dir)?;
+    let mut text = serde_json::to_vec_pretty(credentials)?;
+    text.push(b'\n');
+    crate::private_files::write_new(&path(data_dir), &text)
+}
+
+/// The credentials stored in `data_dir`, for `hearth admin`, which never creates them: a
+/// missing file is an error that names the path looked at.
+pub fn read(data_dir: &Path) -> std::io::Result<DevCredentials> {
+    let path = path(data_dir);
+    let bytes = std::fs::read(&path).map_err(|error| named(&path, error))?;
+    serde_json::from_slice(&bytes).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{} is not a Hearth credentials file", path.display()),
+        )
+    })
+}
+
+/// `error` with the path it happened at, and for a missing file what to check.
+fn named(path: &Path, error: std::io::Error) -> std::io::Error {
+    let text = if error.kind() == std::io::ErrorKind::NotFound {
+        format!(
+            "{} does not exist: point --data-dir (HEARTH_DATA_DIR) at the server's data folder",
+            path.display()
+        )
+    } else {
+        format!("{}: {error}", path.display())
+    };
+    std::io::Error::new(error.kind(), text)
 }
 
 pub fn path(data_dir: &Path) -> PathBuf {
@@ -98,36 +115,36 @@ pub fn path(data_dir: &Path) -> PathBuf {
 /// The file a local server's log signing secret lives in.
 pub const LOG_KEY_FILE: &str = "log-key";
 
-/// The local log signing secret in `data_dir`, created (random, mode 0600) if there is none.
-/// Whoever holds it can sign checkpoints, so it is kept like the other credentials.
-pub fn ensure_log_key(data_dir: &Path) -> std::io::Result<Secret> {
-    let path = data_dir.join(LOG_KEY_FILE);
+pub fn log_key_path(data_dir: &Path) -> PathBuf {
+    data_dir.join(LOG_KEY_FILE)
+}
+
+/// The local log signing secret in `data_dir`, or `None` when there is no such file. A file
+/// that holds no key is an error, never replaced.
+pub fn read_log_key(data_dir: &Path) -> std::io::Result<Option<Secret>> {
+    let path = log_key_path(data_dir);
     match std::fs::read_to_string(&path) {
-        Ok(text) if text.trim().len() >= 32 => return Ok(Secret::new(text.trim())),
-        Ok(_) => {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!(
-                    "{} holds no log key; remove it to start afresh",
-                    path.display()
-                ),
-            ));
-        }
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-        Err(error) => return Err(error),
+        Ok(text) if text.trim().len() >= 32 => Ok(Some(Secret::new(text.trim()))),
+        Ok(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "{} holds no log key; restore it from a backup, or move it aside and start with --new-log-key",
+                path.display()
+            ),
+        )),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(named(&path, error)),
     }
-    std::fs::create_dir_all(data_dir)?;
+}
+
+/// Creates a new random log signing secret in `data_dir` (mode 0600). Whoever holds it can
+/// sign checkpoints, so it is kept like the other credentials. An existing file is never
+/// replaced: the server decides first whether a new key may be made (see
+/// `app::settle_log_key`).
+pub fn create_log_key(data_dir: &Path) -> std::io::Result<Secret> {
+    crate::private_files::create_dir(data_dir)?;
     let secret = random_hex();
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(&path)?;
-    file.write_all(secret.as_bytes())?;
-    file.write_all(b"\n")?;
+    crate::private_files::write_new(&log_key_path(data_dir), format!("{secret}\n").as_bytes())?;
     Ok(Secret::new(secret))
 }
 
@@ -138,10 +155,21 @@ mod tests {
     #[test]
     fn created_once_private_and_reused() {
         let dir = tempfile::tempdir().unwrap();
-        let first = ensure(dir.path()).unwrap();
+        assert_eq!(
+            read(dir.path()).err().unwrap().kind(),
+            std::io::ErrorKind::NotFound
+        );
+        let (first, new) = existing_or_new(dir.path()).unwrap();
+        assert!(new);
+        assert!(
+            !path(dir.path()).exists(),
+            "nothing is written before save_new"
+        );
         assert!(first.judge_token.starts_with("hearth-dev-") && first.judge_token.len() == 11 + 64);
         assert!(first.credentials().missing().is_empty());
-        let second = ensure(dir.path()).unwrap();
+        save_new(dir.path(), &first).unwrap();
+        let (second, new) = existing_or_new(dir.path()).unwrap();
+        assert!(!new);
         assert_eq!(second.client_secret, first.client_secret);
         assert_eq!(second.judge_token, first.judge_token);
         #[cfg(unix)]
@@ -158,9 +186,15 @@ mod tests {
     #[test]
     fn the_log_key_is_made_once_private_and_reused() {
         let dir = tempfile::tempdir().unwrap();
-        let first = ensure_log_key(dir.path()).unwrap();
+        assert_eq!(read_log_key(dir.path()).unwrap(), None);
+        let first = create_log_key(dir.path()).unwrap();
         assert_eq!(first.expose().len(), 64);
-        assert_eq!(ensure_log_key(dir.path()).unwrap(), first);
+        assert_eq!(read_log_key(dir.path()).unwrap(), Some(first));
+        assert_eq!(
+            create_log_key(dir.path()).unwrap_err().kind(),
+            std::io::ErrorKind::AlreadyExists,
+            "an existing key is never replaced"
+        );
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -172,8 +206,8 @@ mod tests {
         }
         std::fs::write(dir.path().join(LOG_KEY_FILE), "short").unwrap();
         assert!(
-            ensure_log_key(dir.path()).is_err(),
-            "a damaged file is not replaced"
+            read_log_key(dir.path()).is_err(),
+            "a damaged file is an error"
         );
     }
 
@@ -181,7 +215,7 @@ mod tests {
     fn a_damaged_file_is_reported_not_replaced() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(path(dir.path()), "garbage").unwrap();
-        let error = ensure(dir.path()).err().unwrap();
+        let error = existing_or_new(dir.path()).err().unwrap();
         assert_eq!(error.kind(), std::io::ErrorKind::InvalidData);
         assert_eq!(
             std::fs::read_to_string(path(dir.path())).unwrap(),

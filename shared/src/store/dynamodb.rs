@@ -360,6 +360,38 @@ impl ChainStore for DynamoStore {
         Ok(read)
     }
 
+    async fn signed_log_heads(&self, now_ms: i64) -> Result<Vec<(ChainKey, LogHead)>, StoreError> {
+        let mut heads = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .filter_expression("sk = :log AND attribute_exists(checkpoint)")
+                .expression_attribute_values(":log", s("log"))
+                .set_exclusive_start_key(start)
+                .consistent_read(true)
+                .send()
+                .await
+                .map_err(sdk_unavailable)?;
+            for item in page.items() {
+                let key = string(item.get("pk"), "pk")?;
+                let Some(key) = chain_key_of(&key) else {
+                    continue;
+                };
+                if let Some(log) = kept_log(item, now_ms)?.filter(|log| !log.checkpoint.is_empty())
+                {
+                    heads.push((key, log));
+                }
+            }
+            start = page.last_evaluated_key().cloned();
+            if start.is_none() {
+                return Ok(heads);
+            }
+        }
+    }
+
     async fn resign_log(
         &self,
         key: &ChainKey,
@@ -1389,6 +1421,16 @@ const COSIGNED_SK: &str = "cosig#";
 
 fn chain_pk(key: &ChainKey) -> String {
     format!("chain#{}#{}", key.scope, key.name)
+}
+
+/// The chain a `chain#<scope>#<name>` key names. A scope never holds `#` (a hex digest and a
+/// toolset's name), so the first `#` after the prefix ends it.
+fn chain_key_of(pk: &str) -> Option<ChainKey> {
+    let (scope, name) = pk.strip_prefix("chain#")?.split_once('#')?;
+    Some(ChainKey {
+        scope: scope.to_owned(),
+        name: name.to_owned(),
+    })
 }
 
 fn registry_pk(scope: &str) -> String {

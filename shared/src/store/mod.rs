@@ -669,6 +669,12 @@ pub trait ChainStore: Send + Sync + 'static {
     /// window's head names (live window or expired), in one read.
     async fn log_head(&self, key: &ChainKey, now_ms: i64) -> Result<LogRead, StoreError>;
 
+    /// Every log head still kept at `now_ms` that holds a signed checkpoint, with its chain:
+    /// what the local server checks its log key against before it serves, and `hearth doctor`
+    /// counts. It reads the whole store (a Scan on DynamoDB), so nothing on a request's path
+    /// calls it.
+    async fn signed_log_heads(&self, now_ms: i64) -> Result<Vec<(ChainKey, LogHead)>, StoreError>;
+
     /// Replaces the log head's signed checkpoint (the same tree, signed again: after a key
     /// rotation or a change of host), on condition that the head is still exactly `expected`.
     /// Anything else is a [`StoreError::Conflict`] and changes nothing.

@@ -157,8 +157,8 @@ impl Readers {
 impl SqliteStore {
     /// Opens (creating if needed) the database file at `path`, and its parent directory.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(unavailable)?;
+        if path != Path::new(":memory:") {
+            create_private(path)?;
         }
         let mut store = Self::open_with(Connection::open(path).map_err(unavailable)?)?;
         // An in-memory database is private to its connection: there, reads share it.
@@ -176,7 +176,7 @@ impl SqliteStore {
             | rusqlite::OpenFlags::SQLITE_OPEN_URI;
         let connection = Connection::open_with_flags(path, flags).map_err(|_| {
             StoreError::Unavailable(format!(
-                "there is no SQLite store at {} (start the server once to create it, or set HEARTH_DB)",
+                "there is no SQLite store at {}: point --db or --data-dir at the server's store, or start the server once to create it",
                 path.display()
             ))
         })?;
@@ -274,6 +274,20 @@ fn locked<T>(
     work(&mut connection)
 }
 
+/// Creates the database file (mode 0600) and its folder (0700) when missing, before SQLite
+/// does: SQLite would create it 0644, and gives its `-wal` and `-shm` files the database's
+/// own mode.
+fn create_private(path: &Path) -> Result<(), StoreError> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        crate::private_files::create_dir(parent).map_err(unavailable)?;
+    }
+    match crate::private_files::create_new(path) {
+        Ok(_) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(error) => Err(unavailable(error)),
+    }
+}
+
 fn unavailable(error: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(error.to_string())
 }
@@ -305,19 +319,23 @@ fn read_log(
                 .optional()
         })
         .map_err(unavailable)?;
-    row.map(
-        |(log_id, epoch, size, frontier, checkpoint, expires_at_ms)| {
-            Ok(LogHead {
-                log_id,
-                epoch: epoch as u64,
-                size: size as u64,
-                frontier: super::hashes_from(&frontier)?,
-                expires_at_ms,
-                checkpoint,
-            })
-        },
-    )
-    .transpose()
+    row.map(log_of).transpose()
+}
+
+/// The columns of a `chain_logs` row, as read.
+type LogRow = (String, i64, i64, Vec<u8>, String, Option<i64>);
+
+fn log_of(
+    (log_id, epoch, size, frontier, checkpoint, expires_at_ms): LogRow,
+) -> Result<LogHead, StoreError> {
+    Ok(LogHead {
+        log_id,
+        epoch: epoch as u64,
+        size: size as u64,
+        frontier: super::hashes_from(&frontier)?,
+        expires_at_ms,
+        checkpoint,
+    })
 }
 
 fn write_log(connection: &Connection, key: &ChainKey, log: &LogHead) -> Result<(), StoreError> {
@@ -431,6 +449,41 @@ impl ChainStore for SqliteStore {
                 log: read_log(connection, key, now_ms)?,
                 named: read_head(connection, key)?.and_then(|head| head.log_id),
             })
+        })
+    }
+
+    async fn signed_log_heads(&self, now_ms: i64) -> Result<Vec<(ChainKey, LogHead)>, StoreError> {
+        self.with_connection(|connection| {
+            let mut statement = connection
+                .prepare(
+                    "SELECT scope, name, log_id, epoch, size, frontier, checkpoint, expires_at_ms
+                     FROM chain_logs WHERE checkpoint != ''
+                       AND (expires_at_ms IS NULL OR expires_at_ms > ?1)",
+                )
+                .map_err(unavailable)?;
+            let rows = statement
+                .query_map(params![now_ms], |row| {
+                    Ok((
+                        ChainKey {
+                            scope: row.get(0)?,
+                            name: row.get(1)?,
+                        },
+                        (
+                            row.get(2)?,
+                            row.get(3)?,
+                            row.get(4)?,
+                            row.get(5)?,
+                            row.get(6)?,
+                            row.get(7)?,
+                        ),
+                    ))
+                })
+                .map_err(unavailable)?;
+            rows.map(|row| {
+                let (key, columns) = row.map_err(unavailable)?;
+                Ok((key, log_of(columns)?))
+            })
+            .collect()
         })
     }
 

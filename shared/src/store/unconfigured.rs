@@ -32,6 +32,10 @@ impl ChainStore for Unconfigured {
         Err(StoreError::Unavailable(REASON.into()))
     }
 
+    async fn signed_log_heads(&self, _now_ms: i64) -> Result<Vec<(ChainKey, LogHead)>, StoreError> {
+        Err(StoreError::Unavailable(REASON.into()))
+    }
+
     async fn resign_log(
         &self,
         _key: &ChainKey,

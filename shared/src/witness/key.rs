@@ -3,7 +3,6 @@
 //! hard-linked into place, which fails if another process got there first: so two commands
 //! starting together agree on one key, and a half-written key is never read.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -27,12 +26,14 @@ pub fn ensure_seed(dir: &Path) -> anyhow::Result<[u8; 32]> {
     if let Some(seed) = read_seed(&path)? {
         return Ok(seed);
     }
-    create_private_dir(dir)?;
+    crate::private_files::create_dir(dir)
+        .map_err(|error| anyhow::anyhow!("creating {}: {error}", dir.display()))?;
     let seed = os_bytes::<32>().map_err(|_| anyhow::anyhow!("the OS random source failed"))?;
     let suffix =
         hex::encode(os_bytes::<8>().map_err(|_| anyhow::anyhow!("the OS random source failed"))?);
     let temporary = dir.join(format!(".{KEY_FILE}.{suffix}"));
-    write_private(&temporary, format!("{}\n", hex::encode(seed)).as_bytes())?;
+    crate::private_files::write_new(&temporary, format!("{}\n", hex::encode(seed)).as_bytes())
+        .map_err(|error| anyhow::anyhow!("creating {}: {error}", temporary.display()))?;
     let linked = std::fs::hard_link(&temporary, &path);
     let _ = std::fs::remove_file(&temporary);
     match linked {
@@ -54,35 +55,6 @@ fn read_seed(path: &Path) -> anyhow::Result<Option<[u8; 32]>> {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(error) => Err(anyhow::anyhow!("reading {}: {error}", path.display())),
     }
-}
-
-fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder
-        .create(dir)
-        .map_err(|error| anyhow::anyhow!("creating {}: {error}", dir.display()))
-}
-
-fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options
-        .open(path)
-        .map_err(|error| anyhow::anyhow!("creating {}: {error}", path.display()))?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    Ok(())
 }
 
 /// The name a witness goes by unless `HEARTH_WITNESS_NAME` says otherwise: derived from its

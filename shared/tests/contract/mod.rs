@@ -1155,6 +1155,47 @@ pub async fn a_credentials_log_retires_with_its_hashes(backend: Backend) {
     );
 }
 
+/// Every signed log head still kept is listed with its chain, for the local server's start-up
+/// check: a retired log and a head signed by no key are left out.
+pub async fn every_kept_signed_log_head_is_listed_with_its_chain(backend: Backend) {
+    let store = backend.store.as_ref();
+    assert_eq!(store.signed_log_heads(NOW).await.unwrap(), Vec::new());
+    let kept = append_logged(store, &key("kept"), NOW, 1).await;
+    let retiring = append_logged_until(store, &key("retiring"), NOW, 2, Some(NOW + HOUR))
+        .await
+        .unwrap();
+    let unsigned = key("unsigned");
+    let (window, log) = store.load_for_append(&unsigned, NOW).await.unwrap();
+    let mut append = Append::next(
+        window.as_ref().map(|w| &w.head),
+        window.as_ref().map_or(&[], |w| &w.records),
+        hearth_core::store::Retention {
+            window_ms: HOUR,
+            capacity: 3,
+            max_live_chains: 8,
+            max_logs: 8,
+        },
+        NOW,
+        sealed,
+    );
+    let mut grown = log_append(log.as_ref(), 3);
+    grown.head.checkpoint = String::new();
+    append.log = Some(grown);
+    store.append(&unsigned, append, NOW).await.unwrap();
+
+    let mut listed = store.signed_log_heads(NOW).await.unwrap();
+    listed.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+    assert_eq!(
+        listed,
+        vec![(key("kept"), kept.clone()), (key("retiring"), retiring)]
+    );
+    assert_eq!(
+        store.signed_log_heads(NOW + HOUR).await.unwrap(),
+        vec![(key("kept"), kept)],
+        "a retired log is not listed"
+    );
+}
+
 pub async fn a_scope_keeps_at_most_its_logs_and_refuses_the_next(backend: Backend) {
     let store = backend.store.as_ref();
     let retention = |max_logs| hearth_core::store::Retention {
@@ -1405,6 +1446,7 @@ macro_rules! contract_tests {
                 racing_claims_of_two_bodies_see_one_winner,
                 a_log_grows_with_its_chain_and_outlives_its_window,
                 a_credentials_log_retires_with_its_hashes,
+                every_kept_signed_log_head_is_listed_with_its_chain,
                 a_scope_keeps_at_most_its_logs_and_refuses_the_next,
                 a_log_append_over_a_stale_log_head_is_a_conflict_and_changes_nothing,
                 a_removed_log_keeps_its_id_with_the_next_epoch,
