@@ -604,10 +604,59 @@ impl JudgeName {
     }
 }
 
+/// What `hearth --version` prints: the version, then the build's commit, whether the tree
+/// differed from it, the commit's date and the optional parts (see build.rs).
+pub fn version_text() -> String {
+    let features: Vec<String> = hearth_core::BUILD_FEATURES
+        .iter()
+        .map(|(name, on)| format!("{name} {}", if *on { "on" } else { "off" }))
+        .collect();
+    format!(
+        "hearth {}\ncommit: {}\ndirty: {}\ndate: {}\nfeatures: {}\n",
+        env!("CARGO_PKG_VERSION"),
+        env!("HEARTH_BUILD_COMMIT"),
+        env!("HEARTH_BUILD_DIRTY"),
+        env!("HEARTH_BUILD_DATE"),
+        features.join(", ")
+    )
+}
+
+/// `hearth --version --json`: the same as one object; what is unknown (a build outside a
+/// Git checkout) is `"unknown"` for the commit and null for the rest.
+pub fn version_json() -> serde_json::Value {
+    let known = |value: &'static str| (value != "unknown").then_some(value);
+    serde_json::json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "commit": env!("HEARTH_BUILD_COMMIT"),
+        "dirty": known(env!("HEARTH_BUILD_DIRTY")).map(|dirty| dirty == "yes"),
+        "date": known(env!("HEARTH_BUILD_DATE")),
+        "features": hearth_core::BUILD_FEATURES
+            .iter()
+            .map(|(name, on)| ((*name).to_owned(), serde_json::Value::Bool(*on)))
+            .collect::<serde_json::Map<_, _>>(),
+    })
+}
+
 /// Parses the command line. Help and `--version` print and exit 0; a usage error exits 2,
 /// reported as `{"error", "usage"}` on stdout when `--json` is among the arguments.
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> Cli {
     let args: Vec<OsString> = args.into_iter().collect();
+    // The version is answered here rather than by clap: its lines are built at run time (the
+    // core's features), and `--json` is not a flag of the top-level command.
+    let rest: Vec<&str> = args.iter().skip(1).filter_map(|arg| arg.to_str()).collect();
+    if rest.len() == args.len().saturating_sub(1) {
+        match rest.as_slice() {
+            ["--version" | "-V"] => {
+                print!("{}", version_text());
+                std::process::exit(0);
+            }
+            ["--version" | "-V", "--json"] | ["--json", "--version" | "-V"] => {
+                println!("{}", version_json());
+                std::process::exit(0);
+            }
+            _ => {}
+        }
+    }
     match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(error) if error.use_stderr() && args.iter().any(|arg| arg == "--json") => {

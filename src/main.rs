@@ -32,7 +32,16 @@ async fn main() -> ExitCode {
         Some(Command::Admin(args)) => return admin::run(args).await,
         Some(Command::Assistant(args)) => return assistant::run(args).await,
         Some(Command::Witness(args)) => return witness::run(args, log_format).await,
-        Some(Command::Eval(args)) => eval(args).await,
+        Some(Command::Eval(args)) => {
+            let json = args.json;
+            let outcome = eval(args).await;
+            if json && let Err(error) = &outcome {
+                // Every `--json` answer is one JSON object, failures included.
+                println!("{}", serde_json::json!({"error": format!("{error:#}")}));
+                return ExitCode::FAILURE;
+            }
+            outcome
+        }
         Some(Command::Routes) => {
             // Every route and the function serving it, as JSON: what the template must route.
             println!(

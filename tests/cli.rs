@@ -77,12 +77,57 @@ fn every_command_has_help_and_refuses_what_it_does_not_know_with_exit_2() {
 
 #[test]
 fn version_and_usage_errors() {
-    let version = hearth(&["--version"]);
-    assert_eq!(version.status.code(), Some(0));
-    assert_eq!(
-        text(&version.stdout).trim(),
-        format!("hearth {}", env!("CARGO_PKG_VERSION"))
-    );
+    // The build's commit, as Git names the checkout the tests run in (CI runs a clone).
+    let head = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|output| output.status.success())
+        .map(|output| text(&output.stdout).trim().to_owned());
+    let commit = head.as_deref().unwrap_or("unknown");
+    for flag in ["--version", "-V"] {
+        let version = hearth(&[flag]);
+        assert_eq!(version.status.code(), Some(0));
+        let version = text(&version.stdout);
+        let lines: Vec<&str> = version.lines().collect();
+        assert_eq!(lines.len(), 5, "{version}");
+        assert_eq!(lines[0], format!("hearth {}", env!("CARGO_PKG_VERSION")));
+        assert_eq!(lines[1], format!("commit: {commit}"));
+        assert!(
+            ["dirty: yes", "dirty: no", "dirty: unknown"].contains(&lines[2]),
+            "{version}"
+        );
+        let date = lines[3].strip_prefix("date: ").unwrap();
+        assert!(
+            date == "unknown"
+                || (date.len() == 10 && date.as_bytes()[4] == b'-' && date.as_bytes()[7] == b'-'),
+            "{version}"
+        );
+        assert_eq!(
+            lines[4], "features: aws on, mimalloc on, fuzzing off",
+            "a product build"
+        );
+    }
+    let json = hearth(&["--version", "--json"]);
+    assert_eq!(json.status.code(), Some(0));
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(json["commit"], commit);
+    assert_eq!(json["features"]["fuzzing"], false);
+    if head.is_some() {
+        let date = Command::new("git")
+            .args(["log", "-1", "--format=%cd", "--date=format-local:%Y-%m-%d"])
+            .env("TZ", "UTC")
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            json["date"],
+            text(&date.stdout).trim(),
+            "the commit's date, never the clock's"
+        );
+    }
     for args in [
         &["frobnicate"][..],
         &["admin"],
@@ -119,6 +164,52 @@ fn version_and_usage_errors() {
             .as_str()
             .unwrap()
             .starts_with("Usage: hearth admin token")
+    );
+}
+
+/// Every command that takes `--json`, given a bad argument, answers with exactly one JSON
+/// object naming what is wrong (exit 2); so does a command that fails after parsing (exit 1).
+#[test]
+fn every_json_command_answers_a_bad_argument_with_one_object() {
+    let mut walked = 0;
+    for path in command_paths() {
+        let mut help_args: Vec<&str> = path.iter().map(String::as_str).collect();
+        help_args.push("--help");
+        let help = text(&hearth(&help_args).stdout);
+        if !help.contains("--json") {
+            continue;
+        }
+        let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+        args.extend(["--json", "--no-such-flag"]);
+        let run = hearth(&args);
+        assert_eq!(
+            run.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&run.stderr)
+        );
+        let stdout = text(&run.stdout);
+        let answer: serde_json::Value = serde_json::from_str(&stdout)
+            .unwrap_or_else(|error| panic!("{args:?}: not one JSON value ({error}): {stdout:?}"));
+        assert!(
+            answer["error"]
+                .as_str()
+                .is_some_and(|error| error.contains("--no-such-flag")),
+            "{args:?}: {answer}"
+        );
+        walked += 1;
+    }
+    assert!(walked >= 30, "only {walked} commands take --json");
+    // A failure after parsing: eval's missing cases file.
+    let run = hearth(&["eval", "--cases", "nowhere.jsonl", "--json"]);
+    assert_eq!(run.status.code(), Some(1));
+    let answer: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("reading nowhere.jsonl"),
+        "{answer}"
     );
 }
 

@@ -9,6 +9,15 @@
 //! [`accounts`], [`chain`], [`tlog`], [`store`], [`scholia`], [`speech`], [`clock`], [`random`],
 //! [`secret`] and [`config`] know nothing of the layers above.
 
+/// The optional parts in this build of the core, for `hearth --version`: the product's cargo
+/// features, and `fuzzing` (the `--cfg fuzzing` cargo fuzz builds with), which a product build
+/// never has.
+pub const BUILD_FEATURES: [(&str, bool); 3] = [
+    ("aws", cfg!(feature = "aws")),
+    ("mimalloc", cfg!(feature = "mimalloc")),
+    ("fuzzing", cfg!(fuzzing)),
+];
+
 pub mod accounts;
 pub mod admin;
 pub mod aion;
