@@ -85,6 +85,8 @@ enum Command {
         household: String,
         credential_id: String,
     },
+    Backup(std::path::PathBuf),
+    Restore(std::path::PathBuf),
 }
 
 pub async fn run(args: AdminArgs) -> ExitCode {
@@ -166,6 +168,16 @@ fn command_of(command: AdminCommand) -> Result<Command, String> {
             }
         },
         AdminCommand::Token { household, days } => Command::Token { household, days },
+        AdminCommand::Backup { path } => Command::Backup(path),
+        AdminCommand::Restore { path, yes } => {
+            if !yes {
+                return Err(format!(
+                    "restore writes the store, log key and development credentials of {} into the data folder, which must be empty. Run it again with --yes to do it",
+                    path.display()
+                ));
+            }
+            Command::Restore(path)
+        }
         AdminCommand::LinkCode { household } => Command::LinkCode(household),
         AdminCommand::LogKey { command: None } => Command::LogKey,
         AdminCommand::LogKey {
@@ -245,6 +257,19 @@ async fn execute(command: Command, settings: &[(&'static str, String)]) -> anyho
         hearth_core::app::load_credentials(&mut config).await;
         hearth_core::log_key_start::read_for_admin(&mut config)?;
     }
+    match &command {
+        Command::Backup(path) => {
+            return Ok(serde_json::to_value(
+                hearth_core::backup::backup(&config, path).await?,
+            )?);
+        }
+        Command::Restore(path) => {
+            return Ok(serde_json::to_value(
+                hearth_core::backup::restore(&config, path).await?,
+            )?);
+        }
+        _ => {}
+    }
     if let Some(value) = client_command(&config, &command).await? {
         return Ok(value);
     }
@@ -297,6 +322,9 @@ async fn execute(command: Command, settings: &[(&'static str, String)]) -> anyho
             unreachable!("passkey commands are answered by passkey_command")
         }
         Command::Unlink(household) => serde_json::to_value(admin.unlink(&household).await?),
+        Command::Backup(_) | Command::Restore(_) => {
+            unreachable!("backup and restore are answered before the store is opened")
+        }
         Command::LedgerExport(household) => {
             serde_json::to_value(admin.export_ledger(&household).await?)
         }

@@ -348,6 +348,21 @@ pub enum AdminCommand {
     /// A household's purchase ledger
     #[command(subcommand)]
     Ledger(LedgerCommand),
+    /// Copy the SQLite store, its log key and the development credentials into one new file
+    /// (mode 0600), consistently, while the server runs
+    Backup {
+        /// The backup file to create (never replaced)
+        path: PathBuf,
+    },
+    /// Restore a backup into an empty data folder (created 0700 if missing), after checking
+    /// that its log key verifies the log heads it holds
+    Restore {
+        /// The backup file `admin backup` wrote
+        path: PathBuf,
+        /// Confirm: without it, nothing is written and the command says what it would do
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -27,6 +27,7 @@ pub mod assistant;
 pub mod auth;
 #[cfg(feature = "aws")]
 pub mod aws;
+pub mod backup;
 pub mod chain;
 pub mod clients;
 pub mod clock;

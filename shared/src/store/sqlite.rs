@@ -183,6 +183,22 @@ impl SqliteStore {
         Self::open_with(connection)
     }
 
+    /// An in-memory copy of the database at `path`, opened as a store; the file is only read.
+    /// What `hearth admin restore` checks a backup with before it writes anything.
+    pub fn open_copy(path: &Path) -> Result<Self, StoreError> {
+        let mut connection = Connection::open_in_memory().map_err(unavailable)?;
+        connection
+            .restore(
+                rusqlite::MAIN_DB,
+                path,
+                None::<fn(rusqlite::backup::Progress)>,
+            )
+            .map_err(|error| {
+                StoreError::Unavailable(format!("reading {}: {error}", path.display()))
+            })?;
+        Self::open_with(connection)
+    }
+
     fn open_with(connection: Connection) -> Result<Self, StoreError> {
         // WAL keeps readers and the single writer out of each other's way and makes a commit
         // one sequential write; NORMAL sync is durable across process crashes.
@@ -272,6 +288,44 @@ fn locked<T>(
         .lock()
         .map_err(|_| StoreError::Unavailable("store lock poisoned".into()))?;
     work(&mut connection)
+}
+
+/// Copies the database at `source`, which must exist, into the new file `destination` (mode
+/// 0600; an existing file is an error) with SQLite's online backup in a single step: one read
+/// transaction, so the copy is consistent even while a server writes to `source`. The copy is
+/// left as one file (a rollback journal, not WAL), open for the caller to add to.
+pub fn snapshot_into(source: &Path, destination: &Path) -> Result<Connection, StoreError> {
+    let flags =
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let from = Connection::open_with_flags(source, flags).map_err(|_| {
+        StoreError::Unavailable(format!(
+            "there is no SQLite store at {}: point --db or --data-dir at the server's store",
+            source.display()
+        ))
+    })?;
+    from.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(unavailable)?;
+    crate::private_files::create_new(destination).map_err(|error| {
+        StoreError::Unavailable(format!("creating {}: {error}", destination.display()))
+    })?;
+    let copied = Connection::open(destination)
+        .map_err(|error| error.to_string())
+        .and_then(|mut to| {
+            let step = rusqlite::backup::Backup::new(&from, &mut to)
+                .and_then(|backup| backup.step(-1))
+                .map_err(|error| error.to_string())?;
+            if step != rusqlite::backup::StepResult::Done {
+                return Err("the store was busy; run it again".to_owned());
+            }
+            to.execute_batch("PRAGMA journal_mode=DELETE;")
+                .map_err(|error| error.to_string())?;
+            Ok(to)
+        });
+    copied.map_err(|reason| {
+        // Nothing half-copied is left to be mistaken for a backup.
+        let _ = std::fs::remove_file(destination);
+        StoreError::Unavailable(format!("copying {}: {reason}", source.display()))
+    })
 }
 
 /// Creates the database file (mode 0600) and its folder (0700) when missing, before SQLite
