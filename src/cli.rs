@@ -58,6 +58,9 @@ pub enum Command {
     /// A witness that cosigns Hearth's log checkpoints (C2SP tlog-witness), run apart from the
     /// server by whoever the household trusts
     Witness(WitnessArgs),
+    /// Check the server's setup (settings, store, file modes, log key, URL, witnesses, clock)
+    /// and say what to fix; never writes
+    Doctor(DoctorArgs),
     /// Run an intent judge over labelled cases and print how it did
     Eval(EvalArgs),
     /// Print every route and the function that serves it, as JSON (what the template routes)
@@ -150,6 +153,45 @@ pub enum Generated {
 the environment: see the manual's Configuration page (docs/src/reference/configuration.md)."
 )]
 pub struct ServeArgs {
+    #[command(flatten)]
+    pub settings: ServerSettings,
+    /// Start every log the log key does not verify anew, each with a recorded reset (as
+    /// `hearth admin log reset` does), making a new key when there is none: the explicit way to
+    /// begin a new log identity. Without it the server refuses to start when the key is
+    /// missing or verifies at most half the stored log heads
+    #[arg(long)]
+    pub new_log_key: bool,
+}
+
+impl ServeArgs {
+    /// The settings given, by environment variable name (see [`ServerSettings::settings`]).
+    pub fn settings(&self) -> Vec<(&'static str, String)> {
+        self.settings.settings()
+    }
+}
+
+/// `hearth doctor`: the server's settings, checked.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exits 0 when no check fails and 1 otherwise; it never writes. Every other \
+setting is read from the environment, as `hearth serve` reads it."
+)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub settings: ServerSettings,
+    /// Also check a deployment on AWS: the table HEARTH_TABLE and its point-in-time recovery,
+    /// and the secrets HEARTH_SECRET_ARN, with the usual AWS settings
+    #[arg(long)]
+    pub aws: bool,
+    /// Print the checks as one JSON object, {"ok", "checks": [{"name", "status", "detail", "fix"}]}
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The settings a server is started with, as flags: `hearth serve` and `hearth doctor` read
+/// the same ones.
+#[derive(Debug, Default, Args)]
+pub struct ServerSettings {
     /// Listen address. Anything but loopback needs --resource-url: clients must be told the
     /// URL they reach the server by
     #[arg(
@@ -241,15 +283,9 @@ pub struct ServeArgs {
         value_name = "MS"
     )]
     pub witness_timeout_ms: Option<String>,
-    /// Start every log the log key does not verify anew, each with a recorded reset (as
-    /// `hearth admin log reset` does), making a new key when there is none: the explicit way to
-    /// begin a new log identity. Without it the server refuses to start when the key is
-    /// missing or verifies at most half the stored log heads
-    #[arg(long)]
-    pub new_log_key: bool,
 }
 
-impl ServeArgs {
+impl ServerSettings {
     /// The settings given, by environment variable name, for the configuration to read before
     /// the environment.
     pub fn settings(&self) -> Vec<(&'static str, String)> {

@@ -32,6 +32,7 @@ async fn main() -> ExitCode {
         Some(Command::Admin(args)) => return admin::run(args).await,
         Some(Command::Assistant(args)) => return assistant::run(args).await,
         Some(Command::Witness(args)) => return witness::run(args, log_format).await,
+        Some(Command::Doctor(args)) => return doctor(args).await,
         Some(Command::Eval(args)) => {
             let json = args.json;
             let outcome = eval(args).await;
@@ -135,16 +136,45 @@ async fn serve(args: ServeArgs, log_format: Option<cli::LogFormat>) -> anyhow::R
     hearth_core::app::load_credentials(&mut config).await;
     hearth_core::log_key_start::settle(&mut config, args.new_log_key).await?;
     let router = hearth_core::app::local_router(&config).await?;
+    // Written once the server is sure to start (its settings and store are good), and before
+    // it accepts a connection, so that whoever reaches it can read them.
+    if let Some((dev, true)) = &dev {
+        dev_credentials::save_new(&config.data_dir, dev)?;
+    }
     let listener = hearth_core::app::bind(&config).await?;
-    // Written and printed once the address is bound, so a server that cannot start leaves no
-    // credentials behind and shows none to use.
-    if let Some((dev, new)) = &dev {
-        if *new {
-            dev_credentials::save_new(&config.data_dir, dev)?;
-        }
+    // Printed once the address is bound, so a server that cannot start shows no credentials.
+    if let Some((dev, _)) = &dev {
         print_dev_banner(&config, dev);
     }
     hearth_core::app::serve_on(listener, router, &config).await
+}
+
+/// `hearth doctor`: every check, as lines for a person or one JSON object; exit 1 when one
+/// failed.
+async fn doctor(args: cli::DoctorArgs) -> ExitCode {
+    use hearth_core::doctor::Status;
+    let report = hearth_core::doctor::examine(&args.settings.settings(), args.aws).await;
+    if args.json {
+        println!("{}", serde_json::to_string(&report).unwrap_or_default());
+    } else {
+        for check in &report.checks {
+            let status = match check.status {
+                Status::Ok => "ok",
+                Status::Warn => "warn",
+                Status::Fail => "FAIL",
+                Status::Skip => "skip",
+            };
+            println!("{status:<5} {:<13} {}", check.name, check.detail);
+            if let Some(fix) = &check.fix {
+                println!("{:19} fix: {fix}", "");
+            }
+        }
+    }
+    if report.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 /// Printed to the terminal (never to the log) so a newcomer can call the server at once.

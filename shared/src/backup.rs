@@ -21,7 +21,8 @@ use crate::auth::dev_credentials;
 use crate::clock::{Clock, SystemClock, unix_ms};
 use crate::config::{Config, StoreChoice};
 use crate::secret::Secret;
-use crate::store::sqlite::{SqliteStore, snapshot_into};
+use crate::store::sqlite::SqliteStore;
+use crate::store::sqlite_files::snapshot_into;
 use crate::store::{AccountStore, ChainStore};
 
 /// What a backup file says it is, in its `hearth_backup` table.

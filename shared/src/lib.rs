@@ -34,6 +34,7 @@ pub mod clock;
 pub mod config;
 pub mod countersign;
 pub mod demo;
+pub mod doctor;
 pub mod forwarded;
 pub mod fuzzing;
 pub mod gate;

@@ -14,6 +14,7 @@ pub mod cosigned;
 pub mod dynamodb;
 pub mod grant;
 pub mod sqlite;
+pub mod sqlite_files;
 pub mod unconfigured;
 
 use std::sync::Arc;

@@ -20,7 +20,14 @@ use super::{
 };
 use crate::chain::Sealed;
 
-const SCHEMA: &str = "
+/// Columns later releases added to earlier tables, which opening a store adds when missing.
+pub(super) const ADDED_COLUMNS: [(&str, &str, &str); 3] = [
+    ("chain_heads", "log_id", "TEXT"),
+    ("chain_logs", "expires_at_ms", "INTEGER"),
+    ("log_hashes", "expires_at_ms", "INTEGER"),
+];
+
+pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS chain_heads (
     scope TEXT NOT NULL,
     name TEXT NOT NULL,
@@ -187,15 +194,7 @@ impl SqliteStore {
     /// What `hearth admin restore` checks a backup with before it writes anything.
     pub fn open_copy(path: &Path) -> Result<Self, StoreError> {
         let mut connection = Connection::open_in_memory().map_err(unavailable)?;
-        connection
-            .restore(
-                rusqlite::MAIN_DB,
-                path,
-                None::<fn(rusqlite::backup::Progress)>,
-            )
-            .map_err(|error| {
-                StoreError::Unavailable(format!("reading {}: {error}", path.display()))
-            })?;
+        super::sqlite_files::copy_into(path, &mut connection)?;
         Self::open_with(connection)
     }
 
@@ -217,11 +216,7 @@ impl SqliteStore {
         // Stores made by earlier releases gain the newer columns: chain heads name their log
         // (empty: such a window is taken as written before logs), and a credential's logs
         // retire (empty: kept).
-        for (table, column, kind) in [
-            ("chain_heads", "log_id", "TEXT"),
-            ("chain_logs", "expires_at_ms", "INTEGER"),
-            ("log_hashes", "expires_at_ms", "INTEGER"),
-        ] {
+        for (table, column, kind) in ADDED_COLUMNS {
             let present: i64 = connection
                 .query_row(
                     &format!("SELECT COUNT(*) FROM pragma_table_info('{table}') WHERE name = ?1"),
@@ -290,44 +285,6 @@ fn locked<T>(
     work(&mut connection)
 }
 
-/// Copies the database at `source`, which must exist, into the new file `destination` (mode
-/// 0600; an existing file is an error) with SQLite's online backup in a single step: one read
-/// transaction, so the copy is consistent even while a server writes to `source`. The copy is
-/// left as one file (a rollback journal, not WAL), open for the caller to add to.
-pub fn snapshot_into(source: &Path, destination: &Path) -> Result<Connection, StoreError> {
-    let flags =
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let from = Connection::open_with_flags(source, flags).map_err(|_| {
-        StoreError::Unavailable(format!(
-            "there is no SQLite store at {}: point --db or --data-dir at the server's store",
-            source.display()
-        ))
-    })?;
-    from.busy_timeout(std::time::Duration::from_secs(5))
-        .map_err(unavailable)?;
-    crate::private_files::create_new(destination).map_err(|error| {
-        StoreError::Unavailable(format!("creating {}: {error}", destination.display()))
-    })?;
-    let copied = Connection::open(destination)
-        .map_err(|error| error.to_string())
-        .and_then(|mut to| {
-            let step = rusqlite::backup::Backup::new(&from, &mut to)
-                .and_then(|backup| backup.step(-1))
-                .map_err(|error| error.to_string())?;
-            if step != rusqlite::backup::StepResult::Done {
-                return Err("the store was busy; run it again".to_owned());
-            }
-            to.execute_batch("PRAGMA journal_mode=DELETE;")
-                .map_err(|error| error.to_string())?;
-            Ok(to)
-        });
-    copied.map_err(|reason| {
-        // Nothing half-copied is left to be mistaken for a backup.
-        let _ = std::fs::remove_file(destination);
-        StoreError::Unavailable(format!("copying {}: {reason}", source.display()))
-    })
-}
-
 /// Creates the database file (mode 0600) and its folder (0700) when missing, before SQLite
 /// does: SQLite would create it 0644, and gives its `-wal` and `-shm` files the database's
 /// own mode.
@@ -342,7 +299,7 @@ fn create_private(path: &Path) -> Result<(), StoreError> {
     }
 }
 
-fn unavailable(error: impl std::fmt::Display) -> StoreError {
+pub(super) fn unavailable(error: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(error.to_string())
 }
 
