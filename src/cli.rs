@@ -65,6 +65,18 @@ pub enum Command {
     Eval(EvalArgs),
     /// Print every route and the function that serves it, as JSON (what the template routes)
     Routes,
+    /// Ask a server's /healthz, as a container's HEALTHCHECK does (an image has no curl):
+    /// exit 0 when it answers 200, 1 otherwise
+    Healthcheck {
+        /// The URL to ask [default: http://<HEARTH_ADDR>/healthz, loopback for 0.0.0.0 and ::]
+        url: Option<String>,
+    },
+    /// Write the packages' man pages, shell completions and settings file into DIR
+    #[command(hide = true, name = "package-files")]
+    PackageFiles {
+        /// The folder to write man/, completions/ and hearth.env into
+        dir: PathBuf,
+    },
     /// Print what the code generates for the manual's reference pages, or rewrite them
     #[command(hide = true)]
     Reference {

@@ -13,6 +13,7 @@
 mod admin;
 mod assistant;
 mod cli;
+mod package_files;
 mod witness;
 
 use std::process::ExitCode;
@@ -52,6 +53,8 @@ async fn main() -> ExitCode {
             Ok(())
         }
         Some(Command::Reference { page, update }) => reference(page, update),
+        Some(Command::Healthcheck { url }) => return healthcheck(url).await,
+        Some(Command::PackageFiles { dir }) => package_files::write(&dir),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -149,6 +152,60 @@ async fn serve(args: ServeArgs, log_format: Option<cli::LogFormat>) -> anyhow::R
     hearth_core::app::serve_on(listener, router, &config).await
 }
 
+/// `hearth healthcheck [URL]`: 0 when the server's /healthz answers 200 within 5 s. Without
+/// a URL it asks the address `hearth serve` listens on (`HEARTH_ADDR`), over loopback when
+/// that is every address.
+async fn healthcheck(url: Option<String>) -> ExitCode {
+    let url = url.unwrap_or_else(|| {
+        let addr: std::net::SocketAddr = std::env::var("HEARTH_ADDR")
+            .ok()
+            .and_then(|addr| addr.parse().ok())
+            .unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 8790)));
+        let ip = match addr.ip() {
+            std::net::IpAddr::V4(ip) if ip.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),
+            std::net::IpAddr::V6(ip) if ip.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
+            ip => ip,
+        };
+        format!(
+            "http://{}/healthz",
+            std::net::SocketAddr::new(ip, addr.port())
+        )
+    });
+    let answer = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(5))
+        .build()
+        .map_err(|error| error.to_string())
+        .map(|client| client.get(&url));
+    let status = match answer {
+        Ok(request) => request
+            .send()
+            .await
+            .map(|answer| answer.status())
+            .map_err(|error| {
+                if error.is_timeout() {
+                    "timed out".to_owned()
+                } else {
+                    "no answer".to_owned()
+                }
+            }),
+        Err(error) => Err(error),
+    };
+    match status {
+        Ok(status) if status == reqwest::StatusCode::OK => {
+            println!("{url}: healthy");
+            ExitCode::SUCCESS
+        }
+        Ok(status) => {
+            eprintln!("hearth healthcheck: {url} answered {status}");
+            ExitCode::FAILURE
+        }
+        Err(reason) => {
+            eprintln!("hearth healthcheck: {url}: {reason}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// `hearth doctor`: every check, as lines for a person or one JSON object; exit 1 when one
 /// failed.
 async fn doctor(args: cli::DoctorArgs) -> ExitCode {
@@ -195,7 +252,7 @@ fn print_dev_banner(config: &Config, dev: &DevCredentials) {
          curl -s -u '{id}:{secret}' {base}/oauth/token \\\n    \
          -d grant_type=client_credentials -d resource={resource}\n\n\
          Or open the simulated device at {base}/demo and paste the judge token\n  \
-         (purchases need HEARTH_DEMO_DEVICE=1 and COUNTERSIGN_HOST_KEY; see DEMO.md).\n\n\
+         (purchases need HEARTH_DEMO_DEVICE=1 and COUNTERSIGN_HOST_KEY; see the manual, The demo).\n\n\
          Or call /mcp with the judge token:\n  \
          curl -s {resource} \\\n    -H 'Authorization: Bearer {judge}' \\\n    \
          -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \\\n    \

@@ -286,3 +286,44 @@ fn every_test_the_bad_input_table_names_exists() {
     }
     assert!(checked >= 20, "{checked} tests named");
 }
+
+/// `hearth package-files DIR`: what the packages install beside the binary, from the same
+/// definitions as `--help`: a man page for `hearth` and each visible command, the three shells'
+/// completions, and the settings file.
+#[test]
+fn package_files_are_a_man_page_per_command_completions_and_the_settings_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = hearth(&["package-files", dir.path().to_str().unwrap()]);
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+    let mut pages: Vec<String> = std::fs::read_dir(dir.path().join("man"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    pages.sort();
+    let mut expected: Vec<String> = command_paths()
+        .into_iter()
+        .filter(|path| path.len() <= 1)
+        .map(|path| match path.first() {
+            None => "hearth.1".to_owned(),
+            Some(command) => format!("hearth-{command}.1"),
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(pages, expected);
+    let doctor = std::fs::read_to_string(dir.path().join("man/hearth-doctor.1")).unwrap();
+    assert!(doctor.starts_with(".ie"), "roff: {}", &doctor[..40]);
+    assert!(
+        doctor.contains("hearth doctor"),
+        "the page names the whole command"
+    );
+    assert!(doctor.contains("\\-\\-aws"));
+    for (file, says) in [
+        ("completions/hearth.bash", "complete -F"),
+        ("completions/_hearth", "#compdef hearth"),
+        ("completions/hearth.fish", "complete -c hearth"),
+        ("hearth.env", "\n#MCP_RESOURCE_URL=\n"),
+    ] {
+        let text = std::fs::read_to_string(dir.path().join(file)).unwrap();
+        assert!(text.contains(says), "{file}: {says:?}");
+    }
+}

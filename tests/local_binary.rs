@@ -197,3 +197,46 @@ fn development_credentials_honour_the_log_keys_in_the_environment() {
         "{vkeys:?}"
     );
 }
+
+/// `hearth healthcheck`: 0 when the server's /healthz answers, from `HEARTH_ADDR` as the
+/// image's HEALTHCHECK runs it (every address means loopback) or a URL given; 1 when nothing
+/// answers.
+#[test]
+fn healthcheck_says_whether_the_server_answers() {
+    let data = tempfile::tempdir().unwrap();
+    let server = common::process::Server::start(data.path(), &[]);
+    let healthcheck = |vars: &[(&str, String)], args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_hearth"))
+            .env_clear()
+            .envs(vars.iter().map(|(name, value)| (*name, value.as_str())))
+            .arg("healthcheck")
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap(),
+            String::from_utf8_lossy(&output.stdout).into_owned()
+                + &String::from_utf8_lossy(&output.stderr),
+        )
+    };
+    let every_address = [("HEARTH_ADDR", format!("0.0.0.0:{}", server.port))];
+    let (code, said) = healthcheck(&every_address, &[]);
+    assert_eq!(code, 0, "{said}");
+    assert!(
+        said.contains(&format!(
+            "http://127.0.0.1:{}/healthz: healthy",
+            server.port
+        )),
+        "{said}"
+    );
+    let url = format!("http://127.0.0.1:{}/healthz", server.port);
+    assert_eq!(healthcheck(&[], &[&url]).0, 0);
+    let not_health = format!("http://127.0.0.1:{}/nothing-here", server.port);
+    let (code, said) = healthcheck(&[], &[&not_health]);
+    assert_eq!(code, 1);
+    assert!(said.contains("answered 404"), "{said}");
+    server.stop();
+    let (code, said) = healthcheck(&every_address, &[]);
+    assert_eq!(code, 1);
+    assert!(said.contains("no answer"), "{said}");
+}

@@ -345,6 +345,66 @@ pub fn splice(page: &str, name: &str, generated: &str) -> Option<String> {
     Some(format!("{}{generated}{}", &page[..start], &page[stop..]))
 }
 
+/// The packages' `/etc/hearth/hearth.env`: every setting of [`SETTINGS`], commented out, each
+/// under its meaning and default in plain text, for an operator to uncomment. The systemd unit
+/// sets `HEARTH_ADDR` and `HEARTH_DATA_DIR` itself.
+pub fn env_file() -> String {
+    let mut file = String::from(
+        "# Hearth's settings, read by the hearth service (systemctl restart hearth after a change).\n\
+         # Every setting is commented out: its default applies. Uncomment and set what you need.\n\
+         # The manual's Configuration page says more (man hearth, or /usr/share/doc/hearth).\n\
+         # This file holds secrets: keep it mode 0600, owned by root.\n",
+    );
+    for setting in SETTINGS {
+        file.push('\n');
+        let meaning = plain(setting.meaning);
+        let default = plain(setting.default);
+        for line in wrap(&format!("{meaning} (default: {default})"), 96) {
+            file.push_str(&format!("# {line}\n"));
+        }
+        for name in setting.variables() {
+            file.push_str(&format!("#{name}=\n"));
+        }
+    }
+    file
+}
+
+/// Markdown as plain text: links become their text, backticks and emphasis go.
+fn plain(markdown: &str) -> String {
+    let mut text = String::new();
+    let mut rest = markdown;
+    while let Some(start) = rest.find('[') {
+        let Some(middle) = rest[start..].find("](") else {
+            break;
+        };
+        let Some(end) = rest[start + middle..].find(')') else {
+            break;
+        };
+        text.push_str(&rest[..start]);
+        text.push_str(&rest[start + 1..start + middle]);
+        rest = &rest[start + middle + end + 1..];
+    }
+    text.push_str(rest);
+    text.replace(['`', '*'], "").replace("<br>", " ")
+}
+
+/// `text` in lines of at most `width` characters, broken at spaces.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split_whitespace() {
+        let line = lines.last_mut().expect("one line at least");
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(word.to_owned());
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines
+}
+
 /// The Configuration page of the manual, as `hearth reference configuration` prints it.
 pub fn markdown() -> String {
     let mut page = String::from(
@@ -441,6 +501,25 @@ mod tests {
             let _ = LogSettings::from_lookup(lookup);
         }
         read.into_inner()
+    }
+
+    #[test]
+    fn the_env_file_names_every_setting_commented_out() {
+        let file = env_file();
+        for name in SETTINGS.iter().flat_map(Setting::variables) {
+            assert!(file.contains(&format!("\n#{name}=\n")), "{name}");
+        }
+        assert!(
+            file.lines()
+                .all(|line| line.is_empty() || line.starts_with('#')),
+            "nothing is set"
+        );
+        assert!(file.lines().all(|line| line.chars().count() <= 100));
+        assert!(!file.contains("]("), "links are plain text");
+        assert_eq!(
+            plain("see [Rotating](../a.md) and `X`"),
+            "see Rotating and X"
+        );
     }
 
     #[test]
