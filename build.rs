@@ -13,14 +13,16 @@ use std::process::Command;
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
-    for path in head_files() {
-        println!("cargo:rerun-if-changed={}", path.display());
-    }
     // A tarball unpacked inside some other checkout must not report that checkout's commit.
     let own_checkout = git(&["rev-parse", "--show-toplevel"])
         .and_then(|top| std::fs::canonicalize(top).ok())
         .zip(std::fs::canonicalize(env!("CARGO_MANIFEST_DIR")).ok())
         .is_some_and(|(top, here)| top == here);
+    if own_checkout {
+        for path in head_files() {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
+    }
     let commit = own_checkout
         .then(|| git(&["rev-parse", "HEAD"]))
         .flatten()
@@ -52,21 +54,23 @@ fn main() {
     );
 }
 
-/// The files whose change means HEAD moved: `.git/HEAD`, the branch it names, and the packed
-/// refs a branch may live in.
+/// The files whose change means HEAD moved: `HEAD`, the branch it names (loose or packed),
+/// and HEAD's reflog, which every commit and checkout appends to (a branch that lived only in
+/// `packed-refs` gets a loose file on its next commit, which the reflog catches). Paths come
+/// from `git rev-parse --git-path`, which knows a worktree's layout.
 fn head_files() -> Vec<PathBuf> {
-    let Some(git_dir) = git(&["rev-parse", "--git-dir"]).map(PathBuf::from) else {
-        return Vec::new();
-    };
-    let mut files = vec![git_dir.join("HEAD"), git_dir.join("packed-refs")];
-    if let Ok(head) = std::fs::read_to_string(git_dir.join("HEAD"))
-        && let Some(reference) = head.trim().strip_prefix("ref: ")
-    {
-        files.push(git_dir.join(reference));
+    let path = |name: &str| git(&["rev-parse", "--git-path", name]).map(PathBuf::from);
+    let mut files: Vec<PathBuf> = ["HEAD", "packed-refs", "logs/HEAD"]
+        .into_iter()
+        .filter_map(path)
+        .collect();
+    if let Some(reference) = git(&["symbolic-ref", "-q", "HEAD"]).and_then(|name| path(&name)) {
+        files.push(reference);
     }
     files
         .into_iter()
         .filter(|path| Path::new(path).exists())
+        .map(|path| std::fs::canonicalize(&path).unwrap_or(path))
         .collect()
 }
 

@@ -171,7 +171,10 @@ async fn healthcheck(url: Option<String>) -> ExitCode {
             std::net::SocketAddr::new(ip, addr.port())
         )
     });
+    // No proxy: an engine may pass HTTP_PROXY into a container, and reqwest would send even a
+    // loopback request through it.
     let answer = reqwest::Client::builder()
+        .no_proxy()
         .timeout(std::time::Duration::from_secs(5))
         .build()
         .map_err(|error| error.to_string())

@@ -217,3 +217,45 @@ fn a_backup_whose_key_does_not_verify_its_logs_restores_nothing() {
         "{answer}"
     );
 }
+
+/// A restore checks the backup's key under the key names the heads were signed with, so it
+/// need not be run with the server's `MCP_RESOURCE_URL` (whose host names the key).
+#[test]
+fn a_restore_checks_the_key_under_the_names_the_heads_carry() {
+    let parent = tempfile::tempdir().unwrap();
+    let data = parent.path().join("data");
+    let public = [
+        ("MCP_RESOURCE_URL", "https://hearth.example/mcp".to_owned()),
+        ("HEARTH_ALLOWED_HOSTS", "127.0.0.1".to_owned()),
+    ];
+    let server = Server::start(&data, &public);
+    let record_one = record(&server, &judge_token(&data), "north", "dim the lights");
+    assert!(
+        record_one["tlog_proof"]
+            .as_str()
+            .unwrap()
+            .contains("hearth.example/hearth/"),
+        "signed under the public host: {record_one}"
+    );
+    server.stop();
+    let file = parent.path().join("hearth.backup");
+    let (code, written) = admin(&data, &["backup", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{written}");
+    // Restored by an operator whose shell has no MCP_RESOURCE_URL.
+    let fresh = parent.path().join("restored");
+    let (code, restored) = admin(&fresh, &["restore", file.to_str().unwrap(), "--yes"]);
+    assert_eq!(code, 0, "{restored}");
+    assert_eq!(restored["signed_log_heads"], 1);
+    // The restored store has no trace of the table that carried the key.
+    let key = std::fs::read_to_string(fresh.join("log-key")).unwrap();
+    let store = std::fs::read(fresh.join("hearth.db")).unwrap();
+    assert!(
+        !store
+            .windows(key.trim().len())
+            .any(|window| window == key.trim().as_bytes()),
+        "the log key is not left in the store's free pages"
+    );
+    // And the server, with its URL, starts on it.
+    let server = Server::start(&fresh, &public);
+    record(&server, &judge_token(&fresh), "north", "open the blinds");
+}

@@ -245,12 +245,36 @@ fn a_healthy_setup_passes_and_each_broken_part_is_named() {
     );
 }
 
+/// Before the first start of a new installation there is no store and no key yet: the doctor
+/// says so and passes.
+#[test]
+fn a_new_installation_passes_before_its_first_start() {
+    let parent = tempfile::tempdir().unwrap();
+    let data = parent.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let (code, report) = doctor(&[("HEARTH_DATA_DIR", data.display().to_string())], &[]);
+    assert_eq!(code, 0, "{report}");
+    let (status, said) = check(&report, "store");
+    assert_eq!(status, "skip");
+    assert!(said.contains("creates it at its first start"), "{said}");
+    assert_eq!(check(&report, "log key").0, "skip");
+    assert!(
+        std::fs::read_dir(&data).unwrap().next().is_none(),
+        "nothing was made"
+    );
+}
+
 #[tokio::test]
 async fn with_aws_it_checks_the_table_its_recovery_and_the_secrets() {
     let moto = Moto::shared();
     let table = unique_name("hearth-doctor");
     let mut env: Vec<(&str, String)> = moto.environment();
     env.push(("HEARTH_TABLE", table.clone()));
+    // Without the deployment's URL the log heads cannot be checked.
+    let (code, report) = doctor(&env, &["--aws"]);
+    assert_eq!(code, 1);
+    assert_eq!(check(&report, "resource url").0, "fail");
+    assert_eq!(check(&report, "log key").0, "skip");
     env.push(("MCP_RESOURCE_URL", "https://hearth.example/mcp".into()));
     let (code, report) = doctor(&env, &["--aws"]);
     assert_eq!(code, 1);

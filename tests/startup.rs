@@ -12,6 +12,14 @@ use std::time::{Duration, Instant};
 use common::process::{Server, free_port};
 use serde_json::{Value, json};
 
+/// One URL for every server of a test, whatever port each listens on: household tokens name it
+/// as their audience.
+const RESOURCE: &str = "http://127.0.0.1:8790/mcp";
+
+fn at_resource() -> Vec<(&'static str, String)> {
+    vec![("MCP_RESOURCE_URL", RESOURCE.to_owned())]
+}
+
 /// The development judge token the server wrote into `data`.
 fn judge_token(data: &Path) -> String {
     let stored: Value =
@@ -70,6 +78,27 @@ fn refused_start(data: &Path, args: &[&str], vars: &[(&str, String)]) -> (i32, S
     )
 }
 
+/// `hearth admin --data-dir DATA ARGS --json`, which must succeed: its one JSON object.
+fn admin_json(data: &Path, args: &[&str]) -> Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .env_clear()
+        // The servers' URL, which a token's audience must be.
+        .env("MCP_RESOURCE_URL", RESOURCE)
+        .arg("admin")
+        .arg("--data-dir")
+        .arg(data)
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 fn names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
@@ -82,18 +111,28 @@ fn names(dir: &Path) -> Vec<String> {
 #[test]
 fn a_store_restored_without_its_log_key_is_refused_until_new_log_key_starts_its_logs_anew() {
     let data = tempfile::tempdir().unwrap();
-    let server = Server::start(data.path(), &[]);
+    let server = Server::start(data.path(), &at_resource());
     let token = judge_token(data.path());
     record(&server, &token, "home", "dim the lights");
+    // A household account's chain too, written with its own token.
+    let household = admin_json(data.path(), &["household", "create", "Home"])["household_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let household_token = admin_json(data.path(), &["token", &household])["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    record(&server, &household_token, &household, "open the garage");
     server.stop();
     // Restored from a copy that left the key behind.
     let key_file = data.path().join("log-key");
     std::fs::remove_file(&key_file).unwrap();
 
-    let (code, stderr) = refused_start(data.path(), &[], &[]);
+    let (code, stderr) = refused_start(data.path(), &[], &at_resource());
     assert_eq!(code, 1, "{stderr}");
     for expected in [
-        "holds 1 signed log heads",
+        "holds 2 signed log heads",
         &format!("{} does not exist", key_file.display()),
         "HEARTH_LOG_KEY is not set",
         "hearth admin restore",
@@ -104,7 +143,7 @@ fn a_store_restored_without_its_log_key_is_refused_until_new_log_key_starts_its_
     assert!(!key_file.exists(), "a refused start makes no key");
 
     // --new-log-key: a new key, and the log started anew with a recorded reset.
-    let server = Server::start_serving(data.path(), &["--new-log-key"], &[]);
+    let server = Server::start_serving(data.path(), &["--new-log-key"], &at_resource());
     assert!(key_file.exists());
     let next = record(&server, &token, "home", "open the blinds");
     let proof = next["tlog_proof"].as_str().unwrap();
@@ -119,11 +158,20 @@ fn a_store_restored_without_its_log_key_is_refused_until_new_log_key_starts_its_
                                                   "action": "start a new decision log"}}}),
     );
     assert_ne!(found["result"]["isError"], true, "{found}");
+    let household_next = record(&server, &household_token, &household, "close the garage");
+    assert!(
+        household_next["tlog_proof"]
+            .as_str()
+            .unwrap()
+            .starts_with("c2sp.org/tlog-proof@v1\nindex 1\n"),
+        "the household's log was started anew too"
+    );
     let log = server.stop();
     assert!(log.contains("were started anew"), "{log}");
+    assert!(log.contains("\"logs\":2"), "both logs: {log}");
 
     // From then on it starts as any server does.
-    let server = Server::start(data.path(), &[]);
+    let server = Server::start(data.path(), &at_resource());
     record(&server, &token, "home", "close the blinds");
 }
 

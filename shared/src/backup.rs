@@ -75,7 +75,12 @@ pub async fn backup(config: &Config, path: &Path) -> anyhow::Result<Written> {
             path.display()
         );
     }
-    let log_key = dev_credentials::read_log_key(&config.data_dir)?;
+    // The key the server signs with: HEARTH_LOG_KEY when set (then the operator keeps it, and
+    // a stale file beside it is not the server's), else the data folder's.
+    let log_key = match config.credentials.log_key {
+        Some(_) => None,
+        None => dev_credentials::read_log_key(&config.data_dir)?,
+    };
     let dev = match dev_credentials::read(&config.data_dir) {
         Ok(_) => Some(std::fs::read(dev_credentials::path(&config.data_dir))?),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
@@ -150,9 +155,14 @@ fn carried(path: &Path) -> anyhow::Result<Carried> {
         );
     }
     let log_key = read(dev_credentials::LOG_KEY_FILE)?
-        .map(|bytes| String::from_utf8(bytes).map(|text| Secret::new(text.trim())))
+        .map(|bytes| String::from_utf8(bytes).map(|text| text.trim().to_owned()))
         .transpose()
         .map_err(|_| anyhow::anyhow!("the log key in {} is not text", path.display()))?;
+    // What the server accepts in a key file (dev_credentials::read_log_key).
+    if log_key.as_ref().is_some_and(|key| key.len() < 32) {
+        bail!("the log key in {} is too short to be one", path.display());
+    }
+    let log_key = log_key.map(Secret::new);
     Ok(Carried {
         log_key,
         dev_credentials: read(dev_credentials::FILE_NAME)?,
@@ -195,13 +205,30 @@ pub async fn restore(config: &Config, path: &Path) -> anyhow::Result<Restored> {
     }
     let copy = SqliteStore::open_copy(path)?;
     let keys = crate::app::log_keys(&checked);
+    let seed = checked
+        .credentials
+        .log_key
+        .as_ref()
+        .map(crate::config::log_key_seed)
+        .expect("checked above");
     let now_ms = unix_ms(SystemClock.now());
-    let heads = crate::log_key_start::check_heads(&copy, keys.as_deref(), now_ms).await?;
-    if !heads.unverified.is_empty() {
+    let heads = copy.signed_log_heads(now_ms).await?;
+    // Each head is checked under the key names its own checkpoint was signed with, so a
+    // restore run without the server's MCP_RESOURCE_URL (its host names the key) still
+    // checks the key, and then under the configured keys and identities.
+    let unverified = heads
+        .iter()
+        .filter(|(_, head)| {
+            !signed_with(&head.checkpoint, seed)
+                && !keys.as_ref().is_some_and(|keys| {
+                    crate::tlog::note::verify(&head.checkpoint, keys.verifiers()).is_ok()
+                })
+        })
+        .count();
+    if unverified > 0 {
         bail!(
-            "{} of the {} signed log heads in {} verify under neither its log key nor a configured identity (HEARTH_LOG_KEY_NAMES_PREVIOUS): nothing was restored",
-            heads.unverified.len(),
-            heads.signed,
+            "{unverified} of the {} signed log heads in {} verify under neither its log key nor a configured identity (HEARTH_LOG_KEY_NAMES_PREVIOUS): nothing was restored",
+            heads.len(),
             path.display()
         );
     }
@@ -214,8 +241,12 @@ pub async fn restore(config: &Config, path: &Path) -> anyhow::Result<Restored> {
         crate::private_files::create_dir(parent)?;
     }
     let restored = snapshot_into(path, &db)?;
+    // secure_delete: the dropped table's pages are zeroed, so the store alone never carries the
+    // log key or the credentials.
     restored
-        .execute_batch(&format!("DROP TABLE {TABLE}; PRAGMA journal_mode=WAL;"))
+        .execute_batch(&format!(
+            "PRAGMA secure_delete=ON; DROP TABLE {TABLE}; PRAGMA journal_mode=WAL;"
+        ))
         .with_context(|| format!("writing {}", db.display()))?;
     drop(restored);
     if let Some(key) = &carried.log_key {
@@ -231,8 +262,25 @@ pub async fn restore(config: &Config, path: &Path) -> anyhow::Result<Restored> {
         data_dir,
         db,
         households,
-        signed_log_heads: heads.signed,
+        signed_log_heads: heads.len(),
         log_key: carried.log_key.is_some(),
         dev_credentials: carried.dev_credentials.is_some(),
     })
+}
+
+/// Whether the key whose seed is `seed` signed `checkpoint`, under any of the key names its
+/// signature lines carry (`<host>/hearth-log/v<N>`).
+fn signed_with(checkpoint: &str, seed: [u8; 32]) -> bool {
+    checkpoint
+        .lines()
+        .filter_map(|line| line.strip_prefix("\u{2014} "))
+        .filter_map(|signature| signature.split_once(' ').map(|(name, _)| name))
+        .filter_map(|name| {
+            let (host, version) = name.split_once("/hearth-log/v")?;
+            Some((host, version.parse::<u32>().ok()?))
+        })
+        .any(|(host, version)| {
+            crate::transparency::LogKeys::new(host, &[(version, seed)])
+                .is_ok_and(|keys| crate::tlog::note::verify(checkpoint, keys.verifiers()).is_ok())
+        })
 }

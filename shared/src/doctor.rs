@@ -135,8 +135,18 @@ async fn examine_config(
     if !aws {
         checks.push(modes(&config));
     }
-    checks.push(log_key(&mut config, store.as_deref(), aws).await);
-    checks.push(resource_url(&config, resource));
+    // A deployment's log heads are signed under its public URL's host: without the URL the
+    // check would compare them with the wrong key name.
+    if aws && resource.is_none() {
+        checks.push(Check::new(
+            "log key",
+            Status::Skip,
+            "needs MCP_RESOURCE_URL: log heads are signed under its host",
+        ));
+    } else {
+        checks.push(log_key(&mut config, store.as_deref(), aws).await);
+    }
+    checks.push(resource_url(&config, resource, aws));
     checks.extend(witnesses(&config).await);
 }
 
@@ -147,6 +157,26 @@ fn sqlite_checks(
     path: &Path,
     checks: &mut Vec<Check>,
 ) -> Option<Box<dyn ChainStore>> {
+    let folder = &config.data_dir;
+    let fresh = !folder.join(dev_credentials::LOG_KEY_FILE).exists()
+        && !folder.join(dev_credentials::FILE_NAME).exists();
+    if !path.is_file() && fresh {
+        // A new installation: the server makes the store, and its key, at its first start.
+        checks.push(Check::new(
+            "store",
+            Status::Skip,
+            format!(
+                "no store yet at {}: the server creates it at its first start",
+                path.display()
+            ),
+        ));
+        checks.push(Check::new(
+            "clock",
+            Status::Skip,
+            "no store to compare with",
+        ));
+        return None;
+    }
     if !path.is_file() {
         checks.push(
             Check::new(
@@ -359,6 +389,17 @@ async fn log_key(config: &mut Config, store: Option<&dyn ChainStore>, aws: bool)
         Ok(heads) => heads,
         Err(error) => return Check::new("log key", Status::Fail, format!("{error:#}")),
     };
+    if config.credentials.log_key.is_none() && aws {
+        return Check::new(
+            "log key",
+            if heads.signed == 0 { Status::Warn } else { Status::Fail },
+            format!(
+                "the secrets hold no HEARTH_LOG_KEY, and the table holds {} signed log heads: logs grow unsigned and no receipt carries a proof",
+                heads.signed
+            ),
+        )
+        .fix("put the log key in the log secret (see the manual, Secrets)");
+    }
     if config.credentials.log_key.is_none() {
         if heads.signed == 0 {
             return Check::new(
@@ -396,22 +437,53 @@ async fn log_key(config: &mut Config, store: Option<&dyn ChainStore>, aws: bool)
             ),
         );
     }
+    let signing_as = keys
+        .as_ref()
+        .and_then(|keys| keys.published().into_iter().next())
+        .and_then(|key| key.vkey.split('+').next().map(str::to_owned))
+        .unwrap_or_default();
     let detail = format!(
-        "{unverified} of the {} signed log heads verify under neither the log key in {source} nor an identity in HEARTH_LOG_KEY_NAMES_PREVIOUS",
+        "{unverified} of the {} signed log heads verify under neither the log key in {source} (as {signing_as}, from MCP_RESOURCE_URL's host and HEARTH_LOG_KEY_VERSION) nor an identity in HEARTH_LOG_KEY_NAMES_PREVIOUS",
         heads.signed
     );
+    let earlier = if aws {
+        "PreviousLogVerifiers (HEARTH_LOG_KEY_NAMES_PREVIOUS) or the log secret's previous key"
+    } else {
+        "HEARTH_LOG_KEY_PREVIOUS or HEARTH_LOG_KEY_NAMES_PREVIOUS"
+    };
     if heads.mostly_unverified() {
-        Check::new("log key", Status::Fail, format!("{detail}: the server refuses to start"))
-            .fix("configure the earlier key or identity (HEARTH_LOG_KEY_PREVIOUS, HEARTH_LOG_KEY_NAMES_PREVIOUS), restore the key that signed them, or start with `hearth serve --new-log-key`")
+        let fix = if aws {
+            format!(
+                "check MCP_RESOURCE_URL and HEARTH_LOG_KEY_VERSION are the deployment's; configure the earlier key or identity ({earlier}), restore the log secret that signed them, or start the logs anew (hearth admin log reset)"
+            )
+        } else {
+            format!(
+                "check MCP_RESOURCE_URL and HEARTH_LOG_KEY_VERSION are the server's; configure the earlier key or identity ({earlier}), restore the key that signed them, or start with `hearth serve --new-log-key`"
+            )
+        };
+        let effect = if aws {
+            "every write to those chains is refused"
+        } else {
+            "the server refuses to start"
+        };
+        Check::new("log key", Status::Fail, format!("{detail}: {effect}")).fix(fix)
     } else {
         Check::new("log key", Status::Warn, format!("{detail}: their chains refuse appends"))
-            .fix("configure the identity that signed them in HEARTH_LOG_KEY_NAMES_PREVIOUS, or start those logs anew (hearth admin log reset)")
+            .fix(format!("configure the identity that signed them ({earlier}), or start those logs anew (hearth admin log reset)"))
     }
 }
 
 /// `MCP_RESOURCE_URL`: written in the form hosts compare, and https off loopback (the
 /// configuration already refuses plain http elsewhere).
-fn resource_url(config: &Config, written: Option<String>) -> Check {
+fn resource_url(config: &Config, written: Option<String>, aws: bool) -> Check {
+    if aws && written.is_none() {
+        return Check::new(
+            "resource url",
+            Status::Fail,
+            "MCP_RESOURCE_URL is not set: a deployment's tokens, discovery and log keys follow its public URL",
+        )
+        .fix("set MCP_RESOURCE_URL to the deployment's public URL of /mcp, as its functions have it");
+    }
     let Some(urls) = &config.urls else {
         return Check::new("resource url", Status::Fail, "MCP_RESOURCE_URL is not set")
             .fix("set MCP_RESOURCE_URL to the public URL of /mcp, as clients reach it");

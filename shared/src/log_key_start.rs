@@ -10,6 +10,10 @@
 //!   key or identity (every head, when the key is missing), and says what to do;
 //! - `serve --new-log-key` is the explicit way to begin a new identity: every log the key does
 //!   not verify is started anew with a recorded reset, as `hearth admin log reset` does.
+//!
+//! A store out of reach at start (a DynamoDB table during an outage) cannot be checked: the
+//! server starts as before (making a key if it has none), logs that the check was not made, and
+//! the next start or `hearth doctor` makes it.
 
 use std::path::PathBuf;
 
@@ -85,9 +89,24 @@ pub async fn settle(config: &mut Config, new_log_key: bool) -> anyhow::Result<()
     }
     let stores = crate::app::open_stores(config).await?;
     let now_ms = unix_ms(SystemClock.now());
+    // A store out of reach at start (a DynamoDB table during an outage) is an outage, not a
+    // misconfiguration: the server starts, and what needs the store says it is unavailable.
+    // The check is then left to the next start, and to `hearth doctor`.
+    let unchecked = |error: anyhow::Error| {
+        tracing::error!(
+            error = %format!("{error:#}"),
+            "the log key could not be checked against the store, which is out of reach; restart once it is back, or run hearth doctor"
+        );
+    };
     let missing_key = config.credentials.log_key.is_none();
     if missing_key {
-        let heads = check_heads(stores.chains.as_ref(), None, now_ms).await?;
+        let heads = match check_heads(stores.chains.as_ref(), None, now_ms).await {
+            Ok(heads) => heads,
+            Err(error) => {
+                unchecked(error);
+                HeadsChecked::default()
+            }
+        };
         if heads.signed > 0 && !new_log_key {
             bail!(
                 "{store} holds {n} signed log heads, but the key that signed them is missing: {file} does not exist and HEARTH_LOG_KEY is not set. Restore {file} from the backup the store came from (`hearth admin restore` brings both back), or start with `hearth serve --new-log-key` to start every log anew under a new key (receipts kept from the old logs will then check as replaced)",
@@ -103,7 +122,13 @@ pub async fn settle(config: &mut Config, new_log_key: bool) -> anyhow::Result<()
         tracing::info!(file = %key_file.display(), "made a new log key");
     }
     let keys = crate::app::log_keys(config);
-    let heads = check_heads(stores.chains.as_ref(), keys.as_deref(), now_ms).await?;
+    let heads = match check_heads(stores.chains.as_ref(), keys.as_deref(), now_ms).await {
+        Ok(heads) => heads,
+        Err(error) => {
+            unchecked(error);
+            return Ok(());
+        }
+    };
     drop(stores);
     if heads.unverified.is_empty() {
         return Ok(());

@@ -274,6 +274,13 @@ pub enum ConfigError {
     TwoCredentialSources { name: &'static str },
 }
 
+/// The signing seed of the log key `secret`: the SHA-256 of it, so any secret string will do.
+/// The key's version and host only name it.
+pub fn log_key_seed(secret: &Secret) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(format!("hearth log key\n{}", secret.expose())).into()
+}
+
 impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|name| std::env::var(name).ok())
@@ -582,10 +589,7 @@ impl Config {
     /// version before). Each seed is the SHA-256 of its secret, so any secret string will do.
     /// Empty without a log key.
     pub fn log_key_seeds(&self) -> Vec<(u32, [u8; 32])> {
-        let seed = |secret: &Secret| -> [u8; 32] {
-            use sha2::{Digest, Sha256};
-            Sha256::digest(format!("hearth log key\n{}", secret.expose())).into()
-        };
+        let seed = log_key_seed;
         let Some(current) = &self.credentials.log_key else {
             return Vec::new();
         };
