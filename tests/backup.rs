@@ -10,37 +10,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::process::Server;
+use common::process::{Server, dev_judge_token as judge_token};
 use serde_json::{Value, json};
 
 const HOUSEHOLDS: [&str; 3] = ["north", "south", "west"];
 
-fn judge_token(data: &Path) -> String {
-    let stored: Value =
-        serde_json::from_str(&std::fs::read_to_string(data.join("dev-credentials.json")).unwrap())
-            .unwrap();
-    stored["judge_token"].as_str().unwrap().to_owned()
-}
-
 /// `hearth admin --data-dir DATA ARGS --json`: its exit code and its one JSON object.
 fn admin(data: &Path, args: &[&str]) -> (i32, Value) {
-    let output = Command::new(env!("CARGO_BIN_EXE_hearth"))
-        .env_clear()
-        .arg("admin")
-        .arg("--data-dir")
-        .arg(data)
-        .args(args)
-        .arg("--json")
-        .output()
-        .unwrap();
-    let answer = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
-        panic!(
-            "{args:?}: not one JSON object ({error}): {}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
-    (output.status.code().unwrap(), answer)
+    common::process::admin(data, &[], args)
 }
 
 fn call(server: &Server, token: &str, tool: &str, arguments: Value) -> Value {

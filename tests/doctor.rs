@@ -82,11 +82,8 @@ fn a_healthy_setup_passes_and_each_broken_part_is_named() {
     let parent = tempfile::tempdir().unwrap();
     let data = parent.path().join("data");
     let server = Server::start(&data, &[]);
-    let stored: Value =
-        serde_json::from_str(&std::fs::read_to_string(data.join("dev-credentials.json")).unwrap())
-            .unwrap();
     let (status, body) = server.rpc(
-        stored["judge_token"].as_str().unwrap(),
+        &common::process::dev_judge_token(&data),
         &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
             "name": "record_decision", "arguments": {"household_id": "home", "action": "dim the lights",
             "reason": "because", "inputs": {}, "approver": "Dana"}}}),

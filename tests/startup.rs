@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::process::{Server, free_port};
+use common::process::{Server, dev_judge_token as judge_token, free_port};
 use serde_json::{Value, json};
 
 /// One URL for every server of a test, whatever port each listens on: household tokens name it
@@ -18,14 +18,6 @@ const RESOURCE: &str = "http://127.0.0.1:8790/mcp";
 
 fn at_resource() -> Vec<(&'static str, String)> {
     vec![("MCP_RESOURCE_URL", RESOURCE.to_owned())]
-}
-
-/// The development judge token the server wrote into `data`.
-fn judge_token(data: &Path) -> String {
-    let stored: Value =
-        serde_json::from_str(&std::fs::read_to_string(data.join("dev-credentials.json")).unwrap())
-            .unwrap();
-    stored["judge_token"].as_str().unwrap().to_owned()
 }
 
 /// Records a decision for the household label `household` with the judge token; returns the
@@ -78,25 +70,14 @@ fn refused_start(data: &Path, args: &[&str], vars: &[(&str, String)]) -> (i32, S
     )
 }
 
-/// `hearth admin --data-dir DATA ARGS --json`, which must succeed: its one JSON object.
+/// `hearth admin --data-dir DATA ARGS --json` for the servers at [`RESOURCE`], which must
+/// succeed: its one JSON object.
 fn admin_json(data: &Path, args: &[&str]) -> Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_hearth"))
-        .env_clear()
-        // The servers' URL, which a token's audience must be.
-        .env("MCP_RESOURCE_URL", RESOURCE)
-        .arg("admin")
-        .arg("--data-dir")
-        .arg(data)
-        .args(args)
-        .arg("--json")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&output.stdout)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+    // The servers' URL, which a token's audience must be.
+    let (code, answer) =
+        common::process::admin(data, &[("MCP_RESOURCE_URL", RESOURCE.to_owned())], args);
+    assert_eq!(code, 0, "{args:?}: {answer}");
+    answer
 }
 
 fn names(dir: &Path) -> Vec<String> {

@@ -125,3 +125,39 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// The development judge token a server wrote into its data folder.
+pub fn dev_judge_token(data_dir: &std::path::Path) -> String {
+    let stored: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(data_dir.join("dev-credentials.json")).unwrap(),
+    )
+    .unwrap();
+    stored["judge_token"].as_str().unwrap().to_owned()
+}
+
+/// `hearth admin --data-dir DIR ARGS --json` in a cleared environment plus `vars`: its exit
+/// code and the one JSON object it printed (a failure if it printed anything else).
+pub fn admin(
+    data_dir: &std::path::Path,
+    vars: &[(&str, String)],
+    args: &[&str],
+) -> (i32, serde_json::Value) {
+    let output = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .env_clear()
+        .envs(vars.iter().map(|(name, value)| (*name, value.as_str())))
+        .arg("admin")
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let answer = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!(
+            "{args:?}: not one JSON object ({error}): {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (output.status.code().unwrap(), answer)
+}

@@ -69,8 +69,10 @@ def test_every_function_builds_with_cargo_lambda_on_provided_al2023():
 
 
 def read_names():
-    """Environment variable names the product code reads: every string literal that is one."""
-    pattern = re.compile(r'"((?:HEARTH|MCP|COUNTERSIGN|AION|POLLY|AWS|RUST)_[A-Z0-9_]+)"')
+    """Environment variable names the product code reads: every string literal that is one,
+    but for `env!("…")`, which names a variable of the build (build.rs), not of the running
+    function."""
+    pattern = re.compile(r'(?<!env!\()"((?:HEARTH|MCP|COUNTERSIGN|AION|POLLY|AWS|RUST)_[A-Z0-9_]+)"')
     names = {"RUST_LOG"}  # read by tracing's EnvFilter::try_from_default_env
     for folder in ["shared/src", "src", "functions"]:
         for path in (ROOT / folder).rglob("*.rs"):

@@ -1038,6 +1038,21 @@ async fn append_logged_until(
     leaf: u8,
     retires: Option<i64>,
 ) -> Result<LogHead, StoreError> {
+    append_growing(store, key, now, |log| {
+        let mut grown = log_append(log, leaf);
+        grown.head.expires_at_ms = retires;
+        grown
+    })
+    .await
+}
+
+/// Appends one record to `key` with its log grown as `grow` says from the head read.
+async fn append_growing(
+    store: &dyn ChainStore,
+    key: &ChainKey,
+    now: i64,
+    grow: impl FnOnce(Option<&LogHead>) -> LogAppend,
+) -> Result<LogHead, StoreError> {
     let (window, log) = store.load_for_append(key, now).await.unwrap();
     let mut append = Append::next(
         window.as_ref().map(|w| &w.head),
@@ -1051,8 +1066,7 @@ async fn append_logged_until(
         now,
         sealed,
     );
-    let mut grown = log_append(log.as_ref(), leaf);
-    grown.head.expires_at_ms = retires;
+    let grown = grow(log.as_ref());
     append.log = Some(grown.clone());
     store.append(key, append, now).await?;
     Ok(grown.head)
@@ -1164,24 +1178,13 @@ pub async fn every_kept_signed_log_head_is_listed_with_its_chain(backend: Backen
     let retiring = append_logged_until(store, &key("retiring"), NOW, 2, Some(NOW + HOUR))
         .await
         .unwrap();
-    let unsigned = key("unsigned");
-    let (window, log) = store.load_for_append(&unsigned, NOW).await.unwrap();
-    let mut append = Append::next(
-        window.as_ref().map(|w| &w.head),
-        window.as_ref().map_or(&[], |w| &w.records),
-        hearth_core::store::Retention {
-            window_ms: HOUR,
-            capacity: 3,
-            max_live_chains: 8,
-            max_logs: 8,
-        },
-        NOW,
-        sealed,
-    );
-    let mut grown = log_append(log.as_ref(), 3);
-    grown.head.checkpoint = String::new();
-    append.log = Some(grown);
-    store.append(&unsigned, append, NOW).await.unwrap();
+    append_growing(store, &key("unsigned"), NOW, |log| {
+        let mut grown = log_append(log, 3);
+        grown.head.checkpoint = String::new();
+        grown
+    })
+    .await
+    .unwrap();
 
     let mut listed = store.signed_log_heads(NOW).await.unwrap();
     listed.sort_by(|a, b| a.0.name.cmp(&b.0.name));
