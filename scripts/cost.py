@@ -67,17 +67,35 @@ PRICES = {
 }
 
 # What every deployment pays whatever its traffic: the template's four secrets
-# (docs/src/aws/secrets.md) and its alarms, and the metrics the request lines make: five per
-# function (Requests, Errors, Throttled, ToolErrors, Latency, by Function) for the three
-# functions, and five per tool a profile calls (by Function and Tool).
+# (docs/src/aws/secrets.md) and its alarms, and the custom metrics the log lines make, by
+# HEARTH_METRICS (the template's MetricDetail):
+# - function: three over the whole deployment (Throttled, ToolErrors, WitnessRefusals), each
+#   written only on a line that counts one, so billed only for the hours that have one: the
+#   model counts all three every hour, an upper bound;
+# - tool: those three, five per function (Requests, Errors, Throttled, ToolErrors, Latency, by
+#   Function) for the three functions, five per tool a profile calls (by Function and Tool),
+#   and WitnessRefusals by Function;
+# - off: none, and no alarm that reads one (Condition: HasMetrics).
 SECRETS = 4
 FUNCTIONS = 3
 METRICS_PER_DIMENSION = 5
+DEPLOYMENT_WIDE_METRICS = 3
+METRIC_DETAILS = ("function", "tool", "off")
 
 
-def alarms_in_template():
-    text = (ROOT / "infra" / "template.yaml").read_text()
-    return text.count("Type: AWS::CloudWatch::Alarm")
+def custom_metrics(detail, tools):
+    """The custom metrics a deployment at `detail` makes when a profile calls `tools` tools."""
+    return {"function": DEPLOYMENT_WIDE_METRICS,
+            "tool": DEPLOYMENT_WIDE_METRICS + METRICS_PER_DIMENSION * (FUNCTIONS + tools) + 1,
+            "off": 0}[detail]
+
+
+def alarms_in_template(detail="function"):
+    """The template's alarms a deployment at `detail` has: those that read a custom metric
+    exist only while metrics are on."""
+    blocks = (ROOT / "infra" / "template.yaml").read_text().split("Type: AWS::CloudWatch::Alarm")[1:]
+    needing_metrics = sum(1 for block in blocks if block.lstrip().startswith("Condition: HasMetrics"))
+    return len(blocks) - (needing_metrics if detail == "off" else 0)
 
 # The functions' memory (infra/template.yaml, MemorySize) and how long logs are kept by
 # default (LogRetentionDays).
@@ -657,10 +675,12 @@ def measure(args):
                 COUNTERSIGN_JUDGE="rules",
                 HEARTH_RATE_LIMIT_PER_SUBJECT="100000",
                 HEARTH_RATE_LIMIT_PER_IP="100000",
+                HEARTH_METRICS=args.metrics,
             )
             server = subprocess.Popen([args.lambda_bootstrap], env=function_env, stdout=log_file, stderr=log_file)
         else:
-            server = subprocess.Popen([args.hearth], env=dict(env, HEARTH_ADDR=f"127.0.0.1:{port}"),
+            server = subprocess.Popen([args.hearth], env=dict(env, HEARTH_ADDR=f"127.0.0.1:{port}",
+                                                          HEARTH_METRICS=args.metrics),
                                       stdout=subprocess.DEVNULL, stderr=log_file)
     try:
         if not gateway:
@@ -693,6 +713,7 @@ def measure(args):
         "served_by": ("the MCP function's Lambda binary through a loopback runtime API"
                       if gateway else "the local server"),
         "rounds": args.rounds,
+        "metrics": args.metrics,
         "tools": measured,
     }
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
@@ -707,16 +728,23 @@ def measure(args):
 APPENDING = ("record_decision", "propose_purchase", "confirm_purchase", "decide_request", "list_waiting")
 
 
+def metric_detail(measured):
+    """The HEARTH_METRICS a measurement ran at: its log bytes are that level's lines.
+    Measurements from before the setting carried every metric, as `tool` does now."""
+    return measured.get("metrics", "tool")
+
+
 def monthly(measured, profile, households, prices=PRICES, witness_ms=0, alarms=None):
     """Dollars per month, by line, for `households` following `profile`; `witness_ms` is how
     long an append waits for its witnesses' cosignatures (the slowest one it needs)."""
-    alarms = alarms_in_template() if alarms is None else alarms
+    detail = metric_detail(measured)
+    alarms = alarms_in_template(detail) if alarms is None else alarms
     tools = [name for name in profile if name not in ("tools/list", "initialize")]
     lines = {"DynamoDB requests": 0.0, "DynamoDB storage": 0.0, "Lambda": 0.0,
              "API Gateway": 0.0, "CloudWatch Logs": 0.0,
              "Fixed (secrets, alarms, metrics)": SECRETS * prices["secrets_manager_secret_month"]
              + alarms * prices["cloudwatch_alarm_month"]
-             + METRICS_PER_DIMENSION * (FUNCTIONS + len(tools)) * prices["cloudwatch_metric_month"]}
+             + custom_metrics(detail, len(tools)) * prices["cloudwatch_metric_month"]}
     for name, per_day in profile.items():
         tool = measured["tools"].get(name)
         if tool is None:
@@ -749,7 +777,7 @@ def model(args):
     print()
     on_lambda = all("lambda_ms_median" in tool for tool in measured["tools"].values())
     time_column = "Lambda Duration ms (median; billed, mean)" if on_lambda else "handler ms (median)"
-    print(f"Served by {measured.get('served_by', 'the local server')}.")
+    print(f"Served by {measured.get('served_by', 'the local server')}, with HEARTH_METRICS={metric_detail(measured)}.")
     print()
     print(f"| Per call | DynamoDB requests | read units | write units | stored bytes | log bytes | {time_column} |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
@@ -779,6 +807,8 @@ def main():
     m.add_argument("--moto-port", type=int, required=True)
     m.add_argument("--rounds", type=int, default=10)
     m.add_argument("--out", required=True)
+    m.add_argument("--metrics", choices=METRIC_DETAILS, default="function",
+                   help="HEARTH_METRICS for the measured function (default function, as deployed)")
     m.add_argument("--lambda-bootstrap",
                    help="the MCP function's Lambda binary (target/lambda/hearth-mcp/bootstrap): serve the "
                         "calls through it, on a loopback runtime API, instead of the local server")

@@ -8,6 +8,7 @@ use base64::Engine;
 use common::capture::Captured;
 use common::{CLIENT_ID, CLIENT_SECRET, JWT_SECRET, TOKEN, basic, harness, request};
 use hearth_core::chain::sha256_hex;
+use hearth_core::config::MetricDetail;
 use serde_json::{Value, json};
 
 const REASON: &str = "Grandma asked quietly for the blinds";
@@ -17,7 +18,8 @@ const SPOKEN: &str = "Read this sentence aloud please";
 
 #[tokio::test]
 async fn a_whole_session_logs_no_credential_and_nothing_the_caller_wrote() {
-    let (captured, _default) = Captured::installed();
+    // At `tool`, the most a line carries: every request metric, by function and by tool.
+    let (captured, _default) = Captured::installed_with(MetricDetail::Tool);
     let h = harness(&[]);
     let form = "application/x-www-form-urlencoded";
     let client = basic(CLIENT_ID, CLIENT_SECRET);
@@ -417,11 +419,12 @@ async fn a_linking_session_logs_no_code_token_or_state() {
     }
 }
 
-/// Each request line carries its metrics: a tool call's `isError` result counts as a tool
-/// error, by function and tool; a refusal by the HTTP layer is counted by function only.
+/// At `HEARTH_METRICS=tool` each request line carries its metrics: a tool call's `isError`
+/// result counts as a tool error, by function and tool; a refusal by the HTTP layer is counted
+/// by function only.
 #[tokio::test]
-async fn request_lines_count_tool_errors_by_tool() {
-    let (captured, _logs) = Captured::installed();
+async fn at_tool_request_lines_count_tool_errors_by_tool() {
+    let (captured, _logs) = Captured::installed_with(MetricDetail::Tool);
     let h = common::harness(&[]);
     let record = json!({"household_id": "home", "action": "dim lights", "reason": "movie",
         "inputs": {}, "approver": "Parent"});
@@ -460,9 +463,56 @@ async fn request_lines_count_tool_errors_by_tool() {
         ]
     );
     assert_eq!(
-        lines[1]["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+        lines[1]["_aws"]["CloudWatchMetrics"][1]["Dimensions"],
         json!([["Function"], ["Function", "Tool"]])
     );
+}
+
+/// By default (`HEARTH_METRICS=function`) a line carries a metric only when something
+/// happened that AWS's own metrics cannot count: a tool error, or a 429 from Hearth's limiter,
+/// each over the whole deployment. A call that went well is a plain log line.
+#[tokio::test]
+async fn by_default_only_a_tool_error_or_a_429_is_counted_over_the_deployment() {
+    let (captured, _logs) = Captured::installed();
+    let h = harness(&[("HEARTH_RATE_LIMIT_PER_SUBJECT", "2")]);
+    let record = json!({"household_id": "home", "action": "dim lights", "reason": "movie",
+        "inputs": {}, "approver": "Parent"});
+    common::call_tool(&h.router, "record_decision", record).await;
+    common::call_tool(
+        &h.router,
+        "record_decision",
+        json!({"household_id": "home"}),
+    )
+    .await;
+    let explain = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "explain_why", "arguments": {"household_id": "home", "action": "dim lights"}}});
+    assert_eq!(common::rpc(&h.router, &explain).await.status, 429);
+
+    let lines = captured.request_lines();
+    let counted: Vec<(&Value, Option<&Value>, Option<&Value>)> = lines
+        .iter()
+        .map(|l| (&l["status"], l.get("ToolErrors"), l.get("Throttled")))
+        .collect();
+    assert_eq!(
+        counted,
+        [
+            (&json!(200), None, None),
+            (&json!(200), Some(&json!(1)), None),
+            (&json!(429), None, Some(&json!(1))),
+        ]
+    );
+    assert!(lines[0].get("_aws").is_none(), "{}", lines[0]);
+    for (line, metric) in [(&lines[1], "ToolErrors"), (&lines[2], "Throttled")] {
+        assert_eq!(
+            line["_aws"]["CloudWatchMetrics"],
+            json!([{"Namespace": "Hearth", "Dimensions": [[]],
+                "Metrics": [{"Name": metric, "Unit": "Count"}]}]),
+            "{line}"
+        );
+        for per_call in ["Requests", "Errors", "Latency", "Tool"] {
+            assert!(line.get(per_call).is_none(), "{per_call}: {line}");
+        }
+    }
 }
 
 /// A line names no more than the request's verdict let Hearth learn: one refused after

@@ -477,10 +477,13 @@ async fn a_witness_ahead_by_a_later_append_is_no_refusal() {
     use hearth_core::witnessing::Witnesses;
 
     let sink = Captured::default();
-    let _logs = tracing::subscriber::set_default(hearth_core::telemetry::subscriber({
-        let sink = sink.clone();
-        move || sink.clone()
-    }));
+    let _logs = tracing::subscriber::set_default(hearth_core::telemetry::subscriber(
+        {
+            let sink = sink.clone();
+            move || sink.clone()
+        },
+        hearth_core::config::MetricDetail::default(),
+    ));
     let witness = RunningWitness::start(41, Duration::ZERO).await;
     witness.trust(&log_vkey());
     let text = policy_text(&[("hub", &witness)], "quorum hub");

@@ -8,12 +8,14 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use hearth_core::auth::Caller;
+use hearth_core::config::MetricDetail;
 use hearth_core::telemetry::{RequestLog, subscriber};
 use http::StatusCode;
 
 fn request_line(c: &mut Criterion) {
     let caller = Caller::unattested("5f2b".repeat(16));
-    tracing::subscriber::with_default(subscriber(std::io::sink), || {
+    // The most a line carries: every request metric, by function and by tool.
+    tracing::subscriber::with_default(subscriber(std::io::sink, MetricDetail::Tool), || {
         c.bench_function("tool_call_request_line", |b| {
             b.iter(|| {
                 let mut log = RequestLog::new(black_box("3f9a1c0e5b7d2468".to_owned()));

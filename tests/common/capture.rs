@@ -3,14 +3,22 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
+use hearth_core::config::MetricDetail;
+
 /// A log sink for this thread, installed by [`Captured::installed`] (which keeps tracing's
 /// per-callsite interest cache from hiding lines a sibling test's thread reached first).
 #[derive(Clone, Default)]
 pub struct Captured(pub Arc<Mutex<Vec<u8>>>);
 
 impl Captured {
-    /// A sink installed as the production subscriber on this thread until the guard drops.
+    /// A sink installed as the production subscriber, with its default metrics, on this
+    /// thread until the guard drops.
     pub fn installed() -> (Self, tracing::subscriber::DefaultGuard) {
+        Self::installed_with(MetricDetail::default())
+    }
+
+    /// [`Captured::installed`], its lines carrying the metrics `detail` asks for.
+    pub fn installed_with(detail: MetricDetail) -> (Self, tracing::subscriber::DefaultGuard) {
         // While exactly one dispatcher is registered, tracing-core decides a callsite's
         // interest from the default of whichever thread reaches it first: a sibling test's
         // thread, without a subscriber, caches "never" process-wide and this sink misses the
@@ -20,10 +28,10 @@ impl Captured {
         SECOND.get_or_init(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()));
         let captured = Self::default();
         let sink = captured.clone();
-        let guard =
-            tracing::subscriber::set_default(hearth_core::telemetry::subscriber(move || {
-                sink.clone()
-            }));
+        let guard = tracing::subscriber::set_default(hearth_core::telemetry::subscriber(
+            move || sink.clone(),
+            detail,
+        ));
         (captured, guard)
     }
 

@@ -321,6 +321,37 @@ def test_alarms_cover_errors_throttles_latency_and_the_table():
         assert f"`{alarm}`" in runbook, f"{alarm} has no entry in docs/src/aws/alarms.md"
 
 
+def test_the_alarms_read_only_the_custom_metrics_the_default_metric_detail_writes():
+    """At MetricDetail=function (the default) the functions write three custom metrics, with no
+    dimensions (shared/src/telemetry/metrics.rs); an alarm that reads one exists only while
+    metrics are on, and reads it as written."""
+    parameter = TEMPLATE["Parameters"]["MetricDetail"]
+    assert (parameter["Default"], parameter["AllowedValues"]) == ("function", ["function", "tool", "off"])
+    environment = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
+    assert environment["HEARTH_METRICS"] == {"Ref": "MetricDetail"}
+    assert TEMPLATE["Conditions"]["HasMetrics"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "MetricDetail"}, "off"]}]}
+    default_metrics = {"Throttled", "ToolErrors", "WitnessRefusals"}
+    reading_custom = []
+    for name, resource in RESOURCES.items():
+        if resource["Type"] != "AWS::CloudWatch::Alarm":
+            continue
+        properties = resource["Properties"]
+        stats = ([properties] if "MetricName" in properties
+                 else [m["MetricStat"]["Metric"] for m in properties["Metrics"] if "MetricStat" in m])
+        custom = [stat for stat in stats if stat["Namespace"] == "Hearth"]
+        if custom:
+            reading_custom.append(name)
+            assert resource.get("Condition") == "HasMetrics", name
+            for stat in custom:
+                assert stat["MetricName"] in default_metrics and "Dimensions" not in stat, (name, stat)
+        else:
+            assert "Condition" not in resource, name
+    assert sorted(reading_custom) == ["Api429RateAlarm", "WitnessRefusalsAlarm"]
+    # The rate alarm's 429s are written only on a 429: a period without one counts as 0.
+    rate = RESOURCES["Api429RateAlarm"]["Properties"]["Metrics"][0]["Expression"]
+    assert "FILL(throttled, 0)" in rate
+
+
 def test_the_dashboard_shows_every_function_the_api_the_table_and_the_tools():
     body = RESOURCES["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
     names = set(re.findall(r"\$\{([A-Za-z:]+)\}", body))
@@ -331,6 +362,10 @@ def test_the_dashboard_shows_every_function_the_api_the_table_and_the_tools():
                    "ConditionalCheckFailedRequests", "WriteThrottleEvents"]:
         assert f'"{metric}"' in text, metric
     assert "SEARCH('{Hearth,Function,Tool} MetricName=\\\"Latency\\\"" in text
+    # The deployment-wide counts, as MetricDetail=function writes them: no dimensions.
+    hearth = [widget["properties"]["metrics"] for widget in widgets
+              if any(metric[0] == "Hearth" for metric in widget["properties"].get("metrics", []))]
+    assert hearth == [[["Hearth", "Throttled"], [".", "ToolErrors"], [".", "WitnessRefusals"]]], hearth
 
 
 def test_the_manuals_template_and_table_access_tables_are_generated_from_the_template():

@@ -78,13 +78,31 @@ def test_a_month_is_the_profiles_calls_priced_line_by_line():
     billed_seconds = 5 / 1000
     assert lines["Lambda"] == pytest.approx(
         calls * (prices["lambda_request"] + billed_seconds * 0.25 * prices["lambda_gb_second"]))
+    # A measurement from before HEARTH_METRICS carried every metric, as `tool` does now.
     assert lines["Fixed (secrets, alarms, metrics)"] == pytest.approx(
-        4 * 0.40 + 6 * 0.10 + 5 * (3 + 1) * 0.30)
+        4 * 0.40 + 6 * 0.10 + (3 + 5 * (3 + 1) + 1) * 0.30)
     with_witnesses = cost.monthly(measured, {"record_decision": 10}, 1000, witness_ms=50, alarms=6)
     assert with_witnesses["Lambda"] == pytest.approx(
         calls * (prices["lambda_request"] + math.ceil(4.2 + 50) / 1000 * 0.25 * prices["lambda_gb_second"]))
     with pytest.raises(SystemExit):
         cost.monthly(measured, {"explain_why": 1}, 10)
+
+
+def test_the_fixed_costs_follow_the_metrics_the_measurement_ran_at():
+    tool = {"read_units": 0, "write_units": 0, "stored_bytes": 0, "log_bytes": 0,
+            "handler_ms_mean": 1, "handler_ms_median": 1, "dynamodb_requests": {}, "calls": 1}
+    profile = {"tools/list": 5, "explain_why": 1, "get_trace": 1}
+
+    def fixed(detail):
+        measured = {"metrics": detail, "tools": {name: tool for name in profile}}
+        return cost.monthly(measured, profile, 10)["Fixed (secrets, alarms, metrics)"]
+
+    # Two of the template's twelve alarms read a custom metric, and exist only while there are
+    # metrics (Condition: HasMetrics).
+    assert (cost.alarms_in_template("function"), cost.alarms_in_template("off")) == (12, 10)
+    assert fixed("function") == pytest.approx(4 * 0.40 + 12 * 0.10 + 3 * 0.30)
+    assert fixed("tool") == pytest.approx(4 * 0.40 + 12 * 0.10 + (3 + 5 * (3 + 2) + 1) * 0.30)
+    assert fixed("off") == pytest.approx(4 * 0.40 + 10 * 0.10)
 
 
 def test_lambdas_duration_replaces_the_handlers_time_where_it_was_measured():

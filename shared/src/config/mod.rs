@@ -124,6 +124,9 @@ pub struct Config {
     /// `HEARTH_MAX_CONNECTIONS` (default 512): connections a local server holds open at once;
     /// past it, new ones wait in the kernel's backlog.
     pub max_connections: usize,
+    /// `HEARTH_METRICS`, default `function`: applied by the log subscriber, which reads it
+    /// through [`LogSettings`] before this configuration; kept here so a bad value is refused.
+    pub metrics: MetricDetail,
     /// `HEARTH_TOOLSETS`, default every known toolset.
     pub toolsets: Vec<String>,
     pub rate_limits: RateLimits,
@@ -178,12 +181,48 @@ pub struct DeviceSettings {
 }
 
 /// How an entry point logs, read before anything else so that a configuration error is
-/// logged too: `RUST_LOG` (the filter) and `AWS_LAMBDA_FUNCTION_NAME` (the metrics'
-/// `Function` dimension, `local` off Lambda).
+/// logged too: `RUST_LOG` (the filter), `AWS_LAMBDA_FUNCTION_NAME` (the metrics'
+/// `Function` dimension, `local` off Lambda) and `HEARTH_METRICS` (which metrics the lines
+/// carry). Read leniently, so that logging always starts: an invalid `HEARTH_METRICS` counts
+/// as the default here, and [`Config::from_lookup`] refuses it.
 #[derive(Debug, Clone, Default)]
 pub struct LogSettings {
     pub filter: Option<String>,
     pub function_name: Option<String>,
+    pub metrics: MetricDetail,
+}
+
+/// `HEARTH_METRICS`: which CloudWatch metrics the log lines embed. Each metric a month is
+/// billed, so the default keeps only what the alarms and the dashboard read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MetricDetail {
+    /// `function`: three deployment-wide counts, each written only when it is not zero:
+    /// `Throttled` (Hearth's own 429s), `ToolErrors` and `WitnessRefusals`. The rest (calls,
+    /// errors, durations, per function) comes from AWS's own metrics at no charge.
+    #[default]
+    Function,
+    /// `tool`: those three, and `Requests`, `Errors`, `Throttled`, `ToolErrors` and
+    /// `Latency` by `Function` and by `Function` and `Tool` on every request line.
+    Tool,
+    /// `off`: no metrics; the lines are plain JSON logs.
+    Off,
+}
+
+impl MetricDetail {
+    pub fn parse(value: Option<&str>) -> Result<Self, ConfigError> {
+        match value
+            .map(|value| value.trim().to_ascii_lowercase())
+            .as_deref()
+        {
+            None | Some("function") => Ok(Self::Function),
+            Some("tool") => Ok(Self::Tool),
+            Some("off") => Ok(Self::Off),
+            Some(_) => Err(ConfigError::Invalid {
+                name: "HEARTH_METRICS",
+                reason: "expected function, tool or off".into(),
+            }),
+        }
+    }
 }
 
 impl LogSettings {
@@ -196,6 +235,7 @@ impl LogSettings {
         Self {
             filter: get("RUST_LOG"),
             function_name: get("AWS_LAMBDA_FUNCTION_NAME"),
+            metrics: MetricDetail::parse(get("HEARTH_METRICS").as_deref()).unwrap_or_default(),
         }
     }
 }
@@ -535,6 +575,8 @@ impl Config {
         };
         let max_connections =
             connection_cap(get("HEARTH_MAX_CONNECTIONS"), "HEARTH_MAX_CONNECTIONS")?;
+        // Applied by the log subscriber (LogSettings); read here so a bad value stops the start.
+        let metrics = MetricDetail::parse(get("HEARTH_METRICS").as_deref())?;
         let witnesses = witness::submission(&get, runtime)?;
         let device = DeviceSettings {
             token: get("HEARTH_TOKEN").map(|token| Secret::new(token.trim())),
@@ -574,6 +616,7 @@ impl Config {
             extra_hosts: split_list(&get("HEARTH_ALLOWED_HOSTS").unwrap_or_default()),
             trusted_proxies,
             max_connections,
+            metrics,
             toolsets,
             rate_limits,
         })
@@ -1049,6 +1092,35 @@ mod tests {
                 "{value}"
             );
         }
+    }
+
+    #[test]
+    fn metrics_are_function_tool_or_off_and_anything_else_stops_the_start() {
+        assert_eq!(config(&[]).unwrap().metrics, MetricDetail::Function);
+        for (value, detail) in [
+            ("function", MetricDetail::Function),
+            ("Tool", MetricDetail::Tool),
+            (" off ", MetricDetail::Off),
+        ] {
+            assert_eq!(
+                config(&[("HEARTH_METRICS", value)]).unwrap().metrics,
+                detail
+            );
+        }
+        let error = config(&[("HEARTH_METRICS", "tools")]).unwrap_err();
+        assert!(error.to_string().contains("HEARTH_METRICS"), "{error}");
+        // The log subscriber starts whatever the value, so that the refusal is logged.
+        let lookup = |value: &'static str| {
+            move |name: &str| (name == "HEARTH_METRICS").then(|| value.to_owned())
+        };
+        assert_eq!(
+            LogSettings::from_lookup(lookup("tools")).metrics,
+            MetricDetail::Function
+        );
+        assert_eq!(
+            LogSettings::from_lookup(lookup("off")).metrics,
+            MetricDetail::Off
+        );
     }
 
     #[test]

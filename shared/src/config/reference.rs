@@ -304,6 +304,11 @@ pub const SETTINGS: &[Setting] = &[
         meaning: r#"The `Function` dimension of the `Hearth` metrics"#,
     },
     Setting {
+        names: r#"`HEARTH_METRICS`"#,
+        default: r#"`function`"#,
+        meaning: r#"Which CloudWatch metrics the log lines embed (the template's `MetricDetail`): `function`, three deployment-wide counts written only when not zero (`Throttled`, `ToolErrors`, `WitnessRefusals`), all the alarms and the dashboard need; `tool`, also `Requests`, `Errors`, `Throttled`, `ToolErrors` and `Latency` by function and by tool on every line (five metrics a tool, $1.50 a month each); `off`, none (see [Alarms](../aws/alarms.md))"#,
+    },
+    Setting {
         names: r#"`HEARTH_LOG_FORMAT`"#,
         default: r#"`text` at a terminal, `json` otherwise"#,
         meaning: r#"How log lines are written (`--log-format`); the functions always write JSON, which CloudWatch reads. Local only"#,

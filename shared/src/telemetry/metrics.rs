@@ -1,0 +1,526 @@
+//! The lines that carry metrics: one per request and one per witness refusal, each a JSON
+//! object and, when `HEARTH_METRICS` asks for metrics, a CloudWatch Embedded Metric Format
+//! record too (its `_aws` member). CloudWatch Logs turns the record into metrics as it ingests
+//! the line: no API call, and nothing on the request path beyond formatting the line.
+//!
+//! CloudWatch bills each metric (a namespace, name and dimension set) for every hour it
+//! receives a value, so what a line embeds is chosen by [`MetricDetail`]:
+//! - `function`: the three counts the alarms and the dashboard read that AWS's own metrics
+//!   cannot give (`Throttled`, Hearth's 429s; `ToolErrors`; `WitnessRefusals`), over the whole
+//!   deployment (no dimensions), and only on a line where the count is 1. Calls, 5xx and
+//!   durations come from `AWS/ApiGateway` and `AWS/Lambda`, which cost nothing;
+//! - `tool`: those, and the five request metrics on every request line by `Function` and,
+//!   for a tool call, by `Function` and `Tool`;
+//! - `off`: no `_aws` member at all.
+
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
+
+use super::{FieldValue, Fields, METRIC_NAMESPACE, REQUEST_TARGET, WITNESS_TARGET};
+use crate::config::MetricDetail;
+
+/// The EMF directive's metric definitions (`Name`, `Unit`).
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct MetricDefinition {
+    name: &'static str,
+    unit: &'static str,
+}
+
+const REQUESTS: MetricDefinition = count("Requests");
+const ERRORS: MetricDefinition = count("Errors");
+const THROTTLED: MetricDefinition = count("Throttled");
+const TOOL_ERRORS: MetricDefinition = count("ToolErrors");
+const WITNESS_REFUSALS: MetricDefinition = count("WitnessRefusals");
+const LATENCY: MetricDefinition = MetricDefinition {
+    name: "Latency",
+    unit: "Milliseconds",
+};
+
+const fn count(name: &'static str) -> MetricDefinition {
+    MetricDefinition {
+        name,
+        unit: "Count",
+    }
+}
+
+/// One dimension set with no dimensions: a metric over the whole deployment.
+const DEPLOYMENT_WIDE: &[&[&str]] = &[&[]];
+const BY_FUNCTION: &[&[&str]] = &[&["Function"]];
+const BY_FUNCTION_AND_TOOL: &[&[&str]] = &[&["Function"], &["Function", "Tool"]];
+
+/// The `_aws` object of an EMF record.
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct Emf {
+    timestamp: i64,
+    cloud_watch_metrics: Vec<Directive>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct Directive {
+    namespace: &'static str,
+    dimensions: &'static [&'static [&'static str]],
+    metrics: Vec<&'static MetricDefinition>,
+}
+
+impl Directive {
+    fn new(
+        dimensions: &'static [&'static [&'static str]],
+        metrics: Vec<&'static MetricDefinition>,
+    ) -> Self {
+        Self {
+            namespace: METRIC_NAMESPACE,
+            dimensions,
+            metrics,
+        }
+    }
+}
+
+/// The record for `directives`, or none when no directive names a metric.
+fn emf(now: time::OffsetDateTime, directives: Vec<Directive>) -> Option<Emf> {
+    let directives: Vec<Directive> = directives
+        .into_iter()
+        .filter(|directive| !directive.metrics.is_empty())
+        .collect();
+    (!directives.is_empty()).then(|| Emf {
+        timestamp: (now.unix_timestamp_nanos() / 1_000_000) as i64,
+        cloud_watch_metrics: directives,
+    })
+}
+
+/// A metric line: the time, level and target as tracing writes them, the logged fields, the
+/// function the metrics are counted by, then the metrics' own members and `_aws`.
+struct Line<'a> {
+    now: time::OffsetDateTime,
+    level: &'static str,
+    target: &'static str,
+    fields: &'a Fields,
+    function: &'a str,
+    /// Members after the fields and `Function`: the dimension values and metric values.
+    metrics: Vec<(&'static str, Metric<'a>)>,
+    emf: Option<Emf>,
+}
+
+enum Metric<'a> {
+    Text(&'a str),
+    Count(u8),
+    Milliseconds(f64),
+}
+
+impl Serialize for Line<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let timestamp = self
+            .now
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("timestamp", &timestamp)?;
+        map.serialize_entry("level", self.level)?;
+        map.serialize_entry("target", self.target)?;
+        for (name, value) in &self.fields.0 {
+            // The line's own members (capitalised, or tracing's three, or `_aws`) are never
+            // taken from a field: a duplicate key would make the record invalid EMF.
+            if name.starts_with(|c: char| c.is_ascii_uppercase())
+                || matches!(*name, "timestamp" | "level" | "target" | "_aws")
+            {
+                continue;
+            }
+            map.serialize_entry(name, value)?;
+        }
+        map.serialize_entry("Function", self.function)?;
+        for (name, metric) in &self.metrics {
+            match metric {
+                Metric::Text(text) => map.serialize_entry(name, text)?,
+                Metric::Count(count) => map.serialize_entry(name, count)?,
+                Metric::Milliseconds(ms) => map.serialize_entry(name, ms)?,
+            }
+        }
+        if let Some(emf) = &self.emf {
+            map.serialize_entry("_aws", emf)?;
+        }
+        map.end()
+    }
+}
+
+impl Line<'_> {
+    fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// One request line: the logged fields, the time and level as tracing writes them, and the
+/// metrics `detail` asks for.
+pub(super) fn request_line(
+    mut fields: Fields,
+    now: time::OffsetDateTime,
+    function: &str,
+    detail: MetricDetail,
+) -> String {
+    let status = fields.unsigned("status");
+    // Off, the flag stays a logged field; else it becomes the `ToolErrors` count.
+    let tool_failed = detail != MetricDetail::Off && fields.take_flag("tool_failed");
+    let throttled = status == 429;
+    let (metrics, directives) = match detail {
+        MetricDetail::Off => (Vec::new(), Vec::new()),
+        MetricDetail::Function => {
+            let mut metrics = Vec::new();
+            let mut named = Vec::new();
+            if throttled {
+                metrics.push(("Throttled", Metric::Count(1)));
+                named.push(&THROTTLED);
+            }
+            if tool_failed {
+                metrics.push(("ToolErrors", Metric::Count(1)));
+                named.push(&TOOL_ERRORS);
+            }
+            (metrics, vec![Directive::new(DEPLOYMENT_WIDE, named)])
+        }
+        MetricDetail::Tool => {
+            let tool = fields.text("tool").filter(|tool| *tool != "-");
+            let latency_ms = fields.unsigned("latency_us") as f64 / 1000.0;
+            let mut metrics = Vec::with_capacity(6);
+            if let Some(tool) = tool {
+                metrics.push(("Tool", Metric::Text(tool)));
+            }
+            metrics.extend([
+                ("Requests", Metric::Count(1)),
+                ("Errors", Metric::Count(u8::from(status >= 500))),
+                ("Throttled", Metric::Count(u8::from(throttled))),
+                ("ToolErrors", Metric::Count(u8::from(tool_failed))),
+                ("Latency", Metric::Milliseconds(latency_ms)),
+            ]);
+            let by = match tool {
+                Some(_) => BY_FUNCTION_AND_TOOL,
+                None => BY_FUNCTION,
+            };
+            let all = vec![&REQUESTS, &ERRORS, &THROTTLED, &TOOL_ERRORS, &LATENCY];
+            let directives = vec![
+                // The alarms' deployment-wide counts, as at `function`.
+                Directive::new(DEPLOYMENT_WIDE, vec![&THROTTLED, &TOOL_ERRORS]),
+                Directive::new(by, all),
+            ];
+            (metrics, directives)
+        }
+    };
+    Line {
+        now,
+        level: "INFO",
+        target: REQUEST_TARGET,
+        fields: &fields,
+        function,
+        metrics,
+        emf: emf(now, directives),
+    }
+    .to_json()
+}
+
+/// A witness's refusal: its fields and, unless metrics are off, `WitnessRefusals` = 1 over
+/// the deployment (and by function at `tool`).
+pub(super) fn refusal_line(
+    fields: &Fields,
+    now: time::OffsetDateTime,
+    function: &str,
+    detail: MetricDetail,
+) -> String {
+    let (metrics, directives) = match detail {
+        MetricDetail::Off => (Vec::new(), Vec::new()),
+        MetricDetail::Function => (
+            vec![("WitnessRefusals", Metric::Count(1))],
+            vec![Directive::new(DEPLOYMENT_WIDE, vec![&WITNESS_REFUSALS])],
+        ),
+        MetricDetail::Tool => (
+            vec![("WitnessRefusals", Metric::Count(1))],
+            vec![
+                Directive::new(DEPLOYMENT_WIDE, vec![&WITNESS_REFUSALS]),
+                Directive::new(BY_FUNCTION, vec![&WITNESS_REFUSALS]),
+            ],
+        ),
+    };
+    Line {
+        now,
+        level: "ERROR",
+        target: WITNESS_TARGET,
+        fields,
+        function,
+        metrics,
+        emf: emf(now, directives),
+    }
+    .to_json()
+}
+
+impl Serialize for FieldValue {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            FieldValue::Unsigned(value) => serializer.serialize_u64(*value),
+            FieldValue::Signed(value) => serializer.serialize_i64(*value),
+            FieldValue::Bool(value) => serializer.serialize_bool(*value),
+            FieldValue::Text(text) => serializer.serialize_str(text),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    /// The fields as tracing would record them, in order, from a JSON object of them.
+    fn fields(object: Value) -> Fields {
+        let Value::Object(object) = object else {
+            unreachable!()
+        };
+        let mut fields = Fields::default();
+        for (name, value) in object {
+            let name: &'static str = Box::leak(name.into_boxed_str());
+            let value = match value {
+                Value::Bool(flag) => FieldValue::Bool(flag),
+                Value::Number(n) if n.is_u64() => FieldValue::Unsigned(n.as_u64().unwrap()),
+                Value::Number(n) => FieldValue::Signed(n.as_i64().unwrap()),
+                Value::String(text) => FieldValue::Text(text),
+                other => FieldValue::Text(other.to_string()),
+            };
+            fields.0.push((name, value));
+        }
+        fields
+    }
+
+    fn parsed(line: &str) -> Value {
+        assert!(!line.contains('\n'), "one line: {line}");
+        serde_json::from_str(line).expect("a line is one JSON object")
+    }
+
+    fn tool_call(status: u64, tool_failed: bool) -> Fields {
+        fields(json!({"request_id": "r1", "method": "tools/call",
+            "tool": "explain_why", "status": status, "latency_us": 1500, "subject": "abcd",
+            "tool_failed": tool_failed}))
+    }
+
+    fn request(detail: MetricDetail, fields: Fields) -> Value {
+        let now = time::macros::datetime!(2026-12-01 12:00:00 UTC);
+        parsed(&request_line(fields, now, "hearth-McpFunction-1", detail))
+    }
+
+    /// Every directive's metrics, as (dimension sets, metric names), and a check that each
+    /// metric a directive names is a number on the line (else CloudWatch drops the record).
+    fn directives(line: &Value) -> Vec<(Value, Vec<String>)> {
+        let emf = &line["_aws"];
+        assert_eq!(emf["Timestamp"], 1_796_126_400_000_i64);
+        emf["CloudWatchMetrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|directive| {
+                assert_eq!(directive["Namespace"], "Hearth");
+                let names = directive["Metrics"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|metric| metric["Name"].as_str().unwrap().to_owned())
+                    .collect::<Vec<_>>();
+                for name in &names {
+                    assert!(line[name].is_number(), "{name} on {line}");
+                }
+                for set in directive["Dimensions"].as_array().unwrap() {
+                    for dimension in set.as_array().unwrap() {
+                        assert!(line[dimension.as_str().unwrap()].is_string(), "{dimension}");
+                    }
+                }
+                (directive["Dimensions"].clone(), names)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_logged_fields_are_on_every_line_at_every_detail() {
+        for detail in [
+            MetricDetail::Function,
+            MetricDetail::Tool,
+            MetricDetail::Off,
+        ] {
+            let line = request(detail, tool_call(200, false));
+            assert_eq!(
+                (&line["timestamp"], &line["level"], &line["target"]),
+                (
+                    &json!("2026-12-01T12:00:00Z"),
+                    &json!("INFO"),
+                    &json!("hearth::request")
+                )
+            );
+            assert_eq!(
+                (&line["request_id"], &line["status"], &line["subject"]),
+                (&json!("r1"), &json!(200), &json!("abcd")),
+                "the logged fields as they were"
+            );
+            assert_eq!(line["tool"], "explain_why");
+            assert_eq!(line["Function"], "hearth-McpFunction-1");
+        }
+    }
+
+    #[test]
+    fn at_tool_a_tool_call_is_counted_by_function_and_tool_and_over_the_deployment() {
+        let line = request(MetricDetail::Tool, tool_call(200, true));
+        assert_eq!(line["Tool"], "explain_why");
+        assert_eq!(
+            (&line["Requests"], &line["Errors"], &line["Throttled"]),
+            (&json!(1), &json!(0), &json!(0))
+        );
+        assert_eq!(
+            (&line["ToolErrors"], &line["Latency"]),
+            (&json!(1), &json!(1.5))
+        );
+        assert!(
+            line.get("tool_failed").is_none(),
+            "the flag becomes the metric"
+        );
+        assert_eq!(
+            directives(&line),
+            vec![
+                (json!([[]]), vec!["Throttled".into(), "ToolErrors".into()]),
+                (
+                    json!([["Function"], ["Function", "Tool"]]),
+                    ["Requests", "Errors", "Throttled", "ToolErrors", "Latency"]
+                        .map(String::from)
+                        .to_vec()
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn at_tool_other_lines_are_by_function_only_and_count_5xx_and_429() {
+        for (status, errors, throttled) in [(503, 1, 0), (429, 0, 1), (401, 0, 0)] {
+            let fields = fields(
+                json!({"method": "initialize", "tool": "-", "status": status, "latency_us": 10}),
+            );
+            let line = request(MetricDetail::Tool, fields);
+            assert!(line.get("Tool").is_none());
+            assert_eq!(directives(&line)[1].0, json!([["Function"]]));
+            assert_eq!(
+                (line["Errors"].as_u64(), line["Throttled"].as_u64()),
+                (Some(errors), Some(throttled))
+            );
+        }
+    }
+
+    #[test]
+    fn at_function_a_line_counts_only_what_happened_over_the_deployment() {
+        let quiet = request(MetricDetail::Function, tool_call(200, false));
+        assert!(quiet.get("_aws").is_none(), "nothing to count: {quiet}");
+        for name in [
+            "Requests",
+            "Errors",
+            "Throttled",
+            "ToolErrors",
+            "Latency",
+            "Tool",
+        ] {
+            assert!(quiet.get(name).is_none(), "{name} on {quiet}");
+        }
+        assert!(
+            quiet.get("tool_failed").is_none(),
+            "the flag is never logged"
+        );
+
+        let failed = request(MetricDetail::Function, tool_call(200, true));
+        assert_eq!(failed["ToolErrors"], 1);
+        assert_eq!(
+            directives(&failed),
+            vec![(json!([[]]), vec!["ToolErrors".into()])]
+        );
+
+        let throttled = request(MetricDetail::Function, tool_call(429, false));
+        assert_eq!(throttled["Throttled"], 1);
+        assert_eq!(
+            directives(&throttled),
+            vec![(json!([[]]), vec!["Throttled".into()])]
+        );
+        assert!(
+            throttled.get("Tool").is_none(),
+            "no dimension, no dimension value"
+        );
+    }
+
+    #[test]
+    fn off_a_line_is_plain_json_that_keeps_the_flag() {
+        for status in [200, 429, 503] {
+            let line = request(MetricDetail::Off, tool_call(status, true));
+            assert!(line.get("_aws").is_none(), "{line}");
+            assert_eq!(line["tool_failed"], true);
+            for name in [
+                "Requests",
+                "Errors",
+                "Throttled",
+                "ToolErrors",
+                "Latency",
+                "Tool",
+            ] {
+                assert!(line.get(name).is_none(), "{name} on {line}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_field_never_doubles_a_member_of_the_line() {
+        for detail in [
+            MetricDetail::Function,
+            MetricDetail::Tool,
+            MetricDetail::Off,
+        ] {
+            let fields = fields(
+                json!({"status": 429, "latency_us": 10, "Tool": "x", "level": "x",
+                "timestamp": "x", "Requests": 9, "Throttled": 7, "Function": "y", "_aws": "x"}),
+            );
+            let line = request_line(fields, time::OffsetDateTime::UNIX_EPOCH, "local", detail);
+            for member in [
+                "Tool",
+                "level",
+                "timestamp",
+                "Requests",
+                "Throttled",
+                "Function",
+                "_aws",
+            ] {
+                let key = format!("\"{member}\":");
+                assert!(line.matches(&key).count() <= 1, "{member} twice: {line}");
+            }
+            let line = parsed(&line);
+            assert_eq!(
+                (&line["level"], &line["Function"]),
+                (&json!("INFO"), &json!("local"))
+            );
+            assert!(line.get("Tool").is_none(), "no tool was logged: {line}");
+        }
+    }
+
+    #[test]
+    fn a_witness_refusal_is_an_error_line_counted_over_the_deployment() {
+        let refusal = || {
+            fields(
+                json!({"witness": "home", "status": 422, "message": "a witness refused a checkpoint"}),
+            )
+        };
+        let now = time::macros::datetime!(2026-12-01 12:00:00 UTC);
+        for (detail, sets) in [
+            (MetricDetail::Function, vec![json!([[]])]),
+            (MetricDetail::Tool, vec![json!([[]]), json!([["Function"]])]),
+        ] {
+            let line = parsed(&refusal_line(&refusal(), now, "local", detail));
+            assert_eq!(
+                (line["level"].as_str(), line["witness"].as_str()),
+                (Some("ERROR"), Some("home"))
+            );
+            assert_eq!(line["WitnessRefusals"], 1);
+            let found = directives(&line);
+            assert_eq!(
+                found.iter().map(|(set, _)| set.clone()).collect::<Vec<_>>(),
+                sets
+            );
+            assert!(found.iter().all(|(_, names)| names == &["WitnessRefusals"]));
+        }
+        let off = parsed(&refusal_line(&refusal(), now, "local", MetricDetail::Off));
+        assert_eq!(off["level"], "ERROR");
+        assert!(off.get("_aws").is_none() && off.get("WitnessRefusals").is_none());
+    }
+}
