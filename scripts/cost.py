@@ -33,6 +33,7 @@ import json
 import math
 import os
 import queue
+import re
 import socket
 import subprocess
 import sys
@@ -62,6 +63,7 @@ PRICES = {
     "cloudwatch_logs_stored_gb_month": 0.03,
     # Each metric the request lines' EMF records make (namespace, name and dimensions), a month.
     "cloudwatch_metric_month": 0.30,
+    # Per alarm metric: an alarm over metric math pays for each metric it reads.
     "cloudwatch_alarm_month": 0.10,
     "secrets_manager_secret_month": 0.40,
 }
@@ -90,12 +92,16 @@ def custom_metrics(detail, tools):
             "off": 0}[detail]
 
 
-def alarms_in_template(detail="function"):
-    """The template's alarms a deployment at `detail` has: those that read a custom metric
-    exist only while metrics are on."""
-    blocks = (ROOT / "infra" / "template.yaml").read_text().split("Type: AWS::CloudWatch::Alarm")[1:]
-    needing_metrics = sum(1 for block in blocks if block.lstrip().startswith("Condition: HasMetrics"))
-    return len(blocks) - (needing_metrics if detail == "off" else 0)
+def alarm_metrics_in_template(detail="function"):
+    """The alarm metrics a deployment at `detail` pays for. CloudWatch bills an alarm by the
+    metrics it reads (one over metric math pays for each metric in it), and the alarms that
+    read a custom metric exist only while metrics are on (Condition: HasMetrics)."""
+    text = (ROOT / "infra" / "template.yaml").read_text()
+    # Each alarm's text runs from its Type line to the next resource (two spaces in).
+    blocks = [re.split(r"\n  [A-Za-z0-9]+:\n", block)[0]
+              for block in text.split("Type: AWS::CloudWatch::Alarm")[1:]]
+    return sum(block.count("MetricName:") for block in blocks
+               if not (detail == "off" and re.search(r"^ +Condition: HasMetrics$", block, re.M)))
 
 # The functions' memory (infra/template.yaml, MemorySize) and how long logs are kept by
 # default (LogRetentionDays).
@@ -738,7 +744,7 @@ def monthly(measured, profile, households, prices=PRICES, witness_ms=0, alarms=N
     """Dollars per month, by line, for `households` following `profile`; `witness_ms` is how
     long an append waits for its witnesses' cosignatures (the slowest one it needs)."""
     detail = metric_detail(measured)
-    alarms = alarms_in_template(detail) if alarms is None else alarms
+    alarms = alarm_metrics_in_template(detail) if alarms is None else alarms
     tools = [name for name in profile if name not in ("tools/list", "initialize")]
     lines = {"DynamoDB requests": 0.0, "DynamoDB storage": 0.0, "Lambda": 0.0,
              "API Gateway": 0.0, "CloudWatch Logs": 0.0,

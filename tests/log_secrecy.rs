@@ -134,6 +134,7 @@ async fn a_whole_session_logs_no_credential_and_nothing_the_caller_wrote() {
         fields.sort_unstable();
         // The logged facts, then the embedded metrics (by tool for a known tool's call).
         let mut expected = vec![
+            "Deployment",
             "Errors",
             "Function",
             "Latency",
@@ -152,7 +153,7 @@ async fn a_whole_session_logs_no_credential_and_nothing_the_caller_wrote() {
             "tool",
         ];
         if line["tool"] != "-" {
-            expected.insert(5, "Tool");
+            expected.insert(6, "Tool");
         }
         // A refused call's line names why with a fixed code, and nothing the caller sent.
         if let Some(reason) = line.get("reason") {
@@ -470,7 +471,7 @@ async fn at_tool_request_lines_count_tool_errors_by_tool() {
 
 /// By default (`HEARTH_METRICS=function`) a line carries a metric only when something
 /// happened that AWS's own metrics cannot count: a tool error, or a 429 from Hearth's limiter,
-/// each over the whole deployment. A call that went well is a plain log line.
+/// each over the whole deployment (by its name alone). A call that went well is a plain log line.
 #[tokio::test]
 async fn by_default_only_a_tool_error_or_a_429_is_counted_over_the_deployment() {
     let (captured, _logs) = Captured::installed();
@@ -505,7 +506,7 @@ async fn by_default_only_a_tool_error_or_a_429_is_counted_over_the_deployment() 
     for (line, metric) in [(&lines[1], "ToolErrors"), (&lines[2], "Throttled")] {
         assert_eq!(
             line["_aws"]["CloudWatchMetrics"],
-            json!([{"Namespace": "Hearth", "Dimensions": [[]],
+            json!([{"Namespace": "Hearth", "Dimensions": [["Deployment"]],
                 "Metrics": [{"Name": metric, "Unit": "Count"}]}]),
             "{line}"
         );

@@ -76,7 +76,7 @@ def watch(tmp_path_factory):
     )
     logs = tmp_path_factory.mktemp("watch")
     # One emulator per function, each serving its one function under the name `_`.
-    ports, processes = {}, []
+    ports, processes, functions = {}, [], {}
     try:
         # All three start together: each emulator takes a few seconds to listen.
         for function in FUNCTIONS:
@@ -91,6 +91,7 @@ def watch(tmp_path_factory):
             _wait_for(emulator, port, log)
         for function, binary in FUNCTIONS.items():
             log = open(logs / f"{function}.log", "w")
+            function_log = Path(log.name)
             runtime = dict(
                 function_env(env, function),
                 AWS_LAMBDA_RUNTIME_API=f"http://127.0.0.1:{ports[function]}/.rt",
@@ -98,11 +99,13 @@ def watch(tmp_path_factory):
                 AWS_LAMBDA_FUNCTION_VERSION="1",
                 AWS_LAMBDA_FUNCTION_MEMORY_SIZE="256",
             )
-            processes.append((subprocess.Popen(
+            process = subprocess.Popen(
                 [str(ROOT / "target" / "lambda" / binary / "bootstrap")],
                 cwd=ROOT, env=runtime, stdout=log, stderr=subprocess.STDOUT,
-            ), log))
-        yield ports
+            )
+            processes.append((process, log))
+            functions[function] = (ports[function], process, function_log)
+        yield functions
     finally:
         for process, _ in processes:
             process.terminate()
@@ -135,16 +138,23 @@ def _wait_for(process, port, log):
     raise RuntimeError("cargo lambda watch did not start")
 
 
-def _invoke(ports, function, fixture):
-    # Lambda's Invoke request, which `cargo lambda invoke --data-file` sends: without a CLI
-    # process per fixture (about 0.9 s each, 36 s of the test's 42).
+def _invoke(functions, function, fixture):
+    """Lambda's Invoke request, as `cargo lambda invoke --data-file` sends it. A function that
+    has exited, or does not answer, fails the test with its log: the emulator would hold the
+    request for it."""
+    port, process, log = functions[function]
+    if process.poll() is not None:
+        raise RuntimeError(f"{FUNCTIONS[function]} exited with {process.returncode}: {log.read_text()}")
     request = urllib.request.Request(
-        f"http://127.0.0.1:{ports[function]}/2015-03-31/functions/_/invocations",
+        f"http://127.0.0.1:{port}/2015-03-31/functions/_/invocations",
         data=fixture.read_bytes(), method="POST", headers={"content-type": "application/json"},
     )
-    with urllib.request.urlopen(request, timeout=300) as answer:
-        assert answer.status == 200, answer.status
-        return json.loads(answer.read())
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            assert answer.status == 200, answer.status
+            return json.loads(answer.read())
+    except OSError as error:
+        raise RuntimeError(f"{FUNCTIONS[function]} did not answer {fixture.name} ({error}): {log.read_text()}")
 
 
 def test_every_fixture_through_cargo_lambda_invoke(watch):

@@ -322,13 +322,14 @@ def test_alarms_cover_errors_throttles_latency_and_the_table():
 
 
 def test_the_alarms_read_only_the_custom_metrics_the_default_metric_detail_writes():
-    """At MetricDetail=function (the default) the functions write three custom metrics, with no
-    dimensions (shared/src/telemetry/metrics.rs); an alarm that reads one exists only while
-    metrics are on, and reads it as written."""
+    """At MetricDetail=function (the default) the functions write three custom metrics by
+    Deployment alone, the stack's name (shared/src/telemetry/metrics.rs); an alarm that reads
+    one exists only while metrics are on, and reads it as written."""
     parameter = TEMPLATE["Parameters"]["MetricDetail"]
     assert (parameter["Default"], parameter["AllowedValues"]) == ("function", ["function", "tool", "off"])
     environment = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
     assert environment["HEARTH_METRICS"] == {"Ref": "MetricDetail"}
+    assert environment["HEARTH_DEPLOYMENT"] == {"Ref": "AWS::StackName"}
     assert TEMPLATE["Conditions"]["HasMetrics"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "MetricDetail"}, "off"]}]}
     default_metrics = {"Throttled", "ToolErrors", "WitnessRefusals"}
     reading_custom = []
@@ -343,7 +344,8 @@ def test_the_alarms_read_only_the_custom_metrics_the_default_metric_detail_write
             reading_custom.append(name)
             assert resource.get("Condition") == "HasMetrics", name
             for stat in custom:
-                assert stat["MetricName"] in default_metrics and "Dimensions" not in stat, (name, stat)
+                assert stat["MetricName"] in default_metrics, (name, stat)
+                assert stat["Dimensions"] == [{"Name": "Deployment", "Value": {"Ref": "AWS::StackName"}}], name
         else:
             assert "Condition" not in resource, name
     assert sorted(reading_custom) == ["Api429RateAlarm", "WitnessRefusalsAlarm"]
@@ -355,17 +357,19 @@ def test_the_alarms_read_only_the_custom_metrics_the_default_metric_detail_write
 def test_the_dashboard_shows_every_function_the_api_the_table_and_the_tools():
     body = RESOURCES["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
     names = set(re.findall(r"\$\{([A-Za-z:]+)\}", body))
-    assert names == {"AWS::Region", "HttpApi", "McpFunction", "OAuthFunction", "TtsFunction", "Table"}
+    assert names == {"AWS::Region", "AWS::StackName", "HttpApi", "McpFunction", "OAuthFunction", "TtsFunction",
+                     "Table"}
     widgets = json.loads(re.sub(r"\$\{[A-Za-z:]+\}", "x", body))["widgets"]
     text = json.dumps(widgets)
     for metric in ["Duration", "Errors", "Throttles", "5xx", "ToolErrors", "Throttled",
                    "ConditionalCheckFailedRequests", "WriteThrottleEvents"]:
         assert f'"{metric}"' in text, metric
     assert "SEARCH('{Hearth,Function,Tool} MetricName=\\\"Latency\\\"" in text
-    # The deployment-wide counts, as MetricDetail=function writes them: no dimensions.
+    # The deployment-wide counts, as MetricDetail=function writes them: by the stack's name.
     hearth = [widget["properties"]["metrics"] for widget in widgets
               if any(metric[0] == "Hearth" for metric in widget["properties"].get("metrics", []))]
-    assert hearth == [[["Hearth", "Throttled"], [".", "ToolErrors"], [".", "WitnessRefusals"]]], hearth
+    assert hearth == [[["Hearth", "Throttled", "Deployment", "x"], [".", "ToolErrors", ".", "."],
+                       [".", "WitnessRefusals", ".", "."]]], hearth
 
 
 def test_the_manuals_template_and_table_access_tables_are_generated_from_the_template():

@@ -97,12 +97,13 @@ def test_the_fixed_costs_follow_the_metrics_the_measurement_ran_at():
         measured = {"metrics": detail, "tools": {name: tool for name in profile}}
         return cost.monthly(measured, profile, 10)["Fixed (secrets, alarms, metrics)"]
 
-    # Two of the template's twelve alarms read a custom metric, and exist only while there are
-    # metrics (Condition: HasMetrics).
-    assert (cost.alarms_in_template("function"), cost.alarms_in_template("off")) == (12, 10)
-    assert fixed("function") == pytest.approx(4 * 0.40 + 12 * 0.10 + 3 * 0.30)
-    assert fixed("tool") == pytest.approx(4 * 0.40 + 12 * 0.10 + (3 + 5 * (3 + 2) + 1) * 0.30)
-    assert fixed("off") == pytest.approx(4 * 0.40 + 10 * 0.10)
+    # The template's twelve alarms read 17 metrics (the rate alarms two each, the throttles
+    # alarm three, the table's throttles two); the two that read a custom metric (three metrics)
+    # exist only while there are metrics (Condition: HasMetrics).
+    assert (cost.alarm_metrics_in_template("function"), cost.alarm_metrics_in_template("off")) == (17, 14)
+    assert fixed("function") == pytest.approx(4 * 0.40 + 17 * 0.10 + 3 * 0.30)
+    assert fixed("tool") == pytest.approx(4 * 0.40 + 17 * 0.10 + (3 + 5 * (3 + 2) + 1) * 0.30)
+    assert fixed("off") == pytest.approx(4 * 0.40 + 14 * 0.10)
 
 
 def test_lambdas_duration_replaces_the_handlers_time_where_it_was_measured():

@@ -182,13 +182,15 @@ pub struct DeviceSettings {
 
 /// How an entry point logs, read before anything else so that a configuration error is
 /// logged too: `RUST_LOG` (the filter), `AWS_LAMBDA_FUNCTION_NAME` (the metrics'
-/// `Function` dimension, `local` off Lambda) and `HEARTH_METRICS` (which metrics the lines
-/// carry). Read leniently, so that logging always starts: an invalid `HEARTH_METRICS` counts
+/// `Function` dimension, `local` off Lambda), `HEARTH_DEPLOYMENT` (their `Deployment`
+/// dimension: the stack's name, `local` by default) and `HEARTH_METRICS` (which metrics the
+/// lines carry). Read leniently, so that logging always starts: an invalid `HEARTH_METRICS` counts
 /// as the default here, and [`Config::from_lookup`] refuses it.
 #[derive(Debug, Clone, Default)]
 pub struct LogSettings {
     pub filter: Option<String>,
     pub function_name: Option<String>,
+    pub deployment: Option<String>,
     pub metrics: MetricDetail,
 }
 
@@ -196,8 +198,8 @@ pub struct LogSettings {
 /// billed, so the default keeps only what the alarms and the dashboard read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum MetricDetail {
-    /// `function`: three deployment-wide counts, each written only when it is not zero:
-    /// `Throttled` (Hearth's own 429s), `ToolErrors` and `WitnessRefusals`. The rest (calls,
+    /// `function`: three counts by `Deployment` (the stack), each written only when it is not
+    /// zero: `Throttled` (Hearth's own 429s), `ToolErrors` and `WitnessRefusals`. The rest (calls,
     /// errors, durations, per function) comes from AWS's own metrics at no charge.
     #[default]
     Function,
@@ -235,6 +237,7 @@ impl LogSettings {
         Self {
             filter: get("RUST_LOG"),
             function_name: get("AWS_LAMBDA_FUNCTION_NAME"),
+            deployment: get("HEARTH_DEPLOYMENT").map(|name| name.trim().to_owned()),
             metrics: MetricDetail::parse(get("HEARTH_METRICS").as_deref()).unwrap_or_default(),
         }
     }

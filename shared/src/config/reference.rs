@@ -301,12 +301,17 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         names: r#"`AWS_LAMBDA_FUNCTION_NAME`"#,
         default: r#"set by Lambda; `local` otherwise"#,
-        meaning: r#"The `Function` dimension of the `Hearth` metrics"#,
+        meaning: r#"The `Function` dimension of the `Hearth` metrics (at `HEARTH_METRICS=tool`)"#,
+    },
+    Setting {
+        names: r#"`HEARTH_DEPLOYMENT`"#,
+        default: r#"`local`; the stack's name in the template"#,
+        meaning: r#"The `Deployment` dimension of the `Hearth` metrics, so that two deployments in one account and region count apart"#,
     },
     Setting {
         names: r#"`HEARTH_METRICS`"#,
         default: r#"`function`"#,
-        meaning: r#"Which CloudWatch metrics the log lines embed (the template's `MetricDetail`): `function`, three deployment-wide counts written only when not zero (`Throttled`, `ToolErrors`, `WitnessRefusals`), all the alarms and the dashboard need; `tool`, also `Requests`, `Errors`, `Throttled`, `ToolErrors` and `Latency` by function and by tool on every line (five metrics a tool, $1.50 a month each); `off`, none (see [Alarms](../aws/alarms.md))"#,
+        meaning: r#"Which CloudWatch metrics the log lines embed (the template's `MetricDetail`): `function`, three counts by deployment, written only when not zero (`Throttled`, `ToolErrors`, `WitnessRefusals`), all the alarms need and the dashboard but its per-tool widgets; `tool`, also `Requests`, `Errors`, `Throttled`, `ToolErrors` and `Latency` by function and by tool on every line (five metrics a tool, $1.50 a month each); `off`, none (see [Alarms](../aws/alarms.md))"#,
     },
     Setting {
         names: r#"`HEARTH_LOG_FORMAT`"#,

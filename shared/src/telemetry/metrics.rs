@@ -7,8 +7,9 @@
 //! receives a value, so what a line embeds is chosen by [`MetricDetail`]:
 //! - `function`: the three counts the alarms and the dashboard read that AWS's own metrics
 //!   cannot give (`Throttled`, Hearth's 429s; `ToolErrors`; `WitnessRefusals`), over the whole
-//!   deployment (no dimensions), and only on a line where the count is 1. Calls, 5xx and
-//!   durations come from `AWS/ApiGateway` and `AWS/Lambda`, which cost nothing;
+//!   deployment (by `Deployment` alone: the stack, so that two stacks in one account and
+//!   region count apart), and only on a line where the count is 1. Calls, 5xx and durations
+//!   come from `AWS/ApiGateway` and `AWS/Lambda`, which cost nothing;
 //! - `tool`: those, and the five request metrics on every request line by `Function` and,
 //!   for a tool call, by `Function` and `Tool`;
 //! - `off`: no `_aws` member at all.
@@ -44,8 +45,8 @@ const fn count(name: &'static str) -> MetricDefinition {
     }
 }
 
-/// One dimension set with no dimensions: a metric over the whole deployment.
-const DEPLOYMENT_WIDE: &[&[&str]] = &[&[]];
+/// A metric over the whole deployment: by its name alone.
+const DEPLOYMENT_WIDE: &[&[&str]] = &[&["Deployment"]];
 const BY_FUNCTION: &[&[&str]] = &[&["Function"]];
 const BY_FUNCTION_AND_TOOL: &[&[&str]] = &[&["Function"], &["Function", "Tool"]];
 
@@ -90,15 +91,22 @@ fn emf(now: time::OffsetDateTime, directives: Vec<Directive>) -> Option<Emf> {
     })
 }
 
+/// What the metrics are counted by: the function (Lambda's name, or `local`) and the
+/// deployment (`HEARTH_DEPLOYMENT`, the stack's name, or `local`).
+pub(super) struct Names {
+    pub(super) function: String,
+    pub(super) deployment: String,
+}
+
 /// A metric line: the time, level and target as tracing writes them, the logged fields, the
-/// function the metrics are counted by, then the metrics' own members and `_aws`.
+/// names the metrics are counted by, then the metrics' own members and `_aws`.
 struct Line<'a> {
     now: time::OffsetDateTime,
     level: &'static str,
     target: &'static str,
     fields: &'a Fields,
-    function: &'a str,
-    /// Members after the fields and `Function`: the dimension values and metric values.
+    names: &'a Names,
+    /// Members after the fields and the names: the dimension values and metric values.
     metrics: Vec<(&'static str, Metric<'a>)>,
     emf: Option<Emf>,
 }
@@ -129,7 +137,8 @@ impl Serialize for Line<'_> {
             }
             map.serialize_entry(name, value)?;
         }
-        map.serialize_entry("Function", self.function)?;
+        map.serialize_entry("Function", &self.names.function)?;
+        map.serialize_entry("Deployment", &self.names.deployment)?;
         for (name, metric) in &self.metrics {
             match metric {
                 Metric::Text(text) => map.serialize_entry(name, text)?,
@@ -155,7 +164,7 @@ impl Line<'_> {
 pub(super) fn request_line(
     mut fields: Fields,
     now: time::OffsetDateTime,
-    function: &str,
+    names: &Names,
     detail: MetricDetail,
 ) -> String {
     let status = fields.unsigned("status");
@@ -209,19 +218,19 @@ pub(super) fn request_line(
         level: "INFO",
         target: REQUEST_TARGET,
         fields: &fields,
-        function,
+        names,
         metrics,
         emf: emf(now, directives),
     }
     .to_json()
 }
 
-/// A witness's refusal: its fields and, unless metrics are off, `WitnessRefusals` = 1 over
-/// the deployment (and by function at `tool`).
+/// A witness's refusal: its fields and, unless metrics are off, `WitnessRefusals` = 1 by
+/// deployment (and by function at `tool`).
 pub(super) fn refusal_line(
     fields: &Fields,
     now: time::OffsetDateTime,
-    function: &str,
+    names: &Names,
     detail: MetricDetail,
 ) -> String {
     let (metrics, directives) = match detail {
@@ -243,7 +252,7 @@ pub(super) fn refusal_line(
         level: "ERROR",
         target: WITNESS_TARGET,
         fields,
-        function,
+        names,
         metrics,
         emf: emf(now, directives),
     }
@@ -297,9 +306,21 @@ mod tests {
             "tool_failed": tool_failed}))
     }
 
+    fn names(function: &str) -> Names {
+        Names {
+            function: function.to_owned(),
+            deployment: "hearth-home".to_owned(),
+        }
+    }
+
     fn request(detail: MetricDetail, fields: Fields) -> Value {
         let now = time::macros::datetime!(2026-12-01 12:00:00 UTC);
-        parsed(&request_line(fields, now, "hearth-McpFunction-1", detail))
+        parsed(&request_line(
+            fields,
+            now,
+            &names("hearth-McpFunction-1"),
+            detail,
+        ))
     }
 
     /// Every directive's metrics, as (dimension sets, metric names), and a check that each
@@ -355,6 +376,7 @@ mod tests {
             );
             assert_eq!(line["tool"], "explain_why");
             assert_eq!(line["Function"], "hearth-McpFunction-1");
+            assert_eq!(line["Deployment"], "hearth-home");
         }
     }
 
@@ -377,7 +399,10 @@ mod tests {
         assert_eq!(
             directives(&line),
             vec![
-                (json!([[]]), vec!["Throttled".into(), "ToolErrors".into()]),
+                (
+                    json!([["Deployment"]]),
+                    vec!["Throttled".into(), "ToolErrors".into()]
+                ),
                 (
                     json!([["Function"], ["Function", "Tool"]]),
                     ["Requests", "Errors", "Throttled", "ToolErrors", "Latency"]
@@ -427,14 +452,14 @@ mod tests {
         assert_eq!(failed["ToolErrors"], 1);
         assert_eq!(
             directives(&failed),
-            vec![(json!([[]]), vec!["ToolErrors".into()])]
+            vec![(json!([["Deployment"]]), vec!["ToolErrors".into()])]
         );
 
         let throttled = request(MetricDetail::Function, tool_call(429, false));
         assert_eq!(throttled["Throttled"], 1);
         assert_eq!(
             directives(&throttled),
-            vec![(json!([[]]), vec!["Throttled".into()])]
+            vec![(json!([["Deployment"]]), vec!["Throttled".into()])]
         );
         assert!(
             throttled.get("Tool").is_none(),
@@ -470,9 +495,15 @@ mod tests {
         ] {
             let fields = fields(
                 json!({"status": 429, "latency_us": 10, "Tool": "x", "level": "x",
-                "timestamp": "x", "Requests": 9, "Throttled": 7, "Function": "y", "_aws": "x"}),
+                "timestamp": "x", "Requests": 9, "Throttled": 7, "Function": "y", "Deployment": "z",
+                "_aws": "x"}),
             );
-            let line = request_line(fields, time::OffsetDateTime::UNIX_EPOCH, "local", detail);
+            let line = request_line(
+                fields,
+                time::OffsetDateTime::UNIX_EPOCH,
+                &names("local"),
+                detail,
+            );
             for member in [
                 "Tool",
                 "level",
@@ -480,6 +511,7 @@ mod tests {
                 "Requests",
                 "Throttled",
                 "Function",
+                "Deployment",
                 "_aws",
             ] {
                 let key = format!("\"{member}\":");
@@ -503,10 +535,13 @@ mod tests {
         };
         let now = time::macros::datetime!(2026-12-01 12:00:00 UTC);
         for (detail, sets) in [
-            (MetricDetail::Function, vec![json!([[]])]),
-            (MetricDetail::Tool, vec![json!([[]]), json!([["Function"]])]),
+            (MetricDetail::Function, vec![json!([["Deployment"]])]),
+            (
+                MetricDetail::Tool,
+                vec![json!([["Deployment"]]), json!([["Function"]])],
+            ),
         ] {
-            let line = parsed(&refusal_line(&refusal(), now, "local", detail));
+            let line = parsed(&refusal_line(&refusal(), now, &names("local"), detail));
             assert_eq!(
                 (line["level"].as_str(), line["witness"].as_str()),
                 (Some("ERROR"), Some("home"))
@@ -519,7 +554,12 @@ mod tests {
             );
             assert!(found.iter().all(|(_, names)| names == &["WitnessRefusals"]));
         }
-        let off = parsed(&refusal_line(&refusal(), now, "local", MetricDetail::Off));
+        let off = parsed(&refusal_line(
+            &refusal(),
+            now,
+            &names("local"),
+            MetricDetail::Off,
+        ));
         assert_eq!(off["level"], "ERROR");
         assert!(off.get("_aws").is_none() && off.get("WitnessRefusals").is_none());
     }

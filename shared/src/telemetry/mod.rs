@@ -41,12 +41,11 @@ pub struct LogGuard(#[allow(dead_code)] tracing_appender::non_blocking::WorkerGu
 /// background thread, so a request never waits on the write; if the queue ever fills, lines
 /// are dropped rather than slowing requests. Calling it twice keeps the first subscriber.
 pub fn init(settings: &LogSettings) -> LogGuard {
-    let _ = FUNCTION.set(
-        settings
-            .function_name
-            .clone()
-            .unwrap_or_else(|| "local".to_owned()),
-    );
+    let local = || "local".to_owned();
+    let _ = NAMES.set(metrics::Names {
+        function: settings.function_name.clone().unwrap_or_else(local),
+        deployment: settings.deployment.clone().unwrap_or_else(local),
+    });
     let _ = FILTER.set(settings.filter.clone());
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
         .buffered_lines_limit(QUEUED_LINES)
@@ -99,8 +98,9 @@ where
 /// The level filter `RUST_LOG` gave (see [`LogSettings`]), set once by `init`.
 static FILTER: OnceLock<Option<String>> = OnceLock::new();
 
-/// The function name the metrics carry (Lambda's, or `local`), set once by `init`.
-static FUNCTION: OnceLock<String> = OnceLock::new();
+/// The function and deployment names the metrics carry (`local` off Lambda), set once by
+/// `init`.
+static NAMES: OnceLock<metrics::Names> = OnceLock::new();
 
 /// The level filter: `RUST_LOG` (as the configuration read it), else `info` with rmcp
 /// silenced (its lines quote client input).
@@ -150,9 +150,9 @@ where
         event.record(&mut fields);
         let now = time::OffsetDateTime::now_utc();
         let line = if refusal {
-            metrics::refusal_line(&fields, now, function_name(), self.detail)
+            metrics::refusal_line(&fields, now, names(), self.detail)
         } else {
-            metrics::request_line(fields, now, function_name(), self.detail)
+            metrics::request_line(fields, now, names(), self.detail)
         };
         writeln!(writer, "{line}")
     }
@@ -222,9 +222,15 @@ impl Visit for Fields {
     }
 }
 
-/// The function name the metrics carry: Lambda's, or `local`.
-fn function_name() -> &'static str {
-    FUNCTION.get().map_or("local", String::as_str)
+/// The names the metrics carry: Lambda's function and the stack, or `local`.
+fn names() -> &'static metrics::Names {
+    static LOCAL: OnceLock<metrics::Names> = OnceLock::new();
+    NAMES.get().unwrap_or_else(|| {
+        LOCAL.get_or_init(|| metrics::Names {
+            function: "local".to_owned(),
+            deployment: "local".to_owned(),
+        })
+    })
 }
 
 /// The request id API Gateway assigned, or a fresh random one off Lambda.
