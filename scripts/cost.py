@@ -740,16 +740,16 @@ def metric_detail(measured):
     return measured.get("metrics", "tool")
 
 
-def monthly(measured, profile, households, prices=PRICES, witness_ms=0, alarms=None):
+def monthly(measured, profile, households, prices=PRICES, witness_ms=0, alarm_metrics=None):
     """Dollars per month, by line, for `households` following `profile`; `witness_ms` is how
     long an append waits for its witnesses' cosignatures (the slowest one it needs)."""
     detail = metric_detail(measured)
-    alarms = alarm_metrics_in_template(detail) if alarms is None else alarms
+    alarm_metrics = alarm_metrics_in_template(detail) if alarm_metrics is None else alarm_metrics
     tools = [name for name in profile if name not in ("tools/list", "initialize")]
     lines = {"DynamoDB requests": 0.0, "DynamoDB storage": 0.0, "Lambda": 0.0,
              "API Gateway": 0.0, "CloudWatch Logs": 0.0,
              "Fixed (secrets, alarms, metrics)": SECRETS * prices["secrets_manager_secret_month"]
-             + alarms * prices["cloudwatch_alarm_month"]
+             + alarm_metrics * prices["cloudwatch_alarm_month"]
              + custom_metrics(detail, len(tools)) * prices["cloudwatch_metric_month"]}
     for name, per_day in profile.items():
         tool = measured["tools"].get(name)

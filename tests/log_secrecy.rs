@@ -420,6 +420,17 @@ async fn a_linking_session_logs_no_code_token_or_state() {
     }
 }
 
+/// Records a decision, then calls `record_decision` without what it needs (an `isError`
+/// result).
+async fn a_decision_then_a_failed_call(router: &axum::Router) {
+    let record = json!({"household_id": "home", "action": "dim lights", "reason": "movie",
+        "inputs": {}, "approver": "Parent"});
+    common::call_tool(router, "record_decision", record).await;
+    let failed =
+        common::call_tool(router, "record_decision", json!({"household_id": "home"})).await;
+    assert_eq!(failed["isError"], true, "{failed}");
+}
+
 /// At `HEARTH_METRICS=tool` each request line carries its metrics: a tool call's `isError`
 /// result counts as a tool error, by function and tool; a refusal by the HTTP layer is counted
 /// by function only.
@@ -427,15 +438,7 @@ async fn a_linking_session_logs_no_code_token_or_state() {
 async fn at_tool_request_lines_count_tool_errors_by_tool() {
     let (captured, _logs) = Captured::installed_with(MetricDetail::Tool);
     let h = common::harness(&[]);
-    let record = json!({"household_id": "home", "action": "dim lights", "reason": "movie",
-        "inputs": {}, "approver": "Parent"});
-    common::call_tool(&h.router, "record_decision", record).await;
-    common::call_tool(
-        &h.router,
-        "record_decision",
-        json!({"household_id": "home"}),
-    )
-    .await;
+    a_decision_then_a_failed_call(&h.router).await;
     common::request(
         &h.router,
         "POST",
@@ -476,15 +479,7 @@ async fn at_tool_request_lines_count_tool_errors_by_tool() {
 async fn by_default_only_a_tool_error_or_a_429_is_counted_over_the_deployment() {
     let (captured, _logs) = Captured::installed();
     let h = harness(&[("HEARTH_RATE_LIMIT_PER_SUBJECT", "2")]);
-    let record = json!({"household_id": "home", "action": "dim lights", "reason": "movie",
-        "inputs": {}, "approver": "Parent"});
-    common::call_tool(&h.router, "record_decision", record).await;
-    common::call_tool(
-        &h.router,
-        "record_decision",
-        json!({"household_id": "home"}),
-    )
-    .await;
+    a_decision_then_a_failed_call(&h.router).await;
     let explain = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "explain_why", "arguments": {"household_id": "home", "action": "dim lights"}}});
     assert_eq!(common::rpc(&h.router, &explain).await.status, 429);

@@ -157,7 +157,7 @@ def _invoke(functions, function, fixture):
         raise RuntimeError(f"{FUNCTIONS[function]} did not answer {fixture.name} ({error}): {log.read_text()}")
 
 
-def test_every_fixture_through_cargo_lambda_invoke(watch):
+def test_every_fixture_through_each_functions_runtime_loop(watch):
     expectations = json.loads((ROOT / "events" / "expectations.json").read_text())
     expectations.pop("_comment")
     checked = 0

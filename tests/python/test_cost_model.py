@@ -69,7 +69,7 @@ def test_a_month_is_the_profiles_calls_priced_line_by_line():
     measured = {"tools": {"record_decision": {
         "read_units": 2, "write_units": 10, "stored_bytes": 1000, "log_bytes": 300,
         "handler_ms_mean": 4.2, "handler_ms_median": 4.0, "dynamodb_requests": {}, "calls": 1}}}
-    lines = cost.monthly(measured, {"record_decision": 10}, 1000, witness_ms=0, alarms=6)
+    lines = cost.monthly(measured, {"record_decision": 10}, 1000, witness_ms=0, alarm_metrics=6)
     calls = 10 * cost.DAYS_PER_MONTH * 1000
     prices = cost.PRICES
     assert lines["DynamoDB requests"] == pytest.approx(
@@ -81,7 +81,7 @@ def test_a_month_is_the_profiles_calls_priced_line_by_line():
     # A measurement from before HEARTH_METRICS carried every metric, as `tool` does now.
     assert lines["Fixed (secrets, alarms, metrics)"] == pytest.approx(
         4 * 0.40 + 6 * 0.10 + (3 + 5 * (3 + 1) + 1) * 0.30)
-    with_witnesses = cost.monthly(measured, {"record_decision": 10}, 1000, witness_ms=50, alarms=6)
+    with_witnesses = cost.monthly(measured, {"record_decision": 10}, 1000, witness_ms=50, alarm_metrics=6)
     assert with_witnesses["Lambda"] == pytest.approx(
         calls * (prices["lambda_request"] + math.ceil(4.2 + 50) / 1000 * 0.25 * prices["lambda_gb_second"]))
     with pytest.raises(SystemExit):
@@ -113,7 +113,7 @@ def test_lambdas_duration_replaces_the_handlers_time_where_it_was_measured():
     calls = cost.DAYS_PER_MONTH * 1000
     prices = cost.PRICES
     for measured_tool, billed_ms in ((tool, 5), (on_lambda, 8)):
-        lines = cost.monthly({"tools": {"explain_why": measured_tool}}, {"explain_why": 1}, 1000, alarms=0)
+        lines = cost.monthly({"tools": {"explain_why": measured_tool}}, {"explain_why": 1}, 1000, alarm_metrics=0)
         assert lines["Lambda"] == pytest.approx(
             calls * (prices["lambda_request"] + billed_ms / 1000 * 0.25 * prices["lambda_gb_second"]))
 

@@ -124,9 +124,6 @@ pub struct Config {
     /// `HEARTH_MAX_CONNECTIONS` (default 512): connections a local server holds open at once;
     /// past it, new ones wait in the kernel's backlog.
     pub max_connections: usize,
-    /// `HEARTH_METRICS`, default `function`: applied by the log subscriber, which reads it
-    /// through [`LogSettings`] before this configuration; kept here so a bad value is refused.
-    pub metrics: MetricDetail,
     /// `HEARTH_TOOLSETS`, default every known toolset.
     pub toolsets: Vec<String>,
     pub rate_limits: RateLimits,
@@ -578,8 +575,9 @@ impl Config {
         };
         let max_connections =
             connection_cap(get("HEARTH_MAX_CONNECTIONS"), "HEARTH_MAX_CONNECTIONS")?;
-        // Applied by the log subscriber (LogSettings); read here so a bad value stops the start.
-        let metrics = MetricDetail::parse(get("HEARTH_METRICS").as_deref())?;
+        // Applied by the log subscriber, through LogSettings; checked here so a bad value stops
+        // the start.
+        MetricDetail::parse(get("HEARTH_METRICS").as_deref())?;
         let witnesses = witness::submission(&get, runtime)?;
         let device = DeviceSettings {
             token: get("HEARTH_TOKEN").map(|token| Secret::new(token.trim())),
@@ -619,7 +617,6 @@ impl Config {
             extra_hosts: split_list(&get("HEARTH_ALLOWED_HOSTS").unwrap_or_default()),
             trusted_proxies,
             max_connections,
-            metrics,
             toolsets,
             rate_limits,
         })
@@ -1099,30 +1096,27 @@ mod tests {
 
     #[test]
     fn metrics_are_function_tool_or_off_and_anything_else_stops_the_start() {
-        assert_eq!(config(&[]).unwrap().metrics, MetricDetail::Function);
+        let lookup = |value: &'static str| {
+            move |name: &str| (name == "HEARTH_METRICS").then(|| value.to_owned())
+        };
+        assert_eq!(
+            LogSettings::from_lookup(|_| None).metrics,
+            MetricDetail::Function
+        );
         for (value, detail) in [
             ("function", MetricDetail::Function),
             ("Tool", MetricDetail::Tool),
             (" off ", MetricDetail::Off),
         ] {
-            assert_eq!(
-                config(&[("HEARTH_METRICS", value)]).unwrap().metrics,
-                detail
-            );
+            assert_eq!(LogSettings::from_lookup(lookup(value)).metrics, detail);
+            assert!(config(&[("HEARTH_METRICS", value)]).is_ok(), "{value}");
         }
         let error = config(&[("HEARTH_METRICS", "tools")]).unwrap_err();
         assert!(error.to_string().contains("HEARTH_METRICS"), "{error}");
         // The log subscriber starts whatever the value, so that the refusal is logged.
-        let lookup = |value: &'static str| {
-            move |name: &str| (name == "HEARTH_METRICS").then(|| value.to_owned())
-        };
         assert_eq!(
             LogSettings::from_lookup(lookup("tools")).metrics,
             MetricDetail::Function
-        );
-        assert_eq!(
-            LogSettings::from_lookup(lookup("off")).metrics,
-            MetricDetail::Off
         );
     }
 

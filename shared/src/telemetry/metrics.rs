@@ -50,12 +50,22 @@ const DEPLOYMENT_WIDE: &[&[&str]] = &[&["Deployment"]];
 const BY_FUNCTION: &[&[&str]] = &[&["Function"]];
 const BY_FUNCTION_AND_TOOL: &[&[&str]] = &[&["Function"], &["Function", "Tool"]];
 
-/// The `_aws` object of an EMF record.
+/// The `_aws` object of an EMF record. Every set of directives a line can carry is a constant
+/// below, so a line allocates nothing for its record (the request line is on the hot path).
 #[derive(Serialize)]
 #[serde(rename_all = "PascalCase")]
 struct Emf {
     timestamp: i64,
-    cloud_watch_metrics: Vec<Directive>,
+    cloud_watch_metrics: &'static [Directive],
+}
+
+impl Emf {
+    fn at(now: time::OffsetDateTime, directives: &'static [Directive]) -> Self {
+        Self {
+            timestamp: (now.unix_timestamp_nanos() / 1_000_000) as i64,
+            cloud_watch_metrics: directives,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -63,33 +73,42 @@ struct Emf {
 struct Directive {
     namespace: &'static str,
     dimensions: &'static [&'static [&'static str]],
-    metrics: Vec<&'static MetricDefinition>,
+    metrics: &'static [&'static MetricDefinition],
 }
 
-impl Directive {
-    fn new(
-        dimensions: &'static [&'static [&'static str]],
-        metrics: Vec<&'static MetricDefinition>,
-    ) -> Self {
-        Self {
-            namespace: METRIC_NAMESPACE,
-            dimensions,
-            metrics,
-        }
+const fn directive(
+    dimensions: &'static [&'static [&'static str]],
+    metrics: &'static [&'static MetricDefinition],
+) -> Directive {
+    Directive {
+        namespace: METRIC_NAMESPACE,
+        dimensions,
+        metrics,
     }
 }
 
-/// The record for `directives`, or none when no directive names a metric.
-fn emf(now: time::OffsetDateTime, directives: Vec<Directive>) -> Option<Emf> {
-    let directives: Vec<Directive> = directives
-        .into_iter()
-        .filter(|directive| !directive.metrics.is_empty())
-        .collect();
-    (!directives.is_empty()).then(|| Emf {
-        timestamp: (now.unix_timestamp_nanos() / 1_000_000) as i64,
-        cloud_watch_metrics: directives,
-    })
-}
+const REQUEST_METRICS: &[&MetricDefinition] =
+    &[&REQUESTS, &ERRORS, &THROTTLED, &TOOL_ERRORS, &LATENCY];
+/// The alarms' counts over the deployment, on every request line at `tool`.
+const DEPLOYMENT_COUNTS: Directive = directive(DEPLOYMENT_WIDE, &[&THROTTLED, &TOOL_ERRORS]);
+
+/// At `function`, a line names only the counts it carries.
+const THROTTLED_ONLY: &[Directive] = &[directive(DEPLOYMENT_WIDE, &[&THROTTLED])];
+const TOOL_ERRORS_ONLY: &[Directive] = &[directive(DEPLOYMENT_WIDE, &[&TOOL_ERRORS])];
+const THROTTLED_AND_TOOL_ERRORS: &[Directive] = &[DEPLOYMENT_COUNTS];
+/// At `tool`, by function, and by function and tool for a tool call.
+const EVERY_REQUEST_METRIC: &[Directive] =
+    &[DEPLOYMENT_COUNTS, directive(BY_FUNCTION, REQUEST_METRICS)];
+const EVERY_TOOL_CALL_METRIC: &[Directive] = &[
+    DEPLOYMENT_COUNTS,
+    directive(BY_FUNCTION_AND_TOOL, REQUEST_METRICS),
+];
+const REFUSAL_OVER_THE_DEPLOYMENT: &[Directive] =
+    &[directive(DEPLOYMENT_WIDE, &[&WITNESS_REFUSALS])];
+const REFUSAL_BY_FUNCTION_TOO: &[Directive] = &[
+    directive(DEPLOYMENT_WIDE, &[&WITNESS_REFUSALS]),
+    directive(BY_FUNCTION, &[&WITNESS_REFUSALS]),
+];
 
 /// What the metrics are counted by: the function (Lambda's name, or `local`) and the
 /// deployment (`HEARTH_DEPLOYMENT`, the stack's name, or `local`).
@@ -172,19 +191,22 @@ pub(super) fn request_line(
     let tool_failed = detail != MetricDetail::Off && fields.take_flag("tool_failed");
     let throttled = status == 429;
     let (metrics, directives) = match detail {
-        MetricDetail::Off => (Vec::new(), Vec::new()),
+        MetricDetail::Off => (Vec::new(), None),
         MetricDetail::Function => {
             let mut metrics = Vec::new();
-            let mut named = Vec::new();
             if throttled {
                 metrics.push(("Throttled", Metric::Count(1)));
-                named.push(&THROTTLED);
             }
             if tool_failed {
                 metrics.push(("ToolErrors", Metric::Count(1)));
-                named.push(&TOOL_ERRORS);
             }
-            (metrics, vec![Directive::new(DEPLOYMENT_WIDE, named)])
+            let directives = match (throttled, tool_failed) {
+                (false, false) => None,
+                (true, false) => Some(THROTTLED_ONLY),
+                (false, true) => Some(TOOL_ERRORS_ONLY),
+                (true, true) => Some(THROTTLED_AND_TOOL_ERRORS),
+            };
+            (metrics, directives)
         }
         MetricDetail::Tool => {
             let tool = fields.text("tool").filter(|tool| *tool != "-");
@@ -200,17 +222,11 @@ pub(super) fn request_line(
                 ("ToolErrors", Metric::Count(u8::from(tool_failed))),
                 ("Latency", Metric::Milliseconds(latency_ms)),
             ]);
-            let by = match tool {
-                Some(_) => BY_FUNCTION_AND_TOOL,
-                None => BY_FUNCTION,
+            let directives = match tool {
+                Some(_) => EVERY_TOOL_CALL_METRIC,
+                None => EVERY_REQUEST_METRIC,
             };
-            let all = vec![&REQUESTS, &ERRORS, &THROTTLED, &TOOL_ERRORS, &LATENCY];
-            let directives = vec![
-                // The alarms' deployment-wide counts, as at `function`.
-                Directive::new(DEPLOYMENT_WIDE, vec![&THROTTLED, &TOOL_ERRORS]),
-                Directive::new(by, all),
-            ];
-            (metrics, directives)
+            (metrics, Some(directives))
         }
     };
     Line {
@@ -220,7 +236,7 @@ pub(super) fn request_line(
         fields: &fields,
         names,
         metrics,
-        emf: emf(now, directives),
+        emf: directives.map(|directives| Emf::at(now, directives)),
     }
     .to_json()
 }
@@ -233,19 +249,14 @@ pub(super) fn refusal_line(
     names: &Names,
     detail: MetricDetail,
 ) -> String {
-    let (metrics, directives) = match detail {
-        MetricDetail::Off => (Vec::new(), Vec::new()),
-        MetricDetail::Function => (
-            vec![("WitnessRefusals", Metric::Count(1))],
-            vec![Directive::new(DEPLOYMENT_WIDE, vec![&WITNESS_REFUSALS])],
-        ),
-        MetricDetail::Tool => (
-            vec![("WitnessRefusals", Metric::Count(1))],
-            vec![
-                Directive::new(DEPLOYMENT_WIDE, vec![&WITNESS_REFUSALS]),
-                Directive::new(BY_FUNCTION, vec![&WITNESS_REFUSALS]),
-            ],
-        ),
+    let directives = match detail {
+        MetricDetail::Off => None,
+        MetricDetail::Function => Some(REFUSAL_OVER_THE_DEPLOYMENT),
+        MetricDetail::Tool => Some(REFUSAL_BY_FUNCTION_TOO),
+    };
+    let metrics = match directives {
+        Some(_) => vec![("WitnessRefusals", Metric::Count(1))],
+        None => Vec::new(),
     };
     Line {
         now,
@@ -254,7 +265,7 @@ pub(super) fn refusal_line(
         fields,
         names,
         metrics,
-        emf: emf(now, directives),
+        emf: directives.map(|directives| Emf::at(now, directives)),
     }
     .to_json()
 }
@@ -294,6 +305,16 @@ mod tests {
         }
         fields
     }
+
+    /// What a line carries only when it counts a call (at `tool`).
+    const PER_CALL_MEMBERS: [&str; 6] = [
+        "Requests",
+        "Errors",
+        "Throttled",
+        "ToolErrors",
+        "Latency",
+        "Tool",
+    ];
 
     fn parsed(line: &str) -> Value {
         assert!(!line.contains('\n'), "one line: {line}");
@@ -433,14 +454,7 @@ mod tests {
     fn at_function_a_line_counts_only_what_happened_over_the_deployment() {
         let quiet = request(MetricDetail::Function, tool_call(200, false));
         assert!(quiet.get("_aws").is_none(), "nothing to count: {quiet}");
-        for name in [
-            "Requests",
-            "Errors",
-            "Throttled",
-            "ToolErrors",
-            "Latency",
-            "Tool",
-        ] {
+        for name in PER_CALL_MEMBERS {
             assert!(quiet.get(name).is_none(), "{name} on {quiet}");
         }
         assert!(
@@ -465,6 +479,19 @@ mod tests {
             throttled.get("Tool").is_none(),
             "no dimension, no dimension value"
         );
+
+        let both = request(MetricDetail::Function, tool_call(429, true));
+        assert_eq!(
+            (&both["Throttled"], &both["ToolErrors"]),
+            (&json!(1), &json!(1))
+        );
+        assert_eq!(
+            directives(&both),
+            vec![(
+                json!([["Deployment"]]),
+                vec!["Throttled".into(), "ToolErrors".into()]
+            )]
+        );
     }
 
     #[test]
@@ -473,14 +500,7 @@ mod tests {
             let line = request(MetricDetail::Off, tool_call(status, true));
             assert!(line.get("_aws").is_none(), "{line}");
             assert_eq!(line["tool_failed"], true);
-            for name in [
-                "Requests",
-                "Errors",
-                "Throttled",
-                "ToolErrors",
-                "Latency",
-                "Tool",
-            ] {
+            for name in PER_CALL_MEMBERS {
                 assert!(line.get(name).is_none(), "{name} on {line}");
             }
         }

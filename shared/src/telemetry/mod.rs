@@ -99,7 +99,7 @@ where
 static FILTER: OnceLock<Option<String>> = OnceLock::new();
 
 /// The function and deployment names the metrics carry (`local` off Lambda), set once by
-/// `init`.
+/// `init`, which runs before any line is written.
 static NAMES: OnceLock<metrics::Names> = OnceLock::new();
 
 /// The level filter: `RUST_LOG` (as the configuration read it), else `info` with rmcp
@@ -222,14 +222,11 @@ impl Visit for Fields {
     }
 }
 
-/// The names the metrics carry: Lambda's function and the stack, or `local`.
+/// The names the metrics carry: those `init` set, else `local` (a test's own subscriber).
 fn names() -> &'static metrics::Names {
-    static LOCAL: OnceLock<metrics::Names> = OnceLock::new();
-    NAMES.get().unwrap_or_else(|| {
-        LOCAL.get_or_init(|| metrics::Names {
-            function: "local".to_owned(),
-            deployment: "local".to_owned(),
-        })
+    NAMES.get_or_init(|| metrics::Names {
+        function: "local".to_owned(),
+        deployment: "local".to_owned(),
     })
 }
 
