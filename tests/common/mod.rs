@@ -316,36 +316,50 @@ pub async fn operated_with_stores(
     client: aws_sdk_dynamodb::Client,
     table: &str,
 ) -> (Harness, hearth_core::admin::Admin, Stores) {
-    use hearth_core::clock::Clock;
-    let mut shared: Option<Stores> = None;
-    let h = match backend {
-        Backend::Sqlite => harness_over(config, |sqlite| {
-            let stores = Stores::shared(sqlite);
-            shared = Some(stores.clone());
-            stores
-        }),
-        Backend::Dynamo => {
-            let store = hearth_core::store::dynamodb::DynamoStore::new(
-                client,
-                hearth_testkit::moto::unique_name(table),
-            );
-            store.ensure_table().await.expect("create the table");
-            let stores = Stores::shared(Arc::new(store));
-            shared = Some(stores.clone());
-            harness_over(config, |_| stores)
+    match backend {
+        Backend::Sqlite => {
+            let mut shared: Option<Stores> = None;
+            let h = harness_over(config, |sqlite| {
+                let stores = Stores::shared(sqlite);
+                shared = Some(stores.clone());
+                stores
+            });
+            let stores = shared.expect("the harness chose its stores");
+            let admin = admin_over(config, &h, &stores);
+            (h, admin, stores)
         }
-    };
-    let stores = shared.expect("the harness chose its stores");
+        Backend::Dynamo => {
+            operated_on_table(config, client, &hearth_testkit::moto::unique_name(table)).await
+        }
+    }
+}
+
+/// [`operated_with_stores`] on DynamoDB, in a new table of exactly this name.
+pub async fn operated_on_table(
+    config: &Config,
+    client: aws_sdk_dynamodb::Client,
+    table: &str,
+) -> (Harness, hearth_core::admin::Admin, Stores) {
+    let store = hearth_core::store::dynamodb::DynamoStore::new(client, table);
+    store.ensure_table().await.expect("create the table");
+    let stores = Stores::shared(Arc::new(store));
+    let h = harness_over(config, |_| stores.clone());
+    let admin = admin_over(config, &h, &stores);
+    (h, admin, stores)
+}
+
+/// The operator's `hearth admin` over `stores`, on the harness's clock.
+fn admin_over(config: &Config, h: &Harness, stores: &Stores) -> hearth_core::admin::Admin {
+    use hearth_core::clock::Clock;
     let clock: Arc<dyn Clock> = h.clock.clone();
-    let admin = hearth_core::admin::Admin::new(
+    hearth_core::admin::Admin::new(
         hearth_core::accounts::Accounts::new(stores.accounts.clone(), clock.clone()),
         stores.chains.clone(),
         stores.grants.clone(),
         hearth_core::app::household_data(config).unwrap(),
         config.jwt_keys(),
         clock,
-    );
-    (h, admin, stores)
+    )
 }
 
 /// Which store a story runs on: the embedded SQLite store, or DynamoDB on moto.

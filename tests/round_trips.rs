@@ -1,0 +1,571 @@
+//! What each call costs on DynamoDB: every tool and every OAuth grant, counted on moto through
+//! the SDK client itself (`Moto::counted_dynamodb_client`): its requests by kind, its
+//! sequential round trips (requests in flight together are one), and its read and write
+//! request units by DynamoDB's sizing rules (`hearth_testkit::capacity`, from the items before
+//! and after the call).
+//!
+//! The counts are the manual's table "What each call costs" (docs/src/reference/dynamodb.md,
+//! between its generated markers): the test fails when the two differ, and
+//! `HEARTH_UPDATE_COSTS=1 cargo test --test round_trips` writes the table anew. Each call is
+//! also held to its round-trip target.
+
+mod common;
+
+use std::collections::HashMap;
+
+use common::oauth::{VERIFIER, challenge, encode_pairs, hidden_fields};
+use common::{CLIENT_ID, CLIENT_SECRET, Harness, RESOURCE, Reply, basic, request, settings};
+use hearth_core::admin::Admin;
+use hearth_core::auth::attestation::{Attestation, sign};
+use hearth_core::clock::Clock;
+use hearth_core::countersign::household::built_in_policy;
+use hearth_testkit::capacity::{item_size, key_of, request_units, wire_item};
+use hearth_testkit::moto::{Moto, unique_name};
+use hearth_testkit::{Call, CallCounter};
+use http::StatusCode;
+use serde_json::{Value, json};
+
+const REDIRECT: &str = "https://alexa.example/api/skill/link/M2TEST";
+const HOST_KEY: &str = "round-trips-host-key";
+const PAGE: &str = "docs/src/reference/dynamodb.md";
+const TABLE: &str = "what-each-call-costs";
+
+/// One row of the table.
+struct Row {
+    call: &'static str,
+    requests: String,
+    rounds: usize,
+    target: Target,
+    read_units: f64,
+    write_units: f64,
+}
+
+/// A call's most sequential round trips (issue 48's targets).
+#[derive(Clone, Copy)]
+enum Target {
+    AtMost(usize),
+    None,
+}
+
+/// Every read-only tool is one round trip.
+const READ_ONLY: Target = Target::AtMost(1);
+/// `propose_purchase` with a signed speaker, and the other Countersign calls that append to
+/// the ledger the same way.
+const ACTING: Target = Target::AtMost(3);
+
+/// A server over its own table and the operator's `hearth admin` over it, with a household
+/// and its device.
+struct World {
+    h: Harness,
+    admin: Admin,
+    household: String,
+    key_id: String,
+    key: String,
+    turns: std::sync::atomic::AtomicU64,
+}
+
+/// The rows counted so far, and what they are counted with.
+struct Costs {
+    counter: CallCounter,
+    /// Straight to the table, uncounted: the items' sizes around each call.
+    reader: aws_sdk_dynamodb::Client,
+    table: String,
+    rows: Vec<Row>,
+    /// Each item's size in bytes as the last call left it, by key.
+    sizes: HashMap<String, u64>,
+}
+
+impl World {
+    async fn new() -> (Self, Costs) {
+        let redirects = settings(&[
+            ("MCP_REDIRECT_URIS", REDIRECT),
+            ("COUNTERSIGN_HOST_KEY", HOST_KEY),
+        ]);
+        let vars: Vec<(&str, &str)> = redirects.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        let config = common::config(&vars);
+        let moto = Moto::shared();
+        let (client, counter) = moto.counted_dynamodb_client();
+        let table = unique_name("hearth-round-trips");
+        let (h, admin, _) = common::operated_on_table(&config, client, &table).await;
+        let mut policy = built_in_policy();
+        let fields = policy.as_object_mut().unwrap();
+        fields.remove("household_id");
+        fields.remove("name");
+        let household = admin
+            .create("The Counted House", Some(policy))
+            .await
+            .unwrap()
+            .household_id;
+        let device = admin.add_device_key(&household).await.unwrap();
+        let world = Self {
+            h,
+            admin,
+            household,
+            key_id: device.key_id,
+            key: device.key,
+            turns: Default::default(),
+        };
+        let mut costs = Costs {
+            counter,
+            reader: moto.dynamodb_client(),
+            table,
+            rows: Vec::new(),
+            sizes: HashMap::new(),
+        };
+        costs.sizes = costs.scan().await;
+        (world, costs)
+    }
+}
+
+impl Costs {
+    /// Every item's size, by key.
+    async fn scan(&self) -> HashMap<String, u64> {
+        let mut sizes = HashMap::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .reader
+                .scan()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .expect("scan the table");
+            for item in page.items() {
+                let item = wire_item(item);
+                sizes.insert(key_text(&key_of(&json!({"Item": item}))), item_size(&item));
+            }
+            start = page.last_evaluated_key().cloned();
+            if start.is_none() {
+                return sizes;
+            }
+        }
+    }
+
+    /// Counts what `call` sends to the table as the row `name`.
+    async fn count<T>(
+        &mut self,
+        name: &'static str,
+        target: Target,
+        call: impl std::future::Future<Output = T>,
+    ) -> T {
+        self.counter.take_calls();
+        let output = call.await;
+        let calls = self.counter.take_calls();
+        let after = self.scan().await;
+        let before = std::mem::replace(&mut self.sizes, after);
+        let stored = |key: &Value| {
+            let key = key_text(key);
+            let size = |sizes: &HashMap<String, u64>| sizes.get(&key).copied().unwrap_or(0);
+            size(&before).max(size(&self.sizes))
+        };
+        let (read_units, write_units) = calls
+            .iter()
+            .map(|call| request_units(call, &stored))
+            .fold((0.0, 0.0), |(r, w), (read, write)| (r + read, w + write));
+        self.rows.push(Row {
+            call: name,
+            requests: by_kind(&calls),
+            rounds: calls.iter().map(|call| call.round).max().unwrap_or(0),
+            target,
+            read_units,
+            write_units,
+        });
+        output
+    }
+}
+
+impl World {
+    async fn form(&self, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+        let mut all = vec![("content-type", "application/x-www-form-urlencoded")];
+        all.extend_from_slice(headers);
+        request(&self.h.router, "POST", path, &all, body).await
+    }
+
+    async fn token(&self, body: &str) -> Value {
+        let client = basic(CLIENT_ID, CLIENT_SECRET);
+        let reply = self
+            .form("/oauth/token", &[("authorization", &client)], body)
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.raw);
+        reply.body
+    }
+
+    /// The household linked through the consent page: an authorization code.
+    async fn authorization_code(&self) -> String {
+        let link_code = self.admin.link_code(&self.household).await.unwrap().code;
+        let query = encode_pairs(&[
+            ("response_type", "code"),
+            ("client_id", CLIENT_ID),
+            ("redirect_uri", REDIRECT),
+            ("state", "counted"),
+            ("code_challenge", &challenge(VERIFIER)),
+            ("code_challenge_method", "S256"),
+            ("resource", RESOURCE),
+            ("scope", "mcp:service"),
+        ]);
+        let page = request(
+            &self.h.router,
+            "GET",
+            &format!("/oauth/authorize?{query}"),
+            &[],
+            "",
+        )
+        .await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.raw);
+        let cookie = page.header("set-cookie").split(';').next().unwrap();
+        let mut fields = hidden_fields(&page.raw);
+        fields.insert("decision".into(), "allow".into());
+        fields.insert("link_code".into(), link_code);
+        let reply = self
+            .form(
+                "/oauth/authorize",
+                &[("cookie", cookie)],
+                &common::oauth::encode(&fields),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.raw);
+        let location = url::Url::parse(reply.header("location")).unwrap();
+        let code = location.query_pairs().find(|(name, _)| name == "code");
+        code.expect("an authorization code").1.into_owned()
+    }
+
+    /// A device attestation of `member` saying `words` (answering `request_id`, if given).
+    fn spoken(&self, member: &str, words: &str, answering: Option<&str>) -> Vec<(String, String)> {
+        let turn = self
+            .turns
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let attestation = Attestation {
+            member_id: member.into(),
+            turn_id: format!("turn-{turn}"),
+            utterances: vec![words.into()],
+            issued_at: self.h.clock.now().unix_timestamp(),
+            answering: answering.map(str::to_owned),
+        };
+        let encoded = attestation.encode();
+        vec![
+            ("x-countersign-signature".into(), sign(&self.key, &encoded)),
+            ("x-countersign-attestation".into(), encoded),
+            ("x-countersign-key-id".into(), self.key_id.clone()),
+        ]
+    }
+
+    /// Calls `tool` with `token` and `headers`; the structured result of a call that went well.
+    async fn call(
+        &self,
+        token: &str,
+        tool: &str,
+        arguments: Value,
+        headers: &[(String, String)],
+    ) -> Value {
+        let bearer = format!("Bearer {token}");
+        let mut all: Vec<(&str, &str)> = vec![
+            ("authorization", bearer.as_str()),
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ];
+        all.extend(headers.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}});
+        let reply = request(&self.h.router, "POST", "/mcp", &all, &body.to_string()).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.raw);
+        let result = &reply.body["result"];
+        assert_ne!(result["isError"], true, "{tool} failed: {result}");
+        result["structuredContent"].clone()
+    }
+
+    async fn tool_names(&self, token: &str) -> Vec<String> {
+        let bearer = format!("Bearer {token}");
+        let headers = [
+            ("authorization", bearer.as_str()),
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ];
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+        let reply = request(&self.h.router, "POST", "/mcp", &headers, &body.to_string()).await;
+        let tools = reply.body["result"]["tools"].as_array().unwrap().clone();
+        tools
+            .iter()
+            .map(|tool| tool["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+}
+
+/// A key as a map key.
+fn key_text(key: &Value) -> String {
+    format!("{}\u{0}{}", key["pk"], key["sk"])
+}
+
+/// The calls' operations with how often each was sent, in the order first sent.
+fn by_kind(calls: &[Call]) -> String {
+    let mut kinds: Vec<(&str, usize)> = Vec::new();
+    for call in calls {
+        match kinds.iter_mut().find(|(kind, _)| *kind == call.operation) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((&call.operation, 1)),
+        }
+    }
+    if kinds.is_empty() {
+        return "none".into();
+    }
+    kinds
+        .iter()
+        .map(|(kind, n)| match n {
+            1 => format!("`{kind}`"),
+            n => format!("{n} `{kind}`"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn order(product: &str, variant: &str, quantity: u32) -> Value {
+    json!({"product_id": product, "variant_id": variant, "quantity": quantity})
+}
+
+/// The table, as the manual shows it.
+fn table(rows: &[Row]) -> String {
+    let mut text = String::from(
+        "| Call | DynamoDB requests | Round trips | Target | Read units | Write units |\n\
+         | --- | --- | --- | --- | --- | --- |\n",
+    );
+    for row in rows {
+        let target = match row.target {
+            Target::AtMost(most) if row.rounds <= most => format!("≤ {most}"),
+            Target::AtMost(most) => format!("≤ {most}: **missed**"),
+            Target::None => "–".into(),
+        };
+        text.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            row.call, row.requests, row.rounds, target, row.read_units, row.write_units
+        ));
+    }
+    text
+}
+
+#[tokio::test]
+async fn what_each_call_costs_is_the_manuals_table_and_within_its_targets() {
+    let (w, mut costs) = World::new().await;
+
+    // The OAuth grants, as a linked host meets them.
+    let client_credentials =
+        encode_pairs(&[("grant_type", "client_credentials"), ("resource", RESOURCE)]);
+    costs
+        .count(
+            "`client_credentials` grant",
+            Target::AtMost(1),
+            w.token(&client_credentials),
+        )
+        .await;
+    let code = w.authorization_code().await;
+    let exchange = encode_pairs(&[
+        ("grant_type", "authorization_code"),
+        ("code", &code),
+        ("redirect_uri", REDIRECT),
+        ("code_verifier", VERIFIER),
+        ("resource", RESOURCE),
+    ]);
+    let linked = costs
+        .count(
+            "`authorization_code` grant",
+            Target::None,
+            w.token(&exchange),
+        )
+        .await;
+    let refresh = encode_pairs(&[
+        ("grant_type", "refresh_token"),
+        ("refresh_token", linked["refresh_token"].as_str().unwrap()),
+        ("resource", RESOURCE),
+    ]);
+    let refreshed = costs
+        .count(
+            "`refresh_token` grant",
+            Target::AtMost(2),
+            w.token(&refresh),
+        )
+        .await;
+    let token = refreshed["access_token"].as_str().unwrap().to_owned();
+
+    // Warm: the token's standing read and cached, the decision window and the ledger open.
+    let decision = json!({"action": "dim the lights", "reason": "Movie time", "inputs": {}, "approver": "Dana"});
+    w.call(&token, "record_decision", decision.clone(), &[])
+        .await;
+    let towels = w.spoken("dana", "buy 6 rolls of paper towels", None);
+    w.call(
+        &token,
+        "propose_purchase",
+        order("paper-towels", "6-rolls", 1),
+        &towels,
+    )
+    .await;
+
+    // The why tools.
+    let recorded = costs
+        .count(
+            "`record_decision`",
+            Target::AtMost(2),
+            w.call(&token, "record_decision", decision, &[]),
+        )
+        .await;
+    let trace_id = recorded["trace_id"].as_str().unwrap().to_owned();
+    let reads = [
+        (
+            "`explain_why`",
+            "explain_why",
+            json!({"action": "dim the lights"}),
+        ),
+        (
+            "`whats_changed`",
+            "whats_changed",
+            json!({"since": "2000-01-01T00:00:00Z"}),
+        ),
+        ("`get_trace`", "get_trace", json!({"trace_id": trace_id})),
+        ("`prove_history`", "prove_history", json!({"from_size": 1})),
+        ("`scholia_catalog`", "scholia_catalog", json!({})),
+        (
+            "`scholia_lookup`",
+            "scholia_lookup",
+            json!({"term": "claim"}),
+        ),
+        (
+            "`scholia_lint_snippet`",
+            "scholia_lint_snippet",
+            json!({"snippet": "<claim id=\"c1\">the lights were dimmed</claim>"}),
+        ),
+        (
+            "`scholia_lint_trace`",
+            "scholia_lint_trace",
+            json!({"snippet": "<claim id=\"c1\">the lights were dimmed</claim>"}),
+        ),
+        (
+            "`ask_aion`",
+            "ask_aion",
+            json!({"question": "What should we cook tonight?"}),
+        ),
+        (
+            "`search_products`",
+            "search_products",
+            json!({"query": "batteries"}),
+        ),
+    ];
+    for (name, tool, arguments) in reads {
+        costs
+            .count(name, READ_ONLY, w.call(&token, tool, arguments, &[]))
+            .await;
+    }
+
+    // Countersign, each spoken by a member on the household's device.
+    let spoken = w.spoken("dana", "buy a 4 pack of AA batteries", None);
+    let ordered = costs
+        .count(
+            "`propose_purchase` (a signed speaker, placed)",
+            ACTING,
+            w.call(
+                &token,
+                "propose_purchase",
+                order("aa-batteries", "4-pack", 1),
+                &spoken,
+            ),
+        )
+        .await;
+    assert_eq!(ordered["outcome"], "placed", "{ordered}");
+    let spoken = w.spoken("dana", "order two packs of double A batteries", None);
+    let held = w
+        .call(
+            &token,
+            "propose_purchase",
+            order("aa-batteries", "12-pack", 3),
+            &spoken,
+        )
+        .await;
+    assert_eq!(held["outcome"], "needs_confirmation", "{held}");
+    let id = held["request_id"].as_str().unwrap().to_owned();
+    let yes = w.spoken("dana", "yes", Some(&id));
+    costs
+        .count(
+            "`confirm_purchase`",
+            ACTING,
+            w.call(&token, "confirm_purchase", json!({"request_id": id}), &yes),
+        )
+        .await;
+    let spoken = w.spoken("mia", "buy the dino building blocks", None);
+    let asked = w
+        .call(
+            &token,
+            "propose_purchase",
+            order("dino-blocks", "standard", 1),
+            &spoken,
+        )
+        .await;
+    assert_eq!(asked["outcome"], "needs_guardian", "{asked}");
+    let id = asked["request_id"].as_str().unwrap().to_owned();
+    let spoken = w.spoken("dana", "what's waiting", None);
+    costs
+        .count(
+            "`list_waiting`",
+            ACTING,
+            w.call(&token, "list_waiting", json!({}), &spoken),
+        )
+        .await;
+    let approve = w.spoken("dana", "yes", Some(&id));
+    let decided = costs
+        .count(
+            "`decide_request`",
+            ACTING,
+            w.call(
+                &token,
+                "decide_request",
+                json!({"request_id": id, "decision": "approve"}),
+                &approve,
+            ),
+        )
+        .await;
+    assert_eq!(decided["status"], "placed", "{decided}");
+    let reports = [
+        ("`household_activity`", "household_activity", json!({})),
+        ("`verify_ledger`", "verify_ledger", json!({})),
+        (
+            "`check_receipt`",
+            "check_receipt",
+            json!({"receipt": ordered["placed"]["receipt"]}),
+        ),
+    ];
+    for (name, tool, arguments) in reports {
+        let spoken = w.spoken("dana", "check what we bought", None);
+        costs
+            .count(name, READ_ONLY, w.call(&token, tool, arguments, &spoken))
+            .await;
+    }
+
+    // Every tool has its row.
+    for tool in w.tool_names(&token).await {
+        let named = format!("`{tool}`");
+        assert!(
+            costs.rows.iter().any(|row| row.call.starts_with(&named)),
+            "{tool} has no row in the table"
+        );
+    }
+
+    let counted = table(&costs.rows);
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let path = root.join(PAGE);
+    let page = std::fs::read_to_string(&path).unwrap();
+    if std::env::var_os("HEARTH_UPDATE_COSTS").is_some() {
+        let updated = hearth_core::config::reference::splice(&page, TABLE, &counted)
+            .expect("the page's generated markers");
+        std::fs::write(&path, updated).unwrap();
+    } else {
+        let begin = format!("<!-- generated:{TABLE}:begin -->\n");
+        let end = format!("<!-- generated:{TABLE}:end -->");
+        let shown = page
+            .split_once(&begin)
+            .and_then(|(_, rest)| rest.split_once(&end))
+            .map(|(table, _)| table)
+            .expect("the page's generated markers");
+        assert_eq!(
+            shown, counted,
+            "{PAGE} no longer shows what each call costs; if the change is meant, run \
+             `HEARTH_UPDATE_COSTS=1 cargo test --test round_trips` and say why in the commit"
+        );
+    }
+}
