@@ -651,8 +651,8 @@ async fn a_household_token_costs_one_read_a_minute_and_one_per_attested_call() {
         .await);
     assert_eq!(
         counter.take_with_rounds(),
-        (6, 4),
-        "the rate limiter's two counters and one GetItem of the account (device key and policy) together, then the acting-call counter, Query, TransactWriteItems"
+        (6, 3),
+        "the rate limiter's two counters, one GetItem of the account (device key and policy) and the ledger's Query together, then the acting-call counter, then TransactWriteItems"
     );
     // An attested read of the ledger: the counters, the account the attestation is checked
     // against and the ledger's window, all in one round trip.

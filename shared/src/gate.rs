@@ -9,7 +9,9 @@
 //!   before any store read of the route's own;
 //! - the routes that count a caller as well (`/mcp`, `/tts`, the demo's device) call
 //!   [`Gate::check_origin`] and then [`Gate::admit`] themselves once the token is read, so
-//!   that one counter call covers both and `/mcp` can read a household's account beside it.
+//!   that one counter call covers both and `/mcp` can read a household's account beside it;
+//!   `/oauth/token` does the same with the address alone, to read a refresh token's family
+//!   beside it ([`admission_first`]).
 //!
 //! Each route family renders a [`Refusal`] in its own shape (a page, OAuth's JSON, JSON-RPC).
 //! The client's address is API Gateway's source IP under Lambda, and otherwise the TCP peer,
@@ -202,6 +204,26 @@ impl Gate {
             }
             Admission::Unavailable => Err(Refusal::LimiterUnavailable),
         }
+    }
+}
+
+/// Awaits `admission` and `head` together: what a route reads in memory and from the store
+/// beside its admission, so that both are one round trip. Admission's verdict comes first
+/// whichever finishes first: its refusal is the answer, and drops `head` unfinished or
+/// unread; once admitted, the head's own refusal is the caller's to give.
+pub async fn admission_first<A, H, E>(
+    admission: impl Future<Output = Result<A, E>>,
+    head: impl Future<Output = H>,
+) -> Result<(A, H), E> {
+    use futures_util::future::{Either, select};
+    let admission = std::pin::pin!(admission);
+    let head = std::pin::pin!(head);
+    match select(admission, head).await {
+        Either::Left((admitted, head)) => {
+            let admitted = admitted?;
+            Ok((admitted, head.await))
+        }
+        Either::Right((head, admission)) => Ok((admission.await?, head)),
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::attestation::{AttestationRefusal, HostClaim};
 use crate::accounts::Standing;
 use crate::chain::sha256_hex;
-use crate::store::{AccountItem, ChainKey, ChainRead, Snapshot, StoreError};
+use crate::store::{AccountItem, ChainKey, ChainRead, LogHead, Snapshot, StoreError};
 
 /// Who is calling, as far as a toolset needs to know: the data scope (the SHA-256 of the
 /// verified subject, or of the household a household token names), which toolsets key all
@@ -63,6 +63,19 @@ impl Caller {
             .as_ref()
             .filter(|read| read.key == *key)
             .map(|read| read.window.clone())
+    }
+
+    /// What an append to `key` starts from, if the HTTP layer read it ahead for this call
+    /// ([`ChainRead::read_for_append`]): a toolset starts its first attempt from it instead of
+    /// asking the store again.
+    pub fn append_read_ahead_of(
+        &self,
+        key: &ChainKey,
+    ) -> Option<Result<(Option<Snapshot>, Option<LogHead>), StoreError>> {
+        self.read_ahead
+            .as_ref()
+            .filter(|read| read.key == *key)
+            .and_then(|read| read.for_append())
     }
 
     /// A caller whose request carried no device attestation.
@@ -190,6 +203,8 @@ mod tests {
         reading.read_ahead = Some(Arc::new(ChainRead {
             key: key("kitchen"),
             window: Ok(None),
+            log: None,
+            spent: Default::default(),
         }));
         assert_eq!(reading.read_ahead_of(&key("kitchen")), Some(Ok(None)));
         assert_eq!(
@@ -197,5 +212,26 @@ mod tests {
             None,
             "another chain reads its own"
         );
+        assert_eq!(
+            reading.append_read_ahead_of(&key("kitchen")),
+            None,
+            "a read-only call's read has no log head to append from"
+        );
+        reading.read_ahead = Some(Arc::new(ChainRead {
+            key: key("kitchen"),
+            window: Ok(None),
+            log: Some(None),
+            spent: Default::default(),
+        }));
+        assert_eq!(
+            reading.append_read_ahead_of(&key("kitchen")),
+            Some(Ok((None, None)))
+        );
+        assert_eq!(
+            reading.clone().append_read_ahead_of(&key("kitchen")),
+            None,
+            "one append starts from it, whichever clone of the caller asks"
+        );
+        assert_eq!(reading.append_read_ahead_of(&key("garage")), None);
     }
 }

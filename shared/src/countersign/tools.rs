@@ -223,7 +223,8 @@ impl Toolset for CountersignToolset {
 
     /// The reports read the ledger and nothing else, so it can be read beside the request's
     /// admission. A receipt given as a transparency-log proof is checked against the log
-    /// instead, and reads nothing ahead.
+    /// instead, and reads nothing ahead. The calls that act read the ledger and append to
+    /// it, so their read (with the log head) goes there too.
     async fn read_ahead(
         &self,
         caller: &Caller,
@@ -231,11 +232,15 @@ impl Toolset for CountersignToolset {
         arguments: Option<&str>,
     ) -> Option<ChainRead> {
         match name {
-            HOUSEHOLD_ACTIVITY | VERIFY_LEDGER => {}
-            CHECK_RECEIPT if receipt_is_an_entry(arguments?) => {}
-            _ => return None,
+            HOUSEHOLD_ACTIVITY | VERIFY_LEDGER => self.service.read_ahead(caller).await,
+            CHECK_RECEIPT if receipt_is_an_entry(arguments?) => {
+                self.service.read_ahead(caller).await
+            }
+            PROPOSE_PURCHASE | CONFIRM_PURCHASE | DECIDE_REQUEST | LIST_WAITING => {
+                self.service.read_ahead_for_append(caller).await
+            }
+            _ => None,
         }
-        self.service.read_ahead(caller).await
     }
 
     async fn call(&self, caller: &Caller, name: &str, arguments: JsonObject) -> Option<ToolOutput> {

@@ -263,6 +263,12 @@ impl FamilyBody {
 }
 
 /// The family id a refresh token names, first or second form, if it has the form of one.
+/// A refresh family as read ahead of its grant (see [`Linking::family_ahead`]).
+pub struct FamilyRead {
+    family_id: String,
+    read: Result<Option<GrantItem>, StoreError>,
+}
+
 fn family_of(token: &str) -> Option<&str> {
     parse_refresh_token(token)
         .map(|(family, _)| family)
@@ -482,24 +488,56 @@ impl Linking {
         Ok(self.tokens(jwt, &family, &family_id, refresh_token, scope))
     }
 
+    /// The family a refresh token names, read ahead of the `refresh_token` grant (beside the
+    /// request's admission; see `oauth`), when the token is one this server minted (its MAC,
+    /// checked in memory): a made-up token reads nothing.
+    pub async fn family_ahead(&self, jwt: &JwtKeys, refresh_token: &str) -> Option<FamilyRead> {
+        let (family_id, _, genuine) =
+            parse_refresh_token_v2(refresh_token, |message| jwt.refresh_mac(message))?;
+        if !genuine {
+            return None;
+        }
+        let read = self
+            .grants
+            .grant(GrantKind::RefreshFamily, family_id, self.now_ms())
+            .await;
+        Some(FamilyRead {
+            family_id: family_id.to_owned(),
+            read,
+        })
+    }
+
     /// The `refresh_token` grant: rotates the family's token, or revokes the family when a
-    /// token rotated away is presented again (outside the grace window).
+    /// token rotated away is presented again (outside the grace window). `ahead`: the family
+    /// as [`Self::family_ahead`] read it, which the first attempt starts from.
+    ///
+    /// The account is read beside the rotation's conditional write, not before it: two round
+    /// trips after admission would be three. A rotation that lands for a household since
+    /// unlinked, or a family the account has revoked, is answered with the refusal all the
+    /// same and changes nothing that matters: every refresh checks the account again. When
+    /// the account cannot be read, the rotation may have landed unseen by the client, whose
+    /// retry with the same token falls within the grace window (`REFRESH_GRACE_MS`).
     pub async fn refresh(
         &self,
         jwt: &JwtKeys,
         client_id: &str,
         refresh_token: &str,
         requested: Option<Scopes>,
+        mut ahead: Option<FamilyRead>,
     ) -> Result<Tokens, LinkingError> {
         let family_id =
             family_of(refresh_token).ok_or(LinkingError::InvalidGrant(REFRESH_NOT_VALID))?;
         for _ in 0..WRITE_ATTEMPTS {
             let now_ms = self.now_ms();
-            let item = self
-                .grants
-                .grant(GrantKind::RefreshFamily, family_id, now_ms)
-                .await?
-                .ok_or(LinkingError::InvalidGrant(REFRESH_NOT_VALID))?;
+            let read = match ahead.take().filter(|ahead| ahead.family_id == family_id) {
+                Some(ahead) => ahead.read,
+                None => {
+                    self.grants
+                        .grant(GrantKind::RefreshFamily, family_id, now_ms)
+                        .await
+                }
+            };
+            let item = read?.ok_or(LinkingError::InvalidGrant(REFRESH_NOT_VALID))?;
             let mut family: FamilyBody = from_json(&item.body)?;
             if family.revoked {
                 return Err(LinkingError::InvalidGrant(REFRESH_REVOKED));
@@ -521,19 +559,6 @@ impl Linking {
                 // Made up around the family's public id, or garbage: refused, nothing revoked.
                 Held::Unknown => return Err(LinkingError::InvalidGrant(REFRESH_NOT_VALID)),
             }
-            let account = self.accounts.fresh(&family.household_id).await?;
-            match account {
-                Some(account) if account.generation == family.generation => {
-                    if account
-                        .revoked_families
-                        .iter()
-                        .any(|revoked| revoked.family_id == family_id)
-                    {
-                        return Err(LinkingError::InvalidGrant(REFRESH_REVOKED));
-                    }
-                }
-                _ => return Err(LinkingError::InvalidGrant(HOUSEHOLD_GONE)),
-            }
             let granted = Scopes::parse(&family.scope)
                 .map_err(|_| LinkingError::Unavailable("a stored family is unreadable".into()))?;
             let scope = match requested.map(|requested| requested.or_default(granted)) {
@@ -548,15 +573,30 @@ impl Linking {
             // A retry drops the token whose answer was lost and keeps the window as it was.
             let next_token = family.rotate(family_id, jwt, is_retry, now_ms);
             let idle_until = Some(now_ms + REFRESH_IDLE_MS);
-            match self
-                .rewrite(&item, to_json(&family), idle_until, now_ms)
-                .await
-            {
-                Ok(()) => return Ok(self.tokens(jwt, &family, family_id, next_token, scope)),
+            let (account, rotated) = futures_util::future::join(
+                self.accounts.fresh(&family.household_id),
+                self.rewrite(&item, to_json(&family), idle_until, now_ms),
+            )
+            .await;
+            match rotated {
+                Ok(()) => {}
                 // A concurrent refresh rotated first; read again and judge the token anew.
                 Err(StoreError::Conflict) => continue,
                 Err(error) => return Err(error.into()),
             }
+            match account? {
+                Some(account) if account.generation == family.generation => {
+                    if account
+                        .revoked_families
+                        .iter()
+                        .any(|revoked| revoked.family_id == family_id)
+                    {
+                        return Err(LinkingError::InvalidGrant(REFRESH_REVOKED));
+                    }
+                }
+                _ => return Err(LinkingError::InvalidGrant(HOUSEHOLD_GONE)),
+            }
+            return Ok(self.tokens(jwt, &family, family_id, next_token, scope));
         }
         Err(LinkingError::Unavailable(
             "the refresh token is busy with other refreshes; try again".into(),
@@ -775,22 +815,24 @@ mod tests {
         let (linking, clock, jwt, family_id, old_token, _dir) = first_form_family().await;
         let made_up = format!("hrt1.{family_id}.{}", "A".repeat(43));
         assert!(matches!(
-            linking.refresh(&jwt, "client", &made_up, None).await,
+            linking.refresh(&jwt, "client", &made_up, None, None).await,
             Err(LinkingError::InvalidGrant(REFRESH_NOT_VALID))
         ));
         let rotated = linking
-            .refresh(&jwt, "client", &old_token, None)
+            .refresh(&jwt, "client", &old_token, None, None)
             .await
             .unwrap();
         assert!(rotated.refresh_token.starts_with("hrt2."));
         clock.advance(time::Duration::milliseconds(REFRESH_GRACE_MS + 1));
         assert!(matches!(
-            linking.refresh(&jwt, "client", &old_token, None).await,
+            linking
+                .refresh(&jwt, "client", &old_token, None, None)
+                .await,
             Err(LinkingError::InvalidGrant(REFRESH_REUSED))
         ));
         assert!(matches!(
             linking
-                .refresh(&jwt, "client", &rotated.refresh_token, None)
+                .refresh(&jwt, "client", &rotated.refresh_token, None, None)
                 .await,
             Err(LinkingError::InvalidGrant(REFRESH_REVOKED))
         ));
@@ -802,20 +844,22 @@ mod tests {
     async fn a_first_form_token_two_rotations_back_is_reuse_within_the_grace_window() {
         let (linking, _clock, jwt, _family_id, old_token, _dir) = first_form_family().await;
         let first = linking
-            .refresh(&jwt, "client", &old_token, None)
+            .refresh(&jwt, "client", &old_token, None, None)
             .await
             .unwrap();
         let second = linking
-            .refresh(&jwt, "client", &first.refresh_token, None)
+            .refresh(&jwt, "client", &first.refresh_token, None, None)
             .await
             .unwrap();
         assert!(matches!(
-            linking.refresh(&jwt, "client", &old_token, None).await,
+            linking
+                .refresh(&jwt, "client", &old_token, None, None)
+                .await,
             Err(LinkingError::InvalidGrant(REFRESH_REUSED))
         ));
         assert!(matches!(
             linking
-                .refresh(&jwt, "client", &second.refresh_token, None)
+                .refresh(&jwt, "client", &second.refresh_token, None, None)
                 .await,
             Err(LinkingError::InvalidGrant(REFRESH_REVOKED))
         ));

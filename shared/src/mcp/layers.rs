@@ -27,14 +27,13 @@
 //!    read household data), then rmcp's stateless Streamable HTTP service in JSON-response
 //!    mode with the authenticated caller attached.
 
-use std::pin::pin;
 use std::sync::Arc;
 
 use axum::body::Body;
 use axum::body::Bytes;
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
-use futures_util::future::{Either, join, select};
+use futures_util::future::join;
 use http::request::Parts;
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use http_body_util::Full;
@@ -50,7 +49,7 @@ use crate::auth::attestation::{
     ATTESTATION_HEADER, AccountRead, AttestationRefusal, HostClaim, SIGNATURE_HEADER,
 };
 use crate::auth::{AuthFailure, Authenticator, Caller, Grant, Scope};
-use crate::gate::{Gate, Refusal};
+use crate::gate::{Gate, Refusal, admission_first};
 use crate::media::{accepts_json, has_media_type, read_body};
 use crate::store::ChainRead;
 use crate::telemetry::RequestLog;
@@ -127,24 +126,6 @@ async fn through_the_layers(
     let (parts, bytes, call, chain, account) = head?;
     caller.read_ahead = chain;
     Ok(dispatch(endpoint, parts, bytes, caller, call, account, log).await)
-}
-
-/// Awaits `admission` and `head` together. Admission's verdict comes first whichever finishes
-/// first: its refusal is the answer, and drops `head` unfinished or unread; once admitted, the
-/// head's own refusal is the caller's to give.
-async fn admission_first<A, H>(
-    admission: impl Future<Output = Result<A, Response>>,
-    head: impl Future<Output = H>,
-) -> Result<(A, H), Response> {
-    let admission = pin!(admission);
-    let head = pin!(head);
-    match select(admission, head).await {
-        Either::Left((admitted, head)) => {
-            let admitted = admitted?;
-            Ok((admitted, head.await))
-        }
-        Either::Right((head, admission)) => Ok((admission.await?, head)),
-    }
 }
 
 /// Layer 1: a POST, from an allowed origin, with no access token in its URL.

@@ -135,7 +135,6 @@ pub fn router(endpoint: Arc<OAuthEndpoint>, path_inserted: bool) -> Router {
     // allowed origins; the consent page is navigated to, never fetched.
     // The gate runs inside CORS, so that a browser host can read a refusal's status.
     let mut fetched = Router::new()
-        .route("/oauth/token", any(token))
         .route("/oauth/revoke", any(revoke))
         .route("/oauth/register", any(registration))
         .route("/.well-known/oauth-authorization-server", any(discovery));
@@ -145,8 +144,10 @@ pub fn router(endpoint: Arc<OAuthEndpoint>, path_inserted: bool) -> Router {
             any(discovery_inserted),
         );
     }
+    // The token endpoint passes the gate itself (`token_grant`), reading a refresh token's
+    // family beside its admission.
     let fetched = gate::browser_access(
-        gate::limit(fetched, &endpoint.gate, refused_in_json),
+        gate::limit(fetched, &endpoint.gate, refused_in_json).route("/oauth/token", any(token)),
         &endpoint.gate,
     );
     let judge = gate::limit(
@@ -288,13 +289,40 @@ async fn read_form(request: Request) -> Result<(http::request::Parts, Form), OAu
     Ok((parts, Form::parse(&bytes)?))
 }
 
-/// `POST /oauth/token`: every grant authenticates the client first.
+/// `POST /oauth/token`: the gate (the address's counter), then every grant authenticates the
+/// client first. A refresh token's family is read beside the counter (when the token's MAC
+/// shows this server minted it), so that a refresh is two round trips: that, then the
+/// rotation beside the account's read (see `Linking::refresh`).
 async fn token_grant(
     endpoint: &OAuthEndpoint,
     request: Request,
     log: &mut RequestLog,
 ) -> Result<Response, OAuthError> {
-    let (parts, form) = read_form(request).await?;
+    endpoint
+        .gate
+        .check_origin(request.headers())
+        .map_err(OAuthError::refused)?;
+    let ip = endpoint.gate.client_ip(&request);
+    let admission = async {
+        endpoint
+            .gate
+            .admit(ip, None)
+            .await
+            .map_err(OAuthError::refused)
+    };
+    let head = async {
+        let (parts, form) = read_form(request).await?;
+        let family = match (form.get("grant_type"), form.get("refresh_token")) {
+            (Some("refresh_token"), Some(presented)) => match linking_parts(endpoint) {
+                Ok((linking, jwt)) => linking.family_ahead(jwt, presented).await,
+                Err(_) => None,
+            },
+            _ => None,
+        };
+        Ok::<_, OAuthError>((parts, form, family))
+    };
+    let ((), head) = gate::admission_first(admission, head).await?;
+    let (parts, form, family) = head?;
     let client = authenticate_client(endpoint, &parts.headers, &form).await?;
     let client_id = client.client_id.clone();
     let subject = Subject::of_client(&client_id);
@@ -359,7 +387,7 @@ async fn token_grant(
             }
             let requested = named_scopes(&form)?;
             let tokens = linking
-                .refresh(jwt, &client_id, presented, requested)
+                .refresh(jwt, &client_id, presented, requested, family)
                 .await
                 .map_err(linking_error)?;
             Ok(token_response(&tokens))

@@ -138,14 +138,49 @@ pub struct Snapshot {
 
 /// A chain's live window, read ahead of the one tool call that needs it: the HTTP layer reads
 /// it beside the request's rate counters and account check (see `mcp::layers`), so that a
-/// read-only call makes one round trip on its critical path. It serves only the call it was
-/// read for, and only under the key it was read under; a refused request drops it unread.
+/// read-only call makes one round trip on its critical path, and an append two (the read, then
+/// its conditional write). It serves only the call it was read for, and only under the key it
+/// was read under; a refused request drops it unread.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ChainRead {
     pub key: ChainKey,
     /// What [`ChainStore::load`] answered.
     pub window: Result<Option<Arc<Snapshot>>, StoreError>,
+    /// The chain's log head, when the window was read for an append
+    /// ([`ChainRead::read_for_append`]): `None` for a read-only call's read.
+    pub log: Option<Option<LogHead>>,
+    /// Whether an append has started from this read: it serves one attempt, as a second
+    /// append of the same call would find it stale.
+    pub spent: Spent,
 }
+
+/// A flag set once, shared by every clone of the caller that holds the read (they share its
+/// `Arc`); two reads are equal by what they read, whether spent or not.
+#[derive(Debug, Default)]
+pub struct Spent(std::sync::atomic::AtomicBool);
+
+impl Spent {
+    /// Sets the flag, answering whether it was already set.
+    fn spend(&self) -> bool {
+        self.0.swap(true, std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Clone for Spent {
+    fn clone(&self) -> Self {
+        Self(std::sync::atomic::AtomicBool::new(
+            self.0.load(std::sync::atomic::Ordering::SeqCst),
+        ))
+    }
+}
+
+impl PartialEq for Spent {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Spent {}
 
 impl ChainRead {
     /// Reads `key`'s live window ahead of the call that will read it.
@@ -154,7 +189,42 @@ impl ChainRead {
             .load(&key, now_ms)
             .await
             .map(|window| window.map(Arc::new));
-        Self { key, window }
+        Self {
+            key,
+            window,
+            log: None,
+            spent: Spent::default(),
+        }
+    }
+
+    /// Reads what an append to `key` starts from ([`ChainStore::load_for_append`]: the window
+    /// and the log head, one request) ahead of the call that appends. A stale read costs the
+    /// append one refused conditional write, which names the current heads, never a wrong
+    /// chain.
+    pub async fn read_for_append(store: &dyn ChainStore, key: ChainKey, now_ms: i64) -> Self {
+        let (window, log) = match store.load_for_append(&key, now_ms).await {
+            Ok((window, log)) => (Ok(window.map(Arc::new)), Some(log)),
+            Err(error) => (Err(error), None),
+        };
+        Self {
+            key,
+            window,
+            log,
+            spent: Spent::default(),
+        }
+    }
+
+    /// What an append read ahead under its key starts from, if this read was made for one
+    /// and no append has started from it yet.
+    pub fn for_append(&self) -> Option<Result<(Option<Snapshot>, Option<LogHead>), StoreError>> {
+        if self.log.is_none() && self.window.is_ok() || self.spent.spend() {
+            return None;
+        }
+        match (&self.window, &self.log) {
+            (Ok(window), Some(log)) => Some(Ok((window.as_deref().cloned(), log.clone()))),
+            (Err(error), _) => Some(Err(error.clone())),
+            (Ok(_), None) => None,
+        }
     }
 
     /// `key`'s live window: `ahead` if the window was read ahead under that key (see
@@ -184,6 +254,7 @@ impl std::fmt::Debug for ChainRead {
         f.debug_struct("ChainRead")
             .field("key", &self.key)
             .field("window", &window)
+            .field("for_append", &self.log.is_some())
             .finish()
     }
 }

@@ -303,6 +303,8 @@ impl WhyService {
             retry.make_way(until).await;
         }
         let mut last_lost = hot.as_ref().map(|landed| landed.last_lost);
+        // What the HTTP layer read ahead serves the first attempt that reads, and only it.
+        let mut read_ahead = caller.append_read_ahead_of(key);
         let mut start_from: Option<(Winner, Option<KnownWindow>)> =
             hot.map(|landed| (landed.heads, Some(landed.known)));
         loop {
@@ -319,7 +321,10 @@ impl WhyService {
             let (append, named, log, known) = match after_winner {
                 Some((append, winner, known)) => (append, winner.head.log_id, winner.log, known),
                 None => {
-                    let (current, log) = self.store.load_for_append(key, now_ms).await?;
+                    let (current, log) = match read_ahead.take() {
+                        Some(read) => read?,
+                        None => self.store.load_for_append(key, now_ms).await?,
+                    };
                     if let Some(snapshot) = &current {
                         self.verified(snapshot)?;
                     }
@@ -571,6 +576,23 @@ impl WhyService {
         check_household(household_id).ok()?;
         let key = chain_key_in(&caller.scope, household_id);
         Some(ChainRead::read(self.store.as_ref(), key, unix_ms(self.clock.now())).await)
+    }
+
+    /// Reads what a decision's append to `household_id` starts from, as [`Self::read_ahead`]
+    /// does for a read; `None` for a hot chain, whose append starts from the heads this
+    /// process's last append left and reads nothing (see `append_in_turn`).
+    pub async fn read_ahead_for_append(
+        &self,
+        caller: &Caller,
+        household_id: &str,
+    ) -> Option<ChainRead> {
+        check_household(household_id).ok()?;
+        let key = chain_key_in(&caller.scope, household_id);
+        if self.hot_chains.get(&key).is_some() {
+            return None;
+        }
+        let now_ms = unix_ms(self.clock.now());
+        Some(ChainRead::read_for_append(self.store.as_ref(), key, now_ms).await)
     }
 
     /// The household's live window, not yet verified; an empty or expired one is "not found".

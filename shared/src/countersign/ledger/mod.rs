@@ -271,10 +271,16 @@ impl Ledger {
         let Some(_turn) = retry.turn(&self.turns, key).await else {
             return Err(LedgerError::Busy);
         };
+        // What the HTTP layer read ahead serves the first attempt, and only it: a stale read
+        // costs one refused conditional write, after which the ledger is read again.
+        let mut read_ahead = caller.append_read_ahead_of(key);
         loop {
             let now = self.clock.now();
             let now_ms = unix_ms(now);
-            let (snapshot, log) = self.store.load_for_append(key, now_ms).await?;
+            let (snapshot, log) = match read_ahead.take() {
+                Some(read) => read?,
+                None => self.store.load_for_append(key, now_ms).await?,
+            };
             let view = verified(household_id, snapshot)?;
             let (entry, outcome) = match decide(&view, now) {
                 Step::Leave(outcome) => return Ok((outcome, None)),
@@ -423,6 +429,13 @@ impl Ledger {
     pub async fn read_ahead(&self, caller: &Caller, household_id: &str) -> ChainRead {
         let key = chain_key(caller, household_id);
         ChainRead::read(self.store.as_ref(), key, unix_ms(self.clock.now())).await
+    }
+
+    /// Reads `household_id`'s ledger and its log head for `caller` ahead of a call that
+    /// appends to it; the first attempt of [`Self::transition`] starts from it.
+    pub async fn read_ahead_for_append(&self, caller: &Caller, household_id: &str) -> ChainRead {
+        let key = chain_key(caller, household_id);
+        ChainRead::read_for_append(self.store.as_ref(), key, unix_ms(self.clock.now())).await
     }
 }
 

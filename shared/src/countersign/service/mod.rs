@@ -215,12 +215,28 @@ impl CountersignService {
     /// else will read: the household's the token names, or the configured one (as
     /// [`Self::home`] decides). A call that is refused reads nothing of it.
     pub async fn read_ahead(&self, caller: &Caller) -> Option<ChainRead> {
-        // The caller is the token's, its household's standing still being confirmed.
-        let household_id = match &caller.household {
-            Some(_) => caller.household_to_confirm(None)?,
-            None => self.data.id(),
-        };
+        let household_id = self.household_to_read_ahead(caller)?;
         Some(self.ledger.read_ahead(caller, household_id).await)
+    }
+
+    /// The same for a tool that appends to the ledger after reading it: the ledger and its
+    /// log head, what the append starts from.
+    pub async fn read_ahead_for_append(&self, caller: &Caller) -> Option<ChainRead> {
+        let household_id = self.household_to_read_ahead(caller)?;
+        Some(
+            self.ledger
+                .read_ahead_for_append(caller, household_id)
+                .await,
+        )
+    }
+
+    /// Whose ledger a call would read: the token's household, its standing still being
+    /// confirmed, or the configured one.
+    fn household_to_read_ahead<'a>(&'a self, caller: &'a Caller) -> Option<&'a str> {
+        match &caller.household {
+            Some(_) => caller.household_to_confirm(None),
+            None => Some(self.data.id()),
+        }
     }
 
     fn speaker<'a>(
