@@ -646,7 +646,7 @@ async fn a_read_only_call_is_one_round_trip_and_a_refused_one_returns_nothing_it
     assert_eq!(
         counter.take_with_rounds(),
         (3, 1),
-        "the rate limiter's two counters and the window's Query, sent together"
+        "the rate limiter's subject counter and address read and the window's Query, sent together"
     );
 
     // The subject's third request this minute is its last: the fourth is refused, though its

@@ -591,7 +591,7 @@ async fn a_household_token_costs_one_read_a_minute_and_one_per_attested_call() {
     assert_eq!(
         counter.take(),
         4,
-        "the rate limiter's two counters, then Query and TransactWriteItems: the generation is cached"
+        "the rate limiter's subject counter and address read with the window's Query, then TransactWriteItems: the generation is cached"
     );
     world
         .h
@@ -612,7 +612,7 @@ async fn a_household_token_costs_one_read_a_minute_and_one_per_attested_call() {
     assert_eq!(
         counter.take_with_rounds(),
         (3, 1),
-        "the rate limiter's two counters and the window's Query, in one round trip"
+        "the rate limiter's subject counter and address read and the window's Query, in one round trip"
     );
     world
         .h
@@ -629,7 +629,7 @@ async fn a_household_token_costs_one_read_a_minute_and_one_per_attested_call() {
     assert_eq!(
         counter.take_with_rounds(),
         (4, 1),
-        "the two counters, the generation's GetItem and the window's Query, in one round trip"
+        "the rate limiter's subject counter and address read, the generation's GetItem and the window's Query, in one round trip"
     );
     let order = |product: &str, variant: &str| json!({"product_id": product, "variant_id": variant, "quantity": 1});
     ok(&world
@@ -652,7 +652,7 @@ async fn a_household_token_costs_one_read_a_minute_and_one_per_attested_call() {
     assert_eq!(
         counter.take_with_rounds(),
         (6, 3),
-        "the rate limiter's two counters, one GetItem of the account (device key and policy) and the ledger's Query together, then the acting-call counter, then TransactWriteItems"
+        "the rate limiter's subject counter and address read, one GetItem of the account (device key and policy) and the ledger's Query together, then the acting-call counter, then TransactWriteItems"
     );
     // An attested read of the ledger: the counters, the account the attestation is checked
     // against and the ledger's window, all in one round trip.
@@ -664,7 +664,7 @@ async fn a_household_token_costs_one_read_a_minute_and_one_per_attested_call() {
     assert_eq!(
         counter.take_with_rounds(),
         (4, 1),
-        "the rate limiter's two counters, the account's GetItem and the ledger's Query, in one round trip"
+        "the rate limiter's subject counter and address read, the account's GetItem and the ledger's Query, in one round trip"
     );
     let checked = world
         .speak(&a, "verify_ledger", json!({}), "check the ledger")
@@ -801,7 +801,7 @@ async fn a_refused_household_request_returns_nothing_of_the_account_or_ledger_re
     assert_eq!(
         counter.take_with_rounds(),
         (4, 1),
-        "the two counters, the account's GetItem and the ledger's Query, sent together"
+        "the rate limiter's subject counter and address read, the account's GetItem and the ledger's Query, sent together"
     );
     for read in ["The Adams", a.id.as_str(), "ledger", "entries"] {
         assert!(!refused.raw.contains(read), "{read} in {}", refused.raw);

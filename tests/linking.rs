@@ -1320,7 +1320,7 @@ async fn each_linking_step_costs_a_known_number_of_dynamodb_calls() {
     assert_eq!(
         counter.take(),
         4,
-        "the first call: the rate limiter's two counters, GetItem of the account (standing, then cached), Query"
+        "the first call: the rate limiter's subject counter and address read, GetItem of the account (standing, then cached), Query"
     );
     assert_eq!(
         w.call(access, "explain_why", json!({"action": "anything"}))
@@ -1331,6 +1331,6 @@ async fn each_linking_step_costs_a_known_number_of_dynamodb_calls() {
     assert_eq!(
         counter.take(),
         3,
-        "every call within the minute: the rate limiter's two counters (sent together) and the Query, as with any token"
+        "every call within the minute: the rate limiter's subject counter and address read (sent together) and the Query, as with any token"
     );
 }

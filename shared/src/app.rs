@@ -104,8 +104,9 @@ pub enum Limit {
     Nothing,
     /// The address's budget.
     Address,
-    /// The address's budget and, in the same counter call, the subject the bearer token
-    /// names (`HEARTH_RATE_LIMIT_PER_SUBJECT`).
+    /// The address's budget, or, once the bearer token checks out, the budget of the subject
+    /// it names (`HEARTH_RATE_LIMIT_PER_SUBJECT`), the address's only read: one counter call
+    /// with one write either way.
     AddressAndSubject,
     /// The address's budget, and attempts at something guessable per address, as described.
     AddressAndAttempts(&'static str),
@@ -117,7 +118,7 @@ impl Limit {
         match self {
             Limit::Nothing => "nothing".into(),
             Limit::Address => "address".into(),
-            Limit::AddressAndSubject => "address, subject".into(),
+            Limit::AddressAndSubject => "address, or a token's subject".into(),
             Limit::AddressAndAttempts(attempts) => format!("address; {attempts}"),
         }
     }

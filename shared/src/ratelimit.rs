@@ -5,6 +5,13 @@
 //! in DynamoDB and a row with an expiry locally. Stored keys hold hashes, never an IP address or
 //! a subject.
 //!
+//! One write a request: a request without a valid token counts against its address; a
+//! request whose token checks out counts against its subject alone, and only reads its
+//! address's counter, refused if that address has spent its budget. So a host that serves
+//! many households from a few addresses is limited per household, not per address, and an
+//! address cut off by its failed attempts stays cut off whatever token it sends. Each limit
+//! is one conditional counter in the shared store, exact across instances.
+//!
 //! Every per-address counter counts a client's network, not its address alone
 //! ([`network_of`]): an IPv4 address, or an IPv6 address's /64. One subscriber or one cloud
 //! machine commonly holds a whole IPv6 /64, so counting each of its addresses alone would hand
@@ -79,19 +86,24 @@ impl RateLimiter {
         self
     }
 
-    /// Counts one request from `ip` (unknown addresses share one counter) and, once
-    /// authenticated, from `caller`, in a single store call.
+    /// Counts one request, in a single store call with one write: against `ip` (unknown
+    /// addresses share one counter) when there is no `caller`; once a token names one, against
+    /// `caller` alone, the address's counter only read, so that an address over its budget is
+    /// refused whatever token it sends.
     pub async fn admit(&self, ip: Option<IpAddr>, caller: Option<&Caller>) -> Admission {
         let now_ms = unix_ms(self.clock.now());
         let window = Window::containing(now_ms, WINDOW_MS);
-        let ip_key = network_key(ip);
-        let mut counters = vec![window.counter(&format!("rate/ip/{ip_key}"), self.limits.per_ip)];
-        if let Some(caller) = caller {
-            counters.push(window.counter(
-                &format!("rate/subject/{}", &caller.scope[..32]),
-                self.limits.per_subject,
-            ));
-        }
+        let address = format!("rate/ip/{}", network_key(ip));
+        let counters = match caller {
+            None => vec![window.counter(&address, self.limits.per_ip)],
+            Some(caller) => vec![
+                window.watched(&address, self.limits.per_ip),
+                window.counter(
+                    &format!("rate/subject/{}", &caller.scope[..32]),
+                    self.limits.per_subject,
+                ),
+            ],
+        };
         let taken = match &self.fallback {
             Some(fallback) if fallback.store_is_resting(now_ms) => fallback.take(&counters, window),
             _ => match self.counters.take(&counters, window.end_ms, now_ms).await {
@@ -275,7 +287,8 @@ impl LocalCounts {
         }
     }
 
-    /// Counts one request against every counter, all or nothing, as the store does.
+    /// Counts one request against every counted counter, all or nothing; a watched one is
+    /// only read.
     fn take(&mut self, counters: &[Counter], window: Window) -> Taken {
         if window.start_ms != self.window_start_ms {
             self.window_start_ms = window.start_ms;
@@ -284,11 +297,13 @@ impl LocalCounts {
         for (index, counter) in counters.iter().enumerate() {
             match self.hits.get(&counter.key) {
                 Some(hits) if *hits >= counter.limit => return Taken::Refused { index },
-                None if self.hits.len() >= self.max_counters => return Taken::Refused { index },
+                None if counter.counted && self.hits.len() >= self.max_counters => {
+                    return Taken::Refused { index };
+                }
                 _ => {}
             }
         }
-        for counter in counters {
+        for counter in counters.iter().filter(|counter| counter.counted) {
             *self.hits.entry(counter.key.clone()).or_insert(0) += 1;
         }
         Taken::Granted

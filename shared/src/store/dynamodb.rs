@@ -1165,15 +1165,35 @@ impl CounterStore for DynamoStore {
         expires_at_ms: i64,
         _now_ms: i64,
     ) -> Result<Taken, StoreError> {
-        // One conditional UpdateItem per counter, all in flight at once: one round trip, and
-        // a standard write each (a transaction would cost twice the write units and order the
-        // counters behind one another). The counters are therefore not all-or-nothing: see
-        // `CounterStore::take`.
-        let updates = counters.iter().map(|counter| {
-            self.client
+        // One request per counter, all in flight at once: one round trip. A counted counter is
+        // a conditional UpdateItem, a standard write each (a transaction would cost twice the
+        // write units and order the counters behind one another), so the counters are not
+        // all-or-nothing: see `CounterStore::take`. A watched one is a strongly consistent
+        // GetItem of its hits, so that its limit holds exactly.
+        let takes = counters.iter().map(|counter| async move {
+            let key = key_of(&format!("rate#{}", counter.key), "counter");
+            if !counter.counted {
+                let read = self
+                    .client
+                    .get_item()
+                    .table_name(&self.table)
+                    .set_key(Some(key))
+                    .projection_expression("hits")
+                    .consistent_read(true)
+                    .send()
+                    .await
+                    .map_err(sdk_unavailable)?;
+                let hits = match read.item().and_then(|item| item.get("hits")) {
+                    Some(hits) => number(Some(hits), "hits")?,
+                    None => 0,
+                };
+                return Ok::<bool, StoreError>(hits < i64::from(counter.limit));
+            }
+            let update = self
+                .client
                 .update_item()
                 .table_name(&self.table)
-                .set_key(Some(key_of(&format!("rate#{}", counter.key), "counter")))
+                .set_key(Some(key))
                 .update_expression(
                     "SET hits = if_not_exists(hits, :zero) + :one, expires_at_ms = :expires, #ttl = :ttl",
                 )
@@ -1185,19 +1205,21 @@ impl CounterStore for DynamoStore {
                 .expression_attribute_values(":ttl", n(ttl_seconds(expires_at_ms)))
                 .expression_attribute_values(":limit", n(i64::from(counter.limit)))
                 .send()
+                .await;
+            match update {
+                Ok(_) => Ok(true),
+                Err(error) if error.code() == Some("ConditionalCheckFailedException") => Ok(false),
+                Err(error) => Err(sdk_unavailable(error)),
+            }
         });
         let mut refused = None;
-        for (index, result) in futures_util::future::join_all(updates)
+        for (index, below_limit) in futures_util::future::join_all(takes)
             .await
             .into_iter()
             .enumerate()
         {
-            match result {
-                Ok(_) => {}
-                Err(error) if error.code() == Some("ConditionalCheckFailedException") => {
-                    refused.get_or_insert(index);
-                }
-                Err(error) => return Err(sdk_unavailable(error)),
+            if !below_limit? {
+                refused.get_or_insert(index);
             }
         }
         Ok(match refused {

@@ -803,12 +803,14 @@ pub trait ChainStore: Send + Sync + 'static {
     ) -> Result<usize, StoreError>;
 }
 
-/// One counter to count a request against: `key` names the counter and its window, and
-/// `limit` is the most requests the window allows.
+/// One counter a request must find below its limit: `key` names the counter and its window,
+/// and `limit` is the most requests the window allows. A `counted` counter also counts the
+/// request (a write); one that is not is only read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Counter {
     pub key: String,
     pub limit: u32,
+    pub counted: bool,
 }
 
 /// The fixed counting window of some length that contains an instant. Each window names its
@@ -836,6 +838,16 @@ impl Window {
         Counter {
             key: format!("{name}/{}", self.start_ms),
             limit,
+            counted: true,
+        }
+    }
+
+    /// The same counter, only read: a request must find it below `limit`, and is not counted
+    /// by it.
+    pub fn watched(&self, name: &str, limit: u32) -> Counter {
+        Counter {
+            counted: false,
+            ..self.counter(name, limit)
         }
     }
 }
@@ -852,16 +864,14 @@ pub enum Taken {
 
 #[async_trait]
 pub trait CounterStore: Send + Sync + 'static {
-    /// Counts one request against each counter that is below its limit, and names the first
-    /// counter, if any, that already holds its limit (that counter is left unchanged, so no
-    /// counter ever passes its limit, however takes interleave). The counters are **not**
-    /// all-or-nothing: a request refused by one counter is still counted by the others. For
-    /// the rate limiter that means a refused request from a subject still counts against its
-    /// address (and the other way round), which only makes the limits stricter for a client
-    /// already over one; in exchange each counter is one independent conditional write,
-    /// issued together. A counter lives until `expires_at_ms`, after which the backend may
-    /// remove it (a TTL); callers name each window with its own key, so an expired counter is
-    /// never counted again.
+    /// Counts one request against each counted counter that is below its limit, reads each
+    /// counter that is not, and names the first counter, if any, that already holds its
+    /// limit (a counted one is then left unchanged, so no counter ever passes its limit,
+    /// however takes interleave). The counters are **not** all-or-nothing: a request refused
+    /// by one counter is still counted by the others; in exchange each counter is one
+    /// independent conditional write (or read), issued together. A counter lives until
+    /// `expires_at_ms`, after which the backend may remove it (a TTL); callers name each
+    /// window with its own key, so an expired counter is never counted again.
     async fn take(
         &self,
         counters: &[Counter],
@@ -1164,8 +1174,14 @@ mod tests {
             counter,
             Counter {
                 key: "rate/ip/ab/120000".into(),
-                limit: 7
+                limit: 7,
+                counted: true,
             }
+        );
+        assert!(
+            !Window::containing(0, minute)
+                .watched("rate/ip/ab", 7)
+                .counted
         );
     }
 }

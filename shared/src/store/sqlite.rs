@@ -1121,11 +1121,19 @@ impl CounterStore for SqliteStore {
             .counters
             .lock()
             .map_err(|_| StoreError::Unavailable("counter lock poisoned".into()))?;
-        // As DynamoDB counts them: each counter below its limit counts the request, a counter
-        // at its limit is left alone (see `CounterStore::take`).
+        // As DynamoDB counts them: each counted counter below its limit counts the request, a
+        // counter at its limit is left alone, a watched one is only read (see
+        // `CounterStore::take`).
         let mut opened_a_window = false;
         let mut refused = None;
         for (index, counter) in counters.iter().enumerate() {
+            if !counter.counted {
+                let hits = table.hits.get(&counter.key).map_or(0, |(hits, _)| *hits);
+                if hits >= counter.limit {
+                    refused.get_or_insert(index);
+                }
+                continue;
+            }
             let (hits, _) = table
                 .hits
                 .entry(counter.key.clone())

@@ -386,6 +386,15 @@ fn counter(key: &str, limit: u32) -> Counter {
     Counter {
         key: key.into(),
         limit,
+        counted: true,
+    }
+}
+
+/// [`counter`], only read.
+fn watched(key: &str, limit: u32) -> Counter {
+    Counter {
+        counted: false,
+        ..counter(key, limit)
     }
 }
 
@@ -451,6 +460,52 @@ pub async fn a_refused_take_still_counts_where_there_is_room(backend: Backend) {
     assert_eq!(
         counters.take(&both_full, ends, NOW).await.unwrap(),
         Taken::Refused { index: 0 }
+    );
+}
+
+/// A counter that is only watched refuses at its limit, as a counted one does, and counts
+/// nothing: the rate limiter's address budget for a request whose token checks out.
+pub async fn a_watched_counter_refuses_at_its_limit_and_counts_nothing(backend: Backend) {
+    let counters = backend.counters.as_ref();
+    let ends = NOW + 60_000;
+    let by_token = [watched("ip/w", 2), counter("subject/w", 10)];
+    for n in 1..=3 {
+        assert_eq!(
+            counters.take(&by_token, ends, NOW).await.unwrap(),
+            Taken::Granted,
+            "request {n}: the address is read, never counted"
+        );
+    }
+    let without_token = [counter("ip/w", 2)];
+    for _ in 0..2 {
+        assert_eq!(
+            counters.take(&without_token, ends, NOW).await.unwrap(),
+            Taken::Granted
+        );
+    }
+    assert_eq!(
+        counters.take(&without_token, ends, NOW).await.unwrap(),
+        Taken::Refused { index: 0 },
+        "the two requests without a token filled the address's counter"
+    );
+    assert_eq!(
+        counters.take(&by_token, ends, NOW).await.unwrap(),
+        Taken::Refused { index: 0 },
+        "a full address refuses what it only watches"
+    );
+    // The subject counted the three granted takes and the refused one (not all-or-nothing).
+    let subject = [counter("subject/w", 4)];
+    assert_eq!(
+        counters.take(&subject, ends, NOW).await.unwrap(),
+        Taken::Refused { index: 0 }
+    );
+    assert_eq!(
+        counters
+            .take(&[watched("ip/never", 1)], ends, NOW)
+            .await
+            .unwrap(),
+        Taken::Granted,
+        "a counter never written is below any limit"
     );
 }
 
@@ -1434,6 +1489,7 @@ macro_rules! contract_tests {
                 decision_windows_follow_the_retention_rules,
                 counters_grant_up_to_their_limit_and_refuse_one_past,
                 a_refused_take_still_counts_where_there_is_room,
+                a_watched_counter_refuses_at_its_limit_and_counts_nothing,
                 each_window_counts_alone,
                 concurrent_takes_never_pass_the_limit,
                 accounts_are_created_once_read_back_and_listed,
