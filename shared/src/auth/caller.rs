@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::attestation::{AttestationRefusal, HostClaim};
 use crate::accounts::Standing;
 use crate::chain::sha256_hex;
-use crate::store::{AccountItem, ChainKey, ChainRead, LogHead, Snapshot, StoreError};
+use crate::store::{AccountItem, AppendStart, ChainKey, ChainRead, Snapshot, StoreError};
 
 /// Who is calling, as far as a toolset needs to know: the data scope (the SHA-256 of the
 /// verified subject, or of the household a household token names), which toolsets key all
@@ -71,7 +71,7 @@ impl Caller {
     pub fn append_read_ahead_of(
         &self,
         key: &ChainKey,
-    ) -> Option<Result<(Option<Snapshot>, Option<LogHead>), StoreError>> {
+    ) -> Option<Result<AppendStart, StoreError>> {
         self.read_ahead
             .as_ref()
             .filter(|read| read.key == *key)

@@ -136,6 +136,10 @@ pub struct Snapshot {
     pub records: Vec<Sealed>,
 }
 
+/// What an append starts from ([`ChainStore::load_for_append`]): the live window, if any, and
+/// the chain's log head, if kept.
+pub type AppendStart = (Option<Snapshot>, Option<LogHead>);
+
 /// A chain's live window, read ahead of the one tool call that needs it: the HTTP layer reads
 /// it beside the request's rate counters and account check (see `mcp::layers`), so that a
 /// read-only call makes one round trip on its critical path, and an append two (the read, then
@@ -216,7 +220,7 @@ impl ChainRead {
 
     /// What an append read ahead under its key starts from, if this read was made for one
     /// and no append has started from it yet.
-    pub fn for_append(&self) -> Option<Result<(Option<Snapshot>, Option<LogHead>), StoreError>> {
+    pub fn for_append(&self) -> Option<Result<AppendStart, StoreError>> {
         if self.log.is_none() && self.window.is_ok() || self.spent.spend() {
             return None;
         }
