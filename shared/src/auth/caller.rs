@@ -68,10 +68,7 @@ impl Caller {
     /// What an append to `key` starts from, if the HTTP layer read it ahead for this call
     /// ([`ChainRead::read_for_append`]): a toolset starts its first attempt from it instead of
     /// asking the store again.
-    pub fn append_read_ahead_of(
-        &self,
-        key: &ChainKey,
-    ) -> Option<Result<AppendStart, StoreError>> {
+    pub fn append_read_ahead_of(&self, key: &ChainKey) -> Option<Result<AppendStart, StoreError>> {
         self.read_ahead
             .as_ref()
             .filter(|read| read.key == *key)
