@@ -193,10 +193,11 @@ def table_access(function):
 
 
 def test_the_speech_function_reads_household_accounts_and_counts_rates_only():
-    # /tts checks household tokens' generations (account items) and counts requests; nothing else.
+    # /tts checks household tokens' generations (account items) and counts requests: with a
+    # token, against the subject's counter, reading the address's; nothing else.
     assert sorted(table_access("TtsFunction"), key=str) == sorted([
         (["dynamodb:GetItem"], ["account#*"]),
-        (["dynamodb:ConditionCheckItem", "dynamodb:UpdateItem"], ["rate#*"]),
+        (["dynamodb:ConditionCheckItem", "dynamodb:GetItem", "dynamodb:UpdateItem"], ["rate#*"]),
     ], key=str)
 
 
