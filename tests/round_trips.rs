@@ -6,12 +6,16 @@
 //!
 //! The counts are the manual's table "What each call costs" (docs/src/reference/dynamodb.md,
 //! between its generated markers): the test fails when the two differ, and
-//! `HEARTH_UPDATE_COSTS=1 cargo test --test round_trips` writes the table anew. Each call is
-//! also held to its round-trip target.
+//! `HEARTH_UPDATE_COSTS=1 cargo test --test round_trips` writes the table anew.
+//!
+//! Every request the calls make is also held to the role of the Lambda function that serves
+//! its route: the same page's IAM table (generated from infra/template.yaml, which
+//! tests/infra checks) must allow each action on each partition it touched, so a code change
+//! that reads or writes something new fails here before it is denied on AWS.
 
 mod common;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use common::oauth::{VERIFIER, challenge, encode_pairs, hidden_fields};
 use common::{CLIENT_ID, CLIENT_SECRET, Harness, RESOURCE, Reply, basic, request, settings};
@@ -29,6 +33,7 @@ const REDIRECT: &str = "https://alexa.example/api/skill/link/M2TEST";
 const HOST_KEY: &str = "round-trips-host-key";
 const PAGE: &str = "docs/src/reference/dynamodb.md";
 const TABLE: &str = "what-each-call-costs";
+const IAM: &str = "iam";
 
 /// One row of the table.
 struct Row {
@@ -64,9 +69,12 @@ struct World {
     turns: std::sync::atomic::AtomicU64,
 }
 
-/// The rows counted so far, and what they are counted with.
+/// The rows counted so far, and what they are counted with; and each table access, by the
+/// function that made it.
 struct Costs {
     counter: CallCounter,
+    /// (function, IAM action, partition key), for every request a function made.
+    access: BTreeSet<(&'static str, String, String)>,
     /// Straight to the table, uncounted: the items' sizes around each call.
     reader: aws_sdk_dynamodb::Client,
     table: String,
@@ -107,12 +115,14 @@ impl World {
         };
         let mut costs = Costs {
             counter,
+            access: BTreeSet::new(),
             reader: moto.dynamodb_client(),
             table,
             rows: Vec::new(),
             sizes: HashMap::new(),
         };
         costs.sizes = costs.scan().await;
+        costs.operator();
         (world, costs)
     }
 }
@@ -143,16 +153,42 @@ impl Costs {
         }
     }
 
-    /// Counts what `call` sends to the table as the row `name`.
+    /// The requests made since the last take were the operator's (`hearth admin`, with its
+    /// own credentials): no function's role is asked for them.
+    fn operator(&self) {
+        self.counter.take_calls();
+    }
+
+    /// The requests made since the last take were `function`'s.
+    fn served_by(&mut self, function: &'static str) {
+        let calls = self.counter.take_calls();
+        self.attribute(function, &calls);
+    }
+
+    fn attribute(&mut self, function: &'static str, calls: &[Call]) {
+        for call in calls {
+            for (action, partition) in table_access(call) {
+                self.access.insert((function, action, partition));
+            }
+        }
+    }
+
+    /// Counts what `call` sends to the table as the row `name`, made by `function`.
     async fn count<T>(
         &mut self,
         name: &'static str,
+        function: &'static str,
         target: Target,
         call: impl std::future::Future<Output = T>,
     ) -> T {
-        self.counter.take_calls();
+        let unattributed = self.counter.take_calls();
+        assert!(
+            unattributed.is_empty(),
+            "requests made before {name} were not attributed to a function or the operator: {unattributed:?}"
+        );
         let output = call.await;
         let calls = self.counter.take_calls();
+        self.attribute(function, &calls);
         let after = self.scan().await;
         let before = std::mem::replace(&mut self.sizes, after);
         let stored = |key: &Value| {
@@ -192,9 +228,8 @@ impl World {
         reply.body
     }
 
-    /// The household linked through the consent page: an authorization code.
-    async fn authorization_code(&self) -> String {
-        let link_code = self.admin.link_code(&self.household).await.unwrap().code;
+    /// The household linked through the consent page with `link_code`: an authorization code.
+    async fn authorization_code(&self, link_code: &str) -> String {
         let query = encode_pairs(&[
             ("response_type", "code"),
             ("client_id", CLIENT_ID),
@@ -217,7 +252,7 @@ impl World {
         let cookie = page.header("set-cookie").split(';').next().unwrap();
         let mut fields = hidden_fields(&page.raw);
         fields.insert("decision".into(), "allow".into());
-        fields.insert("link_code".into(), link_code);
+        fields.insert("link_code".into(), link_code.to_owned());
         let reply = self
             .form(
                 "/oauth/authorize",
@@ -275,6 +310,29 @@ impl World {
         result["structuredContent"].clone()
     }
 
+    /// A `/tts` request with `token`.
+    async fn speak(&self, token: &str) {
+        let bearer = format!("Bearer {token}");
+        let headers = [
+            ("authorization", bearer.as_str()),
+            ("content-type", "application/json"),
+        ];
+        let body = json!({"text": "The lights are dimmed."}).to_string();
+        let reply = request(&self.h.router, "POST", "/tts", &headers, &body).await;
+        assert_ne!(reply.status, StatusCode::TOO_MANY_REQUESTS, "{}", reply.raw);
+        assert_ne!(reply.status, StatusCode::UNAUTHORIZED, "{}", reply.raw);
+    }
+
+    /// Revokes the family `refresh_token` belongs to (RFC 7009).
+    async fn revoke(&self, refresh_token: &str) {
+        let client = basic(CLIENT_ID, CLIENT_SECRET);
+        let body = encode_pairs(&[("token", refresh_token)]);
+        let reply = self
+            .form("/oauth/revoke", &[("authorization", &client)], &body)
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.raw);
+    }
+
     async fn tool_names(&self, token: &str) -> Vec<String> {
         let bearer = format!("Bearer {token}");
         let headers = [
@@ -290,6 +348,97 @@ impl World {
             .map(|tool| tool["name"].as_str().unwrap().to_owned())
             .collect()
     }
+}
+
+/// What a request asks of the table, as IAM authorises it: each action (a transaction's
+/// items one by one) on each partition key.
+fn table_access(call: &Call) -> Vec<(String, String)> {
+    let request = &call.request;
+    let partition = |key: &Value| key["pk"]["S"].as_str().unwrap_or("?").to_owned();
+    let keyed = |body: &Value| {
+        if body["Item"].is_object() {
+            partition(&body["Item"])
+        } else {
+            partition(&body["Key"])
+        }
+    };
+    let each = |field: &Value| field.as_array().cloned().unwrap_or_default();
+    match call.operation.as_str() {
+        "GetItem" | "PutItem" | "UpdateItem" | "DeleteItem" => {
+            vec![(call.operation.clone(), keyed(request))]
+        }
+        "Query" => vec![(
+            "Query".into(),
+            request["ExpressionAttributeValues"][":pk"]["S"]
+                .as_str()
+                .unwrap_or("?")
+                .to_owned(),
+        )],
+        "BatchGetItem" => request["RequestItems"]
+            .as_object()
+            .into_iter()
+            .flat_map(|tables| tables.values())
+            .flat_map(|asked| each(&asked["Keys"]))
+            .map(|key| ("BatchGetItem".to_owned(), partition(&key)))
+            .collect(),
+        "TransactWriteItems" | "TransactGetItems" => each(&request["TransactItems"])
+            .iter()
+            .filter_map(Value::as_object)
+            .flat_map(|item| item.iter())
+            .map(|(kind, body)| {
+                let action = match kind.as_str() {
+                    "Get" => "GetItem".to_owned(),
+                    "ConditionCheck" => "ConditionCheckItem".to_owned(),
+                    other => format!("{other}Item"),
+                };
+                (action, keyed(body))
+            })
+            .collect(),
+        other => vec![(other.to_owned(), "*".to_owned())],
+    }
+}
+
+/// The roles' table access, as the page's IAM table states it: (function, actions,
+/// partition patterns, or `None` for any partition).
+fn roles(page: &str) -> Vec<(String, Vec<String>, Option<Vec<String>>)> {
+    let ticked = |cell: &str| -> Vec<String> {
+        cell.split(',')
+            .map(|part| part.trim().trim_matches('`').to_owned())
+            .filter(|part| !part.is_empty())
+            .collect()
+    };
+    generated(page, IAM)
+        .lines()
+        .skip(2)
+        .map(|row| {
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            let partitions = (cells[4] != "any").then(|| ticked(cells[4]));
+            (
+                cells[1].trim_matches('`').to_owned(),
+                ticked(cells[3]),
+                partitions,
+            )
+        })
+        .collect()
+}
+
+/// Whether `partition` is one an IAM `dynamodb:LeadingKeys` pattern names (`*` matching the
+/// rest).
+fn names(pattern: &str, partition: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => partition.starts_with(prefix),
+        None => partition == pattern,
+    }
+}
+
+/// The text between a page's generated markers named `name`.
+fn generated<'a>(page: &'a str, name: &str) -> &'a str {
+    let begin = format!("<!-- generated:{name}:begin -->\n");
+    let end = format!("<!-- generated:{name}:end -->");
+    page.split_once(&begin)
+        .and_then(|(_, rest)| rest.split_once(&end))
+        .map(|(text, _)| text)
+        .unwrap_or_else(|| panic!("{PAGE} has no {name} markers"))
 }
 
 /// A key as a map key.
@@ -353,11 +502,15 @@ async fn what_each_call_costs_is_the_manuals_table_and_within_its_targets() {
     costs
         .count(
             "`client_credentials` grant",
+            "oauth",
             Target::AtMost(1),
             w.token(&client_credentials),
         )
         .await;
-    let code = w.authorization_code().await;
+    let link_code = w.admin.link_code(&w.household).await.unwrap().code;
+    costs.operator();
+    let code = w.authorization_code(&link_code).await;
+    costs.served_by("oauth");
     let exchange = encode_pairs(&[
         ("grant_type", "authorization_code"),
         ("code", &code),
@@ -368,6 +521,7 @@ async fn what_each_call_costs_is_the_manuals_table_and_within_its_targets() {
     let linked = costs
         .count(
             "`authorization_code` grant",
+            "oauth",
             Target::None,
             w.token(&exchange),
         )
@@ -380,6 +534,7 @@ async fn what_each_call_costs_is_the_manuals_table_and_within_its_targets() {
     let refreshed = costs
         .count(
             "`refresh_token` grant",
+            "oauth",
             Target::AtMost(2),
             w.token(&refresh),
         )
@@ -398,11 +553,13 @@ async fn what_each_call_costs_is_the_manuals_table_and_within_its_targets() {
         &towels,
     )
     .await;
+    costs.served_by("mcp");
 
     // The why tools.
     let recorded = costs
         .count(
             "`record_decision`",
+            "mcp",
             Target::AtMost(2),
             w.call(&token, "record_decision", decision, &[]),
         )
@@ -450,7 +607,7 @@ async fn what_each_call_costs_is_the_manuals_table_and_within_its_targets() {
     ];
     for (name, tool, arguments) in reads {
         costs
-            .count(name, READ_ONLY, w.call(&token, tool, arguments, &[]))
+            .count(name, "mcp", READ_ONLY, w.call(&token, tool, arguments, &[]))
             .await;
     }
 
@@ -459,6 +616,7 @@ async fn what_each_call_costs_is_the_manuals_table_and_within_its_targets() {
     let ordered = costs
         .count(
             "`propose_purchase` (a signed speaker, placed)",
+            "mcp",
             ACTING,
             w.call(
                 &token,
@@ -478,12 +636,14 @@ async fn what_each_call_costs_is_the_manuals_table_and_within_its_targets() {
             &spoken,
         )
         .await;
+    costs.served_by("mcp");
     assert_eq!(held["outcome"], "needs_confirmation", "{held}");
     let id = held["request_id"].as_str().unwrap().to_owned();
     let yes = w.spoken("dana", "yes", Some(&id));
     costs
         .count(
             "`confirm_purchase`",
+            "mcp",
             ACTING,
             w.call(&token, "confirm_purchase", json!({"request_id": id}), &yes),
         )
@@ -497,12 +657,14 @@ async fn what_each_call_costs_is_the_manuals_table_and_within_its_targets() {
             &spoken,
         )
         .await;
+    costs.served_by("mcp");
     assert_eq!(asked["outcome"], "needs_guardian", "{asked}");
     let id = asked["request_id"].as_str().unwrap().to_owned();
     let spoken = w.spoken("dana", "what's waiting", None);
     costs
         .count(
             "`list_waiting`",
+            "mcp",
             ACTING,
             w.call(&token, "list_waiting", json!({}), &spoken),
         )
@@ -511,6 +673,7 @@ async fn what_each_call_costs_is_the_manuals_table_and_within_its_targets() {
     let decided = costs
         .count(
             "`decide_request`",
+            "mcp",
             ACTING,
             w.call(
                 &token,
@@ -533,18 +696,32 @@ async fn what_each_call_costs_is_the_manuals_table_and_within_its_targets() {
     for (name, tool, arguments) in reports {
         let spoken = w.spoken("dana", "check what we bought", None);
         costs
-            .count(name, READ_ONLY, w.call(&token, tool, arguments, &spoken))
+            .count(
+                name,
+                "mcp",
+                READ_ONLY,
+                w.call(&token, tool, arguments, &spoken),
+            )
             .await;
     }
 
     // Every tool has its row.
-    for tool in w.tool_names(&token).await {
+    let tools = w.tool_names(&token).await;
+    costs.served_by("mcp");
+    for tool in tools {
         let named = format!("`{tool}`");
         assert!(
             costs.rows.iter().any(|row| row.call.starts_with(&named)),
             "{tool} has no row in the table"
         );
     }
+
+    // The speech function's requests (no voice is configured: what runs before it), and the
+    // end of the link.
+    w.speak(&token).await;
+    costs.served_by("tts");
+    w.revoke(linked["refresh_token"].as_str().unwrap()).await;
+    costs.served_by("oauth");
 
     let counted = table(&costs.rows);
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -555,17 +732,34 @@ async fn what_each_call_costs_is_the_manuals_table_and_within_its_targets() {
             .expect("the page's generated markers");
         std::fs::write(&path, updated).unwrap();
     } else {
-        let begin = format!("<!-- generated:{TABLE}:begin -->\n");
-        let end = format!("<!-- generated:{TABLE}:end -->");
-        let shown = page
-            .split_once(&begin)
-            .and_then(|(_, rest)| rest.split_once(&end))
-            .map(|(table, _)| table)
-            .expect("the page's generated markers");
         assert_eq!(
-            shown, counted,
+            generated(&page, TABLE),
+            counted,
             "{PAGE} no longer shows what each call costs; if the change is meant, run \
              `HEARTH_UPDATE_COSTS=1 cargo test --test round_trips` and say why in the commit"
+        );
+    }
+
+    // Every request each function made, allowed by its role.
+    let roles = roles(&page);
+    for function in ["mcp", "oauth", "tts"] {
+        assert!(
+            costs.access.iter().any(|(f, _, _)| *f == function),
+            "no request of the {function} function was seen"
+        );
+    }
+    for (function, action, partition) in &costs.access {
+        let allowed = roles.iter().any(|(role, actions, partitions)| {
+            role == function
+                && actions.contains(action)
+                && partitions
+                    .as_ref()
+                    .is_none_or(|patterns| patterns.iter().any(|p| names(p, partition)))
+        });
+        assert!(
+            allowed,
+            "the {function} function's role does not allow {action} on partition {partition}: \
+             grant it in infra/template.yaml (and tests/infra), or do not make the request"
         );
     }
 }
