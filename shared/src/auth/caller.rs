@@ -65,14 +65,17 @@ impl Caller {
             .map(|read| read.window.clone())
     }
 
-    /// What an append to `key` starts from, if the HTTP layer read it ahead for this call
-    /// ([`ChainRead::read_for_append`]): a toolset starts its first attempt from it instead of
-    /// asking the store again.
-    pub fn append_read_ahead_of(&self, key: &ChainKey) -> Option<Result<AppendStart, StoreError>> {
+    /// `key`'s window and log head, if the HTTP layer read them ahead for this call
+    /// ([`ChainRead::read_with_log`]): an append starts its first attempt from them, and a
+    /// trace its proofs, instead of asking the store again. They serve once.
+    pub fn read_ahead_with_log_of(
+        &self,
+        key: &ChainKey,
+    ) -> Option<Result<AppendStart, StoreError>> {
         self.read_ahead
             .as_ref()
             .filter(|read| read.key == *key)
-            .and_then(|read| read.for_append())
+            .and_then(|read| read.with_log())
     }
 
     /// A caller whose request carried no device attestation.
@@ -210,7 +213,7 @@ mod tests {
             "another chain reads its own"
         );
         assert_eq!(
-            reading.append_read_ahead_of(&key("kitchen")),
+            reading.read_ahead_with_log_of(&key("kitchen")),
             None,
             "a read-only call's read has no log head to append from"
         );
@@ -221,14 +224,14 @@ mod tests {
             spent: Default::default(),
         }));
         assert_eq!(
-            reading.append_read_ahead_of(&key("kitchen")),
+            reading.read_ahead_with_log_of(&key("kitchen")),
             Some(Ok((None, None)))
         );
         assert_eq!(
-            reading.clone().append_read_ahead_of(&key("kitchen")),
+            reading.clone().read_ahead_with_log_of(&key("kitchen")),
             None,
             "one append starts from it, whichever clone of the caller asks"
         );
-        assert_eq!(reading.append_read_ahead_of(&key("garage")), None);
+        assert_eq!(reading.read_ahead_with_log_of(&key("garage")), None);
     }
 }

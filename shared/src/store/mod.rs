@@ -150,11 +150,11 @@ pub struct ChainRead {
     pub key: ChainKey,
     /// What [`ChainStore::load`] answered.
     pub window: Result<Option<Arc<Snapshot>>, StoreError>,
-    /// The chain's log head, when the window was read for an append
-    /// ([`ChainRead::read_for_append`]): `None` for a read-only call's read.
+    /// The chain's log head, when it was read with the window ([`ChainRead::read_with_log`]):
+    /// `None` for a read of the window alone.
     pub log: Option<Option<LogHead>>,
-    /// Whether an append has started from this read: it serves one attempt, as a second
-    /// append of the same call would find it stale.
+    /// Whether a call has started from the read with its log head: it serves one attempt, as
+    /// a second append of the same call would find it stale.
     pub spent: Spent,
 }
 
@@ -201,11 +201,11 @@ impl ChainRead {
         }
     }
 
-    /// Reads what an append to `key` starts from ([`ChainStore::load_for_append`]: the window
-    /// and the log head, one request) ahead of the call that appends. A stale read costs the
-    /// append one refused conditional write, which names the current heads, never a wrong
-    /// chain.
-    pub async fn read_for_append(store: &dyn ChainStore, key: ChainKey, now_ms: i64) -> Self {
+    /// Reads `key`'s window and log head ([`ChainStore::load_for_append`], one request) ahead
+    /// of the call that starts from both: an append, or a trace with its proofs. A stale read
+    /// costs an append one refused conditional write, which names the current heads, never a
+    /// wrong chain.
+    pub async fn read_with_log(store: &dyn ChainStore, key: ChainKey, now_ms: i64) -> Self {
         let (window, log) = match store.load_for_append(&key, now_ms).await {
             Ok((window, log)) => (Ok(window.map(Arc::new)), Some(log)),
             Err(error) => (Err(error), None),
@@ -218,9 +218,9 @@ impl ChainRead {
         }
     }
 
-    /// What an append read ahead under its key starts from, if this read was made for one
-    /// and no append has started from it yet.
-    pub fn for_append(&self) -> Option<Result<AppendStart, StoreError>> {
+    /// The window and log head read ahead, if this read was made with the log head
+    /// ([`ChainRead::read_with_log`]) and nothing has started from it yet: it serves one use.
+    pub fn with_log(&self) -> Option<Result<AppendStart, StoreError>> {
         if self.log.is_none() && self.window.is_ok() || self.spent.spend() {
             return None;
         }
@@ -258,7 +258,7 @@ impl std::fmt::Debug for ChainRead {
         f.debug_struct("ChainRead")
             .field("key", &self.key)
             .field("window", &window)
-            .field("for_append", &self.log.is_some())
+            .field("with_log", &self.log.is_some())
             .finish()
     }
 }

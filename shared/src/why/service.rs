@@ -304,7 +304,7 @@ impl WhyService {
         }
         let mut last_lost = hot.as_ref().map(|landed| landed.last_lost);
         // What the HTTP layer read ahead serves the first attempt that reads, and only it.
-        let mut read_ahead = caller.append_read_ahead_of(key);
+        let mut read_ahead = caller.read_ahead_with_log_of(key);
         let mut start_from: Option<(Winner, Option<KnownWindow>)> =
             hot.map(|landed| (landed.heads, Some(landed.known)));
         loop {
@@ -478,11 +478,16 @@ impl WhyService {
         trace_id: &str,
     ) -> Result<Trace, WhyError> {
         let key = chain_key(caller, household_id)?;
-        // One read gives the window and the log head both (the proofs add one batch read).
-        let (snapshot, log_head) = self
-            .store
-            .load_for_append(&key, unix_ms(self.clock.now()))
-            .await?;
+        // One read gives the window and the log head both (the proofs add one batch read),
+        // made beside admission when the HTTP layer could (see `read_ahead_with_log`).
+        let (snapshot, log_head) = match caller.read_ahead_with_log_of(&key) {
+            Some(read) => read?,
+            None => {
+                self.store
+                    .load_for_append(&key, unix_ms(self.clock.now()))
+                    .await?
+            }
+        };
         let snapshot = snapshot.ok_or_else(no_decisions)?;
         self.verified(&snapshot)?;
         let index = find_trace(&snapshot.records, trace_id)?;
@@ -578,6 +583,19 @@ impl WhyService {
         Some(ChainRead::read(self.store.as_ref(), key, unix_ms(self.clock.now())).await)
     }
 
+    /// Reads the window and log head a trace of `household_id` starts from, as
+    /// [`Self::read_ahead`] does for the window alone.
+    pub async fn read_ahead_with_log(
+        &self,
+        caller: &Caller,
+        household_id: &str,
+    ) -> Option<ChainRead> {
+        check_household(household_id).ok()?;
+        let key = chain_key_in(&caller.scope, household_id);
+        let now_ms = unix_ms(self.clock.now());
+        Some(ChainRead::read_with_log(self.store.as_ref(), key, now_ms).await)
+    }
+
     /// Reads what a decision's append to `household_id` starts from, as [`Self::read_ahead`]
     /// does for a read; `None` for a hot chain, whose append starts from the heads this
     /// process's last append left and reads nothing (see `append_in_turn`).
@@ -591,8 +609,7 @@ impl WhyService {
         if self.hot_chains.get(&key).is_some() {
             return None;
         }
-        let now_ms = unix_ms(self.clock.now());
-        Some(ChainRead::read_for_append(self.store.as_ref(), key, now_ms).await)
+        self.read_ahead_with_log(caller, household_id).await
     }
 
     /// The household's live window, not yet verified; an empty or expired one is "not found".

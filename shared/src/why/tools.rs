@@ -262,14 +262,15 @@ impl Toolset for WhyToolset {
 
     /// `explain_why` and `whats_changed` read the household's decision window and nothing
     /// else, so it can be read beside the request's admission; `record_decision` appends
-    /// after reading it, so its read goes there too, with the log head.
+    /// after reading it, and `get_trace` proves from it, so their read goes there too, with
+    /// the log head.
     async fn read_ahead(
         &self,
         caller: &Caller,
         name: &str,
         arguments: Option<&str>,
     ) -> Option<ChainRead> {
-        if ![EXPLAIN_WHY, WHATS_CHANGED, RECORD_DECISION].contains(&name) {
+        if ![EXPLAIN_WHY, WHATS_CHANGED, RECORD_DECISION, GET_TRACE].contains(&name) {
             return None;
         }
         /// The one argument that names the chain; a malformed one reads nothing ahead (the
@@ -288,11 +289,15 @@ impl Toolset for WhyToolset {
             None => None,
         };
         let household_id = caller.household_to_confirm(household_id.as_deref())?;
-        if name == RECORD_DECISION {
-            return self
-                .service
-                .read_ahead_for_append(caller, household_id)
-                .await;
+        match name {
+            RECORD_DECISION => {
+                return self
+                    .service
+                    .read_ahead_for_append(caller, household_id)
+                    .await;
+            }
+            GET_TRACE => return self.service.read_ahead_with_log(caller, household_id).await,
+            _ => {}
         }
         self.service.read_ahead(caller, household_id).await
     }

@@ -273,7 +273,7 @@ impl Ledger {
         };
         // What the HTTP layer read ahead serves the first attempt, and only it: a stale read
         // costs one refused conditional write, after which the ledger is read again.
-        let mut read_ahead = caller.append_read_ahead_of(key);
+        let mut read_ahead = caller.read_ahead_with_log_of(key);
         loop {
             let now = self.clock.now();
             let now_ms = unix_ms(now);
@@ -435,7 +435,7 @@ impl Ledger {
     /// appends to it; the first attempt of [`Self::transition`] starts from it.
     pub async fn read_ahead_for_append(&self, caller: &Caller, household_id: &str) -> ChainRead {
         let key = chain_key(caller, household_id);
-        ChainRead::read_for_append(self.store.as_ref(), key, unix_ms(self.clock.now())).await
+        ChainRead::read_with_log(self.store.as_ref(), key, unix_ms(self.clock.now())).await
     }
 }
 
