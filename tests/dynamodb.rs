@@ -174,7 +174,7 @@ async fn each_operation_costs_a_fixed_number_of_calls() {
     assert_eq!(
         calls.take(),
         2,
-        "the rate limiter: one conditional UpdateItem per counter (address and subject), sent together"
+        "the rate limiter: the subject's conditional UpdateItem and the address's GetItem, sent together"
     );
 }
 
@@ -263,6 +263,64 @@ impl ChainStore for RacedOnce {
     ) -> Result<usize, StoreError> {
         self.inner.relocate(from, to, now_ms).await
     }
+}
+
+/// What the HTTP layer read ahead of an append (its window and log head, beside admission)
+/// serves the append's first attempt. When another instance appended after that read, the
+/// attempt is refused, naming the winner, and the retry lands after it: one refused write,
+/// no second read, nothing lost.
+#[tokio::test]
+async fn a_stale_read_ahead_costs_one_refused_write_and_loses_nothing() {
+    use hearth_core::clock::{Clock, unix_ms};
+    use hearth_core::store::ChainRead;
+    let (store, calls, _) = counted_store(Moto::shared()).await;
+    let clock = clock();
+    let inputs = Map::new();
+    let service = WhyService::new(store.clone(), clock.clone());
+    service
+        .record(&caller(), decision("home", "first", &inputs))
+        .await
+        .unwrap();
+    let mut me = caller();
+    let key = hearth_core::why::service::chain_key_in(&me.scope, "home");
+    let now_ms = unix_ms(clock.now());
+    me.read_ahead = Some(Arc::new(
+        ChainRead::read_with_log(store.as_ref(), key, now_ms).await,
+    ));
+    WhyService::new(store.clone(), clock.clone())
+        .record(&caller(), decision("home", "the rival's", &inputs))
+        .await
+        .unwrap();
+    calls.take();
+    let ours = service
+        .record(&me, decision("home", "ours", &inputs))
+        .await
+        .unwrap();
+    let operations: Vec<String> = calls
+        .take_calls()
+        .into_iter()
+        .map(|call| call.operation)
+        .collect();
+    assert_eq!(
+        operations,
+        ["TransactWriteItems", "TransactWriteItems"],
+        "the refused write and the retry's, and no Query: the first attempt started from the read ahead"
+    );
+    assert_eq!(ours["seq"], 3, "after the rival's decision 2");
+    let trace = service
+        .trace(&caller(), "home", ours["trace_id"].as_str().unwrap())
+        .await
+        .unwrap();
+    let actions: Vec<&str> = trace
+        .records
+        .iter()
+        .map(|record| record["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        ["first", "the rival's", "ours"],
+        "the chain verifies, in order"
+    );
 }
 
 /// Across instances no process lock spares DynamoDB a collision: a lost append learns the
@@ -592,7 +650,7 @@ async fn a_counter_outage_counts_locally_and_the_table_takes_over_when_it_return
     assert_eq!(
         counter.take(),
         2,
-        "counted in the table: address and subject"
+        "in the table: the subject counted, the address read"
     );
 
     moto.stop();

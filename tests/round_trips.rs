@@ -52,6 +52,10 @@ enum Target {
     None,
 }
 
+/// The calls over their target today, each named in the manual's table as missed: a call
+/// that passes its target and is not here fails the test, and so does one here that meets it.
+const KNOWN_MISSES: &[&str] = &["`refresh_token` grant", "`get_trace`", "`prove_history`"];
+
 /// Every read-only tool is one round trip.
 const READ_ONLY: Target = Target::AtMost(1);
 /// `propose_purchase` with a signed speaker, and the other Countersign calls that append to
@@ -738,6 +742,27 @@ async fn what_each_call_costs_is_the_manuals_table_and_within_its_targets() {
             "{PAGE} no longer shows what each call costs; if the change is meant, run \
              `HEARTH_UPDATE_COSTS=1 cargo test --test round_trips` and say why in the commit"
         );
+    }
+
+    // Every call within its target, but for the known misses.
+    for row in &costs.rows {
+        let Target::AtMost(most) = row.target else {
+            continue;
+        };
+        if KNOWN_MISSES.contains(&row.call) {
+            assert!(
+                row.rounds > most,
+                "{} meets its target of {most} round trips now: take it off KNOWN_MISSES",
+                row.call
+            );
+        } else {
+            assert!(
+                row.rounds <= most,
+                "{} takes {} round trips; its target is at most {most}",
+                row.call,
+                row.rounds
+            );
+        }
     }
 
     // Every request each function made, allowed by its role.

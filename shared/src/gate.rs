@@ -5,8 +5,8 @@
 //!
 //! Two ways through, one gate:
 //! - [`limit`] wraps the routes that have no caller to count (pages, discovery documents, the
-//!   OAuth forms) in a layer that runs [`Gate::admit_address`] before any handler, and so
-//!   before any store read of the route's own;
+//!   OAuth forms but the token endpoint) in a layer that runs [`Gate::admit_address`] before
+//!   any handler, and so before any store read of the route's own;
 //! - the routes that count a caller as well (`/mcp`, `/tts`, the demo's device) call
 //!   [`Gate::check_origin`] and then [`Gate::admit`] themselves once the token is read, so
 //!   that one counter call covers both and `/mcp` can read a household's account beside it;

@@ -14,16 +14,18 @@ use serde_json::Value;
 
 /// Counts SDK operations (not retry attempts) made through the client it is attached to:
 /// one count per call, which is one round trip when nothing is retried. It also counts the
-/// rounds those calls took: calls sent while another is still in flight share its round, so
-/// the rounds are the round trips on the critical path. And it keeps each call as sent and
-/// answered ([`Call`]), for [`CallCounter::take_calls`].
+/// rounds those calls took, the round trips on the critical path: a call's round is one more
+/// than the latest round among the calls answered before it was sent (whatever it depends on
+/// was answered by then), so calls sent together share a round, and a call sent after an
+/// answer is a round later. And it keeps each call as sent and answered ([`Call`]), for
+/// [`CallCounter::take_calls`].
 #[derive(Debug, Clone, Default)]
 pub struct CallCounter(Arc<Counts>);
 
 #[derive(Debug, Default)]
 struct Counts {
-    rounds: AtomicUsize,
-    in_flight: AtomicUsize,
+    /// The latest round among the calls answered since the last take.
+    answered: AtomicUsize,
     recorded: Mutex<Vec<Call>>,
     /// How many takes there have been: a call that straddles one is not recorded over
     /// another that took its place.
@@ -75,7 +77,7 @@ impl CallCounter {
     /// Waits for none: take once the calls of interest are answered.
     pub fn take_calls(&self) -> Vec<Call> {
         let mut recorded = self.0.recorded.lock().unwrap();
-        self.0.rounds.store(0, Ordering::SeqCst);
+        self.0.answered.store(0, Ordering::SeqCst);
         self.0.takes.fetch_add(1, Ordering::SeqCst);
         std::mem::take(&mut *recorded)
     }
@@ -92,11 +94,7 @@ impl Intercept for CallCounter {
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let mut recorded = self.0.recorded.lock().unwrap();
-        let round = if self.0.in_flight.fetch_add(1, Ordering::SeqCst) == 0 {
-            self.0.rounds.fetch_add(1, Ordering::SeqCst) + 1
-        } else {
-            self.0.rounds.load(Ordering::SeqCst)
-        };
+        let round = self.0.answered.load(Ordering::SeqCst) + 1;
         cfg.interceptor_state().store_put(Slot {
             take: self.0.takes.load(Ordering::SeqCst),
             index: recorded.len(),
@@ -156,14 +154,18 @@ impl Intercept for CallCounter {
         Ok(())
     }
 
-    /// Runs once a call is over, answered or failed.
+    /// Runs once a call is over, answered or failed (not for a call whose future was dropped:
+    /// it was never answered, and nothing waited on it).
     fn read_after_execution(
         &self,
         _context: &FinalizerInterceptorContextRef<'_>,
         _components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
+        cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+        // Under the record's lock, and only for a call of this take: a take resets the rounds.
+        self.update(cfg, |call| {
+            self.0.answered.fetch_max(call.round, Ordering::SeqCst);
+        });
         Ok(())
     }
 }

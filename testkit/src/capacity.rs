@@ -16,7 +16,8 @@ use serde_json::{Map, Value};
 
 use crate::Call;
 
-/// A call's read and write request units. `stored` is the size in bytes of the item a key
+/// A call's read and write request units (Hearth's Queries project nothing; one that did would
+/// be sized here by its narrowed answer). `stored` is the size in bytes of the item a key
 /// (`{"pk": {"S": ..}, "sk": {"S": ..}}`) names, the larger of before and after the call (0
 /// when there is none): what a write is billed by when the request does not carry the item.
 pub fn request_units(call: &Call, stored: &dyn Fn(&Value) -> u64) -> (f64, f64) {
@@ -33,9 +34,14 @@ pub fn request_units(call: &Call, stored: &dyn Fn(&Value) -> u64) -> (f64, f64) 
     };
     match call.operation.as_str() {
         "GetItem" => {
-            let size = answer
-                .and_then(|a| a["Item"].as_object())
-                .map_or(0, item_size);
+            // A projection narrows the answer, not the bill: the whole item is read.
+            let size = if request["ProjectionExpression"].is_string() {
+                stored(&key_of(request))
+            } else {
+                answer
+                    .and_then(|a| a["Item"].as_object())
+                    .map_or(0, item_size)
+            };
             (units(size, 4096) * consistent, 0.0)
         }
         "Query" => {
@@ -236,6 +242,17 @@ mod tests {
             json!({"Item": {"v": {"S": big}}}),
         );
         assert_eq!(request_units(&get, &|_| 0), (2.0, 0.0));
+        let projected = call(
+            "GetItem",
+            json!({"ConsistentRead": true, "ProjectionExpression": "hits",
+                "Key": {"pk": {"S": "a"}, "sk": {"S": "b"}}}),
+            json!({"Item": {"hits": {"N": "1"}}}),
+        );
+        assert_eq!(
+            request_units(&projected, &|_| 5000),
+            (2.0, 0.0),
+            "a projection is billed for the whole item"
+        );
         let missing = call("GetItem", json!({}), json!({}));
         assert_eq!(
             request_units(&missing, &|_| 0),

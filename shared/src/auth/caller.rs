@@ -68,10 +68,7 @@ impl Caller {
     /// `key`'s window and log head, if the HTTP layer read them ahead for this call
     /// ([`ChainRead::read_with_log`]): an append starts its first attempt from them, and a
     /// trace its proofs, instead of asking the store again. They serve once.
-    pub fn read_ahead_with_log_of(
-        &self,
-        key: &ChainKey,
-    ) -> Option<Result<AppendStart, StoreError>> {
+    pub fn read_ahead_with_log_of(&self, key: &ChainKey) -> Option<AppendStart> {
         self.read_ahead
             .as_ref()
             .filter(|read| read.key == *key)
@@ -225,7 +222,7 @@ mod tests {
         }));
         assert_eq!(
             reading.read_ahead_with_log_of(&key("kitchen")),
-            Some(Ok((None, None)))
+            Some((None, None))
         );
         assert_eq!(
             reading.clone().read_ahead_with_log_of(&key("kitchen")),
@@ -233,5 +230,16 @@ mod tests {
             "one append starts from it, whichever clone of the caller asks"
         );
         assert_eq!(reading.read_ahead_with_log_of(&key("garage")), None);
+        reading.read_ahead = Some(Arc::new(ChainRead {
+            key: key("kitchen"),
+            window: Err(StoreError::Unavailable("timed out".into())),
+            log: Some(None),
+            spent: Default::default(),
+        }));
+        assert_eq!(
+            reading.read_ahead_with_log_of(&key("kitchen")),
+            None,
+            "a read that failed serves nothing: the call reads again"
+        );
     }
 }

@@ -161,7 +161,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         names: r#"`HEARTH_RATE_LIMIT_PER_IP`"#,
         default: r#"`120`"#,
-        meaning: r#"Requests per minute per client address (1–1,000,000), on every route but `/healthz` (the [routes table](routes.md) says how each is limited). An IPv6 client is counted by its /64, an IPv4-mapped address as its IPv4 address; the link-code and registration limits count the same way"#,
+        meaning: r#"Requests per minute per client address (1–1,000,000), on every route but `/healthz` (the [routes table](routes.md) says how each is limited): spent by requests without a valid token, and checked by all, so an address over it is refused whatever token it sends (a valid token spends its subject's budget instead). An IPv6 client is counted by its /64, an IPv4-mapped address as its IPv4 address; the link-code and registration limits count the same way"#,
     },
     Setting {
         names: r#"`COUNTERSIGN_ASSISTANT_MODEL`"#,

@@ -511,12 +511,10 @@ impl Linking {
     /// token rotated away is presented again (outside the grace window). `ahead`: the family
     /// as [`Self::family_ahead`] read it, which the first attempt starts from.
     ///
-    /// The account is read beside the rotation's conditional write, not before it: two round
-    /// trips after admission would be three. A rotation that lands for a household since
-    /// unlinked, or a family the account has revoked, is answered with the refusal all the
-    /// same and changes nothing that matters: every refresh checks the account again. When
-    /// the account cannot be read, the rotation may have landed unseen by the client, whose
-    /// retry with the same token falls within the grace window (`REFRESH_GRACE_MS`).
+    /// The account is read before the rotation is written, not beside it, though that costs a
+    /// round trip: were the account's read to fail after the rotation landed, the client would
+    /// hold a token rotated away, and its retry after the grace window (`REFRESH_GRACE_MS`)
+    /// would revoke the family as reuse and end the household's link.
     pub async fn refresh(
         &self,
         jwt: &JwtKeys,
@@ -559,6 +557,18 @@ impl Linking {
                 // Made up around the family's public id, or garbage: refused, nothing revoked.
                 Held::Unknown => return Err(LinkingError::InvalidGrant(REFRESH_NOT_VALID)),
             }
+            match self.accounts.fresh(&family.household_id).await? {
+                Some(account) if account.generation == family.generation => {
+                    if account
+                        .revoked_families
+                        .iter()
+                        .any(|revoked| revoked.family_id == family_id)
+                    {
+                        return Err(LinkingError::InvalidGrant(REFRESH_REVOKED));
+                    }
+                }
+                _ => return Err(LinkingError::InvalidGrant(HOUSEHOLD_GONE)),
+            }
             let granted = Scopes::parse(&family.scope)
                 .map_err(|_| LinkingError::Unavailable("a stored family is unreadable".into()))?;
             let scope = match requested.map(|requested| requested.or_default(granted)) {
@@ -573,30 +583,15 @@ impl Linking {
             // A retry drops the token whose answer was lost and keeps the window as it was.
             let next_token = family.rotate(family_id, jwt, is_retry, now_ms);
             let idle_until = Some(now_ms + REFRESH_IDLE_MS);
-            let (account, rotated) = futures_util::future::join(
-                self.accounts.fresh(&family.household_id),
-                self.rewrite(&item, to_json(&family), idle_until, now_ms),
-            )
-            .await;
-            match rotated {
-                Ok(()) => {}
+            match self
+                .rewrite(&item, to_json(&family), idle_until, now_ms)
+                .await
+            {
+                Ok(()) => return Ok(self.tokens(jwt, &family, family_id, next_token, scope)),
                 // A concurrent refresh rotated first; read again and judge the token anew.
                 Err(StoreError::Conflict) => continue,
                 Err(error) => return Err(error.into()),
             }
-            match account? {
-                Some(account) if account.generation == family.generation => {
-                    if account
-                        .revoked_families
-                        .iter()
-                        .any(|revoked| revoked.family_id == family_id)
-                    {
-                        return Err(LinkingError::InvalidGrant(REFRESH_REVOKED));
-                    }
-                }
-                _ => return Err(LinkingError::InvalidGrant(HOUSEHOLD_GONE)),
-            }
-            return Ok(self.tokens(jwt, &family, family_id, next_token, scope));
         }
         Err(LinkingError::Unavailable(
             "the refresh token is busy with other refreshes; try again".into(),

@@ -173,9 +173,9 @@ pub(super) fn token(auth: &Authenticator, headers: &HeaderMap) -> Token {
     })
 }
 
-/// Layer 3: one limiter call counts the client address and the subject the token names,
-/// while a household token's standing (or a stored client's existence) is confirmed against
-/// the store; the limiter's refusal comes first.
+/// Layer 3: one limiter call counts the subject the token names (and checks the client
+/// address's budget), while a household token's standing (or a stored client's existence) is
+/// confirmed against the store; the limiter's refusal comes first.
 pub(super) async fn admission(
     endpoint: &McpEndpoint,
     ip: Option<std::net::IpAddr>,

@@ -203,7 +203,8 @@ enum TokenRoute {
 
 /// Serves one form route and writes the request's log line.
 async fn token_route(endpoint: &OAuthEndpoint, request: Request, route: TokenRoute) -> Response {
-    if request.method() != Method::POST {
+    // The token endpoint passes its gate itself, and answers other methods after it.
+    if !matches!(route, TokenRoute::Token) && request.method() != Method::POST {
         return method_not_allowed("POST");
     }
     let started = Instant::now();
@@ -267,7 +268,8 @@ async fn discovery_inserted(
     discovery(State(endpoint), request).await
 }
 
-/// The checks every form route shares once the gate let it in: media type and body size.
+/// The checks every form route shares: media type and body size (the token endpoint's beside
+/// its gate, the others' once the gate let them in).
 async fn read_form(request: Request) -> Result<(http::request::Parts, Form), OAuthError> {
     let is_form = has_media_type(request.headers(), "application/x-www-form-urlencoded");
     if !is_form {
@@ -291,8 +293,8 @@ async fn read_form(request: Request) -> Result<(http::request::Parts, Form), OAu
 
 /// `POST /oauth/token`: the gate (the address's counter), then every grant authenticates the
 /// client first. A refresh token's family is read beside the counter (when the token's MAC
-/// shows this server minted it), so that a refresh is two round trips: that, then the
-/// rotation beside the account's read (see `Linking::refresh`).
+/// shows this server minted it), so that a refresh is three round trips, not four: that, the
+/// account's read, and the rotation (see `Linking::refresh`).
 async fn token_grant(
     endpoint: &OAuthEndpoint,
     request: Request,
@@ -303,6 +305,14 @@ async fn token_grant(
         .check_origin(request.headers())
         .map_err(OAuthError::refused)?;
     let ip = endpoint.gate.client_ip(&request);
+    if request.method() != Method::POST {
+        endpoint
+            .gate
+            .admit(ip, None)
+            .await
+            .map_err(OAuthError::refused)?;
+        return Ok(method_not_allowed("POST"));
+    }
     let admission = async {
         endpoint
             .gate

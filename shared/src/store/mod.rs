@@ -219,15 +219,14 @@ impl ChainRead {
     }
 
     /// The window and log head read ahead, if this read was made with the log head
-    /// ([`ChainRead::read_with_log`]) and nothing has started from it yet: it serves one use.
-    pub fn with_log(&self) -> Option<Result<AppendStart, StoreError>> {
-        if self.log.is_none() && self.window.is_ok() || self.spent.spend() {
-            return None;
-        }
+    /// ([`ChainRead::read_with_log`]), answered, and nothing has started from it yet: it
+    /// serves one use. A read that failed serves none, and the call reads again.
+    pub fn with_log(&self) -> Option<AppendStart> {
         match (&self.window, &self.log) {
-            (Ok(window), Some(log)) => Some(Ok((window.as_deref().cloned(), log.clone()))),
-            (Err(error), _) => Some(Err(error.clone())),
-            (Ok(_), None) => None,
+            (Ok(window), Some(log)) if !self.spent.spend() => {
+                Some((window.as_deref().cloned(), log.clone()))
+            }
+            _ => None,
         }
     }
 
@@ -594,6 +593,8 @@ pub struct ConflictRetry {
     deadline: tokio::time::Instant,
     attempt_started: tokio::time::Instant,
     losses: u32,
+    /// Whether [`ConflictRetry::turn`] found the chain's turn taken and waited for it.
+    waited_for_turn: bool,
 }
 
 impl Default for ConflictRetry {
@@ -611,6 +612,7 @@ impl ConflictRetry {
             deadline: now + budget,
             attempt_started: now,
             losses: 0,
+            waited_for_turn: false,
         }
     }
 
@@ -621,11 +623,18 @@ impl ConflictRetry {
         locks: &AppendLocks,
         key: &ChainKey,
     ) -> Option<tokio::sync::OwnedMutexGuard<()>> {
-        let guard = tokio::time::timeout_at(self.deadline, locks.turn(key))
+        let (guard, waited) = tokio::time::timeout_at(self.deadline, locks.turn(key))
             .await
             .ok()?;
+        self.waited_for_turn = waited;
         self.attempt_started = tokio::time::Instant::now();
         Some(guard)
+    }
+
+    /// Whether the turn was another call's first: what this call read before it waited (a
+    /// read ahead of its admission) is then likely stale, the other call having appended.
+    pub fn waited_for_turn(&self) -> bool {
+        self.waited_for_turn
     }
 
     /// Waits until `until` (a winner making way, see [`Landed::making_way`]), or until the
@@ -688,8 +697,9 @@ pub struct AppendLocks {
 const REMEMBERED_LOCKS: usize = 1024;
 
 impl AppendLocks {
-    /// Waits for the chain's turn; the turn lasts as long as the guard.
-    pub async fn turn(&self, key: &ChainKey) -> tokio::sync::OwnedMutexGuard<()> {
+    /// Waits for the chain's turn; the turn lasts as long as the guard. Says whether it had to
+    /// wait (another call held the turn).
+    pub async fn turn(&self, key: &ChainKey) -> (tokio::sync::OwnedMutexGuard<()>, bool) {
         let lock = {
             let mut locks = self
                 .locks
@@ -707,7 +717,10 @@ impl AppendLocks {
                 }
             }
         };
-        lock.lock_owned().await
+        match lock.clone().try_lock_owned() {
+            Ok(guard) => (guard, false),
+            Err(_) => (lock.lock_owned().await, true),
+        }
     }
 }
 
@@ -917,6 +930,32 @@ impl Stores {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A turn says whether another call held it first: the read made before waiting is then
+    /// set aside (see `ConflictRetry::waited_for_turn`).
+    #[tokio::test]
+    async fn a_turn_says_whether_it_waited_for_another() {
+        let locks = Arc::new(AppendLocks::default());
+        let key = ChainKey {
+            scope: "scope".into(),
+            name: "kitchen".into(),
+        };
+        let (first, waited) = locks.turn(&key).await;
+        assert!(!waited, "a free turn is taken at once");
+        let second = tokio::spawn({
+            let (locks, key) = (locks.clone(), key.clone());
+            async move { locks.turn(&key).await.1 }
+        });
+        tokio::task::yield_now().await;
+        drop(first);
+        assert!(
+            second.await.unwrap(),
+            "the second call waited for the first's turn"
+        );
+        let mut retry = ConflictRetry::default();
+        let _turn = retry.turn(&locks, &key).await.unwrap();
+        assert!(!retry.waited_for_turn());
+    }
 
     /// Building on a winner's heads with what was read before it plans the same append as
     /// reading the whole chain again would, evictions and anchors included, for any capacity

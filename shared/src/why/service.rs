@@ -303,8 +303,13 @@ impl WhyService {
             retry.make_way(until).await;
         }
         let mut last_lost = hot.as_ref().map(|landed| landed.last_lost);
-        // What the HTTP layer read ahead serves the first attempt that reads, and only it.
-        let mut read_ahead = caller.read_ahead_with_log_of(key);
+        // What the HTTP layer read ahead serves the first attempt that reads, and only it; not
+        // when another call's append came first.
+        let mut read_ahead = if retry.waited_for_turn() {
+            None
+        } else {
+            caller.read_ahead_with_log_of(key)
+        };
         let mut start_from: Option<(Winner, Option<KnownWindow>)> =
             hot.map(|landed| (landed.heads, Some(landed.known)));
         loop {
@@ -322,7 +327,7 @@ impl WhyService {
                 Some((append, winner, known)) => (append, winner.head.log_id, winner.log, known),
                 None => {
                     let (current, log) = match read_ahead.take() {
-                        Some(read) => read?,
+                        Some(read) => read,
                         None => self.store.load_for_append(key, now_ms).await?,
                     };
                     if let Some(snapshot) = &current {
@@ -481,7 +486,7 @@ impl WhyService {
         // One read gives the window and the log head both (the proofs add one batch read),
         // made beside admission when the HTTP layer could (see `read_ahead_with_log`).
         let (snapshot, log_head) = match caller.read_ahead_with_log_of(&key) {
-            Some(read) => read?,
+            Some(read) => read,
             None => {
                 self.store
                     .load_for_append(&key, unix_ms(self.clock.now()))

@@ -272,13 +272,18 @@ impl Ledger {
             return Err(LedgerError::Busy);
         };
         // What the HTTP layer read ahead serves the first attempt, and only it: a stale read
-        // costs one refused conditional write, after which the ledger is read again.
-        let mut read_ahead = caller.read_ahead_with_log_of(key);
+        // costs one refused conditional write, after which the ledger is read again. After
+        // waiting for another call's turn it is likely stale, and the ledger is read anew.
+        let mut read_ahead = if retry.waited_for_turn() {
+            None
+        } else {
+            caller.read_ahead_with_log_of(key)
+        };
         loop {
             let now = self.clock.now();
             let now_ms = unix_ms(now);
             let (snapshot, log) = match read_ahead.take() {
-                Some(read) => read?,
+                Some(read) => read,
                 None => self.store.load_for_append(key, now_ms).await?,
             };
             let view = verified(household_id, snapshot)?;
