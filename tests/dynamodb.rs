@@ -4,6 +4,9 @@
 //! `HEARTH_TABLE`.
 
 mod common;
+/// What each call costs, and each function's requests against its role.
+#[path = "dynamodb/round_trips.rs"]
+mod round_trips;
 
 use std::sync::Arc;
 

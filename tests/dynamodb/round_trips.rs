@@ -6,19 +6,17 @@
 //!
 //! The counts are the manual's table "What each call costs" (docs/src/reference/dynamodb.md,
 //! between its generated markers): the test fails when the two differ, and
-//! `HEARTH_UPDATE_COSTS=1 cargo test --test round_trips` writes the table anew.
+//! `HEARTH_UPDATE_COSTS=1 cargo test --test dynamodb round_trips` writes the table anew.
 //!
 //! Every request the calls make is also held to the role of the Lambda function that serves
 //! its route: the same page's IAM table (generated from infra/template.yaml, which
 //! tests/infra checks) must allow each action on each partition it touched, so a code change
 //! that reads or writes something new fails here before it is denied on AWS.
 
-mod common;
-
 use std::collections::{BTreeSet, HashMap};
 
-use common::oauth::{VERIFIER, challenge, encode_pairs, hidden_fields};
-use common::{CLIENT_ID, CLIENT_SECRET, Harness, RESOURCE, Reply, basic, request, settings};
+use crate::common::oauth::{VERIFIER, challenge, encode_pairs, hidden_fields};
+use crate::common::{CLIENT_ID, CLIENT_SECRET, Harness, RESOURCE, Reply, basic, request, settings};
 use hearth_core::admin::Admin;
 use hearth_core::auth::attestation::{Attestation, sign};
 use hearth_core::clock::Clock;
@@ -94,11 +92,11 @@ impl World {
             ("COUNTERSIGN_HOST_KEY", HOST_KEY),
         ]);
         let vars: Vec<(&str, &str)> = redirects.iter().map(|(n, v)| (*n, v.as_str())).collect();
-        let config = common::config(&vars);
+        let config = crate::common::config(&vars);
         let moto = Moto::shared();
         let (client, counter) = moto.counted_dynamodb_client();
         let table = unique_name("hearth-round-trips");
-        let (h, admin, _) = common::operated_on_table(&config, client, &table).await;
+        let (h, admin, _) = crate::common::operated_on_table(&config, client, &table).await;
         let mut policy = built_in_policy();
         let fields = policy.as_object_mut().unwrap();
         fields.remove("household_id");
@@ -261,7 +259,7 @@ impl World {
             .form(
                 "/oauth/authorize",
                 &[("cookie", cookie)],
-                &common::oauth::encode(&fields),
+                &crate::common::oauth::encode(&fields),
             )
             .await;
         assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.raw);
@@ -740,7 +738,7 @@ async fn what_each_call_costs_is_the_manuals_table_and_within_its_targets() {
             generated(&page, TABLE),
             counted,
             "{PAGE} no longer shows what each call costs; if the change is meant, run \
-             `HEARTH_UPDATE_COSTS=1 cargo test --test round_trips` and say why in the commit"
+             `HEARTH_UPDATE_COSTS=1 cargo test --test dynamodb round_trips` and say why in the commit"
         );
     }
 
