@@ -583,8 +583,7 @@ impl WhyService {
     /// [`Caller::read_ahead`]), for a caller whose standing admission is still confirming;
     /// `None` where the household id is malformed.
     pub async fn read_ahead(&self, caller: &Caller, household_id: &str) -> Option<ChainRead> {
-        check_household(household_id).ok()?;
-        let key = chain_key_in(&caller.scope, household_id);
+        let key = ahead_key(caller, household_id)?;
         Some(ChainRead::read(self.store.as_ref(), key, unix_ms(self.clock.now())).await)
     }
 
@@ -595,10 +594,8 @@ impl WhyService {
         caller: &Caller,
         household_id: &str,
     ) -> Option<ChainRead> {
-        check_household(household_id).ok()?;
-        let key = chain_key_in(&caller.scope, household_id);
-        let now_ms = unix_ms(self.clock.now());
-        Some(ChainRead::read_with_log(self.store.as_ref(), key, now_ms).await)
+        let key = ahead_key(caller, household_id)?;
+        self.read_with_log(key).await
     }
 
     /// Reads what a decision's append to `household_id` starts from, as [`Self::read_ahead`]
@@ -609,12 +606,16 @@ impl WhyService {
         caller: &Caller,
         household_id: &str,
     ) -> Option<ChainRead> {
-        check_household(household_id).ok()?;
-        let key = chain_key_in(&caller.scope, household_id);
+        let key = ahead_key(caller, household_id)?;
         if self.hot_chains.get(&key).is_some() {
             return None;
         }
-        self.read_ahead_with_log(caller, household_id).await
+        self.read_with_log(key).await
+    }
+
+    async fn read_with_log(&self, key: ChainKey) -> Option<ChainRead> {
+        let now_ms = unix_ms(self.clock.now());
+        Some(ChainRead::read_with_log(self.store.as_ref(), key, now_ms).await)
     }
 
     /// The household's live window, not yet verified; an empty or expired one is "not found".
@@ -626,6 +627,13 @@ impl WhyService {
             .await?
             .ok_or_else(no_decisions)
     }
+}
+
+/// The chain a read ahead of `caller`'s call on `household_id` reads, or `None` where the
+/// household id is malformed (the call itself then says what is wrong).
+fn ahead_key(caller: &Caller, household_id: &str) -> Option<ChainKey> {
+    check_household(household_id).ok()?;
+    Some(chain_key_in(&caller.scope, household_id))
 }
 
 fn no_decisions() -> WhyError {
