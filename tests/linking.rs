@@ -284,7 +284,7 @@ async fn a_household_links_through_the_consent_page_and_uses_its_own_token(backe
     assert_eq!(tokens.body["scope"], "mcp:service");
     let access = tokens.body["access_token"].as_str().unwrap().to_owned();
     let refresh = tokens.body["refresh_token"].as_str().unwrap().to_owned();
-    assert!(refresh.starts_with("hrt2."));
+    assert!(refresh.starts_with("hrt3."));
 
     // The token is the household's: no household_id needed, another one is refused.
     let recorded = w
@@ -538,6 +538,7 @@ async fn a_refresh_token_made_up_around_a_known_family_revokes_nothing(backend: 
         format!("hrt1.{family}.{random}"),
         format!("hrt2.{family}.1.{random}"),
         format!("hrt2.{family}.0.{random}"),
+        format!("hrt3.{family}.{household}.1.{random}"),
     ] {
         let refused = w.refresh(&forged).await;
         assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.raw);
@@ -550,7 +551,7 @@ async fn a_refresh_token_made_up_around_a_known_family_revokes_nothing(backend: 
     let rotated = w.refresh(&refresh).await;
     assert_eq!(rotated.status, StatusCode::OK, "{}", rotated.raw);
     let next = rotated.body["refresh_token"].as_str().unwrap().to_owned();
-    assert!(next.starts_with("hrt2."), "{next}");
+    assert!(next.starts_with("hrt3."), "{next}");
     let again = w.refresh(&next).await;
     assert_eq!(again.status, StatusCode::OK, "{}", again.raw);
     // ...and a genuine token rotated away, presented after the grace window, is still reuse.

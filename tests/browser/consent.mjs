@@ -120,7 +120,7 @@ try {
   });
   check(exchanged.status === 200, `the code exchange answered ${exchanged.status}`);
   const tokens = await exchanged.json();
-  check(tokens.refresh_token.startsWith("hrt2."), "a refresh token comes with the access token");
+  check(tokens.refresh_token.startsWith("hrt3."), "a refresh token comes with the access token");
   check(errors.length === 0, "page errors: " + errors.join("; "));
   console.log("consent page (390px): wrong code, denial and link passed");
 } finally {

@@ -116,7 +116,7 @@ def test_the_official_sdk_registers_itself_links_a_household_and_calls_a_tool(li
     info = storage.client_info
     assert info.client_id.startswith("hc_") and info.client_secret is None
     assert "Python SDK host" in person.page and "unverified" in person.page
-    assert storage.tokens.refresh_token.startswith("hrt2.")
+    assert storage.tokens.refresh_token.startswith("hrt3.")
     listed = {client["client_id"]: client for client in _admin(linked_url, "client", "list")["clients"]}
     assert listed[info.client_id]["created_by"] == "registration"
     assert listed[info.client_id]["public"] is True
@@ -223,7 +223,7 @@ def test_an_operator_adds_a_public_client_with_hearth_admin(linked_url, metadata
     code = _admin(linked_url, "link-code", household)["code"]
     client = _public_client(added["client_id"], "http://127.0.0.1:40123/callback")
     token = _link_public(metadata, linked_url, client, code)
-    assert re.fullmatch(r"hrt2\.[^.]+\.\d+\.[A-Za-z0-9_-]+", token["refresh_token"]), token["refresh_token"]
+    assert re.fullmatch(r"hrt3\.[^.]+\.hh-[0-9a-f]+\.\d+\.[A-Za-z0-9_-]+", token["refresh_token"]), token["refresh_token"]
     listed = {client["client_id"]: client for client in _admin(linked_url, "client", "list")["clients"]}
     assert listed[added["client_id"]]["created_by"] == "operator"
     assert listed[added["client_id"]]["name"] == "Kitchen Tablet"

@@ -131,7 +131,7 @@ def test_a_household_links_with_an_oauth_library_and_its_tokens_rotate(
     )
     assert token["token_type"] == "Bearer" and token["expires_in"] == 3600
     assert token["scope"] == SCOPE
-    assert token["refresh_token"].startswith("hrt2.")
+    assert token["refresh_token"].startswith("hrt3.")
 
     recorded = _record(linked_url, token["access_token"], "warmed the oven", "Sunday roast")
     assert not recorded.is_error, recorded

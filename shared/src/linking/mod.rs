@@ -39,10 +39,10 @@ use crate::auth::jwt::{LEEWAY_SECS, TOKEN_LIFETIME_SECS};
 use crate::auth::{JwtKeys, Scope, Scopes};
 use crate::clock::{Clock, unix_ms};
 use crate::random::RandomFailed;
-use crate::store::{GrantItem, GrantKind, GrantStore, StoreError};
+use crate::store::{AccountItem, GrantItem, GrantKind, GrantStore, StoreError};
 use secrets::{
     authorization_code_key, link_code_key, new_authorization_code, new_family_id, new_link_code,
-    normalize_link_code, parse_refresh_token, parse_refresh_token_v2, refresh_token_v2,
+    normalize_link_code, parse_minted_refresh_token, parse_refresh_token, refresh_token_v3,
 };
 
 /// How long a link code can be entered.
@@ -170,12 +170,11 @@ struct FamilyBody {
     /// When the token that may be retried ([`REFRESH_GRACE_MS`]) was rotated away.
     rotated_at_ms: i64,
     revoked: bool,
-    /// The number of the second-form (`hrt2`) token that may be used now; 0 while the family
-    /// still holds a first-form token.
+    /// The number of the minted (`hrt2` or `hrt3`) token that may be used now; 0 while the
+    /// family still holds a first-form token.
     #[serde(default)]
     number: u64,
-    /// The number of the second-form token rotated away last, which may be retried; 0 for
-    /// none.
+    /// The number of the minted token rotated away last, which may be retried; 0 for none.
     #[serde(default)]
     previous_number: u64,
 }
@@ -217,7 +216,7 @@ impl FamilyBody {
         }
     }
 
-    /// What genuine second-form token `number` is to this family.
+    /// What genuine minted token `number` is to this family.
     fn holds_number(&self, number: u64) -> Held {
         match number {
             0 => Held::Unknown,
@@ -228,14 +227,16 @@ impl FamilyBody {
         }
     }
 
-    /// What `token` is to this family, first or second form; the MAC of a second-form token
-    /// must be genuine, or it is unknown.
+    /// What `token` is to this family, in any form; the MAC of a minted token must be
+    /// genuine, and a third-form token must name the family's household, or it is unknown.
     fn judge(&self, token: &str, jwt: &JwtKeys) -> Held {
-        if let Some((_, number, genuine)) =
-            parse_refresh_token_v2(token, |message| jwt.refresh_mac(message))
+        if let Some(minted) = parse_minted_refresh_token(token, |message| jwt.refresh_mac(message))
         {
-            return if genuine {
-                self.holds_number(number)
+            let household_ok = minted
+                .household_id
+                .is_none_or(|household_id| household_id == self.household_id);
+            return if minted.genuine && household_ok {
+                self.holds_number(minted.number)
             } else {
                 Held::Unknown
             };
@@ -246,7 +247,7 @@ impl FamilyBody {
         }
     }
 
-    /// The next second-form token, rotating the current one away (`retry`: the one retried is
+    /// The next minted token (third form), rotating the current one away (`retry`: the one retried is
     /// kept as the previous, and the token whose answer was lost is dropped).
     fn rotate(&mut self, family_id: &str, jwt: &JwtKeys, retry: bool, now_ms: i64) -> String {
         if !retry {
@@ -258,22 +259,34 @@ impl FamilyBody {
         }
         self.current.clear();
         self.number += 1;
-        refresh_token_v2(family_id, self.number, |message| jwt.refresh_mac(message))
+        refresh_token_v3(family_id, &self.household_id, self.number, |message| {
+            jwt.refresh_mac(message)
+        })
     }
 }
 
-/// The family id a refresh token names, first or second form, if it has the form of one.
-/// A refresh family as read ahead of its grant (see [`Linking::family_ahead`]).
+/// A refresh family as read ahead of its grant (see [`Linking::family_ahead`]), and the
+/// account of the household a third-form token names, read beside it.
 pub struct FamilyRead {
     family_id: String,
     read: Result<Option<GrantItem>, StoreError>,
+    account: Option<AccountRead>,
 }
 
+/// A household's account as read ahead of a refresh.
+struct AccountRead {
+    household_id: String,
+    read: Result<Option<AccountItem>, StoreError>,
+}
+
+/// The family id a refresh token names, in any form, if it has the form of one.
 fn family_of(token: &str) -> Option<&str> {
     parse_refresh_token(token)
         .map(|(family, _)| family)
         .or_else(|| {
-            let rest = token.strip_prefix("hrt2.")?;
+            let rest = token
+                .strip_prefix("hrt2.")
+                .or_else(|| token.strip_prefix("hrt3."))?;
             let family = rest.split('.').next()?;
             (family.len() == 32 && family.bytes().all(|b| b.is_ascii_hexdigit())).then_some(family)
         })
@@ -490,20 +503,28 @@ impl Linking {
 
     /// The family a refresh token names, read ahead of the `refresh_token` grant (beside the
     /// request's admission; see `oauth`), when the token is one this server minted (its MAC,
-    /// checked in memory): a made-up token reads nothing.
+    /// checked in memory): a made-up token reads nothing. A third-form token names its
+    /// household too, whose account is read at the same time.
     pub async fn family_ahead(&self, jwt: &JwtKeys, refresh_token: &str) -> Option<FamilyRead> {
-        let (family_id, _, genuine) =
-            parse_refresh_token_v2(refresh_token, |message| jwt.refresh_mac(message))?;
-        if !genuine {
+        let minted = parse_minted_refresh_token(refresh_token, |message| jwt.refresh_mac(message))?;
+        if !minted.genuine {
             return None;
         }
-        let read = self
+        let family = self
             .grants
-            .grant(GrantKind::RefreshFamily, family_id, self.now_ms())
-            .await;
+            .grant(GrantKind::RefreshFamily, minted.family_id, self.now_ms());
+        let account = async {
+            let household_id = minted.household_id?;
+            Some(AccountRead {
+                household_id: household_id.to_owned(),
+                read: self.accounts.fresh(household_id).await,
+            })
+        };
+        let (read, account) = futures_util::join!(family, account);
         Some(FamilyRead {
-            family_id: family_id.to_owned(),
+            family_id: minted.family_id.to_owned(),
             read,
+            account,
         })
     }
 
@@ -511,10 +532,11 @@ impl Linking {
     /// token rotated away is presented again (outside the grace window). `ahead`: the family
     /// as [`Self::family_ahead`] read it, which the first attempt starts from.
     ///
-    /// The account is read before the rotation is written, not beside it, though that costs a
-    /// round trip: were the account's read to fail after the rotation landed, the client would
-    /// hold a token rotated away, and its retry after the grace window (`REFRESH_GRACE_MS`)
-    /// would revoke the family as reuse and end the household's link.
+    /// The account is read before the rotation is written, not beside it: were the account's
+    /// read to fail after the rotation landed, the client would hold a token rotated away, and
+    /// its retry after the grace window (`REFRESH_GRACE_MS`) would revoke the family as reuse
+    /// and end the household's link. A third-form token's account was read ahead beside the
+    /// family, so the refresh's first attempt makes two round trips; an earlier form's, three.
     pub async fn refresh(
         &self,
         jwt: &JwtKeys,
@@ -527,14 +549,16 @@ impl Linking {
             family_of(refresh_token).ok_or(LinkingError::InvalidGrant(REFRESH_NOT_VALID))?;
         for _ in 0..WRITE_ATTEMPTS {
             let now_ms = self.now_ms();
-            let read = match ahead.take().filter(|ahead| ahead.family_id == family_id) {
-                Some(ahead) => ahead.read,
-                None => {
-                    self.grants
-                        .grant(GrantKind::RefreshFamily, family_id, now_ms)
-                        .await
-                }
-            };
+            let (read, account_ahead) =
+                match ahead.take().filter(|ahead| ahead.family_id == family_id) {
+                    Some(ahead) => (ahead.read, ahead.account),
+                    None => (
+                        self.grants
+                            .grant(GrantKind::RefreshFamily, family_id, now_ms)
+                            .await,
+                        None,
+                    ),
+                };
             let item = read?.ok_or(LinkingError::InvalidGrant(REFRESH_NOT_VALID))?;
             let mut family: FamilyBody = from_json(&item.body)?;
             if family.revoked {
@@ -557,7 +581,15 @@ impl Linking {
                 // Made up around the family's public id, or garbage: refused, nothing revoked.
                 Held::Unknown => return Err(LinkingError::InvalidGrant(REFRESH_NOT_VALID)),
             }
-            match self.accounts.fresh(&family.household_id).await? {
+            // The account read ahead serves only the household the family names; a failed read
+            // ahead is read again.
+            let account = match account_ahead {
+                Some(ahead) if ahead.household_id == family.household_id && ahead.read.is_ok() => {
+                    ahead.read?
+                }
+                _ => self.accounts.fresh(&family.household_id).await?,
+            };
+            match account {
                 Some(account) if account.generation == family.generation => {
                     if account
                         .revoked_families
@@ -802,8 +834,8 @@ mod tests {
         (linking, clock, jwt, family_id, old_token, dir)
     }
 
-    /// A family from before second-form tokens: its `hrt1` token still refreshes, once, into
-    /// an `hrt2` one; presented again after the grace window it is reuse and revokes the
+    /// A family from before minted tokens: its `hrt1` token still refreshes, once, into an
+    /// `hrt3` one; presented again after the grace window it is reuse and revokes the
     /// family; one made up around the family id revokes nothing.
     #[tokio::test]
     async fn a_first_form_token_keeps_working_until_it_rotates() {
@@ -817,7 +849,7 @@ mod tests {
             .refresh(&jwt, "client", &old_token, None, None)
             .await
             .unwrap();
-        assert!(rotated.refresh_token.starts_with("hrt2."));
+        assert!(rotated.refresh_token.starts_with("hrt3."));
         clock.advance(time::Duration::milliseconds(REFRESH_GRACE_MS + 1));
         assert!(matches!(
             linking
@@ -858,5 +890,76 @@ mod tests {
                 .await,
             Err(LinkingError::InvalidGrant(REFRESH_REVOKED))
         ));
+    }
+
+    /// A family that holds a second-form token (`hrt2`, no household id), as the release
+    /// before the third form left it: the token refreshes once into an `hrt3` one, which
+    /// refreshes in turn; the `hrt2` token presented again after the grace window is reuse.
+    #[tokio::test]
+    async fn a_second_form_token_keeps_working_until_it_rotates() {
+        let (linking, clock, jwt, family_id, old_token, _dir) = first_form_family().await;
+        // Rotate the first-form token away, then put the family back as the release before
+        // the third form would have left it: holding second-form token 1.
+        linking
+            .refresh(&jwt, "client", &old_token, None, None)
+            .await
+            .unwrap();
+        let message = format!("hearth refresh token\n{family_id}\n1");
+        let second_form = format!(
+            "hrt2.{family_id}.1.{}",
+            base64::engine::Engine::encode(
+                &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+                jwt.refresh_mac(&message)
+            )
+        );
+        clock.advance(time::Duration::milliseconds(REFRESH_GRACE_MS + 1));
+        let rotated = linking
+            .refresh(&jwt, "client", &second_form, None, None)
+            .await
+            .unwrap();
+        assert!(
+            rotated.refresh_token.starts_with("hrt3."),
+            "{}",
+            rotated.refresh_token
+        );
+        let again = linking
+            .refresh(&jwt, "client", &rotated.refresh_token, None, None)
+            .await
+            .unwrap();
+        assert!(again.refresh_token.starts_with("hrt3."));
+        clock.advance(time::Duration::milliseconds(REFRESH_GRACE_MS + 1));
+        assert!(matches!(
+            linking
+                .refresh(&jwt, "client", &second_form, None, None)
+                .await,
+            Err(LinkingError::InvalidGrant(REFRESH_REUSED))
+        ));
+    }
+
+    /// A third-form token whose MAC is genuine but whose household is not its family's (only
+    /// the MAC's key could make one) is refused as not valid, and revokes nothing.
+    #[tokio::test]
+    async fn a_third_form_token_naming_another_household_is_not_valid() {
+        let (linking, _clock, jwt, family_id, old_token, _dir) = first_form_family().await;
+        let current = linking
+            .refresh(&jwt, "client", &old_token, None, None)
+            .await
+            .unwrap()
+            .refresh_token;
+        let number: u64 = current.rsplit('.').nth(1).unwrap().parse().unwrap();
+        let other = crate::accounts::new_household_id();
+        let elsewhere = refresh_token_v3(&family_id, &other, number, |message| {
+            jwt.refresh_mac(message)
+        });
+        assert!(matches!(
+            linking
+                .refresh(&jwt, "client", &elsewhere, None, None)
+                .await,
+            Err(LinkingError::InvalidGrant(REFRESH_NOT_VALID))
+        ));
+        linking
+            .refresh(&jwt, "client", &current, None, None)
+            .await
+            .expect("the family's own token still refreshes");
     }
 }

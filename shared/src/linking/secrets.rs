@@ -5,14 +5,18 @@
 //!   and the look-alikes `O`/`I`/`L`. Sixty bits against a limit of a few attempts per address
 //!   per quarter hour, for a code that lives 15 minutes, leaves guessing hopeless.
 //! - An **authorization code** is 32 random bytes, base64url: the client never types it.
-//! - A **refresh token** is `hrt2.<family id>.<n>.<MAC>`: the family id (16 random bytes, hex)
-//!   finds the family in one read, `n` counts the family's tokens, and the MAC is
-//!   HMAC-SHA256 of the three under a key derived from the JWT secret (base64url). The family
-//!   id is public (every access token names it), so a token must prove it was issued: only
-//!   then can a token older than the family's current one be told for what it is, a genuine
-//!   token presented again (reuse, which revokes the family), and anything else be a plain
-//!   refusal that revokes nothing. Tokens of the first form, `hrt1.<family id>.<32 random
-//!   bytes>` (only their hash stored), keep working until they rotate.
+//! - A **refresh token** is `hrt3.<family id>.<household id>.<n>.<MAC>`: the family id (16
+//!   random bytes, hex) finds the family in one read, the household id lets the household's
+//!   account be read beside it (a refresh checks both before it rotates, so naming the
+//!   household saves a round trip), `n` counts the family's tokens, and the MAC is
+//!   HMAC-SHA256 of the form, the ids and `n` under a key derived from the JWT secret
+//!   (base64url). Both ids are public (every access token names them), so a token must prove
+//!   it was issued: only then can a token older than the family's current one be told for
+//!   what it is, a genuine token presented again (reuse, which revokes the family), and
+//!   anything else be a plain refusal that revokes nothing. Tokens of the earlier forms keep
+//!   working until they rotate: `hrt2.<family id>.<n>.<MAC>` (no household id, so the
+//!   account is read after the family), and `hrt1.<family id>.<32 random bytes>` (only their
+//!   hash stored).
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -26,6 +30,7 @@ const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 pub const LINK_CODE_CHARS: usize = 12;
 const REFRESH_PREFIX: &str = "hrt1.";
 const REFRESH_V2_PREFIX: &str = "hrt2.";
+const REFRESH_V3_PREFIX: &str = "hrt3.";
 
 /// A fresh link code, grouped for reading aloud.
 pub fn new_link_code() -> Result<String, RandomFailed> {
@@ -102,26 +107,54 @@ pub fn parse_refresh_token(token: &str) -> Option<(&str, String)> {
     (family_ok && secret_ok).then(|| (family_id, refresh_secret_hash(secret)))
 }
 
-/// Refresh token `number` of `family_id`, authenticated by `mac` (the JWT keys' refresh MAC).
-pub fn refresh_token_v2(family_id: &str, number: u64, mac: impl Fn(&str) -> [u8; 32]) -> String {
-    let message = refresh_v2_message(family_id, number);
+/// Refresh token `number` of `family_id`, issued for `household_id` and authenticated by
+/// `mac` (the JWT keys' refresh MAC).
+pub fn refresh_token_v3(
+    family_id: &str,
+    household_id: &str,
+    number: u64,
+    mac: impl Fn(&str) -> [u8; 32],
+) -> String {
+    let message = refresh_v3_message(family_id, household_id, number);
     format!(
-        "{REFRESH_V2_PREFIX}{family_id}.{number}.{}",
+        "{REFRESH_V3_PREFIX}{family_id}.{household_id}.{number}.{}",
         URL_SAFE_NO_PAD.encode(mac(&message))
     )
 }
 
-/// A presented refresh token of the second form: its family id, its number, and whether its
-/// MAC is genuine; `None` if it does not have the form.
-pub fn parse_refresh_token_v2(
+/// A presented refresh token of a form this server mints with a MAC (second or third), as
+/// parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MintedRefresh<'a> {
+    pub family_id: &'a str,
+    /// The household the token names: third-form tokens only.
+    pub household_id: Option<&'a str>,
+    pub number: u64,
+    /// Whether the MAC is the one this server would have made for the rest.
+    pub genuine: bool,
+}
+
+/// A presented refresh token of the second or third form; `None` if it has neither form.
+pub fn parse_minted_refresh_token(
     token: &str,
     mac: impl Fn(&str) -> [u8; 32],
-) -> Option<(&str, u64, bool)> {
-    let mut parts = token.strip_prefix(REFRESH_V2_PREFIX)?.split('.');
-    let (family_id, number, presented) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() {
-        return None;
-    }
+) -> Option<MintedRefresh<'_>> {
+    let (household_id, rest) = match token.strip_prefix(REFRESH_V3_PREFIX) {
+        Some(rest) => {
+            let (family_id, rest) = rest.split_once('.')?;
+            let (household_id, rest) = rest.split_once('.')?;
+            if !crate::accounts::is_household_id(household_id) {
+                return None;
+            }
+            (Some(household_id), (family_id, rest))
+        }
+        None => (
+            None,
+            token.strip_prefix(REFRESH_V2_PREFIX)?.split_once('.')?,
+        ),
+    };
+    let (family_id, rest) = rest;
+    let (number, presented) = rest.split_once('.')?;
     let family_ok = family_id.len() == 32 && family_id.bytes().all(|b| b.is_ascii_hexdigit());
     let number_ok = !number.is_empty()
         && number.len() <= 20
@@ -132,16 +165,29 @@ pub fn parse_refresh_token_v2(
     }
     let number: u64 = number.parse().ok()?;
     let presented = URL_SAFE_NO_PAD.decode(presented).ok()?;
-    let expected = mac(&refresh_v2_message(family_id, number));
+    let expected = mac(&match household_id {
+        Some(household_id) => refresh_v3_message(family_id, household_id, number),
+        None => refresh_v2_message(family_id, number),
+    });
     let genuine = bool::from(subtle::ConstantTimeEq::ct_eq(
         presented.as_slice(),
         expected.as_slice(),
     ));
-    Some((family_id, number, genuine))
+    Some(MintedRefresh {
+        family_id,
+        household_id,
+        number,
+        genuine,
+    })
 }
 
 fn refresh_v2_message(family_id: &str, number: u64) -> String {
     format!("hearth refresh token\n{family_id}\n{number}")
+}
+
+/// The third form's message names its form, so that no second-form message is ever one.
+fn refresh_v3_message(family_id: &str, household_id: &str, number: u64) -> String {
+    format!("hearth refresh token 3\n{family_id}\n{household_id}\n{number}")
 }
 
 fn refresh_secret_hash(secret: &str) -> String {
@@ -203,28 +249,89 @@ mod tests {
         }
     }
 
+    fn test_mac(message: &str) -> [u8; 32] {
+        crate::chain::sha256_hex(format!("key\n{message}")).as_bytes()[..32]
+            .try_into()
+            .unwrap()
+    }
+
+    const HOUSEHOLD: &str = "hh-0123456789abcdef0123456789abcdef";
+
     #[test]
-    fn a_second_form_token_proves_it_was_issued() {
-        let mac = |message: &str| -> [u8; 32] {
-            crate::chain::sha256_hex(format!("key\n{message}")).as_bytes()[..32]
-                .try_into()
-                .unwrap()
-        };
+    fn a_third_form_token_names_its_household_and_proves_it_was_issued() {
         let family = new_family_id().unwrap();
-        let token = refresh_token_v2(&family, 7, mac);
+        let token = refresh_token_v3(&family, HOUSEHOLD, 7, test_mac);
         assert_eq!(
-            parse_refresh_token_v2(&token, mac),
-            Some((family.as_str(), 7, true))
+            parse_minted_refresh_token(&token, test_mac),
+            Some(MintedRefresh {
+                family_id: &family,
+                household_id: Some(HOUSEHOLD),
+                number: 7,
+                genuine: true,
+            })
         );
-        // Another number under the same MAC, or a MAC made up: well formed, not genuine.
+        // Another number or another household under the same MAC, or a MAC made up: well
+        // formed, not genuine.
+        let other_household = HOUSEHOLD.replace("0123", "9999");
+        let made_up = format!(
+            "hrt3.{family}.{HOUSEHOLD}.7.{}",
+            URL_SAFE_NO_PAD.encode([1u8; 32])
+        );
+        for forged in [
+            token.replacen(".7.", ".6.", 1),
+            token.replacen(HOUSEHOLD, &other_household, 1),
+            made_up,
+        ] {
+            let parsed = parse_minted_refresh_token(&forged, test_mac).expect("well formed");
+            assert!(!parsed.genuine, "{forged}");
+        }
+        let mac = URL_SAFE_NO_PAD.encode([1u8; 32]);
+        for bad in [
+            format!("hrt3.{family}.{HOUSEHOLD}.07.{mac}"),
+            format!("hrt3.{family}.{HOUSEHOLD}..{mac}"),
+            format!("hrt3.{family}.hh-nope.7.{mac}"),
+            format!("hrt3.{family}.7.{mac}"),
+            format!("{token}.extra"),
+            token.replacen("hrt3", "hrt1", 1),
+        ] {
+            assert!(
+                parse_minted_refresh_token(&bad, test_mac).is_none(),
+                "{bad}"
+            );
+        }
+    }
+
+    /// Tokens minted before the third form, which families still hold until they rotate.
+    #[test]
+    fn a_second_form_token_still_proves_it_was_issued() {
+        let family = new_family_id().unwrap();
+        let message = format!("hearth refresh token\n{family}\n7");
+        let token = format!(
+            "hrt2.{family}.7.{}",
+            URL_SAFE_NO_PAD.encode(test_mac(&message))
+        );
+        assert_eq!(
+            parse_minted_refresh_token(&token, test_mac),
+            Some(MintedRefresh {
+                family_id: &family,
+                household_id: None,
+                number: 7,
+                genuine: true,
+            })
+        );
         let moved = token.replacen(".7.", ".6.", 1);
         assert_eq!(
-            parse_refresh_token_v2(&moved, mac).map(|p| p.2),
+            parse_minted_refresh_token(&moved, test_mac).map(|p| p.genuine),
             Some(false)
         );
-        let made_up = format!("hrt2.{family}.7.{}", URL_SAFE_NO_PAD.encode([1u8; 32]));
+        // The second form's MAC does not make a third-form token genuine.
+        let as_third = token.replacen("hrt2.", "hrt3.", 1).replacen(
+            &format!("{family}."),
+            &format!("{family}.{HOUSEHOLD}."),
+            1,
+        );
         assert_eq!(
-            parse_refresh_token_v2(&made_up, mac).map(|p| p.2),
+            parse_minted_refresh_token(&as_third, test_mac).map(|p| p.genuine),
             Some(false)
         );
         for bad in [
@@ -233,7 +340,10 @@ mod tests {
             format!("{token}.extra"),
             token.replacen("hrt2", "hrt1", 1),
         ] {
-            assert!(parse_refresh_token_v2(&bad, mac).is_none(), "{bad}");
+            assert!(
+                parse_minted_refresh_token(&bad, test_mac).is_none(),
+                "{bad}"
+            );
         }
     }
 }
