@@ -3,8 +3,10 @@
 //! in the table, an emulator that stops and comes back, and the `hearth` binary run with
 //! `HEARTH_TABLE`.
 
-mod common;
 /// What each call costs, and each function's requests against its role.
+#[path = "dynamodb/chain_heads.rs"]
+mod chain_heads;
+mod common;
 #[path = "dynamodb/round_trips.rs"]
 mod round_trips;
 

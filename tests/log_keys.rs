@@ -115,38 +115,30 @@ impl World {
                     ),
                     (
                         "sk".to_owned(),
-                        aws_sdk_dynamodb::types::AttributeValue::S("log".into()),
+                        // The log's head is kept in the chain's head item.
+                        aws_sdk_dynamodb::types::AttributeValue::S("head".into()),
                     ),
                 ];
-                match damage {
-                    Damage::Delete => {
-                        client
-                            .delete_item()
-                            .table_name(table)
-                            .set_key(Some(item.into()))
-                            .send()
-                            .await
-                            .unwrap();
-                    }
-                    Damage::Blank | Damage::Swap => {
-                        let (expression, value) = match damage {
-                            Damage::Blank => ("REMOVE checkpoint", None),
-                            _ => ("SET log_id = :other", Some("another")),
-                        };
-                        let mut update = client
-                            .update_item()
-                            .table_name(table)
-                            .set_key(Some(item.into()))
-                            .update_expression(expression);
-                        if let Some(value) = value {
-                            update = update.expression_attribute_values(
-                                ":other",
-                                aws_sdk_dynamodb::types::AttributeValue::S(value.into()),
-                            );
-                        }
-                        update.send().await.unwrap();
-                    }
+                let (expression, value) = match damage {
+                    Damage::Delete => (
+                        "REMOVE log_head_id, log_epoch, log_size, log_frontier, log_checkpoint, log_expires_at_ms",
+                        None,
+                    ),
+                    Damage::Blank => ("REMOVE log_checkpoint", None),
+                    Damage::Swap => ("SET log_head_id = :other", Some("another")),
+                };
+                let mut update = client
+                    .update_item()
+                    .table_name(table)
+                    .set_key(Some(item.into()))
+                    .update_expression(expression);
+                if let Some(value) = value {
+                    update = update.expression_attribute_values(
+                        ":other",
+                        aws_sdk_dynamodb::types::AttributeValue::S(value.into()),
+                    );
                 }
+                update.send().await.unwrap();
             }
         }
         assert!(

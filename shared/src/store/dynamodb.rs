@@ -8,9 +8,9 @@
 //!
 //! | Item | `pk` | `sk` | Attributes |
 //! | --- | --- | --- | --- |
-//! | chain head | `chain#<scope>#<name>` | `head` | `window_started_ms`, `expires_at_ms`, `first_seq`, `last_seq`, `last_hash`, `anchor` (absent until an eviction), `log_id` (the chain's log, absent before it has one), `expires_at` |
+//! | chain head | `chain#<scope>#<name>` | `head` | the window: `window_started_ms`, `expires_at_ms`, `first_seq`, `last_seq`, `last_hash`, `anchor` (absent until an eviction), `log_id` (the log the window names, absent before it has one); and the log's head: `log_head_id`, `log_epoch`, `log_size`, `log_frontier` (binary, absent when empty), `log_checkpoint` (absent when none), `log_expires_at_ms` (absent for a log kept for good). `expires_at` is the log's (none for a household account's log, its window's end plus a week for a credential's) or, for a chain without a log, the window's; see `chain_head` |
 //! | chain record | `chain#<scope>#<name>` | `rec#<seq, 10 digits>` | `seq`, `hash`, `body` (the sealed canonical JSON), `window_started_ms`, `expires_at` |
-//! | log head | `chain#<scope>#<name>` | `log` | `log_id`, `epoch`, `tree_size`, `frontier` (hex, absent when empty), `checkpoint` (absent when none); a household account's has no TTL, a credential's has `expires_at_ms` and `expires_at` (its window's end plus a week) |
+//! | log head, apart | `chain#<scope>#<name>` | `log` | tables written before the log head moved into the head item: `log_id`, `epoch`, `tree_size`, `frontier` (hex, absent when empty), `checkpoint` (absent when none), `expires_at_ms` and `expires_at` for a credential's. Read as before; the chain's next append moves it into the head item and deletes it |
 //! | log hashes | `chain#<scope>#<name>` | `hash#<leaf, 20 digits>` | `hashes` (hex: the leaf's hash, then the interior hashes it completed); `expires_at` as its log head's |
 //! | cosignature | `chain#<scope>#<name>` | `cosig#<witness key name>` | `origin`, `tree_size`, `line`: a witness's latest cosignature of the log, written with a condition that a smaller tree of the same origin never replaces a larger one; `expires_at_ms` and `expires_at` as its log head's. Sorts before `hash#` and `head`, so a chain's reads never see it; the MCP function reads them with one `Query` (`begins_with`) when a proof is handed out |
 //! | scope registry | `scope#<scope>` | `registry` | `live` (map: chain name → its window's `expires_at_ms`, kept until its log retires), `version`, `expires_at` |
@@ -22,16 +22,20 @@
 //! | linking record | `grant#<kind>#<key>` | `grant` | `revision`, `body`, `expires_at_ms`, `expires_at`; kind is `link`, `code`, `family` or `turn` (a host-key turn's ledger claim), key a hash or a family id |
 //!
 //! Cost per call: a read is one strongly consistent `Query` of the chain's partition from
-//! `head` on (the head, the log head and the records sort together; the log's hashes sort
-//! before `head` and are never read with them). An append is that read plus one `TransactWriteItems`
-//! (the head, the record and the evicted record); an append that opens a new window adds one
+//! `head` on (the head and the records sort together; the log's hashes sort before `head` and
+//! are never read with them). An append is that read plus one `TransactWriteItems` (the head
+//! item, with the log's head in it, the record, the log's hashes and the evicted record); an
+//! append that opens a new window adds one
 //! `GetItem` of the scope registry, whose version guards the cap on live chains. DynamoDB
 //! deletes expired items lazily (and emulators never do), so every read ignores expired heads
 //! and records of earlier windows itself. A Query is read-committed rather than a snapshot, so
 //! a read that races an append is checked against the head (`first_seq..=last_seq`, newest
 //! hash) and read again when torn.
 
-use std::collections::HashMap;
+mod chain_head;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -40,8 +44,7 @@ use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, Delete, KeySchemaElement, KeyType,
-    KeysAndAttributes, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
-    TimeToLiveSpecification, TransactWriteItem,
+    KeysAndAttributes, Put, ScalarAttributeType, TimeToLiveSpecification, TransactWriteItem,
 };
 
 use super::{
@@ -50,6 +53,7 @@ use super::{
     Head, LOG_RETIREMENT_MS, LogHead, LogRead, Snapshot, StoreError, Taken, Winner,
 };
 use crate::chain::Sealed;
+use chain_head::{HEAD_SK, LOG_APART_SK, LogPlace};
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -63,6 +67,11 @@ pub const TTL_ATTRIBUTE: &str = "expires_at";
 pub struct DynamoStore {
     client: Client,
     table: String,
+    /// The chains (by `pk`) this process last read with their log head stored apart, as a
+    /// table written before the merge holds it: their next append moves it (see
+    /// [`chain_head::LogPlace`]). A wrong guess costs one refused write, after which the
+    /// chain is read again and the guess corrected.
+    logs_apart: Mutex<HashSet<String>>,
 }
 
 impl DynamoStore {
@@ -70,6 +79,34 @@ impl DynamoStore {
         Self {
             client,
             table: table.into(),
+            logs_apart: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Notes where a chain's log head was read, for its next append.
+    fn note_log_place(&self, pk: &str, place: LogPlace) {
+        let mut apart = self
+            .logs_apart
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match place {
+            LogPlace::Apart => {
+                apart.insert(pk.to_owned());
+            }
+            LogPlace::InHead => {
+                apart.remove(pk);
+            }
+        }
+    }
+
+    fn log_place(&self, pk: &str) -> LogPlace {
+        let apart = self
+            .logs_apart
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match apart.contains(pk) {
+            true => LogPlace::Apart,
+            false => LogPlace::InHead,
         }
     }
 
@@ -320,11 +357,11 @@ impl ChainStore for DynamoStore {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let items = self.query_items(&chain_pk(key), Some("head")).await?;
-            let log = match items.iter().find(|item| sort_key(item) == Some("log")) {
-                Some(item) => kept_log(item, now_ms)?,
-                None => None,
-            };
+            let pk = chain_pk(key);
+            let items = self.query_items(&pk, Some(HEAD_SK)).await?;
+            let (log, place) = chain_head::log_among(&items)?;
+            self.note_log_place(&pk, place);
+            let log = log.filter(|log| log.is_kept(now_ms));
             match chain_from(&items, now_ms)? {
                 None => return Ok((None, log)),
                 Some(read) if read.consistent || attempt == TORN_READ_ATTEMPTS => {
@@ -336,28 +373,34 @@ impl ChainStore for DynamoStore {
     }
 
     async fn log_head(&self, key: &ChainKey, now_ms: i64) -> Result<LogRead, StoreError> {
-        // `head` and `log` sort next to each other: one Query of two items.
+        // `head` and a log head stored apart (`log`) sort next to each other: one Query.
+        let pk = chain_pk(key);
         let page = self
             .client
             .query()
             .table_name(&self.table)
             .key_condition_expression("pk = :pk AND sk BETWEEN :head AND :log")
-            .expression_attribute_values(":pk", s(&chain_pk(key)))
-            .expression_attribute_values(":head", s("head"))
-            .expression_attribute_values(":log", s("log"))
+            .expression_attribute_values(":pk", s(&pk))
+            .expression_attribute_values(":head", s(HEAD_SK))
+            .expression_attribute_values(":log", s(LOG_APART_SK))
             .consistent_read(true)
             .send()
             .await
             .map_err(sdk_unavailable)?;
-        let mut read = LogRead::default();
-        for item in page.items() {
-            match sort_key(item) {
-                Some("log") => read.log = kept_log(item, now_ms)?,
-                Some("head") => read.named = head_from(item)?.log_id,
-                _ => {}
-            }
-        }
-        Ok(read)
+        let (log, place) = chain_head::log_among(page.items())?;
+        self.note_log_place(&pk, place);
+        let named = match page
+            .items()
+            .iter()
+            .find(|item| sort_key(item) == Some(HEAD_SK))
+        {
+            Some(item) => chain_head::window_from(item)?.and_then(|(head, _)| head.log_id),
+            None => None,
+        };
+        Ok(LogRead {
+            log: log.filter(|log| log.is_kept(now_ms)),
+            named,
+        })
     }
 
     async fn signed_log_heads(&self, now_ms: i64) -> Result<Vec<(ChainKey, LogHead)>, StoreError> {
@@ -368,8 +411,11 @@ impl ChainStore for DynamoStore {
                 .client
                 .scan()
                 .table_name(&self.table)
-                .filter_expression("sk = :log AND attribute_exists(checkpoint)")
-                .expression_attribute_values(":log", s("log"))
+                .filter_expression(
+                    "(sk = :head AND attribute_exists(log_checkpoint)) OR (sk = :log AND attribute_exists(checkpoint))",
+                )
+                .expression_attribute_values(":head", s(HEAD_SK))
+                .expression_attribute_values(":log", s(LOG_APART_SK))
                 .set_exclusive_start_key(start)
                 .consistent_read(true)
                 .send()
@@ -380,7 +426,13 @@ impl ChainStore for DynamoStore {
                 let Some(key) = chain_key_of(&key) else {
                     continue;
                 };
-                if let Some(log) = kept_log(item, now_ms)?.filter(|log| !log.checkpoint.is_empty())
+                let log = match sort_key(item) {
+                    Some(HEAD_SK) => chain_head::log_in_head(item)?,
+                    _ => Some(chain_head::log_apart_from(item)?),
+                };
+                if let Some(log) = log
+                    .filter(|log| log.is_kept(now_ms))
+                    .filter(|log| !log.checkpoint.is_empty())
                 {
                     heads.push((key, log));
                 }
@@ -398,27 +450,41 @@ impl ChainStore for DynamoStore {
         expected: &LogHead,
         checkpoint: &str,
     ) -> Result<(), StoreError> {
-        let updated = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(key_of(&chain_pk(key), "log")))
-            .update_expression("SET #checkpoint = :new")
-            .condition_expression(
-                "log_id = :log_id AND epoch = :epoch AND tree_size = :size AND #checkpoint = :old",
-            )
-            .expression_attribute_names("#checkpoint", "checkpoint")
-            .expression_attribute_values(":new", s(checkpoint))
-            .expression_attribute_values(":old", s(&expected.checkpoint))
-            .expression_attribute_values(":log_id", s(&expected.log_id))
-            .expression_attribute_values(":epoch", n(expected.epoch as i64))
-            .expression_attribute_values(":size", n(expected.size as i64))
-            .send()
-            .await;
-        match conditional(updated)? {
-            true => Ok(()),
-            false => Err(StoreError::Conflict),
+        // The log head in the head item, or else (a table written before the merge) apart:
+        // the same fields under the names each place gives them.
+        let places = [
+            (
+                HEAD_SK,
+                ["log_head_id", "log_epoch", "log_size", "log_checkpoint"],
+            ),
+            (LOG_APART_SK, ["log_id", "epoch", "tree_size", "checkpoint"]),
+        ];
+        for (sk, [id, epoch, size, signed]) in places {
+            let updated = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key_of(&chain_pk(key), sk)))
+                .update_expression("SET #checkpoint = :new")
+                .condition_expression(
+                    "#id = :log_id AND #epoch = :epoch AND #size = :size AND #checkpoint = :old",
+                )
+                .expression_attribute_names("#id", id)
+                .expression_attribute_names("#epoch", epoch)
+                .expression_attribute_names("#size", size)
+                .expression_attribute_names("#checkpoint", signed)
+                .expression_attribute_values(":new", s(checkpoint))
+                .expression_attribute_values(":old", s(&expected.checkpoint))
+                .expression_attribute_values(":log_id", s(&expected.log_id))
+                .expression_attribute_values(":epoch", n(expected.epoch as i64))
+                .expression_attribute_values(":size", n(expected.size as i64))
+                .send()
+                .await;
+            if conditional(updated)? {
+                return Ok(());
+            }
         }
+        Err(StoreError::Conflict)
     }
 
     async fn log_hashes(
@@ -492,14 +558,23 @@ impl ChainStore for DynamoStore {
         append: Append,
         now_ms: i64,
     ) -> Result<(), (StoreError, Option<Winner>)> {
-        let (items, log_at) = self
-            .append_transaction(key, &append, now_ms)
+        let pk = chain_pk(key);
+        let place = self.log_place(&pk);
+        let items = self
+            .append_transaction(key, &append, place, now_ms)
             .await
             .map_err(|error| (error, None))?;
         match self.transact(items).await {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                self.note_log_place(&pk, LogPlace::InHead);
+                Ok(())
+            }
             Err(Cancelled::Codes { codes, items }) if is_conflict(&codes) => {
-                let winner = winner_from(&items, log_at)
+                // A wrong guess of where the log is stored is corrected by the read the
+                // caller makes next, so no winner is given while the log is apart.
+                let winner = (place == LogPlace::InHead)
+                    .then(|| winner_from(&items, append.log.is_some()))
+                    .flatten()
                     // A retired log's meaning is the reader's to decide: it reads again.
                     .filter(|winner| winner.log.as_ref().is_none_or(|log| log.is_kept(now_ms)));
                 Err((StoreError::Conflict, winner))
@@ -516,40 +591,44 @@ impl ChainStore for DynamoStore {
     }
 
     async fn remove(&self, key: &ChainKey) -> Result<usize, StoreError> {
-        let items = self.query_partition(&chain_pk(key)).await?;
+        let pk = chain_pk(key);
+        let items = self.query_partition(&pk).await?;
         let records = items
             .iter()
             .filter(|item| sort_key(item).is_some_and(|sk| sk.starts_with("rec#")))
             .count();
-        // The head goes first, so a removal cut short leaves records no read can see (they
-        // belong to no head) rather than a head whose records are gone.
-        let mut keys: Vec<Item> = items
+        // The head item goes first, so a removal cut short leaves records no read can see
+        // (they belong to no head) rather than a head whose records are gone. The log's head
+        // stays in it, emptied, with the next epoch: a log started again under this key gets a
+        // new origin and never forks the old one.
+        let (log, _) = chain_head::log_among(&items)?;
+        match log {
+            Some(mut retired) => {
+                retired.epoch += 1;
+                retired.size = 0;
+                retired.frontier.clear();
+                retired.checkpoint.clear();
+                self.client
+                    .put_item()
+                    .table_name(&self.table)
+                    .set_item(Some(chain_head::log_only_item(&pk, &retired)))
+                    .send()
+                    .await
+                    .map_err(sdk_unavailable)?;
+            }
+            None if items.iter().any(|item| sort_key(item) == Some(HEAD_SK)) => {
+                self.delete_items(vec![key_of(&pk, HEAD_SK)]).await?;
+            }
+            None => {}
+        }
+        self.note_log_place(&pk, LogPlace::InHead);
+        let keys: Vec<Item> = items
             .iter()
-            .filter(|item| sort_key(item) != Some("log"))
-            .filter_map(|item| Some(key_of(&chain_pk(key), sort_key(item)?)))
+            .filter_map(sort_key)
+            .filter(|sk| *sk != HEAD_SK)
+            .map(|sk| key_of(&pk, sk))
             .collect();
-        keys.sort_by_key(|key| sort_key(key) != Some("head"));
-        if let Some(head) = keys.first().filter(|key| sort_key(key) == Some("head")) {
-            self.delete_items(vec![head.clone()]).await?;
-            keys.remove(0);
-        }
         self.delete_items(keys).await?;
-        // The log's head stays, emptied, with the next epoch: a log started again under this
-        // key gets a new origin and never forks the old one.
-        if let Some(log) = items.iter().find(|item| sort_key(item) == Some("log")) {
-            let mut retired = log_from(log)?;
-            retired.epoch += 1;
-            retired.size = 0;
-            retired.frontier.clear();
-            retired.checkpoint.clear();
-            self.client
-                .put_item()
-                .table_name(&self.table)
-                .set_item(Some(log_item(&chain_pk(key), &retired)))
-                .send()
-                .await
-                .map_err(sdk_unavailable)?;
-        }
         self.unregister(key).await?;
         Ok(records)
     }
@@ -582,21 +661,21 @@ impl ChainStore for DynamoStore {
             }
             self.transact_all(items, "a record copy").await?;
         }
-        // The log moves with the window: its hashes, then its head (id and epoch unchanged, so
-        // the checkpoints already signed still name it).
+        // The log moves with the window: its hashes, then its head, in the head item (id and
+        // epoch unchanged, so the checkpoints already signed still name it). A household
+        // account keeps its log for good.
         let from_items = self.query_items(&chain_pk(from), None).await?;
-        let log_items: Vec<Item> = from_items
-            .into_iter()
-            .filter(|item| sort_key(item).is_some_and(|sk| sk == "log" || sk.starts_with("hash#")))
+        let hash_items: Vec<Item> = from_items
+            .iter()
+            .filter(|item| sort_key(item).is_some_and(|sk| sk.starts_with("hash#")))
+            .cloned()
             .map(|mut item| {
                 item.insert("pk".into(), s(&pk));
-                // A household account keeps its log for good.
-                item.remove("expires_at_ms");
                 item.remove(TTL_ATTRIBUTE);
                 item
             })
             .collect();
-        for chunk in log_items.chunks(TRANSACTION_ITEMS) {
+        for chunk in hash_items.chunks(TRANSACTION_ITEMS) {
             let mut items = Vec::with_capacity(chunk.len());
             for item in chunk {
                 let put = Put::builder()
@@ -608,15 +687,24 @@ impl ChainStore for DynamoStore {
             }
             self.transact_all(items, "a log copy").await?;
         }
+        let (log, _) = chain_head::log_among(&from_items)?;
+        let log = log.map(|log| LogHead {
+            expires_at_ms: None,
+            ..log
+        });
         let first_seq = snapshot
             .records
             .first()
             .map_or(head.last_seq, |record| record.seq);
-        let head_item = head_item(&pk, head, first_seq);
         let put_head = Put::builder()
             .table_name(&self.table)
-            .set_item(Some(head_item))
-            .condition_expression("attribute_not_exists(pk) OR expires_at_ms <= :now")
+            .set_item(Some(chain_head::merged_item(
+                &pk,
+                head,
+                first_seq,
+                log.as_ref(),
+            )))
+            .condition_expression("attribute_not_exists(expires_at_ms) OR expires_at_ms <= :now")
             .expression_attribute_values(":now", n(now_ms))
             .build()
             .map_err(unavailable)?;
@@ -635,6 +723,10 @@ impl ChainStore for DynamoStore {
             }
             Err(Cancelled::Failed(error)) => return Err(error),
         }
+        // A log head the destination kept apart (a table written before the merge) is
+        // replaced by the one just written.
+        self.delete_items(vec![key_of(&pk, LOG_APART_SK)]).await?;
+        self.note_log_place(&pk, LogPlace::InHead);
         // The moved chain is not entered in the new scope's registry: a household scope holds
         // one chain per toolset, so its cap never binds, and its next window registers itself.
         self.remove(from).await?;
@@ -643,47 +735,31 @@ impl ChainStore for DynamoStore {
 }
 
 impl DynamoStore {
-    /// The items of one append's transaction, and where among them the log head's put is.
+    /// The items of one append's transaction: the head item's update first (`winner_from`
+    /// reads the winning heads there), then the record, the evicted record, the log's hashes,
+    /// and, when the log head was stored apart (`place`), its deletion.
     async fn append_transaction(
         &self,
         key: &ChainKey,
         append: &Append,
+        place: LogPlace,
         now_ms: i64,
-    ) -> Result<(Vec<TransactWriteItem>, Option<usize>), StoreError> {
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
         let pk = chain_pk(key);
         let head = &append.head;
         let first_seq = append.evict_below_seq.clamp(1, append.record.seq);
-        let head_item = head_item(&pk, head, first_seq);
-        let mut values: Item = HashMap::from([(":now".to_owned(), n(now_ms))]);
-        let condition = match &append.expected {
-            Some(expected) => {
-                values.insert(":seq".into(), n(expected.last_seq as i64));
-                values.insert(":hash".into(), s(&expected.last_hash));
-                values.insert(":started".into(), n(expected.window_started_ms));
-                "last_seq = :seq AND last_hash = :hash AND window_started_ms = :started AND expires_at_ms > :now"
-            }
-            None => "attribute_not_exists(pk) OR expires_at_ms <= :now",
-        };
-        let put_head = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(head_item))
-            .condition_expression(condition)
-            .set_expression_attribute_values(Some(values))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .build()
-            .map_err(unavailable)?;
+        let update_head =
+            chain_head::append_update(&self.table, &pk, append, first_seq, place, now_ms)?;
         let record_item = record_item(&pk, &append.record, head);
         let put_record = Put::builder()
             .table_name(&self.table)
             .set_item(Some(record_item))
             .build()
             .map_err(unavailable)?;
-        // The head's put comes first: `winner_from` reads the winning head there.
         let mut items = vec![
-            TransactWriteItem::builder().put(put_head).build(),
+            TransactWriteItem::builder().update(update_head).build(),
             TransactWriteItem::builder().put(put_record).build(),
         ];
-        let mut log_at = None;
         // Eviction advances one record per append (the window keeps a fixed number), so the
         // record just below the new bound is the only one to delete.
         if append.expected.is_some() && append.evict_below_seq > 1 {
@@ -695,31 +771,6 @@ impl DynamoStore {
             items.push(TransactWriteItem::builder().delete(delete).build());
         }
         if let Some(log) = &append.log {
-            let (condition, values): (&str, Item) = match &log.expected {
-                // A retired log's item may linger until the TTL deletes it.
-                None => (
-                    "attribute_not_exists(pk) OR expires_at_ms <= :now",
-                    HashMap::from([(":now".to_owned(), n(now_ms))]),
-                ),
-                Some(expected) => (
-                    "log_id = :log_id AND epoch = :epoch AND tree_size = :size",
-                    HashMap::from([
-                        (":log_id".to_owned(), s(&expected.log_id)),
-                        (":epoch".to_owned(), n(expected.epoch as i64)),
-                        (":size".to_owned(), n(expected.size as i64)),
-                    ]),
-                ),
-            };
-            let put_log = Put::builder()
-                .table_name(&self.table)
-                .set_item(Some(log_item(&pk, &log.head)))
-                .condition_expression(condition)
-                .set_expression_attribute_values((!values.is_empty()).then_some(values))
-                .return_values_on_condition_check_failure(
-                    ReturnValuesOnConditionCheckFailure::AllOld,
-                )
-                .build()
-                .map_err(unavailable)?;
             let mut hashes = key_of(&pk, &hash_sk(log.head.size - 1));
             hashes.insert("hashes".into(), s(&hex::encode(log.hashes.concat())));
             if let Some(expires_at_ms) = log.head.expires_at_ms {
@@ -730,14 +781,24 @@ impl DynamoStore {
                 .set_item(Some(hashes))
                 .build()
                 .map_err(unavailable)?;
-            log_at = Some(items.len());
-            items.push(TransactWriteItem::builder().put(put_log).build());
             items.push(TransactWriteItem::builder().put(put_hashes).build());
+            if place == LogPlace::Apart {
+                let (condition, values) =
+                    chain_head::log_apart_delete_condition(log.expected.as_ref(), now_ms);
+                let delete_apart = Delete::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(key_of(&pk, LOG_APART_SK)))
+                    .condition_expression(condition)
+                    .set_expression_attribute_values(Some(values))
+                    .build()
+                    .map_err(unavailable)?;
+                items.push(TransactWriteItem::builder().delete(delete_apart).build());
+            }
         }
         if append.expected.is_none() {
             items.push(self.register(key, append, now_ms).await?);
         }
-        Ok((items, log_at))
+        Ok(items)
     }
 }
 
@@ -1133,17 +1194,19 @@ fn account_pk(household_id: &str) -> String {
 }
 
 /// The heads that won, from a cancelled append's items as `ALL_OLD` returned them: the head
-/// item first, the log head's at `log_at`. `None` when either is missing (the race was lost
-/// to a transaction still in flight, say): the caller reads the chain again.
-fn winner_from(items: &[Option<Item>], log_at: Option<usize>) -> Option<Winner> {
+/// item first, holding the window and, when the append grows a log (`with_log`), the log's
+/// head. `None` when either is missing (the race was lost to a transaction still in flight,
+/// or the window ended, say): the caller reads the chain again.
+fn winner_from(items: &[Option<Item>], with_log: bool) -> Option<Winner> {
     let head_item = items.first()?.as_ref()?;
-    let log = match log_at {
-        Some(at) => Some(log_from(items.get(at)?.as_ref()?).ok()?),
-        None => None,
+    let (head, first_seq) = chain_head::window_from(head_item).ok()??;
+    let log = match with_log {
+        true => Some(chain_head::log_in_head(head_item).ok()??),
+        false => None,
     };
     Some(Winner {
-        head: head_from(head_item).ok()?,
-        first_seq: u64::try_from(number(head_item.get("first_seq"), "first_seq").ok()?).ok()?,
+        head,
+        first_seq,
         log,
     })
 }
@@ -1240,14 +1303,15 @@ struct ChainRead {
 
 /// The live chain in one partition's items, or `None` without a live head.
 fn chain_from(items: &[Item], now_ms: i64) -> Result<Option<ChainRead>, StoreError> {
-    let Some(head_item) = items.iter().find(|item| sort_key(item) == Some("head")) else {
+    let Some(head_item) = items.iter().find(|item| sort_key(item) == Some(HEAD_SK)) else {
         return Ok(None);
     };
-    let head = head_from(head_item)?;
+    let Some((head, first_seq)) = chain_head::window_from(head_item)? else {
+        return Ok(None);
+    };
     if !head.is_live(now_ms) {
         return Ok(None);
     }
-    let first_seq = number(head_item.get("first_seq"), "first_seq")? as u64;
     let mut records = Vec::new();
     for item in items {
         if !sort_key(item).is_some_and(|sk| sk.starts_with("rec#")) {
@@ -1282,24 +1346,6 @@ fn chain_from(items: &[Item], now_ms: i64) -> Result<Option<ChainRead>, StoreErr
     }))
 }
 
-/// A chain head item; `first_seq` is the oldest retained record's seq.
-fn head_item(pk: &str, head: &Head, first_seq: u64) -> Item {
-    let mut item = key_of(pk, "head");
-    item.insert("window_started_ms".into(), n(head.window_started_ms));
-    item.insert("expires_at_ms".into(), n(head.expires_at_ms));
-    item.insert("last_seq".into(), n(head.last_seq as i64));
-    item.insert("last_hash".into(), s(&head.last_hash));
-    item.insert("first_seq".into(), n(first_seq as i64));
-    if let Some(anchor) = &head.anchor {
-        item.insert("anchor".into(), s(anchor));
-    }
-    if let Some(log_id) = &head.log_id {
-        item.insert("log_id".into(), s(log_id));
-    }
-    item.insert(TTL_ATTRIBUTE.into(), n(ttl_seconds(head.expires_at_ms)));
-    item
-}
-
 /// A chain record item of the window `head` describes, expiring with it.
 fn record_item(pk: &str, record: &Sealed, head: &Head) -> Item {
     let mut item = key_of(pk, &record_sk(record.seq));
@@ -1318,50 +1364,7 @@ fn hash_sk(leaf: u64) -> String {
     format!("hash#{leaf:020}")
 }
 
-fn log_item(pk: &str, log: &LogHead) -> Item {
-    let mut item = key_of(pk, "log");
-    item.insert("log_id".into(), s(&log.log_id));
-    item.insert("epoch".into(), n(log.epoch as i64));
-    item.insert("tree_size".into(), n(log.size as i64));
-    if !log.frontier.is_empty() {
-        item.insert("frontier".into(), s(&hex::encode(log.frontier.concat())));
-    }
-    if !log.checkpoint.is_empty() {
-        item.insert("checkpoint".into(), s(&log.checkpoint));
-    }
-    if let Some(expires_at_ms) = log.expires_at_ms {
-        item.insert("expires_at_ms".into(), n(expires_at_ms));
-        item.insert(TTL_ATTRIBUTE.into(), n(ttl_seconds(expires_at_ms)));
-    }
-    item
-}
-
-fn log_from(item: &Item) -> Result<LogHead, StoreError> {
-    let optional = |name: &str| {
-        item.get(name)
-            .map(|_| string(item.get(name), name))
-            .transpose()
-    };
-    Ok(LogHead {
-        log_id: string(item.get("log_id"), "log_id")?,
-        epoch: number(item.get("epoch"), "epoch")? as u64,
-        size: number(item.get("tree_size"), "tree_size")? as u64,
-        frontier: hex_hashes(&optional("frontier")?.unwrap_or_default())?,
-        checkpoint: optional("checkpoint")?.unwrap_or_default(),
-        expires_at_ms: item
-            .get("expires_at_ms")
-            .map(|_| number(item.get("expires_at_ms"), "expires_at_ms"))
-            .transpose()?,
-    })
-}
-
-/// The log head in `item`, if it is still kept at `now_ms` (the TTL deletes lazily).
-fn kept_log(item: &Item, now_ms: i64) -> Result<Option<LogHead>, StoreError> {
-    let log = log_from(item)?;
-    Ok(log.is_kept(now_ms).then_some(log))
-}
-
-/// 32-byte hashes written back to back in hex.
+/// 32-byte hashes written back to back in hex, as a log's hash items hold them.
 fn hex_hashes(text: &str) -> Result<Vec<[u8; 32]>, StoreError> {
     let bytes = hex::decode(text)
         .map_err(|_| StoreError::Unavailable("a stored log hash is not hex".into()))?;
@@ -1498,23 +1501,6 @@ fn string(value: Option<&AttributeValue>, name: &str) -> Result<String, StoreErr
         .and_then(|value| value.as_s().ok())
         .cloned()
         .ok_or_else(|| StoreError::Unavailable(format!("stored item has no valid {name}")))
-}
-
-fn head_from(item: &Item) -> Result<Head, StoreError> {
-    Ok(Head {
-        window_started_ms: number(item.get("window_started_ms"), "window_started_ms")?,
-        expires_at_ms: number(item.get("expires_at_ms"), "expires_at_ms")?,
-        last_seq: number(item.get("last_seq"), "last_seq")? as u64,
-        last_hash: string(item.get("last_hash"), "last_hash")?,
-        anchor: item
-            .get("anchor")
-            .and_then(|value| value.as_s().ok())
-            .cloned(),
-        log_id: item
-            .get("log_id")
-            .and_then(|value| value.as_s().ok())
-            .cloned(),
-    })
 }
 
 fn unavailable(error: impl std::fmt::Display) -> StoreError {
