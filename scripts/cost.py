@@ -149,7 +149,8 @@ def value_size(value):
         digits = inner.lstrip("-").replace(".", "").strip("0") or "0"
         return math.ceil(len(digits) / 2) + 1
     if kind == "B":
-        return len(base64.b64decode(inner))
+        # Base64 on the wire; boto3 (which reads an updated item back) hands out the bytes.
+        return len(inner) if isinstance(inner, bytes) else len(base64.b64decode(inner))
     if kind in ("BOOL", "NULL"):
         return 1
     if kind == "SS":
@@ -157,7 +158,7 @@ def value_size(value):
     if kind == "NS":
         return sum(value_size({"N": n}) for n in inner)
     if kind == "BS":
-        return sum(len(base64.b64decode(b)) for b in inner)
+        return sum(value_size({"B": b}) for b in inner)
     if kind == "M":
         return 3 + sum(len(k.encode()) + value_size(v) + 1 for k, v in inner.items())
     if kind == "L":

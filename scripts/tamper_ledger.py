@@ -18,6 +18,7 @@ hashes are not re-sealed by edit).
 """
 
 import argparse
+import base64
 import json
 import sqlite3
 import sys
@@ -117,7 +118,7 @@ def snapshot_sqlite(path, file):
 def restore_sqlite(path, file):
     with open(file) as handle:
         saved = json.load(handle)
-    blobs = {"chain_logs": {"frontier"}, "log_hashes": {"hashes"}}
+    blobs = {"chain_heads": {"log_base"}, "chain_logs": {"frontier"}, "log_hashes": {"hashes"}}
     db = sqlite3.connect(path)
     with db:
         for table in SQLITE_TABLES:
@@ -150,8 +151,13 @@ def _dynamodb(endpoint):
 
 def snapshot_dynamodb(table, endpoint, file):
     items = _ledger_items(_dynamodb(endpoint), table)
+    # Binary attributes (a head item's frontiers) come from boto3 as bytes: kept as base64.
+    kept = [
+        {name: ({"B": base64.b64encode(value["B"]).decode()} if "B" in value else value) for name, value in item.items()}
+        for item in items
+    ]
     with open(file, "w") as handle:
-        json.dump(items, handle)
+        json.dump(kept, handle)
     return sum(1 for item in items if item["sk"]["S"] == "head")
 
 
@@ -162,6 +168,7 @@ def restore_dynamodb(table, endpoint, file):
     for item in _ledger_items(client, table):
         client.delete_item(TableName=table, Key={"pk": item["pk"], "sk": item["sk"]})
     for item in saved:
+        item = {name: ({"B": base64.b64decode(value["B"])} if "B" in value else value) for name, value in item.items()}
         client.put_item(TableName=table, Item=item)
     return sum(1 for item in saved if item["sk"]["S"] == "head")
 

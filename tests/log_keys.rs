@@ -125,6 +125,7 @@ impl World {
                         None,
                     ),
                     Damage::Blank => ("REMOVE log_checkpoint", None),
+                    // The log's own id, stored apart from the window's only when it differs.
                     Damage::Swap => ("SET log_head_id = :other", Some("another")),
                 };
                 let mut update = client

@@ -16,7 +16,8 @@ use std::collections::HashMap;
 
 use crate::random::os_bytes;
 use crate::store::{
-    ChainKey, ChainStore, LOG_RETIREMENT_MS, LogAppend, LogHead, LogRead, StoreError,
+    Append, ChainKey, ChainStore, LOG_RETIREMENT_MS, LogAppend, LogBase, LogHead, LogRead,
+    StoreError,
 };
 use crate::tlog::checkpoint::{Checkpoint, parse_proof, proof_text};
 use crate::tlog::note::{self, NoteSigner, NoteVerifier};
@@ -456,6 +457,73 @@ fn head_as_named(named: Option<&str>, log: Option<&LogHead>) -> Result<(), LogEr
     }
 }
 
+/// `append` growing its chain's log by `log`, with the window's log base carried on (see
+/// [`window_base`]).
+pub fn logged(append: Append, log: LogAppend) -> Append {
+    let mut append = append.with_log(log);
+    append.head.log_base = window_base(&append);
+    append
+}
+
+/// The log's frontier just before the oldest record the window keeps after `append`: a new
+/// window's is the log's frontier before this record; a window that goes on moves its base
+/// past the records this append evicts that are in the log. `None` when that cannot be known
+/// (a window begun before bases were kept, a log read under another id or epoch), and proofs
+/// then read the stored hashes.
+pub fn window_base(append: &Append) -> Option<LogBase> {
+    let log = append.log.as_ref()?;
+    let leaf = log.head.size.checked_sub(1)?;
+    // The window's records after this append, and how many of them (the newest) the log holds.
+    let records = append.head.last_seq + 1 - append.evict_below_seq.min(append.head.last_seq);
+    let first = log.head.size - records.min(log.head.size);
+    let Some(expected) = &append.expected else {
+        let before = match &log.expected {
+            _ if leaf == 0 => Vec::new(),
+            Some(read)
+                if read.size == leaf
+                    && read.log_id == log.head.log_id
+                    && read.epoch == log.head.epoch =>
+            {
+                read.frontier.clone()
+            }
+            _ => return None,
+        };
+        return Some(LogBase {
+            size: leaf,
+            frontier: before,
+        });
+    };
+    let base = expected.log_base.as_ref()?;
+    let moved = usize::try_from(first.checked_sub(base.size)?).ok()?;
+    // The log holds the newest of the evicted records, when it holds any.
+    let in_log = append.evicted.len().checked_sub(moved)?;
+    let mut frontier = Frontier::from_parts(base.size, base.frontier.clone()).ok()?;
+    for hash in &append.evicted[in_log..] {
+        frontier.append(leaf_hash(&record_leaf(hash)));
+    }
+    Some(LogBase {
+        size: frontier.size(),
+        frontier: frontier.hashes().to_vec(),
+    })
+}
+
+/// Every stored hash the inclusion proofs of the retained entries can need, from the window's
+/// log base and the entries themselves, with no read: `None` when the base is not the frontier
+/// just before the first entry the log holds.
+fn window_hashes(
+    base: Option<&LogBase>,
+    first: u64,
+    entries: &[&str],
+) -> Option<HashMap<u64, Hash>> {
+    let base = base.filter(|base| base.size == first)?;
+    let mut frontier = Frontier::from_parts(base.size, base.frontier.clone()).ok()?;
+    let mut hashes: HashMap<u64, Hash> = frontier.stored().into_iter().collect();
+    for entry in entries {
+        hashes.extend(frontier.append(leaf_hash(&record_leaf(entry))));
+    }
+    Some(hashes)
+}
+
 /// A log's leaf data: the 32 raw bytes of the entry's record hash. A record hash that is not
 /// 64 hex digits (no record of Hearth's) is hashed as its text instead, still one leaf.
 pub fn record_leaf(record_hash: &str) -> Vec<u8> {
@@ -593,14 +661,18 @@ fn signed_head(
 /// out: an entry that is not where the signed tree says is tampering, named. Entries recorded
 /// before the chain had a log (an older release) have no proof and are left out.
 ///
-/// `log` is the chain's log head as read with the window (`ChainStore::load_for_append`), so
-/// the proofs cost one more read: the batch of stored hashes.
+/// `read` is the chain's log head as read with the window (`ChainStore::load_for_append`) and
+/// `base` the window's log base ([`crate::store::Head::log_base`]): with it, the proofs are
+/// computed from the entries alone, with no read. Without one, or if proofs computed from it
+/// do not lead to the signed root (a base kept wrong is not taken for tampering), the proofs
+/// read the log's stored hashes in one batch and are checked again.
 pub async fn window_proofs(
     store: &dyn ChainStore,
     keys: &LogKeys,
     kind: LogKind,
     key: &ChainKey,
     read: LogRead,
+    base: Option<&LogBase>,
     record_hashes: &[&str],
 ) -> Result<WindowProofs, ProofError> {
     let (log, checkpoint) = signed_head(keys, kind, read.named.as_deref(), read.log)?;
@@ -608,6 +680,14 @@ pub async fn window_proofs(
     let plans: Vec<Plan> = (first..log.size)
         .map(|index| Plan::inclusion(index, log.size))
         .collect();
+    if let Some(hashes) = window_hashes(base, first, entries)
+        && let Ok(proofs) = prove_entries(&plans, (first, log.size), entries, &hashes, &checkpoint)
+    {
+        return Ok(WindowProofs {
+            checkpoint: log.checkpoint,
+            proofs,
+        });
+    }
     let mut needed: Vec<u64> = plans
         .iter()
         .flat_map(|plan| plan.needed().to_vec())
@@ -615,13 +695,28 @@ pub async fn window_proofs(
     needed.sort_unstable();
     needed.dedup();
     let hashes = stored_hashes(store, key, &needed).await?;
+    Ok(WindowProofs {
+        checkpoint: log.checkpoint,
+        proofs: prove_entries(&plans, (first, log.size), entries, &hashes, &checkpoint)?,
+    })
+}
+
+/// Each entry's inclusion proof by its plan, from `hashes`, checked against the signed root
+/// of the tree of `size` (entries from leaf `first` on).
+fn prove_entries(
+    plans: &[Plan],
+    (first, size): (u64, u64),
+    entries: &[&str],
+    hashes: &HashMap<u64, Hash>,
+    checkpoint: &Checkpoint,
+) -> Result<Vec<InclusionProof>, ProofError> {
     let mut proofs = Vec::with_capacity(entries.len());
     for ((plan, index), entry) in plans.iter().zip(first..).zip(entries) {
         let path = plan
-            .build(&hashes)
+            .build(hashes)
             .map_err(|missing| ProofError::Tampered(missing.to_string()))?;
         let leaf = leaf_hash(&record_leaf(entry));
-        if root_from_inclusion(index, log.size, &leaf, &path) != Some(checkpoint.root) {
+        if root_from_inclusion(index, size, &leaf, &path) != Some(checkpoint.root) {
             return Err(ProofError::Tampered(format!(
                 "entry {} is not leaf {index} of the signed tree",
                 &entry[..entry.len().min(16)]
@@ -633,37 +728,46 @@ pub async fn window_proofs(
             path: path.iter().map(|hash| STANDARD.encode(hash)).collect(),
         });
     }
-    Ok(WindowProofs {
-        checkpoint: log.checkpoint,
-        proofs,
-    })
+    Ok(proofs)
 }
 
 /// Checks that the retained entries (`record_hashes`, oldest first) are exactly the log's last
-/// leaves under its signed checkpoint, in one batch read whatever the window's length: the
-/// frontier of the tree before the window is read, the window's leaves are appended to it in
-/// memory, and the root must be the signed one.
+/// leaves under its signed checkpoint: the frontier of the tree before the window (the
+/// window's log base `base`, or else one batch read whatever the window's length), the
+/// window's leaves appended to it in memory, and the root must be the signed one.
 pub async fn check_window(
     store: &dyn ChainStore,
     keys: &LogKeys,
     kind: LogKind,
     key: &ChainKey,
     read: LogRead,
+    base: Option<&LogBase>,
     record_hashes: &[&str],
 ) -> Result<(), ProofError> {
     let (log, checkpoint) = signed_head(keys, kind, read.named.as_deref(), read.log)?;
     let (first, entries) = in_log(&log, record_hashes);
+    let leaves_onto = |mut frontier: Frontier| {
+        for entry in entries {
+            frontier.append(leaf_hash(&record_leaf(entry)));
+        }
+        frontier.root()
+    };
+    // The window's log base is the frontier this reads; one that does not lead to the signed
+    // root is read again rather than taken for tampering.
+    if let Some(base) = base.filter(|base| base.size == first)
+        && let Ok(frontier) = Frontier::from_parts(base.size, base.frontier.clone())
+        && leaves_onto(frontier) == checkpoint.root
+    {
+        return Ok(());
+    }
     let plan = Plan::frontier(first);
     let hashes = stored_hashes(store, key, plan.needed()).await?;
     let before = plan
         .build(&hashes)
         .map_err(|missing| ProofError::Tampered(missing.to_string()))?;
-    let mut frontier = Frontier::from_parts(first, before)
+    let frontier = Frontier::from_parts(first, before)
         .map_err(|error| ProofError::Tampered(error.to_string()))?;
-    for entry in entries {
-        frontier.append(leaf_hash(&record_leaf(entry)));
-    }
-    if frontier.root() != checkpoint.root {
+    if leaves_onto(frontier) != checkpoint.root {
         let held = entries.len();
         return Err(ProofError::Tampered(format!(
             "the retained {held} entries are not the signed log's last {held} leaves"

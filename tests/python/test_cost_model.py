@@ -1,5 +1,6 @@
 """scripts/cost.py: DynamoDB's sizing rules as the cost model applies them, and its arithmetic."""
 
+import base64
 import importlib.util
 import math
 
@@ -20,6 +21,24 @@ def test_an_items_size_is_its_names_and_values_bytes():
     assert cost.item_size({"m": {"M": {"a": {"BOOL": True}}}}) == 1 + 3 + (1 + 1 + 1)
     assert cost.item_size({"l": {"L": [{"NULL": True}, {"S": "xy"}]}}) == 1 + 3 + (1 + 1) + (2 + 1)
     assert cost.item_size({"b": {"B": "AAEC"}}) == 1 + 3
+    assert cost.item_size({"b": {"B": b"\x00\x01\x02"}}) == 1 + 3, "boto3's bytes, as read back"
+
+
+def test_a_chain_head_item_with_its_log_head_is_sized_the_same_on_the_wire_and_read_back():
+    """The head item holds the window's and the log's heads, the frontiers in binary: an
+    append's Update is billed by the item it leaves, which the model reads back with boto3."""
+    frontier = bytes(range(32)) * 5
+    wire = {"pk": {"S": "chain#scope#home"}, "sk": {"S": "head"}, "last_seq": {"N": "25"},
+            "log_frontier": {"B": base64.b64encode(frontier).decode()},
+            "log_base": {"B": base64.b64encode(frontier[:64]).decode()}}
+    read_back = dict(wire, log_frontier={"B": frontier}, log_base={"B": frontier[:64]})
+    size = cost.item_size(wire)
+    assert size == cost.item_size(read_back)
+    assert size == 2 + 16 + 2 + 4 + 8 + 2 + 12 + 160 + 8 + 64
+    key = {"pk": wire["pk"], "sk": wire["sk"]}
+    update = {"TransactItems": [{"Update": {"Key": key}}]}
+    stored = lambda _key: size
+    assert cost.request_units("TransactWriteItems", update, {}, stored) == (0, 2)
 
 
 def item_of(size):

@@ -8,7 +8,7 @@
 //!
 //! | Item | `pk` | `sk` | Attributes |
 //! | --- | --- | --- | --- |
-//! | chain head | `chain#<scope>#<name>` | `head` | the window: `window_started_ms`, `expires_at_ms`, `first_seq`, `last_seq`, `last_hash`, `anchor` (absent until an eviction), `log_id` (the log the window names, absent before it has one); and the log's head: `log_head_id`, `log_epoch`, `log_size`, `log_frontier` (binary, absent when empty), `log_checkpoint` (absent when none), `log_expires_at_ms` (absent for a log kept for good). `expires_at` is the log's (none for a household account's log, its window's end plus a week for a credential's) or, for a chain without a log, the window's; see `chain_head` |
+//! | chain head | `chain#<scope>#<name>` | `head` | the window: `window_started_ms`, `expires_at_ms`, `first_seq`, `last_seq`, `last_hash`, `anchor` (absent until an eviction), `log_id` (the log the window names, absent before it has one), `log_base_size` and `log_base` (binary: the log's frontier just before the oldest retained record, so that `get_trace`'s proofs need no read of the hashes; absent for a window begun before it was kept); and the log's head: `log_head_id` (absent when it is `log_id`), `log_epoch`, `log_size`, `log_frontier` (binary, absent when empty), `log_checkpoint` (absent when none), `log_expires_at_ms` (absent for a log kept for good). `expires_at` is the log's (none for a household account's log, its window's end plus a week for a credential's) or, for a chain without a log, the window's; see `chain_head` |
 //! | chain record | `chain#<scope>#<name>` | `rec#<seq, 10 digits>` | `seq`, `hash`, `body` (the sealed canonical JSON), `window_started_ms`, `expires_at` |
 //! | log head, apart | `chain#<scope>#<name>` | `log` | tables written before the log head moved into the head item: `log_id`, `epoch`, `tree_size`, `frontier` (hex, absent when empty), `checkpoint` (absent when none), `expires_at_ms` and `expires_at` for a credential's. Read as before; the chain's next append moves it into the head item and deletes it |
 //! | log hashes | `chain#<scope>#<name>` | `hash#<leaf, 20 digits>` | `hashes` (hex: the leaf's hash, then the interior hashes it completed); `expires_at` as its log head's |
@@ -450,25 +450,31 @@ impl ChainStore for DynamoStore {
         expected: &LogHead,
         checkpoint: &str,
     ) -> Result<(), StoreError> {
-        // The log head in the head item, or else (a table written before the merge) apart:
-        // the same fields under the names each place gives them.
+        // The log head in the head item (its id stored once when the window names the same
+        // log), or else, in a table written before the merge, apart: the same fields under
+        // the names each place gives them.
         let places = [
             (
                 HEAD_SK,
+                "(#id = :log_id OR (attribute_not_exists(#id) AND log_id = :log_id))",
                 ["log_head_id", "log_epoch", "log_size", "log_checkpoint"],
             ),
-            (LOG_APART_SK, ["log_id", "epoch", "tree_size", "checkpoint"]),
+            (
+                LOG_APART_SK,
+                "#id = :log_id",
+                ["log_id", "epoch", "tree_size", "checkpoint"],
+            ),
         ];
-        for (sk, [id, epoch, size, signed]) in places {
+        for (sk, named, [id, epoch, size, signed]) in places {
             let updated = self
                 .client
                 .update_item()
                 .table_name(&self.table)
                 .set_key(Some(key_of(&chain_pk(key), sk)))
                 .update_expression("SET #checkpoint = :new")
-                .condition_expression(
-                    "#id = :log_id AND #epoch = :epoch AND #size = :size AND #checkpoint = :old",
-                )
+                .condition_expression(format!(
+                    "{named} AND #epoch = :epoch AND #size = :size AND #checkpoint = :old"
+                ))
                 .expression_attribute_names("#id", id)
                 .expression_attribute_names("#epoch", epoch)
                 .expression_attribute_names("#size", size)

@@ -58,6 +58,19 @@ pub struct Head {
     /// head removed or swapped behind the chain's back is named as tampering, never taken for
     /// a chain that has no log yet. `None` for a window written before logs existed.
     pub log_id: Option<String>,
+    /// The log's frontier just before the window's oldest retained record, kept with the
+    /// window so that the retained records' inclusion proofs need no read of the log's stored
+    /// hashes (see `transparency::window_base`). `None` for a window begun before it was kept,
+    /// or whose log started over: proofs then read the stored hashes.
+    pub log_base: Option<LogBase>,
+}
+
+/// The frontier of a chain's log just before the window's oldest retained record: `size`
+/// leaves, whose maximal complete subtrees' roots are `frontier`, largest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogBase {
+    pub size: u64,
+    pub frontier: Vec<[u8; 32]>,
 }
 
 impl Head {
@@ -274,6 +287,9 @@ pub struct Append {
     pub record: Sealed,
     /// Retained records with `seq` below this are evicted in the same step.
     pub evict_below_seq: u64,
+    /// The hashes of the records this append evicts, oldest first: what moves the window's
+    /// log base on.
+    pub evicted: Vec<String>,
     /// When opening a new window: the most live chains the scope may hold, this one included.
     pub max_live_chains: usize,
     /// When opening a new window: the most logs the scope may keep, this one included (a
@@ -338,6 +354,10 @@ impl Append {
             n => Some(retained[n - 1].hash.clone()),
         };
         let evict_below_seq = retained.get(evicted).map_or(seq, |r| r.seq);
+        let evicted = retained[..evicted]
+            .iter()
+            .map(|record| record.hash.clone())
+            .collect();
         Self {
             expected: head.cloned(),
             head: Head {
@@ -347,9 +367,11 @@ impl Append {
                 last_hash: record.hash.clone(),
                 anchor,
                 log_id: head.and_then(|head| head.log_id.clone()),
+                log_base: head.and_then(|head| head.log_base.clone()),
             },
             record,
             evict_below_seq,
+            evicted,
             max_live_chains: retention.max_live_chains,
             max_logs: retention.max_logs,
             log: None,
@@ -377,15 +399,22 @@ impl Append {
         let retained = (head.last_seq + 1 - winner.first_seq) as usize;
         // Keep the newest `capacity` records, the new one included (as [`Append::next`]).
         let evicted = (retained + 1).saturating_sub(retention.capacity) as u64;
-        let anchor = match evicted {
-            0 => head.anchor.clone(),
+        let evicted_hashes = match evicted {
+            0 => Vec::new(),
             n => {
                 let known =
                     known.filter(|known| known.head.window_started_ms == head.window_started_ms)?;
-                let seq = winner.first_seq + n - 1;
-                let (_, hash) = known.records.iter().find(|(known, _)| *known == seq)?;
-                Some(hash.clone())
+                (winner.first_seq..winner.first_seq + n)
+                    .map(|seq| {
+                        let (_, hash) = known.records.iter().find(|(known, _)| *known == seq)?;
+                        Some(hash.clone())
+                    })
+                    .collect::<Option<Vec<String>>>()?
             }
+        };
+        let anchor = match evicted_hashes.last() {
+            None => head.anchor.clone(),
+            Some(hash) => Some(hash.clone()),
         };
         let seq = head.last_seq + 1;
         let record = seal(seq, Some(&head.last_hash));
@@ -403,6 +432,7 @@ impl Append {
             },
             record,
             evict_below_seq,
+            evicted: evicted_hashes,
             max_live_chains: retention.max_live_chains,
             max_logs: retention.max_logs,
             log: None,
@@ -993,6 +1023,7 @@ mod tests {
                             assert_eq!(after.head, fresh.head);
                             assert_eq!(after.record, fresh.record);
                             assert_eq!(after.evict_below_seq, fresh.evict_below_seq);
+                            assert_eq!(after.evicted, fresh.evicted);
                         }
                         let other_window = KnownWindow {
                             head: Head {
@@ -1092,6 +1123,7 @@ mod tests {
             last_hash: "h".into(),
             anchor: None,
             log_id: None,
+            log_base: None,
         };
         Landed {
             heads: Winner {

@@ -16,13 +16,15 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use super::{
     AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, ClientItem,
     ClientStore, Cosigned, CosignedStore, Counter, CounterStore, GrantItem, GrantKind, GrantStore,
-    Head, LogHead, LogRead, Snapshot, StoreError, Taken,
+    Head, LogBase, LogHead, LogRead, Snapshot, StoreError, Taken,
 };
 use crate::chain::Sealed;
 
 /// Columns later releases added to earlier tables, which opening a store adds when missing.
-pub(super) const ADDED_COLUMNS: [(&str, &str, &str); 3] = [
+pub(super) const ADDED_COLUMNS: [(&str, &str, &str); 5] = [
     ("chain_heads", "log_id", "TEXT"),
+    ("chain_heads", "log_base_size", "INTEGER"),
+    ("chain_heads", "log_base", "BLOB"),
     ("chain_logs", "expires_at_ms", "INTEGER"),
     ("log_hashes", "expires_at_ms", "INTEGER"),
 ];
@@ -37,6 +39,8 @@ CREATE TABLE IF NOT EXISTS chain_heads (
     last_hash TEXT NOT NULL,
     anchor TEXT,
     log_id TEXT,
+    log_base_size INTEGER,
+    log_base BLOB,
     PRIMARY KEY (scope, name)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS chain_records (
@@ -377,24 +381,51 @@ fn write_log(connection: &Connection, key: &ChainKey, log: &LogHead) -> Result<(
 fn read_head(connection: &Connection, key: &ChainKey) -> Result<Option<Head>, StoreError> {
     connection
         .prepare_cached(
-            "SELECT window_started_ms, expires_at_ms, last_seq, last_hash, anchor, log_id
+            "SELECT window_started_ms, expires_at_ms, last_seq, last_hash, anchor, log_id,
+                    log_base_size, log_base
              FROM chain_heads WHERE scope = ?1 AND name = ?2",
         )
         .and_then(|mut statement| {
             statement
                 .query_row(params![key.scope, key.name], |row| {
-                    Ok(Head {
-                        window_started_ms: row.get(0)?,
-                        expires_at_ms: row.get(1)?,
-                        last_seq: row.get::<_, i64>(2)? as u64,
-                        last_hash: row.get(3)?,
-                        anchor: row.get(4)?,
-                        log_id: row.get(5)?,
-                    })
+                    Ok((
+                        Head {
+                            window_started_ms: row.get(0)?,
+                            expires_at_ms: row.get(1)?,
+                            last_seq: row.get::<_, i64>(2)? as u64,
+                            last_hash: row.get(3)?,
+                            anchor: row.get(4)?,
+                            log_id: row.get(5)?,
+                            log_base: None,
+                        },
+                        row.get::<_, Option<i64>>(6)?,
+                        row.get::<_, Option<Vec<u8>>>(7)?,
+                    ))
                 })
                 .optional()
         })
-        .map_err(unavailable)
+        .map_err(unavailable)?
+        .map(|(head, size, frontier)| {
+            Ok(Head {
+                log_base: log_base_from(size, frontier)?,
+                ..head
+            })
+        })
+        .transpose()
+}
+
+/// A window's log base as its two columns hold it: both or neither.
+fn log_base_from(
+    size: Option<i64>,
+    frontier: Option<Vec<u8>>,
+) -> Result<Option<LogBase>, StoreError> {
+    match (size, frontier) {
+        (Some(size), frontier) => Ok(Some(LogBase {
+            size: size as u64,
+            frontier: super::hashes_from(&frontier.unwrap_or_default())?,
+        })),
+        (None, _) => Ok(None),
+    }
 }
 
 #[async_trait]
@@ -406,7 +437,7 @@ impl ChainStore for SqliteStore {
             let mut statement = connection
                 .prepare_cached(
                     "SELECT h.window_started_ms, h.expires_at_ms, h.last_seq, h.last_hash, h.anchor,
-                            r.seq, r.hash, r.body, h.log_id
+                            r.seq, r.hash, r.body, h.log_id, h.log_base_size, h.log_base
                      FROM chain_heads h
                      LEFT JOIN chain_records r ON r.scope = h.scope AND r.name = h.name
                      WHERE h.scope = ?1 AND h.name = ?2
@@ -428,6 +459,10 @@ impl ChainStore for SqliteStore {
                             last_hash: row.get(3).map_err(unavailable)?,
                             anchor: row.get(4).map_err(unavailable)?,
                             log_id: row.get(8).map_err(unavailable)?,
+                            log_base: log_base_from(
+                                row.get(9).map_err(unavailable)?,
+                                row.get(10).map_err(unavailable)?,
+                            )?,
                         },
                         records: Vec::new(),
                     }),
@@ -642,15 +677,17 @@ impl ChainStore for SqliteStore {
                 .execute(
                     "INSERT INTO chain_heads
                        (scope, name, window_started_ms, expires_at_ms, last_seq, last_hash, anchor,
-                        log_id)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                        log_id, log_base_size, log_base)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
                      ON CONFLICT (scope, name) DO UPDATE SET
                        window_started_ms = excluded.window_started_ms,
                        expires_at_ms = excluded.expires_at_ms,
                        last_seq = excluded.last_seq,
                        last_hash = excluded.last_hash,
                        anchor = excluded.anchor,
-                       log_id = excluded.log_id",
+                       log_id = excluded.log_id,
+                       log_base_size = excluded.log_base_size,
+                       log_base = excluded.log_base",
                     params![
                         key.scope,
                         key.name,
@@ -659,7 +696,9 @@ impl ChainStore for SqliteStore {
                         head.last_seq as i64,
                         head.last_hash,
                         head.anchor,
-                        head.log_id
+                        head.log_id,
+                        head.log_base.as_ref().map(|base| base.size as i64),
+                        head.log_base.as_ref().map(|base| base.frontier.concat())
                     ],
                 )
                 .map_err(unavailable)?;
@@ -717,9 +756,9 @@ impl ChainStore for SqliteStore {
                 .execute(
                     "INSERT INTO chain_heads
                        (scope, name, window_started_ms, expires_at_ms, last_seq, last_hash, anchor,
-                        log_id)
+                        log_id, log_base_size, log_base)
                      SELECT ?3, ?4, window_started_ms, expires_at_ms, last_seq, last_hash, anchor,
-                            log_id
+                            log_id, log_base_size, log_base
                      FROM chain_heads WHERE scope = ?1 AND name = ?2",
                     params![from.scope, from.name, to.scope, to.name],
                 )

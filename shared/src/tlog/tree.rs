@@ -134,6 +134,18 @@ impl Frontier {
         hashes.fold(*last, |right, left| node_hash(left, &right))
     }
 
+    /// The stored hashes the frontier holds, by stored index: the roots of its maximal
+    /// complete subtrees.
+    pub fn stored(&self) -> Vec<(u64, Hash)> {
+        let mut recorder = Recorder(Vec::new());
+        subtrees(0, self.size, &mut recorder);
+        recorder
+            .0
+            .into_iter()
+            .zip(self.hashes.iter().copied())
+            .collect()
+    }
+
     /// The inclusion proof of the leaf the next append adds, in the tree that append makes:
     /// the frontier itself, smallest subtree first. No read is needed.
     pub fn next_inclusion_proof(&self) -> Vec<Hash> {
@@ -488,5 +500,37 @@ mod tests {
         }
         assert!(Frontier::from_parts(5, vec![[0; 32]]).is_err());
         assert!(Frontier::from_parts(5, vec![[0; 32]; 2]).is_ok());
+    }
+
+    /// The frontier before leaf `start` and the leaves from `start` on hold every stored hash
+    /// an inclusion proof of those leaves needs: the proofs built from them are the proofs
+    /// built from all the log's stored hashes.
+    #[test]
+    fn a_frontier_and_the_leaves_after_it_prove_those_leaves() {
+        for size in 1..40u64 {
+            let mut all = HashMap::new();
+            let mut frontier = Frontier::new();
+            let mut frontiers = vec![frontier.clone()];
+            for n in 0..size {
+                all.extend(frontier.append(leaf_hash(&n.to_le_bytes())));
+                frontiers.push(frontier.clone());
+            }
+            for start in 0..size {
+                let mut window = frontiers[start as usize].clone();
+                let mut known: HashMap<u64, Hash> = window.stored().into_iter().collect();
+                for n in start..size {
+                    known.extend(window.append(leaf_hash(&n.to_le_bytes())));
+                }
+                assert_eq!(window.root(), frontier.root());
+                for index in start..size {
+                    let plan = Plan::inclusion(index, size);
+                    assert_eq!(
+                        plan.build(&known),
+                        plan.build(&all),
+                        "leaf {index} of {size}, window from {start}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -19,7 +19,7 @@ use crate::store::{
     Landed, LogRead, Snapshot, StoreError, Winner,
 };
 use crate::transparency::{
-    self, Lifetime, LogError, LogKeys, LogKind, ProofError, WindowProofs, grow, history,
+    self, Lifetime, LogError, LogKeys, LogKind, ProofError, WindowProofs, grow, history, logged,
     start_over, window_proofs,
 };
 use crate::witnessing::{Signed, Witnesses};
@@ -373,7 +373,7 @@ impl WhyService {
                 )?,
             };
             let signed = Signed::of(&growth.append.head);
-            let append = append.with_log(growth.append);
+            let append = logged(append, growth.append);
             let landed =
                 last_lost.map(|last_lost| Landed::after(&append, known.as_ref(), last_lost));
             match self.store.append_or_winner(key, append, now_ms).await {
@@ -516,6 +516,7 @@ impl WhyService {
                     LogKind::Decisions,
                     &key,
                     read,
+                    snapshot.head.log_base.as_ref(),
                     &hashes,
                 )
                 .await

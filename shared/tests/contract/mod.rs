@@ -12,7 +12,7 @@ use hearth_core::store::{
     AccountItem, AccountStore, AccountSummary, Append, ApprovalLinkItem, ChainKey, ChainStore,
     ClientItem, ClientOrigin, ClientStore, Cosigned, CosignedStore, Counter, CounterStore,
     DeviceKeyItem, GrantItem, GrantKind, GrantStore, Head, KnownWindow, LOG_RETIREMENT_MS,
-    LogAppend, LogHead, NonceItem, PasskeyInviteItem, PasskeyItem, PendingEnrolmentItem,
+    LogAppend, LogBase, LogHead, NonceItem, PasskeyInviteItem, PasskeyItem, PendingEnrolmentItem,
     RevokedFamily, StoreError, Taken,
 };
 use hearth_core::why::record::NewDecision;
@@ -72,6 +72,11 @@ async fn fill(
             last_hash: record.hash.clone(),
             anchor,
             log_id: None,
+            // Not a real frontier: what the store keeps, read back as written.
+            log_base: Some(LogBase {
+                size: seq - 1,
+                frontier: vec![[seq as u8; 32]; (seq - 1).count_ones() as usize],
+            }),
         };
         let evict_below_seq = (seq + 1).saturating_sub(keep as u64).max(1);
         store
@@ -82,6 +87,7 @@ async fn fill(
                     head: new_head.clone(),
                     record: record.clone(),
                     evict_below_seq,
+                    evicted: Vec::new(),
                     max_live_chains: 8,
                     max_logs: 8,
                     log: None,
@@ -138,6 +144,7 @@ pub async fn a_stale_head_is_a_conflict_and_changes_nothing(backend: Backend) {
         },
         record: record.clone(),
         evict_below_seq: 1,
+        evicted: Vec::new(),
         max_live_chains: 8,
         max_logs: 8,
         log: None,
@@ -210,9 +217,11 @@ pub async fn the_scope_cap_counts_live_chains_only(backend: Backend) {
             last_hash: record.hash.clone(),
             anchor: None,
             log_id: None,
+            log_base: None,
         },
         record: record.clone(),
         evict_below_seq: 1,
+        evicted: Vec::new(),
         max_live_chains: 8,
         max_logs: 8,
         log: None,
@@ -774,6 +783,7 @@ pub async fn relocating_moves_a_window_exactly_as_stored(backend: Backend) {
                 head,
                 record,
                 evict_below_seq: 7,
+                evicted: Vec::new(),
                 max_live_chains: 8,
                 max_logs: 8,
                 log: None,

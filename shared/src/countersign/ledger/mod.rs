@@ -33,6 +33,7 @@ use crate::store::{
 };
 use crate::transparency::{
     self, Lifetime, LogKeys, LogKind, ProofCheck, ProofError, check_proof, check_window, grow,
+    logged,
 };
 use crate::witnessing::{Signed, Witnesses};
 
@@ -319,7 +320,7 @@ impl Ledger {
             }
             .map_err(LedgerError::from_log)?;
             let signed = Signed::of(&growth.append.head);
-            let append = append.with_log(growth.append);
+            let append = logged(append, growth.append);
             let receipt = Receipt {
                 household_id: view.household_id.clone(),
                 window: window_label(&append.head),
@@ -382,12 +383,16 @@ impl Ledger {
                         .as_ref()
                         .and_then(|snapshot| snapshot.head.log_id.clone()),
                 };
+                let base = retained
+                    .as_ref()
+                    .and_then(|snapshot| snapshot.head.log_base.as_ref());
                 let window = check_window(
                     self.store.as_ref(),
                     keys,
                     LogKind::Ledger,
                     &key,
                     read,
+                    base,
                     &hashes,
                 );
                 match window.await {

@@ -91,6 +91,7 @@ fn view_from(entry_at: &str, anchor: Option<&str>) -> LedgerView {
             last_hash: "cd".into(),
             anchor: anchor.map(str::to_owned),
             log_id: None,
+            log_base: None,
         }),
         records: Vec::new(),
         entries: vec![entry],

@@ -18,7 +18,22 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailur
 use super::{
     Item, StoreError, TTL_ATTRIBUTE, key_of, n, number, s, string, ttl_seconds, unavailable,
 };
-use crate::store::{Append, Head, LogHead};
+use crate::store::{Append, Head, LogBase, LogHead};
+
+/// The item size up to which a write costs one unit (two in a transaction).
+const ONE_KB: usize = 1024;
+
+/// A value's size as DynamoDB bills it: a string's or a binary's bytes; a number one byte per
+/// two significant digits, plus one (an upper bound: leading and trailing zeros are counted).
+fn billed_size(value: &AttributeValue) -> usize {
+    match value {
+        AttributeValue::S(text) => text.len(),
+        AttributeValue::B(bytes) => bytes.as_ref().len(),
+        AttributeValue::N(number) => number.trim_start_matches('-').len().div_ceil(2) + 1,
+        // A head item holds nothing else; counted large, so a base never pushes one past 1 KB.
+        _ => ONE_KB,
+    }
+}
 
 /// The sort key of a chain's head item.
 pub(super) const HEAD_SK: &str = "head";
@@ -58,7 +73,47 @@ fn head_from(item: &Item) -> Result<Head, StoreError> {
             .get("log_id")
             .and_then(|value| value.as_s().ok())
             .cloned(),
+        log_base: log_base_from(item)?,
     })
+}
+
+/// The window's log base, whose leading subtrees, the ones it shares with the log head's
+/// frontier in the same item, are not stored twice (see [`shared_subtrees`]).
+fn log_base_from(item: &Item) -> Result<Option<LogBase>, StoreError> {
+    let Some(size) = item.get("log_base_size") else {
+        return Ok(None);
+    };
+    let size = number(Some(size), "log_base_size")? as u64;
+    let rest = binary_hashes(item, "log_base")?;
+    let log = log_in_head(item)?;
+    let shared = log
+        .as_ref()
+        .map_or(0, |log| shared_subtrees(size, log.size));
+    let mut frontier = match &log {
+        Some(log) if shared <= log.frontier.len() => log.frontier[..shared].to_vec(),
+        Some(_) => {
+            return Err(StoreError::Unavailable(
+                "stored item's log_base does not fit its log".into(),
+            ));
+        }
+        None => Vec::new(),
+    };
+    frontier.extend(rest);
+    Ok(Some(LogBase { size, frontier }))
+}
+
+/// How many leading subtrees the frontiers of trees of `base` and `size` leaves share: one per
+/// set bit above the highest bit where the sizes differ (the subtrees are the same leaves).
+/// A window's base is at most its capacity behind its log, so they share all but the few
+/// smallest: storing only the rest keeps the head item under 1 KB, where a transactional write
+/// costs two units and not four.
+fn shared_subtrees(base: u64, size: u64) -> usize {
+    let differing = base ^ size;
+    let above = match differing {
+        0 => base,
+        _ => base >> (64 - differing.leading_zeros()),
+    };
+    above.count_ones() as usize
 }
 
 /// The log head among a chain's items (its head item and, in an unmigrated table, its `log`
@@ -74,22 +129,29 @@ pub(super) fn log_among(items: &[Item]) -> Result<(Option<LogHead>, LogPlace), S
     }
 }
 
+/// Hashes stored back to back in a binary attribute; none when it is absent.
+fn binary_hashes(item: &Item, name: &str) -> Result<Vec<[u8; 32]>, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::B(bytes)) => crate::store::hashes_from(bytes.as_ref()),
+        Some(_) => Err(StoreError::Unavailable(format!(
+            "stored item has no valid {name}"
+        ))),
+        None => Ok(Vec::new()),
+    }
+}
+
 /// The log head merged into a head item, if it holds one.
 pub(super) fn log_in_head(item: &Item) -> Result<Option<LogHead>, StoreError> {
     if !item.contains_key("log_epoch") {
         return Ok(None);
     }
-    let frontier = match item.get("log_frontier") {
-        Some(AttributeValue::B(bytes)) => crate::store::hashes_from(bytes.as_ref())?,
-        Some(_) => {
-            return Err(StoreError::Unavailable(
-                "stored item has no valid log_frontier".into(),
-            ));
-        }
-        None => Vec::new(),
-    };
+    let frontier = binary_hashes(item, "log_frontier")?;
     Ok(Some(LogHead {
-        log_id: string(item.get("log_head_id"), "log_head_id")?,
+        // Stored once when the window names the same log (see `HeadWrite::log`).
+        log_id: match item.get("log_head_id") {
+            Some(id) => string(Some(id), "log_head_id")?,
+            None => string(item.get("log_id"), "log_id")?,
+        },
         epoch: number(item.get("log_epoch"), "log_epoch")? as u64,
         size: number(item.get("log_size"), "log_size")? as u64,
         frontier,
@@ -127,7 +189,7 @@ fn optional_number(item: &Item, name: &str) -> Result<Option<i64>, StoreError> {
 pub(super) fn log_only_item(pk: &str, log: &LogHead) -> Item {
     let mut item = key_of(pk, HEAD_SK);
     let mut write = HeadWrite::default();
-    write.log(log);
+    write.log(log, None);
     write.ttl(log.expires_at_ms);
     for (name, value) in write.sets {
         item.insert(name.to_owned(), value);
@@ -139,14 +201,15 @@ pub(super) fn log_only_item(pk: &str, log: &LogHead) -> Item {
 pub(super) fn merged_item(pk: &str, head: &Head, first_seq: u64, log: Option<&LogHead>) -> Item {
     let mut item = key_of(pk, HEAD_SK);
     let mut write = HeadWrite::default();
-    write.window(head, first_seq);
+    write.window(head, first_seq, log);
     match log {
         Some(log) => {
-            write.log(log);
+            write.log(log, head.log_id.as_deref());
             write.ttl(log.expires_at_ms.map(|at| at.max(head.expires_at_ms)));
         }
         None => write.ttl(Some(head.expires_at_ms)),
     }
+    write.fit_base(pk);
     for (name, value) in write.sets {
         item.insert(name.to_owned(), value);
     }
@@ -166,7 +229,11 @@ pub(super) fn append_update(
     now_ms: i64,
 ) -> Result<Update, StoreError> {
     let mut write = HeadWrite::default();
-    write.window(&append.head, first_seq);
+    write.window(
+        &append.head,
+        first_seq,
+        append.log.as_ref().map(|log| &log.head),
+    );
     write.value(":now", n(now_ms));
     match &append.expected {
         Some(expected) => {
@@ -186,7 +253,7 @@ pub(super) fn append_update(
             write.ttl(Some(append.head.expires_at_ms));
         }
         (Some(log), place) => {
-            write.log(&log.head);
+            write.log(&log.head, append.head.log_id.as_deref());
             write.ttl(
                 log.head
                     .expires_at_ms
@@ -199,7 +266,7 @@ pub(super) fn append_update(
                     write.value(":e_epoch", n(expected.epoch as i64));
                     write.value(":e_size", n(expected.size as i64));
                     write.condition(
-                        "log_head_id = :e_log_id AND log_epoch = :e_epoch AND log_size = :e_size",
+                        "(log_head_id = :e_log_id OR (attribute_not_exists(log_head_id) AND log_id = :e_log_id)) AND log_epoch = :e_epoch AND log_size = :e_size",
                     );
                 }
                 // A retired log's attributes may linger until the TTL deletes the item.
@@ -208,6 +275,7 @@ pub(super) fn append_update(
             }
         }
     }
+    write.fit_base(pk);
     write.update(table, pk)
 }
 
@@ -263,7 +331,9 @@ impl HeadWrite {
         self.values.insert(name.to_owned(), value);
     }
 
-    fn window(&mut self, head: &Head, first_seq: u64) {
+    /// The window's attributes; `log` is the log head written in the same item, whose frontier
+    /// holds the base's leading subtrees.
+    fn window(&mut self, head: &Head, first_seq: u64, log: Option<&LogHead>) {
         self.set("window_started_ms", n(head.window_started_ms));
         self.set("expires_at_ms", n(head.expires_at_ms));
         self.set("last_seq", n(head.last_seq as i64));
@@ -271,12 +341,28 @@ impl HeadWrite {
         self.set("first_seq", n(first_seq as i64));
         self.set_or_remove("anchor", head.anchor.as_deref().map(s));
         self.set_or_remove("log_id", head.log_id.as_deref().map(s));
+        let base = head.log_base.as_ref();
+        self.set_or_remove("log_base_size", base.map(|base| n(base.size as i64)));
+        let rest = base.map(|base| {
+            let shared = log.map_or(0, |log| shared_subtrees(base.size, log.size));
+            &base.frontier[shared.min(base.frontier.len())..]
+        });
+        self.set_or_remove(
+            "log_base",
+            rest.filter(|rest| !rest.is_empty())
+                .map(|rest| AttributeValue::B(rest.concat().into())),
+        );
     }
 
     /// The log head's attributes. Its frontier is binary: a hex frontier of a large tree would
     /// take the merged item past 1 KB, and with it each append's write units from two to four.
-    fn log(&mut self, log: &LogHead) {
-        self.set("log_head_id", s(&log.log_id));
+    /// `window_names` is the log id the window written with it names: the log's own id is
+    /// stored only when it differs (45 bytes an item, which keep it under 1 KB).
+    fn log(&mut self, log: &LogHead, window_names: Option<&str>) {
+        self.set_or_remove(
+            "log_head_id",
+            (window_names != Some(log.log_id.as_str())).then(|| s(&log.log_id)),
+        );
         self.set("log_epoch", n(log.epoch as i64));
         self.set("log_size", n(log.size as i64));
         self.set_or_remove(
@@ -288,6 +374,31 @@ impl HeadWrite {
             (!log.checkpoint.is_empty()).then(|| s(&log.checkpoint)),
         );
         self.set_or_remove("log_expires_at_ms", log.expires_at_ms.map(n));
+    }
+
+    /// Leaves the window's log base out when the item would pass 1 KB with it: a
+    /// transactional write of a larger item costs four write units instead of two, on every
+    /// append, to spare `get_trace` one read. Without it, proofs read the stored hashes.
+    fn fit_base(&mut self, pk: &str) {
+        let size = |sets: &[(&str, AttributeValue)]| {
+            "pk".len()
+                + pk.len()
+                + "sk".len()
+                + HEAD_SK.len()
+                + sets
+                    .iter()
+                    .map(|(name, value)| name.len() + billed_size(value))
+                    .sum::<usize>()
+        };
+        if size(&self.sets) <= ONE_KB {
+            return;
+        }
+        for name in ["log_base_size", "log_base"] {
+            self.sets.retain(|(set, _)| *set != name);
+            if !self.removes.contains(&name) {
+                self.removes.push(name);
+            }
+        }
     }
 
     /// The item's TTL: `None` keeps it for good.
@@ -331,5 +442,102 @@ impl HeadWrite {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
             .map_err(unavailable)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{merged_item, shared_subtrees};
+    use crate::store::{Head, LogBase, LogHead};
+    use crate::tlog::tree::{Frontier, leaf_hash};
+    use crate::transparency::{Lifetime, LogKeys, LogKind, grow};
+
+    fn item_size(item: &super::Item) -> usize {
+        item.iter()
+            .map(|(name, value)| name.len() + super::billed_size(value))
+            .sum()
+    }
+
+    /// A household's decision chain head item, at every log size up to about three years of
+    /// twenty decisions a day, with a full window (25 records, the base 25 leaves behind) and a
+    /// checkpoint signed as a deployment signs it: the window's log base (which spares
+    /// `get_trace` a read) is kept for most sizes and never takes the item past 1 KB, where a
+    /// transactional write costs four units instead of two; few sizes pass 1 KB without it.
+    /// The manual's figures come from here.
+    #[test]
+    fn a_households_head_item_keeps_its_base_only_within_one_kilobyte() {
+        let keys = LogKeys::new("hearth.example.org", &[(1, [7; 32])]).unwrap();
+        let growth = grow(
+            Some(&keys),
+            LogKind::Decisions,
+            None,
+            None,
+            &"ab".repeat(32),
+            Lifetime::Kept,
+        )
+        .unwrap();
+        let signed = growth.append.head;
+        let pk = format!("chain#{}/why#hh-{}", "5".repeat(64), "c".repeat(32));
+        let (mut kept, mut over) = (0, 0);
+        let sizes = 26..22_000u64;
+        for size in sizes.clone() {
+            let log = LogHead {
+                size,
+                frontier: vec![[9; 32]; size.count_ones() as usize],
+                checkpoint: signed
+                    .checkpoint
+                    .replacen("\n1\n", &format!("\n{size}\n"), 1),
+                ..signed.clone()
+            };
+            let head = Head {
+                window_started_ms: 1_796_000_000_000,
+                expires_at_ms: 1_796_259_200_000,
+                last_seq: 60,
+                last_hash: "d".repeat(64),
+                anchor: Some("e".repeat(64)),
+                log_id: Some(log.log_id.clone()),
+                log_base: Some(LogBase {
+                    size: size - 25,
+                    frontier: vec![[9; 32]; (size - 25).count_ones() as usize],
+                }),
+            };
+            let item = merged_item(&pk, &head, 36, Some(&log));
+            let with_base = item.contains_key("log_base_size");
+            assert!(item_size(&item) <= 1024 || !with_base, "log size {size}");
+            over += usize::from(item_size(&item) > 1024);
+            kept += usize::from(with_base);
+        }
+        let count = sizes.count() as f64;
+        let (kept, over) = (kept as f64 / count, over as f64 / count);
+        eprintln!(
+            "base kept {:.1}%, over 1 KB without it {:.1}%",
+            kept * 100.0,
+            over * 100.0
+        );
+        assert!(kept > 0.5, "the base kept at {:.1}% of sizes", kept * 100.0);
+        assert!(over < 0.05, "{:.1}% of sizes over 1 KB", over * 100.0);
+    }
+
+    /// The subtrees counted as shared are the same leaves in both trees, so the same hashes:
+    /// a window's base read back from the log's frontier is the base that was written.
+    #[test]
+    fn the_shared_subtrees_are_the_same_in_both_frontiers() {
+        let mut frontier = Frontier::new();
+        let mut frontiers = vec![frontier.clone()];
+        for n in 0..600u64 {
+            frontier.append(leaf_hash(&n.to_le_bytes()));
+            frontiers.push(frontier.clone());
+        }
+        for base in 0..frontiers.len() {
+            for size in base..frontiers.len().min(base + 40) {
+                let shared = shared_subtrees(base as u64, size as u64);
+                let (before, after) = (frontiers[base].hashes(), frontiers[size].hashes());
+                assert!(shared <= before.len() && shared <= after.len());
+                assert_eq!(before[..shared], after[..shared], "{base} and {size}");
+            }
+        }
+        // A base 25 behind a log of about a year of decisions: 3 of its 8 subtrees are shared.
+        assert_eq!(shared_subtrees(7275, 7300), 3);
+        assert_eq!(7275u64.count_ones(), 8);
     }
 }
