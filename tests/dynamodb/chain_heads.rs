@@ -118,7 +118,7 @@ impl Household {
 
     /// Rewrites the chain's items as a table written before the merge held them: the log's
     /// head in an item of its own (`sk` `log`, frontier in hex), the head item with the
-    /// window's TTL.
+    /// window's TTL and its newest record's hash in hex.
     async fn store_the_log_apart(&self) {
         let client = Moto::shared().dynamodb_client();
         let head = self.item("head").await.unwrap();
@@ -154,12 +154,17 @@ impl Household {
             .key("pk", AttributeValue::S(self.pk()))
             .key("sk", AttributeValue::S("head".into()))
             .update_expression(format!(
-                "SET expires_at = :ttl REMOVE {}",
+                "SET expires_at = :ttl, last_hash = :hash REMOVE {}",
                 MERGED_LOG.join(", ")
             ))
             .expression_attribute_values(
                 ":ttl",
                 AttributeValue::N((window_ends / 1000).to_string()),
+            )
+            // The newest record's hash as text, as tables written before held it.
+            .expression_attribute_values(
+                ":hash",
+                AttributeValue::S(hex::encode(head["last_hash"].as_b().unwrap())),
             )
             .send()
             .await
@@ -218,6 +223,10 @@ async fn a_log_head_stored_apart_is_read_and_the_next_append_moves_it() {
     let head = household.item("head").await.unwrap();
     assert_eq!(number(&head, "log_size"), 4);
     assert_eq!(number(&head, "last_seq"), 4);
+    assert_eq!(
+        head["last_hash"].as_b().map(|hash| hash.as_ref().len()),
+        Ok(32)
+    );
     assert!(
         !head.contains_key("expires_at"),
         "a household's log is kept for good: its head item has no TTL"
