@@ -985,6 +985,83 @@ mod tests {
         LogKeys::new("hearth.example", &[(1, [3; 32])]).unwrap()
     }
 
+    /// Through windows filling and evicting, every append's log base is the log's frontier
+    /// just before the oldest record the window keeps, as a tree grown separately says; a log
+    /// started over in the middle of a window, which holds none of its older records, leaves
+    /// the window with no base rather than a wrong one.
+    #[test]
+    fn each_windows_log_base_is_the_frontier_before_its_oldest_record() {
+        use crate::store::Retention;
+        let retention = Retention {
+            window_ms: 1_000_000,
+            capacity: 5,
+            max_live_chains: 8,
+            max_logs: 8,
+        };
+        let seal = |seq: u64, prev: Option<&str>| {
+            crate::chain::Sealed::new(seq, &serde_json::json!({"seq": seq, "prev": prev}))
+        };
+        let (mut head, mut retained, mut log) = (None::<crate::store::Head>, Vec::new(), None);
+        let mut frontiers = vec![Frontier::new()];
+        for n in 0..17u64 {
+            let append = Append::next(head.as_ref(), &retained, retention, 10, seal);
+            let growth = grow(
+                None,
+                LogKind::Decisions,
+                head.as_ref().and_then(|head| head.log_id.as_deref()),
+                log.as_ref(),
+                &append.record.hash,
+                Lifetime::Kept,
+            )
+            .unwrap();
+            let append = logged(append, growth.append);
+            let mut grown = frontiers.last().unwrap().clone();
+            grown.append(leaf_hash(&record_leaf(&append.record.hash)));
+            frontiers.push(grown);
+            let oldest = append.evict_below_seq.min(append.head.last_seq);
+            let first = n + 1 - (append.head.last_seq + 1 - oldest);
+            let expected = &frontiers[first as usize];
+            assert_eq!(
+                append.head.log_base,
+                Some(LogBase {
+                    size: expected.size(),
+                    frontier: expected.hashes().to_vec(),
+                }),
+                "append {n}"
+            );
+            retained.push(append.record.clone());
+            retained.retain(|record| record.seq >= append.evict_below_seq);
+            log = append.log.clone().map(|log| log.head);
+            head = Some(append.head);
+        }
+        // The log starts over (a new id): the window's older records are in no log now.
+        let append = Append::next(head.as_ref(), &retained, retention, 10, seal);
+        let restarted = grow(
+            None,
+            LogKind::Decisions,
+            None,
+            None,
+            &append.record.hash,
+            Lifetime::Kept,
+        )
+        .unwrap();
+        let mut append = logged(append, restarted.append);
+        assert_eq!(append.head.log_base, None);
+        // And a window whose base was never kept keeps none.
+        append.head.log_base = None;
+        let next = Append::next(Some(&append.head), &retained, retention, 10, seal);
+        let growth = grow(
+            None,
+            LogKind::Decisions,
+            append.head.log_id.as_deref(),
+            append.log.as_ref().map(|log| &log.head),
+            &next.record.hash,
+            Lifetime::Kept,
+        )
+        .unwrap();
+        assert_eq!(logged(next, growth.append).head.log_base, None);
+    }
+
     fn record_hash(n: u8) -> String {
         hex::encode([n; 32])
     }

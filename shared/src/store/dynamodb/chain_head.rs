@@ -488,6 +488,78 @@ mod tests {
     use crate::tlog::tree::{Frontier, leaf_hash};
     use crate::transparency::{Lifetime, LogKeys, LogKind, grow};
 
+    /// A real window's base, written beside its log's frontier with only the subtrees they do
+    /// not share, reads back whole; the record hashes read back as the hex they were; and an
+    /// item edited into a shape no release writes is refused, never read as a shorter base or
+    /// hash.
+    #[test]
+    fn a_head_item_reads_back_as_written_and_refuses_a_mangled_one() {
+        use aws_sdk_dynamodb::types::AttributeValue;
+        let mut frontier = Frontier::new();
+        let mut frontiers = vec![frontier.clone()];
+        for n in 0..300u64 {
+            frontier.append(leaf_hash(&n.to_le_bytes()));
+            frontiers.push(frontier.clone());
+        }
+        let (size, first) = (300usize, 275usize);
+        let log = LogHead {
+            log_id: "log".into(),
+            epoch: 0,
+            size: size as u64,
+            frontier: frontiers[size].hashes().to_vec(),
+            checkpoint: "signed".into(),
+            expires_at_ms: None,
+        };
+        let head = Head {
+            window_started_ms: 1,
+            expires_at_ms: 2,
+            last_seq: 30,
+            last_hash: "ab".repeat(32),
+            anchor: Some("cd".repeat(32)),
+            log_id: Some("log".into()),
+            log_base: Some(LogBase {
+                size: first as u64,
+                frontier: frontiers[first].hashes().to_vec(),
+            }),
+        };
+        let item = merged_item("chain#s#n", &head, 6, Some(&log));
+        let stored = match &item["log_base"] {
+            AttributeValue::B(bytes) => bytes.as_ref().len() / 32,
+            other => panic!("{other:?}"),
+        };
+        assert!(
+            stored < frontiers[first].hashes().len(),
+            "shared subtrees stored once"
+        );
+        assert!(!item.contains_key("log_head_id"), "the log id stored once");
+        assert_eq!(super::window_from(&item).unwrap(), Some((head.clone(), 6)));
+        assert_eq!(super::log_in_head(&item).unwrap(), Some(log));
+        // A hash that is not lowercase hex stays text, and reads back as it was.
+        let upper = Head {
+            last_hash: "AB".repeat(32),
+            ..head.clone()
+        };
+        let text = merged_item("chain#s#n", &upper, 6, None);
+        assert!(matches!(text["last_hash"], AttributeValue::S(_)));
+        assert_eq!(
+            super::window_from(&text).unwrap().unwrap().0.last_hash,
+            upper.last_hash
+        );
+        for (name, mangled) in [
+            ("last_hash", AttributeValue::B(vec![1; 31].into())),
+            ("anchor", AttributeValue::N("7".into())),
+            ("log_base", AttributeValue::B(vec![1; 33].into())),
+            ("log_base", AttributeValue::S("not binary".into())),
+            ("log_frontier", AttributeValue::B(vec![1; 40].into())),
+            // A log holding fewer subtrees than the base says it shares with it.
+            ("log_frontier", AttributeValue::B(Vec::new().into())),
+        ] {
+            let mut item = item.clone();
+            item.insert(name.to_owned(), mangled.clone());
+            assert!(super::window_from(&item).is_err(), "{name}: {mangled:?}");
+        }
+    }
+
     fn item_size(item: &super::Item) -> usize {
         item.iter()
             .map(|(name, value)| name.len() + super::billed_size(value))
