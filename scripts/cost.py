@@ -477,10 +477,12 @@ class RuntimeHandler(BaseHTTPRequestHandler):
         gateway = self.server.gateway
         invocation = gateway.pending.get()
         request_id = str(uuid.uuid4())
+        # Stamped before the event is written: a fast function answers on another thread
+        # before hand_out returns, and its Duration needs the stamp already there.
+        invocation.handed_at = time.perf_counter()
         with gateway.lock:
             gateway.handed[request_id] = invocation
         coldstart.hand_out(self, invocation.event, request_id)
-        invocation.handed_at = time.perf_counter()
 
     def do_POST(self):
         payload = self.rfile.read(int(self.headers.get("Content-Length") or 0))

@@ -137,6 +137,48 @@ def test_lambdas_duration_replaces_the_handlers_time_where_it_was_measured():
             calls * (prices["lambda_request"] + billed_ms / 1000 * 0.25 * prices["lambda_gb_second"]))
 
 
+def test_a_function_that_answers_before_the_event_is_fully_handed_out_still_gets_its_duration(monkeypatch):
+    """The runtime API's `next` handler stamps the hand-out before writing the event: a function
+    may answer on another thread before the write returns (CI saw it once), and its Duration
+    must not then be lost, nor the request left unanswered."""
+    import json
+    import threading
+    import urllib.request
+
+    written = threading.Event()
+    answered = threading.Event()
+    hand_out = cost.coldstart.hand_out
+
+    def hand_out_then_wait_for_the_answer(handler, event, request_id=None):
+        got = hand_out(handler, event, request_id)
+        written.set()
+        answered.wait(5)  # hold here until the function's answer has been handled
+        return got
+
+    monkeypatch.setattr(cost.coldstart, "hand_out", hand_out_then_wait_for_the_answer)
+    gateway = cost.LambdaGateway()
+
+    def function():
+        with urllib.request.urlopen(f"http://{gateway.runtime_api}/2018-06-01/runtime/invocation/next") as got:
+            request_id = got.headers["Lambda-Runtime-Aws-Request-Id"]
+            got.read()
+        urllib.request.urlopen(urllib.request.Request(
+            f"http://{gateway.runtime_api}/2018-06-01/runtime/invocation/{request_id}/response",
+            data=b'{"statusCode": 204}', method="POST")).read()
+        answered.set()
+
+    threading.Thread(target=function, daemon=True).start()
+    try:
+        with urllib.request.urlopen(urllib.request.Request(f"{gateway.url}/mcp", method="GET"), timeout=10) as got:
+            assert got.status == 204
+        assert written.is_set()
+        durations = gateway.take()
+        assert len(durations) == 1 and durations[0] >= 0
+    finally:
+        answered.set()
+        gateway.close()
+
+
 def test_the_gateway_hands_each_request_to_the_function_as_an_api_gateway_event():
     """A function that answers on the runtime API with what its event said, as a Lambda binary
     would: the HTTP answer is its response, and each invocation's Duration is kept."""
