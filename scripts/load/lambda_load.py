@@ -80,8 +80,9 @@ class StreamingHandler(BaseHTTPRequestHandler):
         if self.server.stop.is_set():
             time.sleep(60)
             return self.send_error(500)
-        coldstart.hand_out(self, self.server.event, deadline_ms=15_000)
+        # Stamped before the write, as scripts/cost does: the answer can arrive before it returns.
         self.server.handed_at = time.perf_counter()
+        coldstart.hand_out(self, self.server.event, deadline_ms=15_000)
 
     def do_POST(self):
         payload = self.rfile.read(int(self.headers.get("Content-Length") or 0))
