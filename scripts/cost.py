@@ -71,24 +71,24 @@ PRICES = {
 # What every deployment pays whatever its traffic: the template's four secrets
 # (docs/src/aws/secrets.md) and its alarms, and the custom metrics the log lines make, by
 # HEARTH_METRICS (the template's MetricDetail):
-# - function: three over the whole deployment (Throttled, ToolErrors, WitnessRefusals), each
-#   written only on a line that counts one, so billed only for the hours that have one: the
-#   model counts all three every hour, an upper bound;
-# - tool: those three, five per function (Requests, Errors, Throttled, ToolErrors, Latency, by
-#   Function) for the three functions, five per tool a profile calls (by Function and Tool),
-#   and WitnessRefusals by Function;
+# - function: two over the whole deployment (Throttled, WitnessRefusals), each written only
+#   on a line that counts one, so billed only for the hours that have one: the model counts
+#   both every hour, an upper bound (a tool error is marked on its line, no metric);
+# - tool: those two and ToolErrors over the deployment, five per function (Requests, Errors,
+#   Throttled, ToolErrors, Latency, by Function) for the three functions, five per tool a
+#   profile calls (by Function and Tool), and WitnessRefusals by Function;
 # - off: none, and no alarm that reads one (Condition: HasMetrics).
 SECRETS = 4
 FUNCTIONS = 3
 METRICS_PER_DIMENSION = 5
-DEPLOYMENT_WIDE_METRICS = 3
+DEPLOYMENT_WIDE_METRICS = {"function": 2, "tool": 3}
 METRIC_DETAILS = ("function", "tool", "off")
 
 
 def custom_metrics(detail, tools):
     """The custom metrics a deployment at `detail` makes when a profile calls `tools` tools."""
-    return {"function": DEPLOYMENT_WIDE_METRICS,
-            "tool": DEPLOYMENT_WIDE_METRICS + METRICS_PER_DIMENSION * (FUNCTIONS + tools) + 1,
+    return {"function": DEPLOYMENT_WIDE_METRICS["function"],
+            "tool": DEPLOYMENT_WIDE_METRICS["tool"] + METRICS_PER_DIMENSION * (FUNCTIONS + tools) + 1,
             "off": 0}[detail]
 
 

@@ -473,10 +473,11 @@ async fn at_tool_request_lines_count_tool_errors_by_tool() {
 }
 
 /// By default (`HEARTH_METRICS=function`) a line carries a metric only when something
-/// happened that AWS's own metrics cannot count: a tool error, or a 429 from Hearth's limiter,
-/// each over the whole deployment (by its name alone). A call that went well is a plain log line.
+/// happened that an alarm reads and AWS's own metrics cannot count: a 429 from Hearth's
+/// limiter, over the whole deployment (by its name alone). A tool error is marked on its line
+/// for the dashboard's log query, and is no metric. A call that went well is a plain log line.
 #[tokio::test]
-async fn by_default_only_a_tool_error_or_a_429_is_counted_over_the_deployment() {
+async fn by_default_only_a_429_is_counted_over_the_deployment_and_a_tool_error_is_marked() {
     let (captured, _logs) = Captured::installed();
     let h = harness(&[("HEARTH_RATE_LIMIT_PER_SUBJECT", "2")]);
     a_decision_then_a_failed_call(&h.router).await;
@@ -498,13 +499,15 @@ async fn by_default_only_a_tool_error_or_a_429_is_counted_over_the_deployment() 
         ]
     );
     assert!(lines[0].get("_aws").is_none(), "{}", lines[0]);
-    for (line, metric) in [(&lines[1], "ToolErrors"), (&lines[2], "Throttled")] {
-        assert_eq!(
-            line["_aws"]["CloudWatchMetrics"],
-            json!([{"Namespace": "Hearth", "Dimensions": [["Deployment"]],
-                "Metrics": [{"Name": metric, "Unit": "Count"}]}]),
-            "{line}"
-        );
+    assert!(lines[1].get("_aws").is_none(), "{}", lines[1]);
+    assert_eq!(
+        lines[2]["_aws"]["CloudWatchMetrics"],
+        json!([{"Namespace": "Hearth", "Dimensions": [["Deployment"]],
+            "Metrics": [{"Name": "Throttled", "Unit": "Count"}]}]),
+        "{}",
+        lines[2]
+    );
+    for line in &lines[1..] {
         for per_call in ["Requests", "Errors", "Latency", "Tool"] {
             assert!(line.get(per_call).is_none(), "{per_call}: {line}");
         }

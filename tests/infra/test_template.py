@@ -323,7 +323,7 @@ def test_alarms_cover_errors_throttles_latency_and_the_table():
 
 
 def test_the_alarms_read_only_the_custom_metrics_the_default_metric_detail_writes():
-    """At MetricDetail=function (the default) the functions write three custom metrics by
+    """At MetricDetail=function (the default) the functions write two custom metrics by
     Deployment alone, the stack's name (shared/src/telemetry/metrics.rs); an alarm that reads
     one exists only while metrics are on, and reads it as written."""
     parameter = TEMPLATE["Parameters"]["MetricDetail"]
@@ -332,7 +332,7 @@ def test_the_alarms_read_only_the_custom_metrics_the_default_metric_detail_write
     assert environment["HEARTH_METRICS"] == {"Ref": "MetricDetail"}
     assert environment["HEARTH_DEPLOYMENT"] == {"Ref": "AWS::StackName"}
     assert TEMPLATE["Conditions"]["HasMetrics"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "MetricDetail"}, "off"]}]}
-    default_metrics = {"Throttled", "ToolErrors", "WitnessRefusals"}
+    default_metrics = {"Throttled", "WitnessRefusals"}
     reading_custom = []
     for name, resource in RESOURCES.items():
         if resource["Type"] != "AWS::CloudWatch::Alarm":
@@ -358,19 +358,24 @@ def test_the_alarms_read_only_the_custom_metrics_the_default_metric_detail_write
 def test_the_dashboard_shows_every_function_the_api_the_table_and_the_tools():
     body = RESOURCES["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
     names = set(re.findall(r"\$\{([A-Za-z:]+)\}", body))
-    assert names == {"AWS::Region", "AWS::StackName", "HttpApi", "McpFunction", "OAuthFunction", "TtsFunction",
-                     "Table"}
+    assert names == {"AWS::Region", "AWS::StackName", "HttpApi", "McpFunction", "McpLogGroup", "OAuthFunction",
+                     "TtsFunction", "Table"}
     widgets = json.loads(re.sub(r"\$\{[A-Za-z:]+\}", "x", body))["widgets"]
     text = json.dumps(widgets)
-    for metric in ["Duration", "Errors", "Throttles", "5xx", "ToolErrors", "Throttled",
+    for metric in ["Duration", "Errors", "Throttles", "5xx", "Throttled",
                    "ConditionalCheckFailedRequests", "WriteThrottleEvents"]:
         assert f'"{metric}"' in text, metric
     assert "SEARCH('{Hearth,Function,Tool} MetricName=\\\"Latency\\\"" in text
     # The deployment-wide counts, as MetricDetail=function writes them: by the stack's name.
     hearth = [widget["properties"]["metrics"] for widget in widgets
               if any(metric[0] == "Hearth" for metric in widget["properties"].get("metrics", []))]
-    assert hearth == [[["Hearth", "Throttled", "Deployment", "x"], [".", "ToolErrors", ".", "."],
-                       [".", "WitnessRefusals", ".", "."]]], hearth
+    assert hearth == [[["Hearth", "Throttled", "Deployment", "x"], [".", "WitnessRefusals", ".", "."]]], hearth
+    # Tool errors are no metric at `function`: a Logs Insights widget counts the MCP log's
+    # lines that mark one (`ToolErrors: 1`, or `tool_failed: true` at `off`, which Logs
+    # Insights reads as 1), so the widget shows them at every MetricDetail.
+    queries = [widget["properties"]["query"] for widget in widgets if widget["type"] == "log"]
+    assert queries == ["SOURCE 'x' | filter ToolErrors = 1 or tool_failed = 1 | stats count(*) as tool_errors by bin(5m)"]
+    assert "SOURCE '${McpLogGroup}'" in body
 
 
 def test_the_manuals_template_and_table_access_tables_are_generated_from_the_template():

@@ -195,13 +195,16 @@ pub struct LogSettings {
 /// billed, so the default keeps only what the alarms and the dashboard read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum MetricDetail {
-    /// `function`: three counts by `Deployment` (the stack), each written only when it is not
-    /// zero: `Throttled` (Hearth's own 429s), `ToolErrors` and `WitnessRefusals`. The rest (calls,
-    /// errors, durations, per function) comes from AWS's own metrics at no charge.
+    /// `function`: two counts by `Deployment` (the stack), each written only when it is not
+    /// zero: `Throttled` (Hearth's own 429s) and `WitnessRefusals`, which alarms read. A tool
+    /// error is marked on its line (`ToolErrors: 1`) for the dashboard's log query, no metric.
+    /// The rest (calls, errors, durations, per function) comes from AWS's own metrics at no
+    /// charge.
     #[default]
     Function,
-    /// `tool`: those three, and `Requests`, `Errors`, `Throttled`, `ToolErrors` and
-    /// `Latency` by `Function` and by `Function` and `Tool` on every request line.
+    /// `tool`: those two, `ToolErrors` by `Deployment`, and `Requests`, `Errors`, `Throttled`,
+    /// `ToolErrors` and `Latency` by `Function` and by `Function` and `Tool` on every request
+    /// line.
     Tool,
     /// `off`: no metrics; the lines are plain JSON logs.
     Off,

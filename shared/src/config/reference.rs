@@ -311,7 +311,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         names: r#"`HEARTH_METRICS`"#,
         default: r#"`function`"#,
-        meaning: r#"Which CloudWatch metrics the log lines embed (the template's `MetricDetail`): `function`, three counts by deployment, written only when not zero (`Throttled`, `ToolErrors`, `WitnessRefusals`), all the alarms need and the dashboard but its per-tool widgets; `tool`, also `Requests`, `Errors`, `Throttled`, `ToolErrors` and `Latency` by function and by tool on every line (five metrics a tool, $1.50 a month each); `off`, none (see [Alarms](../aws/alarms.md))"#,
+        meaning: r#"Which CloudWatch metrics the log lines embed (the template's `MetricDetail`): `function`, two counts by deployment, written only when not zero (`Throttled`, `WitnessRefusals`), all the alarms need (a failed tool call's line is marked `ToolErrors: 1`, which the dashboard counts with a log query); `tool`, also `ToolErrors` by deployment, and `Requests`, `Errors`, `Throttled`, `ToolErrors` and `Latency` by function and by tool on every line (five metrics a tool, $1.50 a month each); `off`, none (see [Alarms](../aws/alarms.md))"#,
     },
     Setting {
         names: r#"`HEARTH_LOG_FORMAT`"#,

@@ -5,13 +5,17 @@
 //!
 //! CloudWatch bills each metric (a namespace, name and dimension set) for every hour it
 //! receives a value, so what a line embeds is chosen by [`MetricDetail`]:
-//! - `function`: the three counts the alarms and the dashboard read that AWS's own metrics
-//!   cannot give (`Throttled`, Hearth's 429s; `ToolErrors`; `WitnessRefusals`), over the whole
-//!   deployment (by `Deployment` alone: the stack, so that two stacks in one account and
-//!   region count apart), and only on a line where the count is 1. Calls, 5xx and durations
-//!   come from `AWS/ApiGateway` and `AWS/Lambda`, which cost nothing;
-//! - `tool`: those, and the five request metrics on every request line by `Function` and,
-//!   for a tool call, by `Function` and `Tool`;
+//! - `function`: the two counts alarms read that AWS's own metrics cannot give (`Throttled`,
+//!   Hearth's 429s; `WitnessRefusals`), over the whole deployment (by `Deployment` alone: the
+//!   stack, so that two stacks in one account and region count apart), and only on a line
+//!   where the count is 1. A failed tool call's line carries `ToolErrors: 1` as a plain
+//!   member, not a metric: no alarm reads it, and the dashboard counts it from the log lines
+//!   (a Logs Insights widget, paid only by the bytes it scans when looked at) where a metric
+//!   would cost $0.30 a month. Calls, 5xx and durations come from `AWS/ApiGateway` and
+//!   `AWS/Lambda`, which cost nothing;
+//! - `tool`: those, `ToolErrors` as a metric over the deployment, and the five request
+//!   metrics on every request line by `Function` and, for a tool call, by `Function` and
+//!   `Tool`;
 //! - `off`: no `_aws` member at all.
 
 use serde::Serialize;
@@ -92,10 +96,8 @@ const REQUEST_METRICS: &[&MetricDefinition] =
 /// The alarms' counts over the deployment, on every request line at `tool`.
 const DEPLOYMENT_COUNTS: Directive = directive(DEPLOYMENT_WIDE, &[&THROTTLED, &TOOL_ERRORS]);
 
-/// At `function`, a line names only the counts it carries.
+/// At `function`, a line names only the count it carries.
 const THROTTLED_ONLY: &[Directive] = &[directive(DEPLOYMENT_WIDE, &[&THROTTLED])];
-const TOOL_ERRORS_ONLY: &[Directive] = &[directive(DEPLOYMENT_WIDE, &[&TOOL_ERRORS])];
-const THROTTLED_AND_TOOL_ERRORS: &[Directive] = &[DEPLOYMENT_COUNTS];
 /// At `tool`, by function, and by function and tool for a tool call.
 const EVERY_REQUEST_METRIC: &[Directive] =
     &[DEPLOYMENT_COUNTS, directive(BY_FUNCTION, REQUEST_METRICS)];
@@ -187,7 +189,7 @@ pub(super) fn request_line(
     detail: MetricDetail,
 ) -> String {
     let status = fields.unsigned("status");
-    // Off, the flag stays a logged field; else it becomes the `ToolErrors` count.
+    // Off, the flag stays a logged field; else it becomes the `ToolErrors` member.
     let tool_failed = detail != MetricDetail::Off && fields.take_flag("tool_failed");
     let throttled = status == 429;
     let (metrics, directives) = match detail {
@@ -197,16 +199,12 @@ pub(super) fn request_line(
             if throttled {
                 metrics.push(("Throttled", Metric::Count(1)));
             }
+            // On the line for the dashboard's log query, but named by no directive: not a
+            // metric at `function` (see the module's doc).
             if tool_failed {
                 metrics.push(("ToolErrors", Metric::Count(1)));
             }
-            let directives = match (throttled, tool_failed) {
-                (false, false) => None,
-                (true, false) => Some(THROTTLED_ONLY),
-                (false, true) => Some(TOOL_ERRORS_ONLY),
-                (true, true) => Some(THROTTLED_AND_TOOL_ERRORS),
-            };
-            (metrics, directives)
+            (metrics, throttled.then_some(THROTTLED_ONLY))
         }
         MetricDetail::Tool => {
             let tool = fields.text("tool").filter(|tool| *tool != "-");
@@ -463,10 +461,10 @@ mod tests {
         );
 
         let failed = request(MetricDetail::Function, tool_call(200, true));
-        assert_eq!(failed["ToolErrors"], 1);
-        assert_eq!(
-            directives(&failed),
-            vec![(json!([["Deployment"]]), vec!["ToolErrors".into()])]
+        assert_eq!(failed["ToolErrors"], 1, "for the dashboard's log query");
+        assert!(
+            failed.get("_aws").is_none(),
+            "a tool error is no metric at `function`: {failed}"
         );
 
         let throttled = request(MetricDetail::Function, tool_call(429, false));
@@ -487,10 +485,7 @@ mod tests {
         );
         assert_eq!(
             directives(&both),
-            vec![(
-                json!([["Deployment"]]),
-                vec!["Throttled".into(), "ToolErrors".into()]
-            )]
+            vec![(json!([["Deployment"]]), vec!["Throttled".into()])]
         );
     }
 

@@ -278,7 +278,7 @@ impl RequestLog {
         self.refused_origin = Some(shown);
     }
 
-    /// The tool call answered with an `isError` result (counted as `ToolErrors`).
+    /// The tool call answered with an `isError` result (marked, or counted, as `ToolErrors`).
     pub fn tool_failed(&mut self) {
         self.tool_failed = true;
     }
