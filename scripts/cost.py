@@ -131,6 +131,22 @@ DEFAULT_PROFILE = {
 }
 
 DAYS_PER_MONTH = 30.4
+
+# How long a chain keeps its records, by the scope its key ends with (`chain#<scope>/why#...`):
+# a window holds at most `capacity` records and lasts `window_days` from its first, and an
+# append to a full window deletes the oldest record in its transaction (an eviction, billed as
+# a write). The hashes a household's log keeps, and everything else, stay. From
+# shared/src/why/limits.rs (WINDOW_CAPACITY, WINDOW_MS) and shared/src/countersign/ledger/mod.rs
+# (CAPACITY, WINDOW_MS); tests/python/test_cost_model.py checks them against the code.
+RETENTION = {
+    "why": {"capacity": 25, "window_days": 3},
+    "countersign": {"capacity": 1000, "window_days": 400},
+}
+# Which chain each appending call's records go to, and the name its appends to a full window
+# were measured under.
+APPENDS_TO = {"record_decision": "why", "propose_purchase": "countersign", "confirm_purchase": "countersign",
+              "decide_request": "countersign", "list_waiting": "countersign"}
+WINDOW_FULL = "{}, window full"
 # AWS bills storage and log data by the binary gigabyte.
 GIB = 2**30
 
@@ -330,22 +346,55 @@ class RecordingHandler(BaseHTTPRequestHandler):
                 self.server.lock.notify_all()
 
 
-def table_bytes(moto_port, table):
-    """The table's stored bytes as DynamoDB bills them: each item's size plus 100 bytes."""
+class TableSize:
+    """The table's stored bytes as DynamoDB bills them (each item's size plus 100 bytes), and
+    of those the chain records', by the retention they are kept under (`RETENTION`): how
+    many records and their bytes. Subtracting two gives what a call added."""
+
+    def __init__(self, total=0, records=None):
+        self.total = total
+        self.records = records or {}
+
+    def __sub__(self, before):
+        return TableSize(self.total - before.total,
+                         {scope: [count - before.records.get(scope, [0, 0])[0],
+                                  size - before.records.get(scope, [0, 0])[1]]
+                          for scope, (count, size) in self.records.items()})
+
+    def add(self, item, key):
+        size = item_size(item) + 100
+        self.total += size
+        scope = record_scope(key)
+        if scope:
+            count, total = self.records.get(scope, [0, 0])
+            self.records[scope] = [count + 1, total + size]
+
+
+def record_scope(key):
+    """The retention (a key of `RETENTION`) a chain record is kept under, from its item's
+    key; None for every other item (kept for good, or for as long as something else says)."""
+    pk, sk = key
+    if not (pk.startswith("chain#") and sk.startswith("rec#")):
+        return None
+    scope = pk.removeprefix("chain#").rsplit("#", 1)[0].rsplit("/", 1)[-1]
+    return scope if scope in RETENTION else None
+
+
+def table_size(moto_port, table):
     import boto3
 
     client = boto3.client(
         "dynamodb", endpoint_url=f"http://127.0.0.1:{moto_port}", region_name="us-east-1",
         aws_access_key_id="testing", aws_secret_access_key="testing",
     )
-    total, start = 0, None
+    size, start = TableSize(), None
     while True:
         page = client.scan(TableName=table, **({"ExclusiveStartKey": start} if start else {}))
         for item in page["Items"]:
-            total += item_size(item) + 100
+            size.add(item, (item["pk"]["S"], item["sk"]["S"]))
         start = page.get("LastEvaluatedKey")
         if not start:
-            return total
+            return size
 
 
 # ---------------------------------------------------------------------------------------------
@@ -558,7 +607,8 @@ async def drive(url, token, key, key_id, household, recorder, log, rounds, moto_
         request_lines = [line for line in lines if b'"latency_us"' in line]
         entry = measured.setdefault(name, {"calls": 0, "dynamodb_requests": {}, "read_units": 0,
                                            "write_units": 0, "log_bytes": 0, "handler_us": [],
-                                           "stored_bytes": 0, "durations_ms": [], "billed_ms": 0})
+                                           "stored_bytes": 0, "records": {}, "durations_ms": [],
+                                           "billed_ms": 0})
         entry["calls"] += 1
         entry["durations_ms"].extend(invocations)
         # Lambda bills each invocation's Duration rounded up to the millisecond.
@@ -568,7 +618,11 @@ async def drive(url, token, key, key_id, household, recorder, log, rounds, moto_
             entry["read_units"] += call["read"]
             entry["write_units"] += call["write"]
         entry["log_bytes"] += sum(len(line) + 1 for line in lines)
-        entry["stored_bytes"] += grew
+        entry["stored_bytes"] += grew.total
+        for scope, (count, size) in grew.records.items():
+            kept = entry["records"].setdefault(scope, [0, 0])
+            kept[0] += count
+            kept[1] += size
         for line in request_lines:
             entry["handler_us"].append(json.loads(line)["latency_us"])
 
@@ -582,30 +636,34 @@ async def drive(url, token, key, key_id, household, recorder, log, rounds, moto_
                 log.since_last()
                 recorder.take()
                 took()
-                stored = table_bytes(moto_port, table)
+                stored = table_size(moto_port, table)
 
                 async def measure(name, call):
                     nonlocal stored
                     await call()
                     lines = log.since_last()
                     calls = recorder.take()
-                    now = table_bytes(moto_port, table)
+                    now = table_size(moto_port, table)
                     keep(name, lines, calls, now - stored, took())
                     stored = now
 
-                async def tool(name, arguments, member="dana", words="do what I asked"):
+                async def tool(name, arguments, member="dana", words="do what I asked", kept_as=None):
                     async def call():
                         device.attest(member, [words])
                         result = await session.call_tool(name, arguments)
                         if result.is_error:
                             raise SystemExit(f"{name} failed: {result.content[0].text}")
-                    await measure(name, call)
+                    await measure(kept_as or name, call)
+
+                async def decide(n, kept_as=None):
+                    await tool("record_decision", {"household_id": household, "action": f"dim the lights {n}",
+                                                   "reason": "movie night was asked for",
+                                                   "inputs": {"scene": "movie", "n": n}, "approver": "Dana"},
+                               kept_as=kept_as)
 
                 for n in range(rounds):
                     await measure("tools/list", session.list_tools)
-                    await tool("record_decision", {"household_id": household, "action": f"dim the lights {n}",
-                                                   "reason": "movie night was asked for", "inputs": {"scene": "movie", "n": n},
-                                                   "approver": "Dana"})
+                    await decide(n)
                     await tool("explain_why", {"household_id": household, "question": "why are the lights dim?"})
                     await tool("whats_changed", {"household_id": household, "since": "2026-01-01T00:00:00Z"})
                     trace = await session.call_tool("explain_why", {"household_id": household, "question": "why are the lights dim?"})
@@ -621,7 +679,15 @@ async def drive(url, token, key, key_id, household, recorder, log, rounds, moto_
                     await tool("household_activity", {}, member="dana", words="what did we buy this week?")
                     await tool("list_waiting", {}, member="dana", words="anything waiting for me?")
                     await tool("verify_ledger", {}, member="dana", words="check the ledger")
-                    stored = table_bytes(moto_port, table)
+                    stored = table_size(moto_port, table)
+
+                # Past its capacity a decision window evicts its oldest record with every
+                # append: fill it, unmeasured, then measure appends to the full window.
+                for n in range(rounds, RETENTION["why"]["capacity"]):
+                    await decide(n, "filling the window")
+                for n in range(rounds):
+                    await decide(RETENTION["why"]["capacity"] + n, WINDOW_FULL.format("record_decision"))
+    measured.pop("filling the window", None)
     for entry in measured.values():
         times = sorted(entry.pop("handler_us"))
         calls = entry["calls"]
@@ -634,11 +700,14 @@ async def drive(url, token, key, key_id, household, recorder, log, rounds, moto_
         del entry["billed_ms"]
         for field in ("read_units", "write_units", "log_bytes", "stored_bytes"):
             entry[field] = entry[field] / calls
+        entry["records"] = {scope: [count / calls, size / calls] for scope, (count, size) in entry["records"].items()}
         entry["dynamodb_requests"] = {op: count / calls for op, count in sorted(entry["dynamodb_requests"].items())}
     return measured
 
 
 def measure(args):
+    if args.rounds > RETENTION["why"]["capacity"]:
+        raise SystemExit(f"--rounds at most {RETENTION['why']['capacity']}: past that a decision window is full")
     moto_port = args.moto_port
     moto = f"http://127.0.0.1:{moto_port}"
     gateway = None
@@ -743,9 +812,41 @@ def metric_detail(measured):
     return measured.get("metrics", "tool")
 
 
+def records_per_day(measured, profile):
+    """What each retention's chains receive a day per household under `profile`: records, and
+    their stored bytes (as measured while the window was filling)."""
+    per_scope = {}
+    for name, per_day in profile.items():
+        for scope, (count, size) in measured["tools"].get(name, {}).get("records", {}).items():
+            received = per_scope.setdefault(scope, [0.0, 0.0])
+            received[0] += per_day * count
+            received[1] += per_day * size
+    return per_scope
+
+
+def evicting_share(scope, records_a_day):
+    """The share of a chain's appends that find its window full, and so also delete its oldest
+    record: of the records a window receives in its days, all but the first `capacity`."""
+    retention = RETENTION[scope]
+    per_window = records_a_day * retention["window_days"]
+    return max(0.0, 1 - retention["capacity"] / per_window) if per_window > 0 else 0.0
+
+
+def retained_records(scope, records_a_day):
+    """The records a chain holds at the twelfth month: what its window holds, at most."""
+    retention = RETENTION[scope]
+    return min(retention["capacity"], records_a_day * retention["window_days"], records_a_day * 365)
+
+
 def monthly(measured, profile, households, prices=PRICES, witness_ms=0, alarm_metrics=None):
     """Dollars per month, by line, for `households` following `profile`; `witness_ms` is how
-    long an append waits for its witnesses' cosignatures (the slowest one it needs)."""
+    long an append waits for its witnesses' cosignatures (the slowest one it needs).
+
+    Steady state, not a fresh household: an appending call costs what it was measured to
+    cost while its window filled, and, for the share of its appends that find the window full
+    (`evicting_share`), what it cost against a full one. Storage is the twelfth month's: a
+    year of what is kept for good (a household's log hashes, the registry, accounts), and of
+    each chain's records only what its window holds (`retained_records`)."""
     detail = metric_detail(measured)
     alarm_metrics = alarm_metrics_in_template(detail) if alarm_metrics is None else alarm_metrics
     tools = [name for name in profile if name not in ("tools/list", "initialize")]
@@ -754,25 +855,40 @@ def monthly(measured, profile, households, prices=PRICES, witness_ms=0, alarm_me
              "Fixed (secrets, alarms, metrics)": SECRETS * prices["secrets_manager_secret_month"]
              + alarm_metrics * prices["cloudwatch_alarm_month"]
              + custom_metrics(detail, len(tools)) * prices["cloudwatch_metric_month"]}
+    received = records_per_day(measured, profile)
     for name, per_day in profile.items():
         tool = measured["tools"].get(name)
         if tool is None:
             raise SystemExit(f"the profile names {name!r}, which was not measured")
+        scope = APPENDS_TO.get(name)
+        share = evicting_share(scope, received[scope][0]) if scope in received else 0.0
+        full = measured["tools"].get(WINDOW_FULL.format(name))
+        if share and full is None:
+            raise SystemExit(f"the profile fills {scope} windows, and {name!r} was not measured against a full one")
+
+        def steady(field, tool=tool, full=full, share=share):
+            return tool[field] if not share else (1 - share) * tool[field] + share * full[field]
+
         calls = per_day * DAYS_PER_MONTH * households
-        lines["DynamoDB requests"] += calls * (tool["read_units"] * prices["dynamodb_read_request_unit"]
-                                               + tool["write_units"] * prices["dynamodb_write_request_unit"])
-        # A year of growth, kept: an upper bound (records past a chain's window are evicted).
-        lines["DynamoDB storage"] += calls * 12 * tool["stored_bytes"] / GIB * prices["dynamodb_storage_gb_month"]
+        lines["DynamoDB requests"] += calls * (steady("read_units") * prices["dynamodb_read_request_unit"]
+                                               + steady("write_units") * prices["dynamodb_write_request_unit"])
+        # A year of growth of what is kept for good; the records are priced below.
+        kept = tool["stored_bytes"] - sum(size for _count, size in tool.get("records", {}).values())
+        lines["DynamoDB storage"] += calls * 12 * kept / GIB * prices["dynamodb_storage_gb_month"]
         # Lambda's Duration where measured through the runtime API; else the handler's time.
-        billed_ms = (tool["lambda_billed_ms_mean"] if "lambda_billed_ms_mean" in tool
-                     else math.ceil(tool["handler_ms_mean"])) + (witness_ms if name in APPENDING else 0)
+        billed_ms = (steady("lambda_billed_ms_mean") if "lambda_billed_ms_mean" in tool
+                     else math.ceil(steady("handler_ms_mean"))) + (witness_ms if name in APPENDING else 0)
         billed_ms = math.ceil(billed_ms)
         lines["Lambda"] += calls * (prices["lambda_request"]
                                     + billed_ms / 1000 * LAMBDA_MEMORY_GB * prices["lambda_gb_second"])
         lines["API Gateway"] += calls * prices["api_gateway_http_request"]
-        log_gb = calls * (tool["log_bytes"] + PLATFORM_LOG_BYTES) / GIB
+        log_gb = calls * (steady("log_bytes") + PLATFORM_LOG_BYTES) / GIB
         lines["CloudWatch Logs"] += log_gb * (prices["cloudwatch_logs_ingested_gb"]
                                               + LOG_RETENTION_MONTHS * prices["cloudwatch_logs_stored_gb_month"])
+    for scope, (count, size) in received.items():
+        if count > 0:
+            held = households * retained_records(scope, count) * size / count
+            lines["DynamoDB storage"] += held / GIB * prices["dynamodb_storage_gb_month"]
     return lines
 
 

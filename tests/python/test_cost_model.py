@@ -3,6 +3,7 @@
 import base64
 import importlib.util
 import math
+import re
 
 import pytest
 
@@ -105,6 +106,77 @@ def test_a_month_is_the_profiles_calls_priced_line_by_line():
         calls * (prices["lambda_request"] + math.ceil(4.2 + 50) / 1000 * 0.25 * prices["lambda_gb_second"]))
     with pytest.raises(SystemExit):
         cost.monthly(measured, {"explain_why": 1}, 10)
+
+
+def test_a_chains_appends_cost_what_they_cost_against_a_full_window_once_it_fills():
+    """20 decisions a day into a window of 25 records and 3 days: of a window's 60 appends the
+    last 35 also delete the oldest record, so they cost what appends to a full window cost."""
+    filling = {"read_units": 2, "write_units": 6, "stored_bytes": 1500, "log_bytes": 300,
+               "lambda_billed_ms_mean": 10, "lambda_ms_median": 10, "dynamodb_requests": {}, "calls": 1,
+               "records": {"why": [1, 1100]}}
+    full = dict(filling, write_units=10, stored_bytes=400, lambda_billed_ms_mean=20, log_bytes=310,
+                records={"why": [0, 0]})
+    measured = {"metrics": "function", "tools": {"record_decision": filling,
+                                                 "record_decision, window full": full}}
+    assert cost.evicting_share("why", 20) == pytest.approx(35 / 60)
+    assert cost.evicting_share("why", 25 / 3) == 0
+    assert cost.evicting_share("countersign", 0.8) == 0
+    lines = cost.monthly(measured, {"record_decision": 20}, 1000, alarm_metrics=0)
+    calls = 20 * cost.DAYS_PER_MONTH * 1000
+    share = 35 / 60
+    prices = cost.PRICES
+    assert lines["DynamoDB requests"] == pytest.approx(calls * (
+        2 * prices["dynamodb_read_request_unit"]
+        + ((1 - share) * 6 + share * 10) * prices["dynamodb_write_request_unit"]))
+    assert lines["Lambda"] == pytest.approx(calls * (
+        prices["lambda_request"] + math.ceil((1 - share) * 10 + share * 20) / 1000 * 0.25 * prices["lambda_gb_second"]))
+    # A year of the 400 bytes a call keeps for good, and 25 records of 1,100 bytes a household.
+    assert lines["DynamoDB storage"] == pytest.approx(
+        (calls * 12 * 400 + 1000 * 25 * 1100) / cost.GIB * prices["dynamodb_storage_gb_month"])
+    # Fewer decisions than a window holds: no append evicts, and a year's records are what
+    # the window holds (a window ends after 3 days, so at most 3 days of them).
+    quiet = cost.monthly(measured, {"record_decision": 2}, 1000, alarm_metrics=0)
+    quiet_calls = 2 * cost.DAYS_PER_MONTH * 1000
+    assert quiet["DynamoDB requests"] == pytest.approx(quiet_calls * (
+        2 * prices["dynamodb_read_request_unit"] + 6 * prices["dynamodb_write_request_unit"]))
+    assert quiet["DynamoDB storage"] == pytest.approx(
+        (quiet_calls * 12 * 400 + 1000 * 6 * 1100) / cost.GIB * prices["dynamodb_storage_gb_month"])
+    # A profile that fills a window its calls were not measured against is refused.
+    with pytest.raises(SystemExit):
+        cost.monthly({"tools": {"record_decision": filling}}, {"record_decision": 20}, 10)
+
+
+def test_a_chain_records_retention_is_the_codes():
+    """RETENTION mirrors the constants the stores apply: a change to either fails here."""
+    def constant(path, name):
+        text = (cost.ROOT / path).read_text()
+        return re.search(rf"pub const {name}: [a-z0-9]+ = ([^;]+);", text).group(1)
+
+    def days(expression):
+        hours = re.fullmatch(r"(\d+) \* 60 \* 60 \* 1000", expression)
+        if hours:
+            return int(hours.group(1)) / 24
+        return int(re.fullmatch(r"(\d+) \* 24 \* 60 \* 60 \* 1000", expression).group(1))
+
+    why, ledger = "shared/src/why/limits.rs", "shared/src/countersign/ledger/mod.rs"
+    assert cost.RETENTION == {
+        "why": {"capacity": int(constant(why, "WINDOW_CAPACITY")), "window_days": days(constant(why, "WINDOW_MS"))},
+        "countersign": {"capacity": int(constant(ledger, "CAPACITY")),
+                        "window_days": days(constant(ledger, "WINDOW_MS"))},
+    }
+
+
+def test_a_chain_record_is_told_by_its_key():
+    assert cost.record_scope(("chain#s1/why#home", "rec#0000000003")) == "why"
+    assert cost.record_scope(("chain#s1/countersign#home", "rec#0000000001")) == "countersign"
+    assert cost.record_scope(("chain#s1/why#home", "hash#00000000000000000003")) is None
+    assert cost.record_scope(("chain#s1/why#home", "head")) is None
+    assert cost.record_scope(("account#home", "account")) is None
+    grown = cost.TableSize()
+    grown.add({"pk": {"S": "chain#s1/why#home"}, "sk": {"S": "rec#0000000003"}}, ("chain#s1/why#home", "rec#0000000003"))
+    grown.add({"pk": {"S": "account#home"}, "sk": {"S": "account"}}, ("account#home", "account"))
+    added = grown - cost.TableSize()
+    assert added.total == grown.total and added.records == {"why": [1, grown.records["why"][1]]}
 
 
 def test_the_fixed_costs_follow_the_metrics_the_measurement_ran_at():
