@@ -731,6 +731,80 @@ async fn a_read_only_call_is_one_round_trip_and_a_refused_one_returns_nothing_it
     );
 }
 
+/// A history proof from any size a device kept is one round trip, as every read-only call is:
+/// the log head and the stored hashes a proof from that size may need are read beside the
+/// request's admission. Each proof shows the kept tree a prefix of today's.
+#[tokio::test]
+async fn a_history_proof_from_any_kept_size_is_one_round_trip() {
+    use base64::Engine;
+    use base64::engine::general_purpose::STANDARD;
+    let (client, counter) = Moto::shared().counted_dynamodb_client();
+    let store = Arc::new(DynamoStore::new(client, unique_name("hearth-history")));
+    store.ensure_table().await.unwrap();
+    let vars = settings(&[]);
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let h = harness_over(&common::config(&vars), |_| Stores {
+        cosigned: store.clone(),
+        grants: store.clone(),
+        clients: store.clone(),
+        chains: store.clone(),
+        accounts: store.clone(),
+        counters: store.clone(),
+    });
+    let prove = |from_size: u64| json!({"household_id": "home", "log": "decisions", "from_size": from_size});
+    // (size, root) of a signed checkpoint's text.
+    let tree = |checkpoint: &Value| -> (u64, [u8; 32]) {
+        let lines: Vec<&str> = checkpoint.as_str().unwrap().lines().collect();
+        let root = STANDARD.decode(lines[2]).unwrap().try_into().unwrap();
+        (lines[1].parse().unwrap(), root)
+    };
+    let mut kept = Vec::new();
+    for n in 1..=13u64 {
+        let arguments = json!({"household_id": "home", "action": format!("step {n}"),
+            "reason": "because", "inputs": {}, "approver": "Dana"});
+        let recorded = common::call_tool(&h.router, "record_decision", arguments).await;
+        assert_eq!(recorded["isError"], false, "{recorded}");
+        let answer = common::call_tool(&h.router, "prove_history", prove(n)).await;
+        let (size, root) = tree(&answer["structuredContent"]["checkpoint"]);
+        assert_eq!(size, n);
+        kept.push((size, root));
+    }
+    let (today, today_root) = *kept.last().unwrap();
+    for (size, root) in [(0, [0; 32])].into_iter().chain(kept) {
+        counter.take();
+        let answer = common::call_tool(&h.router, "prove_history", prove(size)).await;
+        let (calls, rounds) = counter.take_with_rounds();
+        assert_eq!(rounds, 1, "from {size}: {calls} requests");
+        assert_eq!(
+            tree(&answer["structuredContent"]["checkpoint"]),
+            (today, today_root)
+        );
+        let proof: Vec<[u8; 32]> = answer["structuredContent"]["consistency"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|hash| {
+                STANDARD
+                    .decode(hash.as_str().unwrap())
+                    .unwrap()
+                    .try_into()
+                    .unwrap()
+            })
+            .collect();
+        assert!(
+            size == 0
+                || hearth_core::tlog::tree::verify_consistency(
+                    size,
+                    &root,
+                    today,
+                    &today_root,
+                    &proof
+                ),
+            "from {size}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn hearth_table_serves_the_product_from_dynamodb() {
     let moto = Moto::shared();

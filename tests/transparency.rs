@@ -417,6 +417,7 @@ async fn concurrent_writers_never_sign_a_fork(backend: Backend) {
             &key,
             checkpoint.size,
             hearth_core::clock::unix_ms(time::OffsetDateTime::now_utc()),
+            None,
         )
         .await
         .unwrap();

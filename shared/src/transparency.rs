@@ -16,13 +16,14 @@ use std::collections::HashMap;
 
 use crate::random::os_bytes;
 use crate::store::{
-    Append, ChainKey, ChainStore, LOG_RETIREMENT_MS, LogAppend, LogBase, LogHead, LogRead,
-    StoreError,
+    Append, ChainKey, ChainStore, LOG_RETIREMENT_MS, LeafHashes, LogAppend, LogBase, LogHead,
+    LogRead, StoreError,
 };
 use crate::tlog::checkpoint::{Checkpoint, parse_proof, proof_text};
 use crate::tlog::note::{self, NoteSigner, NoteVerifier};
 use crate::tlog::tree::{
-    Frontier, Hash, Plan, leaf_hash, leaf_storing, root_from_inclusion, stored_hash_index,
+    Frontier, Hash, Plan, consistency_candidates, leaf_hash, leaf_storing, root_from_inclusion,
+    stored_hash_index, verify_consistency,
 };
 
 /// A household's two logs.
@@ -778,6 +779,11 @@ pub async fn check_window(
 
 /// The current signed checkpoint and the RFC 6962 consistency proof from the tree of
 /// `from_size` (which the caller kept) to it.
+///
+/// `ahead` is the log head and the stored hashes read beside the request's admission (the
+/// hashes at `tlog::tree::consistency_candidates` of `from_size`): when they hold the proof,
+/// and it leads to the signed root, no other read is made. Otherwise, or without them, the
+/// head and then exactly the hashes the proof needs are read.
 pub async fn history(
     store: &dyn ChainStore,
     keys: &LogKeys,
@@ -785,9 +791,13 @@ pub async fn history(
     key: &ChainKey,
     from_size: u64,
     now_ms: i64,
+    ahead: Option<(LogRead, LeafHashes)>,
 ) -> Result<(String, Vec<String>), ProofError> {
-    let read = store.log_head(key, now_ms).await?;
-    let (log, _) = signed_head(keys, kind, read.named.as_deref(), read.log)?;
+    let (read, candidates) = match ahead {
+        Some((read, hashes)) => (read, Some(hashes)),
+        None => (store.log_head(key, now_ms).await?, None),
+    };
+    let (log, checkpoint) = signed_head(keys, kind, read.named.as_deref(), read.log)?;
     if from_size > log.size {
         return Err(ProofError::Invalid(format!(
             "`from_size` is {from_size}, but the log holds {} entries: a kept checkpoint larger than the log means the log was truncated or forked.",
@@ -795,14 +805,59 @@ pub async fn history(
         )));
     }
     let plan = Plan::consistency(from_size, log.size);
-    let hashes = stored_hashes(store, key, plan.needed()).await?;
-    let proof = plan
-        .build(&hashes)
-        .map_err(|missing| ProofError::Tampered(missing.to_string()))?;
+    let proof =
+        match candidates.and_then(|hashes| proof_read_ahead(&plan, &log, &checkpoint, &hashes)) {
+            Some(proof) => proof,
+            None => {
+                let hashes = stored_hashes(store, key, plan.needed()).await?;
+                plan.build(&hashes)
+                    .map_err(|missing| ProofError::Tampered(missing.to_string()))?
+            }
+        };
     Ok((
         log.checkpoint,
         proof.iter().map(|hash| STANDARD.encode(hash)).collect(),
     ))
+}
+
+/// The leaves whose stored hashes a history proof from `from_size` may need, whatever the
+/// log's size (`tlog::tree::consistency_candidates`): what to read beside the log head, for
+/// [`history`]'s `ahead`. At most 64.
+pub fn history_leaves(from_size: u64) -> Vec<u64> {
+    let mut leaves: Vec<u64> = consistency_candidates(from_size)
+        .into_iter()
+        .map(|stored| leaf_storing(stored).0)
+        .collect();
+    // Stored indexes in order give their leaves in order.
+    leaves.dedup();
+    leaves
+}
+
+/// The consistency proof `plan` asks for, from hashes read before the log's size was known
+/// and the log's own frontier, if they hold it and it shows the tree they give for the
+/// proof's old size to be a prefix of the signed one: a read that raced a log reset, or one
+/// short of a hash, answers `None` and the proof is read exactly.
+fn proof_read_ahead(
+    plan: &Plan,
+    log: &LogHead,
+    checkpoint: &Checkpoint,
+    leaves: &LeafHashes,
+) -> Option<Vec<Hash>> {
+    let (old, new) = plan.consistency_sizes()?;
+    let mut hashes: HashMap<u64, Hash> = Frontier::from_parts(log.size, log.frontier.clone())
+        .ok()?
+        .stored()
+        .into_iter()
+        .collect();
+    for index in consistency_candidates(old) {
+        let (leaf, offset) = leaf_storing(index);
+        if let Some(hash) = leaves.get(&leaf).and_then(|stored| stored.get(offset)) {
+            hashes.entry(index).or_insert(*hash);
+        }
+    }
+    let proof = plan.build(&hashes).ok()?;
+    let old_root = Plan::root(old).build(&hashes).ok()?.first().copied()?;
+    verify_consistency(old, &old_root, new, &checkpoint.root, &proof).then_some(proof)
 }
 
 /// The RFC 6962 consistency proof from the tree of `old` entries of `key`'s log to its tree of
@@ -983,6 +1038,83 @@ mod tests {
 
     fn keys() -> LogKeys {
         LogKeys::new("hearth.example", &[(1, [3; 32])]).unwrap()
+    }
+
+    /// A history proof built from the hashes read before the log's size was known is the
+    /// exact proof, for every kept size of every log up to 70 leaves; a read short of a hash,
+    /// or one holding a wrong hash, builds none (the proof is then read exactly).
+    #[test]
+    fn a_history_proof_from_the_hashes_read_ahead_is_the_exact_one_or_none() {
+        let mut frontier = Frontier::new();
+        let mut leaves = LeafHashes::new();
+        let mut exact = HashMap::new();
+        for n in 1..=70u64 {
+            let stored = frontier.append(leaf_hash(&n.to_le_bytes()));
+            leaves.insert(n - 1, stored.iter().map(|(_, hash)| *hash).collect());
+            exact.extend(stored);
+            let log = LogHead {
+                log_id: "l".into(),
+                epoch: 1,
+                size: n,
+                frontier: frontier.hashes().to_vec(),
+                checkpoint: String::new(),
+                expires_at_ms: None,
+            };
+            let checkpoint = Checkpoint {
+                origin: "o".into(),
+                size: n,
+                root: frontier.root(),
+            };
+            for old in 0..=n {
+                let plan = Plan::consistency(old, n);
+                let ahead: LeafHashes = history_leaves(old)
+                    .into_iter()
+                    .filter_map(|leaf| Some((leaf, leaves.get(&leaf)?.clone())))
+                    .collect();
+                assert_eq!(
+                    proof_read_ahead(&plan, &log, &checkpoint, &ahead),
+                    Some(plan.build(&exact).unwrap()),
+                    "{old} -> {n}"
+                );
+            }
+        }
+        let (old, new) = (37, 70);
+        let plan = Plan::consistency(old, new);
+        let log = LogHead {
+            log_id: "l".into(),
+            epoch: 1,
+            size: new,
+            frontier: frontier.hashes().to_vec(),
+            checkpoint: String::new(),
+            expires_at_ms: None,
+        };
+        let checkpoint = Checkpoint {
+            origin: "o".into(),
+            size: new,
+            root: frontier.root(),
+        };
+        let read: LeafHashes = history_leaves(old)
+            .into_iter()
+            .filter_map(|leaf| Some((leaf, leaves.get(&leaf)?.clone())))
+            .collect();
+        assert!(proof_read_ahead(&plan, &log, &checkpoint, &read).is_some());
+        let needed_leaf = leaf_storing(plan.needed()[0]).0;
+        let mut short = read.clone();
+        if short.remove(&needed_leaf).is_some() {
+            assert_eq!(proof_read_ahead(&plan, &log, &checkpoint, &short), None);
+        }
+        for leaf in history_leaves(old) {
+            let mut wrong = read.clone();
+            let Some(hashes) = wrong.get_mut(&leaf) else {
+                continue;
+            };
+            hashes[0][0] ^= 1;
+            let built = proof_read_ahead(&plan, &log, &checkpoint, &wrong);
+            assert!(
+                built.is_none() || built == Some(plan.build(&exact).unwrap()),
+                "a wrong hash at leaf {leaf} built a wrong proof"
+            );
+        }
     }
 
     /// Through windows filling and evicting, every append's log base is the log's frontier

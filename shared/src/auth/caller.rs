@@ -7,7 +7,9 @@ use std::sync::Arc;
 use super::attestation::{AttestationRefusal, HostClaim};
 use crate::accounts::Standing;
 use crate::chain::sha256_hex;
-use crate::store::{AccountItem, AppendStart, ChainKey, ChainRead, Snapshot, StoreError};
+use crate::store::{
+    AccountItem, AppendStart, ChainKey, ChainRead, LeafHashes, LogHead, Snapshot, StoreError,
+};
 
 /// Who is calling, as far as a toolset needs to know: the data scope (the SHA-256 of the
 /// verified subject, or of the household a household token names), which toolsets key all
@@ -73,6 +75,19 @@ impl Caller {
             .as_ref()
             .filter(|read| read.key == *key)
             .and_then(|read| read.with_log())
+    }
+
+    /// `key`'s live window, log head and the log hashes read with them, if the HTTP layer read
+    /// them ahead for this call ([`ChainRead::read_for_history`]): a history proof builds from
+    /// them instead of asking the store again. They serve once.
+    pub fn read_ahead_for_history_of(
+        &self,
+        key: &ChainKey,
+    ) -> Option<(Arc<Snapshot>, Option<LogHead>, LeafHashes)> {
+        self.read_ahead
+            .as_ref()
+            .filter(|read| read.key == *key)
+            .and_then(|read| read.for_history())
     }
 
     /// A caller whose request carried no device attestation.
@@ -202,6 +217,7 @@ mod tests {
             window: Ok(None),
             log: None,
             spent: Default::default(),
+            hashes: None,
         }));
         assert_eq!(reading.read_ahead_of(&key("kitchen")), Some(Ok(None)));
         assert_eq!(
@@ -219,6 +235,7 @@ mod tests {
             window: Ok(None),
             log: Some(None),
             spent: Default::default(),
+            hashes: None,
         }));
         assert_eq!(
             reading.read_ahead_with_log_of(&key("kitchen")),
@@ -235,6 +252,7 @@ mod tests {
             window: Err(StoreError::Unavailable("timed out".into())),
             log: Some(None),
             spent: Default::default(),
+            hashes: None,
         }));
         assert_eq!(
             reading.read_ahead_with_log_of(&key("kitchen")),

@@ -169,7 +169,15 @@ pub struct ChainRead {
     /// Whether a call has started from the read with its log head: it serves one attempt, as
     /// a second append of the same call would find it stale.
     pub spent: Spent,
+    /// Stored hashes of the chain's log read beside the window, by leaf, before the log's size
+    /// was known ([`ChainRead::read_for_history`]); `None` when none were read, or the read
+    /// failed.
+    pub hashes: Option<LeafHashes>,
 }
+
+/// A log's stored hashes by leaf, as [`ChainStore::log_hashes`] answers: each leaf's hash and
+/// the interior hashes its append completed.
+pub type LeafHashes = HashMap<u64, Vec<[u8; 32]>>;
 
 /// A flag set once, shared by every clone of the caller that holds the read (they share its
 /// `Arc`); two reads are equal by what they read, whether spent or not.
@@ -211,6 +219,7 @@ impl ChainRead {
             window,
             log: None,
             spent: Spent::default(),
+            hashes: None,
         }
     }
 
@@ -228,6 +237,28 @@ impl ChainRead {
             window,
             log,
             spent: Spent::default(),
+            hashes: None,
+        }
+    }
+
+    /// Reads `key`'s window and log head as [`ChainRead::read_with_log`] does and, at the same
+    /// time, the log's stored hashes at `leaves`: what a proof from a size the caller kept may
+    /// need, read before the log's current size is known (see
+    /// `tlog::tree::consistency_candidates`). Leaves past the log read as absent.
+    pub async fn read_for_history(
+        store: &dyn ChainStore,
+        key: ChainKey,
+        now_ms: i64,
+        leaves: &[u64],
+    ) -> Self {
+        let (read, hashes) = futures_util::future::join(
+            Self::read_with_log(store, key.clone(), now_ms),
+            store.log_hashes(&key, leaves),
+        )
+        .await;
+        Self {
+            hashes: hashes.ok(),
+            ..read
         }
     }
 
@@ -238,6 +269,19 @@ impl ChainRead {
         match (&self.window, &self.log) {
             (Ok(window), Some(log)) if !self.spent.spend() => {
                 Some((window.as_deref().cloned(), log.clone()))
+            }
+            _ => None,
+        }
+    }
+
+    /// The live window, its log head and the stored hashes read with them
+    /// ([`ChainRead::read_for_history`]), if all three were read and nothing has started from
+    /// them yet. A chain without a live window serves none: only its window names the log it
+    /// should have, which a proof checks.
+    pub fn for_history(&self) -> Option<(Arc<Snapshot>, Option<LogHead>, LeafHashes)> {
+        match (&self.window, &self.log, &self.hashes) {
+            (Ok(Some(window)), Some(log), Some(hashes)) if !self.spent.spend() => {
+                Some((window.clone(), log.clone(), hashes.clone()))
             }
             _ => None,
         }
@@ -271,6 +315,7 @@ impl std::fmt::Debug for ChainRead {
             .field("key", &self.key)
             .field("window", &window)
             .field("with_log", &self.log.is_some())
+            .field("hashes", &self.hashes.as_ref().map(HashMap::len))
             .finish()
     }
 }

@@ -262,6 +262,14 @@ impl Plan {
         Self { kind, needed }
     }
 
+    /// The old and new sizes of a consistency proof's plan; `None` for another proof.
+    pub fn consistency_sizes(&self) -> Option<(u64, u64)> {
+        match self.kind {
+            ProofKind::Consistency { old, new } => Some((old, new)),
+            _ => None,
+        }
+    }
+
     /// The stored hashes to read, by index, each once.
     pub fn needed(&self) -> &[u64] {
         &self.needed
@@ -293,6 +301,33 @@ fn run(kind: ProofKind, source: &mut impl Subtrees) -> Vec<Hash> {
         ProofKind::Root { size } => vec![range_hash(0, size, source)],
         ProofKind::Frontier { size } => subtrees(0, size, source),
     }
+}
+
+/// The levels [`consistency_candidates`] covers: proofs to trees of up to 2^32 leaves.
+pub const CANDIDATE_LEVELS: u32 = 32;
+
+/// The stored hashes a consistency proof from the tree of `old` leaves may need, whatever the
+/// larger tree it runs to (of at most 2^[`CANDIDATE_LEVELS`] leaves), besides that tree's own
+/// frontier: `old`'s frontier and, at every level, the complete subtree holding leaf `old - 1`
+/// and the first one starting at or after leaf `old`. Every other hash of such a proof is a
+/// root of the larger tree's frontier, which its log head holds. So they can be read before
+/// the larger tree's size is known, beside its head, and the proof built with no second read.
+/// They lie in at most 64 leaves' stored hashes (one batch read), by index, each once.
+pub fn consistency_candidates(old: u64) -> Vec<u64> {
+    // Past the levels covered no proof could be built from them: the caller reads exactly.
+    if old == 0 || old >= 1 << CANDIDATE_LEVELS {
+        return Vec::new();
+    }
+    let mut recorder = Recorder(Vec::new());
+    subtrees(0, old, &mut recorder);
+    let mut candidates = recorder.0;
+    for level in 0..CANDIDATE_LEVELS {
+        candidates.push(stored_hash_index(level, (old - 1) >> level));
+        candidates.push(stored_hash_index(level, old.div_ceil(1 << level)));
+    }
+    candidates.sort_unstable();
+    candidates.dedup();
+    candidates
 }
 
 /// The hashes of the maximal complete subtrees of leaves `lo..hi`, left to right.
@@ -473,6 +508,58 @@ mod tests {
             (0..=8).map(stored_hash_count).collect::<Vec<_>>(),
             vec![0, 1, 3, 4, 7, 8, 10, 11, 15]
         );
+    }
+
+    #[test]
+    fn a_consistency_proof_needs_only_the_old_trees_candidates_and_the_new_trees_frontier() {
+        for old in 1..160u64 {
+            let candidates = consistency_candidates(old);
+            for new in old..600 {
+                let frontier = Plan::frontier(new);
+                for needed in Plan::consistency(old, new).needed() {
+                    assert!(
+                        candidates.binary_search(needed).is_ok()
+                            || frontier.needed().contains(needed),
+                        "{old} -> {new}: stored hash {needed}"
+                    );
+                }
+            }
+        }
+        // A large tree, near the levels covered.
+        let old = (1 << CANDIDATE_LEVELS) - 12_345;
+        let candidates = consistency_candidates(old);
+        for new in [
+            old + 1,
+            old + 7,
+            (1 << CANDIDATE_LEVELS) - 1,
+            1 << CANDIDATE_LEVELS,
+        ] {
+            let frontier = Plan::frontier(new);
+            for needed in Plan::consistency(old, new).needed() {
+                assert!(
+                    candidates.binary_search(needed).is_ok() || frontier.needed().contains(needed)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_candidates_fit_one_batch_read_and_none_are_named_past_the_levels_covered() {
+        for old in [1, 2, 3, 1000, (1 << 31) + 1, (1 << CANDIDATE_LEVELS) - 1] {
+            let mut leaves: Vec<u64> = consistency_candidates(old)
+                .into_iter()
+                .map(|stored| leaf_storing(stored).0)
+                .collect();
+            leaves.dedup();
+            assert!(
+                !leaves.is_empty() && leaves.len() <= 64,
+                "{old}: {} leaves",
+                leaves.len()
+            );
+        }
+        assert!(consistency_candidates(0).is_empty());
+        assert!(consistency_candidates(1 << CANDIDATE_LEVELS).is_empty());
+        assert!(consistency_candidates(u64::MAX).is_empty());
     }
 
     #[test]

@@ -19,8 +19,8 @@ use crate::store::{
     Landed, LogRead, Snapshot, StoreError, Winner,
 };
 use crate::transparency::{
-    self, Lifetime, LogError, LogKeys, LogKind, ProofError, WindowProofs, grow, history, logged,
-    start_over, window_proofs,
+    self, Lifetime, LogError, LogKeys, LogKind, ProofError, WindowProofs, grow, history,
+    history_leaves, logged, start_over, window_proofs,
 };
 use crate::witnessing::{Signed, Witnesses};
 
@@ -552,20 +552,35 @@ impl WhyService {
         from_size: u64,
     ) -> Result<(String, Vec<String>), WhyError> {
         let key = chain_key(caller, household_id)?;
-        let key = match kind {
-            LogKind::Decisions => key,
-            // Like every other read of the ledger, its history is for a signed speaker: it
-            // tells when, and how often, the household bought.
-            LogKind::Ledger if !matches!(caller.host, HostClaim::Verified(_)) => {
-                return Err(WhyError::NoSpeaker);
-            }
-            LogKind::Ledger => crate::countersign::ledger::chain_key_in(&caller.scope, &key.name),
-        };
+        // Like every other read of the ledger, its history is for a signed speaker: it tells
+        // when, and how often, the household bought.
+        if kind == LogKind::Ledger && !matches!(caller.host, HostClaim::Verified(_)) {
+            return Err(WhyError::NoSpeaker);
+        }
+        let key = log_chain_key(&caller.scope, &key.name, kind);
         let keys = self.log_keys.as_ref().ok_or_else(|| {
             WhyError::NotFound("This server has no log key, so it signs no checkpoints.".into())
         })?;
         let now_ms = unix_ms(self.clock.now());
-        match history(self.store.as_ref(), keys, kind, &key, from_size, now_ms).await {
+        // The log head comes from the head item the window read returned, and only from a
+        // live window, which names the log the proof must come from.
+        let ahead = caller
+            .read_ahead_for_history_of(&key)
+            .map(|(window, log, hashes)| {
+                let named = window.head.log_id.clone();
+                (LogRead { log, named }, hashes)
+            });
+        match history(
+            self.store.as_ref(),
+            keys,
+            kind,
+            &key,
+            from_size,
+            now_ms,
+            ahead,
+        )
+        .await
+        {
             Ok((checkpoint, proof)) => match &self.witnesses {
                 Some(witnesses) => Ok((witnesses.attach(&key, &checkpoint).await, proof)),
                 None => Ok((checkpoint, proof)),
@@ -614,6 +629,28 @@ impl WhyService {
         self.read_with_log(key).await
     }
 
+    /// Reads what a history proof of `household_id`'s `kind` log from `from_size` needs: the
+    /// window with its log head and, beside them, the stored hashes such a proof may need
+    /// whatever the log's size (`tlog::tree::consistency_candidates`), so that the proof takes
+    /// one round trip. `None` for a malformed household id, or the ledger's history asked
+    /// without a signed speaker (the call refuses it).
+    pub async fn read_ahead_for_history(
+        &self,
+        caller: &Caller,
+        household_id: &str,
+        kind: LogKind,
+        from_size: u64,
+    ) -> Option<ChainRead> {
+        if kind == LogKind::Ledger && !matches!(caller.host, HostClaim::Verified(_)) {
+            return None;
+        }
+        let key = ahead_key(caller, household_id)?;
+        let key = log_chain_key(&caller.scope, &key.name, kind);
+        let leaves = history_leaves(from_size);
+        let now_ms = unix_ms(self.clock.now());
+        Some(ChainRead::read_for_history(self.store.as_ref(), key, now_ms, &leaves).await)
+    }
+
     async fn read_with_log(&self, key: ChainKey) -> Option<ChainRead> {
         let now_ms = unix_ms(self.clock.now());
         Some(ChainRead::read_with_log(self.store.as_ref(), key, now_ms).await)
@@ -627,6 +664,15 @@ impl WhyService {
         ChainRead::or_load(caller.read_ahead_of(key), self.store.as_ref(), key, now_ms)
             .await?
             .ok_or_else(no_decisions)
+    }
+}
+
+/// The chain whose log is `household_id`'s `kind` log, in data scope `scope`: the ledger's
+/// log is read through its chain key (`countersign::ledger::chain_key_in`).
+fn log_chain_key(scope: &str, household_id: &str, kind: LogKind) -> ChainKey {
+    match kind {
+        LogKind::Decisions => chain_key_in(scope, household_id),
+        LogKind::Ledger => crate::countersign::ledger::chain_key_in(scope, household_id),
     }
 }
 

@@ -263,33 +263,56 @@ impl Toolset for WhyToolset {
     /// `explain_why` and `whats_changed` read the household's decision window and nothing
     /// else, so it can be read beside the request's admission; `record_decision` appends
     /// after reading it, and `get_trace` proves from it, so their read goes there too, with
-    /// the log head.
+    /// the log head; `prove_history` reads the log head and the stored hashes its proof may
+    /// need.
     async fn read_ahead(
         &self,
         caller: &Caller,
         name: &str,
         arguments: Option<&str>,
     ) -> Option<ChainRead> {
-        if ![EXPLAIN_WHY, WHATS_CHANGED, RECORD_DECISION, GET_TRACE].contains(&name) {
+        if ![
+            EXPLAIN_WHY,
+            WHATS_CHANGED,
+            RECORD_DECISION,
+            GET_TRACE,
+            PROVE_HISTORY,
+        ]
+        .contains(&name)
+        {
             return None;
         }
-        /// The one argument that names the chain; a malformed one reads nothing ahead (the
-        /// call itself then says what is wrong).
+        /// The arguments that name what is read; malformed ones read nothing ahead (the call
+        /// itself then says what is wrong).
         #[derive(Deserialize)]
-        struct Household<'a> {
+        struct Reads<'a> {
             #[serde(borrow, default)]
             household_id: Option<std::borrow::Cow<'a, str>>,
+            #[serde(borrow, default)]
+            log: Option<std::borrow::Cow<'a, str>>,
+            #[serde(default)]
+            from_size: Option<u64>,
         }
-        let household_id = match arguments {
-            Some(arguments) => {
-                serde_json::from_str::<Household<'_>>(arguments)
-                    .ok()?
-                    .household_id
-            }
-            None => None,
+        let reads = match arguments {
+            Some(arguments) => serde_json::from_str::<Reads<'_>>(arguments).ok()?,
+            None => Reads {
+                household_id: None,
+                log: None,
+                from_size: None,
+            },
         };
-        let household_id = caller.household_to_confirm(household_id.as_deref())?;
+        let household_id = caller.household_to_confirm(reads.household_id.as_deref())?;
         match name {
+            PROVE_HISTORY => {
+                let kind = match reads.log.as_deref() {
+                    None => LogKind::Decisions,
+                    Some(name) => LogKind::parse(name)?,
+                };
+                return self
+                    .service
+                    .read_ahead_for_history(caller, household_id, kind, reads.from_size?)
+                    .await;
+            }
             RECORD_DECISION => {
                 return self
                     .service
