@@ -57,7 +57,13 @@ pub fn wait_until_listening(port: u16, what: &str) {
 pub struct Server {
     pub port: u16,
     child: Child,
+    /// What the server has logged so far, read as it writes.
+    log: std::sync::Arc<std::sync::Mutex<String>>,
+    reader: Option<std::thread::JoinHandle<()>>,
 }
+
+/// How many free ports a server is started on before its failure to bind is reported.
+const PORT_ATTEMPTS: usize = 3;
 
 impl Server {
     pub fn start(data_dir: &std::path::Path, vars: &[(&str, String)]) -> Self {
@@ -65,25 +71,80 @@ impl Server {
     }
 
     /// As [`Server::start`], running `hearth serve ARGS`.
+    ///
+    /// Waits for the server's own `serving` line naming its port, not just for something to
+    /// accept connections there: a port [`free_port`] found free can be taken by another
+    /// test's server before this one binds it, and this one then exits while the other
+    /// answers. Such a server is started again on another port.
     pub fn start_serving(
         data_dir: &std::path::Path,
         args: &[&str],
         vars: &[(&str, String)],
     ) -> Self {
-        let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_hearth"))
-            .env_clear()
-            .env("HEARTH_ADDR", format!("127.0.0.1:{port}"))
-            .env("HEARTH_DATA_DIR", data_dir)
-            .envs(vars.iter().map(|(name, value)| (*name, value.as_str())))
-            .arg("serve")
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        wait_until_listening(port, "hearth");
-        Self { port, child }
+        for attempt in 1..=PORT_ATTEMPTS {
+            let port = free_port();
+            let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
+                .env_clear()
+                .env("HEARTH_ADDR", format!("127.0.0.1:{port}"))
+                .env("HEARTH_DATA_DIR", data_dir)
+                .envs(vars.iter().map(|(name, value)| (*name, value.as_str())))
+                .arg("serve")
+                .args(args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+            let stderr = child.stderr.take().unwrap();
+            let kept = log.clone();
+            let reader = std::thread::spawn(move || {
+                use std::io::BufRead;
+                for line in std::io::BufReader::new(stderr).lines() {
+                    let Ok(line) = line else { break };
+                    let mut kept = kept.lock().unwrap();
+                    kept.push_str(&line);
+                    kept.push('\n');
+                }
+            });
+            let mut server = Self {
+                port,
+                child,
+                log,
+                reader: Some(reader),
+            };
+            let serving = format!("\"address\":\"127.0.0.1:{port}\"");
+            let started = Instant::now();
+            loop {
+                if server
+                    .logged()
+                    .lines()
+                    .any(|line| line.contains("\"serving\"") && line.contains(&serving))
+                {
+                    wait_until_listening(port, "hearth");
+                    return server;
+                }
+                if !server.is_running() {
+                    let log = server.stop();
+                    assert!(
+                        attempt < PORT_ATTEMPTS && log.contains("in use"),
+                        "hearth exited before serving:\n{log}"
+                    );
+                    break;
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(20),
+                    "hearth did not start:\n{}",
+                    server.logged()
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        unreachable!("every attempt returns a server, starts again, or fails")
+    }
+
+    /// What the server has logged so far.
+    fn logged(&self) -> String {
+        self.log.lock().unwrap().clone()
     }
 
     pub fn is_running(&mut self) -> bool {
@@ -92,13 +153,12 @@ impl Server {
 
     /// Stops the server and returns what it logged.
     pub fn stop(mut self) -> String {
-        self.child.kill().unwrap();
+        let _ = self.child.kill();
         self.child.wait().unwrap();
-        let mut log = String::new();
-        if let Some(mut stderr) = self.child.stderr.take() {
-            stderr.read_to_string(&mut log).unwrap();
+        if let Some(reader) = self.reader.take() {
+            reader.join().unwrap();
         }
-        log
+        self.logged()
     }
 
     /// A JSON-RPC call to `/mcp` with a bearer token; returns the status and parsed body.
