@@ -146,6 +146,34 @@ def test_a_chains_appends_cost_what_they_cost_against_a_full_window_once_it_fill
         cost.monthly({"tools": {"record_decision": filling}}, {"record_decision": 20}, 10)
 
 
+def test_calls_cost_what_they_cost_against_the_twelfth_months_chains():
+    """A call that reads the decision window costs what it cost against a full one, a ledger
+    call what it cost against a year of orders, and what a call keeps for good is what it adds
+    to chains already open, not a first call's head item."""
+    base = {"read_units": 2, "write_units": 1, "stored_bytes": 0, "log_bytes": 300,
+            "lambda_billed_ms_mean": 10, "lambda_ms_median": 10, "dynamodb_requests": {}, "calls": 1}
+    proposing = dict(base, write_units=8, stored_bytes=2000, records={"countersign": [1, 1100]})
+    measured = {"metrics": "function", "tools": {
+        "explain_why": base,
+        "explain_why, window full": dict(base, read_units=7, lambda_billed_ms_mean=12),
+        "propose_purchase": proposing,
+        "propose_purchase, ledger of a year": dict(proposing, read_units=90, stored_bytes=1500),
+    }}
+    lines = cost.monthly(measured, {"explain_why": 3, "propose_purchase": 0.5}, 1000, alarm_metrics=0)
+    prices = cost.PRICES
+    reads, proposals = 3 * cost.DAYS_PER_MONTH * 1000, 0.5 * cost.DAYS_PER_MONTH * 1000
+    assert lines["DynamoDB requests"] == pytest.approx(
+        reads * (7 * prices["dynamodb_read_request_unit"] + 1 * prices["dynamodb_write_request_unit"])
+        + proposals * (90 * prices["dynamodb_read_request_unit"] + 8 * prices["dynamodb_write_request_unit"]))
+    assert lines["Lambda"] == pytest.approx(
+        reads * (prices["lambda_request"] + 12 / 1000 * 0.25 * prices["lambda_gb_second"])
+        + proposals * (prices["lambda_request"] + 10 / 1000 * 0.25 * prices["lambda_gb_second"]))
+    # 400 bytes a proposal kept for good (1,500 less its record), a year; and a year of its
+    # records, as a ledger holds them.
+    assert lines["DynamoDB storage"] == pytest.approx(
+        (proposals * 12 * 400 + 1000 * 0.5 * 365 * 1100) / cost.GIB * prices["dynamodb_storage_gb_month"])
+
+
 def test_a_chain_records_retention_is_the_codes():
     """RETENTION mirrors the constants the stores apply: a change to either fails here."""
     def constant(path, name):
