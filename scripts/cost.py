@@ -104,9 +104,17 @@ def alarm_metrics_in_template(detail="function"):
                if not (detail == "off" and re.search(r"^ +Condition: HasMetrics$", block, re.M)))
 
 # The functions' memory (infra/template.yaml, MemorySize) and how long logs are kept by
-# default (LogRetentionDays).
+# default (LogRetentionDays, read from the template): a month's logs are stored for that
+# share of a month.
 LAMBDA_MEMORY_GB = 256 / 1024
-LOG_RETENTION_MONTHS = 1
+
+
+def log_retention_days():
+    text = (ROOT / "infra" / "template.yaml").read_text()
+    return int(re.search(r"^  LogRetentionDays:\n(?:    .*\n)*?    Default: (\d+)$", text, re.M).group(1))
+
+
+LOG_RETENTION_MONTHS = log_retention_days() / 30.4
 
 # Lambda's own log records per invocation in the template's JSON log format (platform.start
 # and platform.report; platform.runtimeDone too): not measured here, estimated from their
@@ -599,7 +607,8 @@ class ServerLog:
             time.sleep(0.01)
 
 
-async def drive(url, token, key, key_id, household, recorder, log, rounds, moto_port, table, durations=None):
+async def drive(url, token, key, key_id, household, members, recorder, log, rounds, moto_port, table,
+                durations=None):
     """Every tool, `rounds` times; `durations`, when the calls go to a Lambda instance, says how
     long each invocation since it was last asked took (ms)."""
     sys.path.insert(0, str(ROOT / "scripts"))
@@ -689,17 +698,19 @@ async def drive(url, token, key, key_id, household, recorder, log, rounds, moto_
                     await tool("get_trace", {"household_id": household, "trace_id": trace.structured_content["trace_id"]},
                                kept_as=form.format("get_trace"))
 
-                async def propose(kept_as=None):
+                async def propose(kept_as=None, member="dana"):
                     await tool("propose_purchase", {"product_id": "aa-batteries", "variant_id": "4-pack", "quantity": 1},
-                               words="order a four pack of double A batteries", kept_as=kept_as)
+                               member=member, words="order a four pack of double A batteries", kept_as=kept_as)
 
-                async def ledger_calls(form="{}"):
-                    await propose(form.format("propose_purchase"))
-                    await tool("household_activity", {}, member="dana", words="what did we buy this week?",
+                # Each round's acting calls (a proposal and the waiting list) are one member's
+                # 2 of the 20 a member may make in ten minutes: a phase of rounds by one member.
+                async def ledger_calls(form="{}", member="dana"):
+                    await propose(form.format("propose_purchase"), member)
+                    await tool("household_activity", {}, member=member, words="what did we buy this week?",
                                kept_as=form.format("household_activity"))
-                    await tool("list_waiting", {}, member="dana", words="anything waiting for me?",
+                    await tool("list_waiting", {}, member=member, words="anything waiting for me?",
                                kept_as=form.format("list_waiting"))
-                    await tool("verify_ledger", {}, member="dana", words="check the ledger",
+                    await tool("verify_ledger", {}, member=member, words="check the ledger",
                                kept_as=form.format("verify_ledger"))
 
                 for n in range(rounds):
@@ -724,11 +735,12 @@ async def drive(url, token, key, key_id, household, recorder, log, rounds, moto_
                 # entries): fill it to a year of the default profile's orders, unmeasured, and
                 # measure the calls that read or append to it there.
                 held = stored.records.get("countersign", [0, 0])[0]
-                for _ in range(max(0, LEDGER_YEAR_ENTRIES - rounds - held)):
-                    await propose(UNMEASURED)
+                fillers = [member for member in members if member not in ("dana", "chris")]
+                for n in range(max(0, LEDGER_YEAR_ENTRIES - rounds - held)):
+                    await propose(UNMEASURED, fillers[n % len(fillers)])
                 forget_unmeasured()
                 for _ in range(rounds):
-                    await ledger_calls(LEDGER_YEAR)
+                    await ledger_calls(LEDGER_YEAR, member="chris")
     for entry in measured.values():
         times = sorted(entry.pop("handler_us"))
         calls = entry["calls"]
@@ -747,8 +759,11 @@ async def drive(url, token, key, key_id, household, recorder, log, rounds, moto_
 
 
 def measure(args):
-    if args.rounds > RETENTION["why"]["capacity"]:
-        raise SystemExit(f"--rounds at most {RETENTION['why']['capacity']}: past that a decision window is full")
+    # Past a window's capacity the rounds' decisions would evict; past 10, one member's
+    # acting calls (two a round) would pass the 20 a member may make in ten minutes.
+    most = min(RETENTION["why"]["capacity"], 10)
+    if args.rounds > most:
+        raise SystemExit(f"--rounds at most {most}: past that the decision window is full or the member's turns are spent")
     moto_port = args.moto_port
     moto = f"http://127.0.0.1:{moto_port}"
     gateway = None
@@ -815,12 +830,19 @@ def measure(args):
         policy["name"] = "Cost Home"
         # A year of orders (LEDGER_YEAR_ENTRIES) is more than the demo's weekly budget allows
         # in the minutes the measurement takes: the budget is still checked on every order.
-        policy["weekly_budget_cents"] = 100_000_000
+        policy["weekly_budget_cents"] = 10_000_000
+        # And more than one person may ask for in ten minutes (ACTING_CALLS_PER_MEMBER, 20):
+        # the orders are spread over the most members a household may have (16), the
+        # children's places given to grown-ups who need no guardian.
+        policy["members"] = [member for member in policy["members"] if member["role"] != "child"]
+        policy["members"] += [{"id": f"member{n}", "name": f"Member {n}", "role": "parent"}
+                              for n in range(16 - len(policy["members"]))]
         (data / "policy.json").write_text(json.dumps(policy))
         household = admin("household", "create", "Cost Home", "--policy", str(data / "policy.json"))["household_id"]
         device = admin("device-key", "add", household)
         token = admin("token", household, "--days", "1")["access_token"]
-        measured = asyncio.run(drive(url, token, device["key"], device["key_id"], household, recorder,
+        members = [member["id"] for member in policy["members"]]
+        measured = asyncio.run(drive(url, token, device["key"], device["key_id"], household, members, recorder,
                                      ServerLog(log_path), args.rounds, moto_port, table,
                                      gateway.take if gateway else None))
     finally:

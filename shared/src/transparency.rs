@@ -793,36 +793,47 @@ pub async fn history(
     now_ms: i64,
     ahead: Option<(LogRead, LeafHashes)>,
 ) -> Result<(String, Vec<String>), ProofError> {
-    let (read, candidates) = match ahead {
-        Some((read, hashes)) => (read, Some(hashes)),
-        None => (store.log_head(key, now_ms).await?, None),
-    };
-    let (log, checkpoint) = signed_head(keys, kind, read.named.as_deref(), read.log)?;
+    if let Some((read, hashes)) = ahead {
+        let (log, checkpoint) = signed_head(keys, kind, read.named.as_deref(), read.log)?;
+        let plan = Plan::consistency(from_size, within(&log, from_size)?);
+        if let Some(proof) = proof_read_ahead(&plan, &log, &checkpoint, &hashes) {
+            return Ok(answer(log, &proof));
+        }
+        // What was read ahead holds too little, or raced a change of the log: read the head
+        // again, and then exactly what the proof needs, as without it.
+    }
+    let read = store.log_head(key, now_ms).await?;
+    let (log, _) = signed_head(keys, kind, read.named.as_deref(), read.log)?;
+    let plan = Plan::consistency(from_size, within(&log, from_size)?);
+    let hashes = stored_hashes(store, key, plan.needed()).await?;
+    let proof = plan
+        .build(&hashes)
+        .map_err(|missing| ProofError::Tampered(missing.to_string()))?;
+    Ok(answer(log, &proof))
+}
+
+/// The log's size, when a proof can run to it from `from_size`.
+fn within(log: &LogHead, from_size: u64) -> Result<u64, ProofError> {
     if from_size > log.size {
         return Err(ProofError::Invalid(format!(
             "`from_size` is {from_size}, but the log holds {} entries: a kept checkpoint larger than the log means the log was truncated or forked.",
             log.size
         )));
     }
-    let plan = Plan::consistency(from_size, log.size);
-    let proof =
-        match candidates.and_then(|hashes| proof_read_ahead(&plan, &log, &checkpoint, &hashes)) {
-            Some(proof) => proof,
-            None => {
-                let hashes = stored_hashes(store, key, plan.needed()).await?;
-                plan.build(&hashes)
-                    .map_err(|missing| ProofError::Tampered(missing.to_string()))?
-            }
-        };
-    Ok((
+    Ok(log.size)
+}
+
+/// The signed checkpoint and the proof, as `prove_history` hands them out.
+fn answer(log: LogHead, proof: &[Hash]) -> (String, Vec<String>) {
+    (
         log.checkpoint,
         proof.iter().map(|hash| STANDARD.encode(hash)).collect(),
-    ))
+    )
 }
 
 /// The leaves whose stored hashes a history proof from `from_size` may need, whatever the
 /// log's size (`tlog::tree::consistency_candidates`): what to read beside the log head, for
-/// [`history`]'s `ahead`. At most 64.
+/// [`history`]'s `ahead`. At most 48.
 pub fn history_leaves(from_size: u64) -> Vec<u64> {
     let mut leaves: Vec<u64> = consistency_candidates(from_size)
         .into_iter()

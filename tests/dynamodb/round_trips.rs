@@ -690,6 +690,11 @@ async fn what_each_call_costs_is_the_manuals_table_and_within_its_targets() {
         ("`household_activity`", "household_activity", json!({})),
         ("`verify_ledger`", "verify_ledger", json!({})),
         (
+            "`prove_history` (the ledger)",
+            "prove_history",
+            json!({"log": "ledger", "from_size": 1}),
+        ),
+        (
             "`check_receipt`",
             "check_receipt",
             json!({"receipt": ordered["placed"]["receipt"]}),

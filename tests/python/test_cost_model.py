@@ -331,3 +331,17 @@ def test_the_gateway_hands_each_request_to_the_function_as_an_api_gateway_event(
         assert gateway.take() == []
     finally:
         gateway.close()
+
+
+def test_logs_are_stored_for_the_templates_default_retention():
+    """A month's logs are kept LogRetentionDays (the template's default, 7), so they are
+    stored for that share of a month, not a whole one."""
+    assert cost.log_retention_days() == 7
+    measured = {"metrics": "function", "tools": {"tools/list": {
+        "read_units": 0, "write_units": 0, "stored_bytes": 0, "log_bytes": 300,
+        "lambda_billed_ms_mean": 1, "lambda_ms_median": 1, "dynamodb_requests": {}, "calls": 1}}}
+    lines = cost.monthly(measured, {"tools/list": 10}, 1000, alarm_metrics=0)
+    gb = 10 * cost.DAYS_PER_MONTH * 1000 * (300 + cost.PLATFORM_LOG_BYTES) / cost.GIB
+    prices = cost.PRICES
+    assert lines["CloudWatch Logs"] == pytest.approx(
+        gb * (prices["cloudwatch_logs_ingested_gb"] + 7 / 30.4 * prices["cloudwatch_logs_stored_gb_month"]))

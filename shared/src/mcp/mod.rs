@@ -26,7 +26,7 @@ pub const MAX_TOOL_ARGUMENT_BYTES: usize = 8192;
 pub const MAX_BODY_BYTES: usize = 65_536;
 
 /// Set by the handler when a tool call's result is an `isError` result, for the request's log
-/// line (the `ToolErrors` metric, and a refusal's fixed code as its `reason`); the HTTP layer
+/// line (its `ToolErrors` mark or metric, and a refusal's fixed code as its `reason`); the HTTP layer
 /// puts one in each request's extensions.
 #[derive(Debug, Clone, Default)]
 pub struct ToolOutcome(std::sync::Arc<std::sync::OnceLock<Option<&'static str>>>);

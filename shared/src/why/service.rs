@@ -632,8 +632,10 @@ impl WhyService {
     /// Reads what a history proof of `household_id`'s `kind` log from `from_size` needs: the
     /// window with its log head and, beside them, the stored hashes such a proof may need
     /// whatever the log's size (`tlog::tree::consistency_candidates`), so that the proof takes
-    /// one round trip. `None` for a malformed household id, or the ledger's history asked
-    /// without a signed speaker (the call refuses it).
+    /// one round trip. `None` for a malformed household id. The ledger's is read too: the
+    /// caller a read ahead is made for has no verified speaker yet (its attestation is checked
+    /// beside), and the call itself refuses the ledger's history without one, dropping what
+    /// was read, as every read ahead of a refused call is dropped.
     pub async fn read_ahead_for_history(
         &self,
         caller: &Caller,
@@ -641,9 +643,6 @@ impl WhyService {
         kind: LogKind,
         from_size: u64,
     ) -> Option<ChainRead> {
-        if kind == LogKind::Ledger && !matches!(caller.host, HostClaim::Verified(_)) {
-            return None;
-        }
         let key = ahead_key(caller, household_id)?;
         let key = log_chain_key(&caller.scope, &key.name, kind);
         let leaves = history_leaves(from_size);
