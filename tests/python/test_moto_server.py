@@ -26,8 +26,8 @@ def run(updates, update_item):
     DynamoDBBackend.update_item = update_item
     try:
         with mock_aws():
-            os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing")
-            client = boto3.client("dynamodb", region_name="us-east-1")
+            client = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="testing",
+                                  aws_secret_access_key="testing")
             client.create_table(
                 TableName="t", BillingMode="PAY_PER_REQUEST",
                 KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
