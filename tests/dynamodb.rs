@@ -678,13 +678,16 @@ async fn a_counter_outage_counts_locally_and_the_table_takes_over_when_it_return
     assert_eq!(counter.take(), 2, "the table counts again, by itself");
 }
 
-#[tokio::test]
-async fn a_read_only_call_is_one_round_trip_and_a_refused_one_returns_nothing_it_read() {
-    let (captured, _logs) = common::capture::Captured::installed();
+/// A server over one new table on the shared emulator, every store on it, with `extra`
+/// settings, and the counter of its DynamoDB requests and round trips.
+async fn counted_on_dynamodb(
+    table: &str,
+    extra: &[(&str, &str)],
+) -> (common::Harness, CallCounter) {
     let (client, counter) = Moto::shared().counted_dynamodb_client();
-    let store = Arc::new(DynamoStore::new(client, unique_name("hearth-one-round")));
+    let store = Arc::new(DynamoStore::new(client, unique_name(table)));
     store.ensure_table().await.unwrap();
-    let vars = settings(&[("HEARTH_RATE_LIMIT_PER_SUBJECT", "3")]);
+    let vars = settings(extra);
     let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
     let h = harness_over(&common::config(&vars), |_| Stores {
         cosigned: store.clone(),
@@ -694,6 +697,17 @@ async fn a_read_only_call_is_one_round_trip_and_a_refused_one_returns_nothing_it
         accounts: store.clone(),
         counters: store.clone(),
     });
+    (h, counter)
+}
+
+#[tokio::test]
+async fn a_read_only_call_is_one_round_trip_and_a_refused_one_returns_nothing_it_read() {
+    let (captured, _logs) = common::capture::Captured::installed();
+    let (h, counter) = counted_on_dynamodb(
+        "hearth-one-round",
+        &[("HEARTH_RATE_LIMIT_PER_SUBJECT", "3")],
+    )
+    .await;
     let recorded = common::rpc(&h.router, &record_call("home")).await;
     assert_eq!(
         recorded.body["result"]["isError"], false,
@@ -738,19 +752,7 @@ async fn a_read_only_call_is_one_round_trip_and_a_refused_one_returns_nothing_it
 async fn a_history_proof_from_any_kept_size_is_one_round_trip() {
     use base64::Engine;
     use base64::engine::general_purpose::STANDARD;
-    let (client, counter) = Moto::shared().counted_dynamodb_client();
-    let store = Arc::new(DynamoStore::new(client, unique_name("hearth-history")));
-    store.ensure_table().await.unwrap();
-    let vars = settings(&[]);
-    let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
-    let h = harness_over(&common::config(&vars), |_| Stores {
-        cosigned: store.clone(),
-        grants: store.clone(),
-        clients: store.clone(),
-        chains: store.clone(),
-        accounts: store.clone(),
-        counters: store.clone(),
-    });
+    let (h, counter) = counted_on_dynamodb("hearth-history", &[]).await;
     let prove = |from_size: u64| json!({"household_id": "home", "log": "decisions", "from_size": from_size});
     // (size, root) of a signed checkpoint's text.
     let tree = |checkpoint: &Value| -> (u64, [u8; 32]) {

@@ -1056,6 +1056,23 @@ mod tests {
     /// or one holding a wrong hash, builds none (the proof is then read exactly).
     #[test]
     fn a_history_proof_from_the_hashes_read_ahead_is_the_exact_one_or_none() {
+        // A log head of the tree `frontier` ends, and its checkpoint (unsigned: not read).
+        let signed = |frontier: &Frontier| {
+            let log = LogHead {
+                log_id: "l".into(),
+                epoch: 1,
+                size: frontier.size(),
+                frontier: frontier.hashes().to_vec(),
+                checkpoint: String::new(),
+                expires_at_ms: None,
+            };
+            let checkpoint = Checkpoint {
+                origin: "o".into(),
+                size: frontier.size(),
+                root: frontier.root(),
+            };
+            (log, checkpoint)
+        };
         let mut frontier = Frontier::new();
         let mut leaves = LeafHashes::new();
         let mut exact = HashMap::new();
@@ -1063,19 +1080,7 @@ mod tests {
             let stored = frontier.append(leaf_hash(&n.to_le_bytes()));
             leaves.insert(n - 1, stored.iter().map(|(_, hash)| *hash).collect());
             exact.extend(stored);
-            let log = LogHead {
-                log_id: "l".into(),
-                epoch: 1,
-                size: n,
-                frontier: frontier.hashes().to_vec(),
-                checkpoint: String::new(),
-                expires_at_ms: None,
-            };
-            let checkpoint = Checkpoint {
-                origin: "o".into(),
-                size: n,
-                root: frontier.root(),
-            };
+            let (log, checkpoint) = signed(&frontier);
             for old in 0..=n {
                 let plan = Plan::consistency(old, n);
                 let ahead: LeafHashes = history_leaves(old)
@@ -1091,19 +1096,7 @@ mod tests {
         }
         let (old, new) = (37, 70);
         let plan = Plan::consistency(old, new);
-        let log = LogHead {
-            log_id: "l".into(),
-            epoch: 1,
-            size: new,
-            frontier: frontier.hashes().to_vec(),
-            checkpoint: String::new(),
-            expires_at_ms: None,
-        };
-        let checkpoint = Checkpoint {
-            origin: "o".into(),
-            size: new,
-            root: frontier.root(),
-        };
+        let (log, checkpoint) = signed(&frontier);
         let read: LeafHashes = history_leaves(old)
             .into_iter()
             .filter_map(|leaf| Some((leaf, leaves.get(&leaf)?.clone())))
