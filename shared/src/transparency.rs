@@ -619,10 +619,20 @@ async fn stored_hashes(
     key: &ChainKey,
     indexes: &[u64],
 ) -> Result<HashMap<u64, Hash>, StoreError> {
+    let items = store.log_hashes(key, &leaves_holding(indexes)).await?;
+    Ok(hashes_at(indexes, &items))
+}
+
+/// The leaves whose stored hash items hold the hashes at `indexes`, each once, in order.
+fn leaves_holding(indexes: &[u64]) -> Vec<u64> {
     let mut leaves: Vec<u64> = indexes.iter().map(|index| leaf_storing(*index).0).collect();
     leaves.sort_unstable();
     leaves.dedup();
-    let items = store.log_hashes(key, &leaves).await?;
+    leaves
+}
+
+/// The hashes at `indexes` found among the hash items read; one not read is absent.
+fn hashes_at(indexes: &[u64], items: &LeafHashes) -> HashMap<u64, Hash> {
     let mut hashes = HashMap::with_capacity(indexes.len());
     for index in indexes {
         let (leaf, offset) = leaf_storing(*index);
@@ -630,7 +640,7 @@ async fn stored_hashes(
             hashes.insert(*index, *hash);
         }
     }
-    Ok(hashes)
+    hashes
 }
 
 /// The log head with its checkpoint verified against the keys, the head itself, and the tree
@@ -835,13 +845,7 @@ fn answer(log: LogHead, proof: &[Hash]) -> (String, Vec<String>) {
 /// log's size (`tlog::tree::consistency_candidates`): what to read beside the log head, for
 /// [`history`]'s `ahead`. At most 48.
 pub fn history_leaves(from_size: u64) -> Vec<u64> {
-    let mut leaves: Vec<u64> = consistency_candidates(from_size)
-        .into_iter()
-        .map(|stored| leaf_storing(stored).0)
-        .collect();
-    // Stored indexes in order give their leaves in order.
-    leaves.dedup();
-    leaves
+    leaves_holding(&consistency_candidates(from_size))
 }
 
 /// The consistency proof `plan` asks for, from hashes read before the log's size was known
@@ -855,17 +859,10 @@ fn proof_read_ahead(
     leaves: &LeafHashes,
 ) -> Option<Vec<Hash>> {
     let (old, new) = plan.consistency_sizes()?;
-    let mut hashes: HashMap<u64, Hash> = Frontier::from_parts(log.size, log.frontier.clone())
-        .ok()?
-        .stored()
-        .into_iter()
-        .collect();
-    for index in consistency_candidates(old) {
-        let (leaf, offset) = leaf_storing(index);
-        if let Some(hash) = leaves.get(&leaf).and_then(|stored| stored.get(offset)) {
-            hashes.entry(index).or_insert(*hash);
-        }
-    }
+    let frontier = Frontier::from_parts(log.size, log.frontier.clone()).ok()?;
+    let mut hashes = hashes_at(&consistency_candidates(old), leaves);
+    // The log head's own frontier is what its checkpoint was checked against.
+    hashes.extend(frontier.stored());
     let proof = plan.build(&hashes).ok()?;
     let old_root = Plan::root(old).build(&hashes).ok()?.first().copied()?;
     verify_consistency(old, &old_root, new, &checkpoint.root, &proof).then_some(proof)

@@ -345,3 +345,13 @@ def test_logs_are_stored_for_the_templates_default_retention():
     prices = cost.PRICES
     assert lines["CloudWatch Logs"] == pytest.approx(
         gb * (prices["cloudwatch_logs_ingested_gb"] + 7 / 30.4 * prices["cloudwatch_logs_stored_gb_month"]))
+
+
+def test_a_measurement_refuses_more_rounds_than_a_window_and_a_members_turns_allow():
+    """Ten rounds at most: past them one member's acting calls would pass the 20 a member may
+    make in ten minutes (and, past 25, the rounds' decisions would evict)."""
+    import argparse
+
+    for rounds in (11, 26):
+        with pytest.raises(SystemExit, match="--rounds at most 10"):
+            cost.measure(argparse.Namespace(rounds=rounds))

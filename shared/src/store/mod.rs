@@ -851,11 +851,7 @@ pub trait ChainStore: Send + Sync + 'static {
 
     /// The hashes the appends of `leaves` stored (each leaf's hash, then the interior hashes
     /// it completed), by leaf index, in one read. A leaf the log does not hold is absent.
-    async fn log_hashes(
-        &self,
-        key: &ChainKey,
-        leaves: &[u64],
-    ) -> Result<HashMap<u64, Vec<[u8; 32]>>, StoreError>;
+    async fn log_hashes(&self, key: &ChainKey, leaves: &[u64]) -> Result<LeafHashes, StoreError>;
 
     /// Applies `append` atomically: either the record, the new head, every eviction and the
     /// log's growth are stored together, or nothing changes.

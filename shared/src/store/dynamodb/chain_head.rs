@@ -488,6 +488,17 @@ mod tests {
     use crate::tlog::tree::{Frontier, leaf_hash};
     use crate::transparency::{Lifetime, LogKeys, LogKind, grow};
 
+    /// The frontiers of a test log of `leaves` leaves after each append, the empty one first.
+    fn frontiers_through(leaves: u64) -> Vec<Frontier> {
+        let mut frontier = Frontier::new();
+        let mut frontiers = vec![frontier.clone()];
+        for n in 0..leaves {
+            frontier.append(leaf_hash(&n.to_le_bytes()));
+            frontiers.push(frontier.clone());
+        }
+        frontiers
+    }
+
     /// A real window's base, written beside its log's frontier with only the subtrees they do
     /// not share, reads back whole; the record hashes read back as the hex they were; and an
     /// item edited into a shape no release writes is refused, never read as a shorter base or
@@ -495,12 +506,7 @@ mod tests {
     #[test]
     fn a_head_item_reads_back_as_written_and_refuses_a_mangled_one() {
         use aws_sdk_dynamodb::types::AttributeValue;
-        let mut frontier = Frontier::new();
-        let mut frontiers = vec![frontier.clone()];
-        for n in 0..300u64 {
-            frontier.append(leaf_hash(&n.to_le_bytes()));
-            frontiers.push(frontier.clone());
-        }
+        let frontiers = frontiers_through(300);
         let (size, first) = (300usize, 275usize);
         let log = LogHead {
             log_id: "log".into(),
@@ -631,12 +637,7 @@ mod tests {
     /// a window's base read back from the log's frontier is the base that was written.
     #[test]
     fn the_shared_subtrees_are_the_same_in_both_frontiers() {
-        let mut frontier = Frontier::new();
-        let mut frontiers = vec![frontier.clone()];
-        for n in 0..600u64 {
-            frontier.append(leaf_hash(&n.to_le_bytes()));
-            frontiers.push(frontier.clone());
-        }
+        let frontiers = frontiers_through(600);
         for base in 0..frontiers.len() {
             for size in base..frontiers.len().min(base + 40) {
                 let shared = shared_subtrees(base as u64, size as u64);
