@@ -237,10 +237,10 @@ impl ChainStore for RacedOnce {
         self.inner.append(key, append, now_ms).await
     }
 
-    async fn append_or_winner(
+    async fn append_together(
         &self,
         key: &ChainKey,
-        append: Append,
+        appends: Vec<Append>,
         now_ms: i64,
     ) -> Result<(), (StoreError, Option<Winner>)> {
         if let Some(rival) = self.rival.lock().await.take() {
@@ -253,7 +253,7 @@ impl ChainStore for RacedOnce {
                 .unwrap();
             self.calls.take();
         }
-        self.inner.append_or_winner(key, append, now_ms).await
+        self.inner.append_together(key, appends, now_ms).await
     }
 
     async fn remove(&self, key: &ChainKey) -> Result<usize, StoreError> {

@@ -95,6 +95,16 @@ impl ChainStore for Counted {
         self.inner.append_or_winner(key, append, now_ms).await
     }
 
+    async fn append_together(
+        &self,
+        key: &ChainKey,
+        appends: Vec<Append>,
+        now_ms: i64,
+    ) -> Result<(), (StoreError, Option<Winner>)> {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        self.inner.append_together(key, appends, now_ms).await
+    }
+
     async fn remove(&self, key: &ChainKey) -> Result<usize, StoreError> {
         self.inner.remove(key).await
     }

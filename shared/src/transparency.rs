@@ -286,40 +286,7 @@ pub fn grow(
     record_hash: &str,
     lifetime: Lifetime,
 ) -> Result<Growth, LogError> {
-    if let Some(keys) = keys {
-        head_as_named(named, log)?;
-        if let Some(log) = log
-            && log.size >= keys.max_size
-        {
-            return Err(LogError::Full(keys.max_size));
-        }
-    }
-    let retires = lifetime.retires();
-    // A credential's log lives with one window: the first append of a new window starts the
-    // log's next epoch, which retires with that window.
-    let earlier_window = retires.is_some() && log.is_some_and(|log| log.expires_at_ms != retires);
-    // A log that holds entries but no signature (it grew while no key was configured, or its
-    // checkpoint was blanked in the database) is never signed over: with a key, the chain
-    // starts a new log under a new id instead, so no signed origin can fork.
-    let unsigned =
-        keys.is_some() && log.is_some_and(|log| log.size > 0 && log.checkpoint.is_empty());
-    let (log_id, epoch, frontier) = match log {
-        Some(log) if earlier_window => (log.log_id.clone(), log.epoch + 1, Frontier::new()),
-        Some(log) if !unsigned => (
-            log.log_id.clone(),
-            log.epoch,
-            checked_frontier(keys, kind, log)?,
-        ),
-        _ => (fresh_log_id()?, 1, Frontier::new()),
-    };
-    Ok(grow_from(
-        keys,
-        kind,
-        log,
-        (log_id, epoch, retires),
-        frontier,
-        record_hash,
-    ))
+    LogGrowth::grow(keys, kind, named, log, lifetime)?.single(record_hash)
 }
 
 /// How long a log is kept.
@@ -385,60 +352,172 @@ pub fn start_over(
     record_hash: &str,
     lifetime: Lifetime,
 ) -> Result<Growth, LogError> {
-    Ok(grow_from(
-        Some(keys),
-        kind,
-        log,
-        (fresh_log_id()?, 1, lifetime.retires()),
-        Frontier::new(),
-        record_hash,
-    ))
+    LogGrowth::start_over(keys, kind, log, lifetime)?.single(record_hash)
 }
 
 fn fresh_log_id() -> Result<String, LogError> {
     Ok(hex::encode(os_bytes::<16>().map_err(|_| LogError::Random)?))
 }
 
-/// The log `log_id` in `epoch` (retiring at `retires`), grown from `frontier` by one record,
-/// and signed.
-fn grow_from(
-    keys: Option<&LogKeys>,
+/// A log grown by one or more records that land in one step (appends queued together, see
+/// `why::queue`), signed once at the end: every record's receipt proves it in that one
+/// checkpoint, so the witnesses are asked once for the lot. Each record's [`LogAppend`] expects
+/// the head the one before it left, as sequential appends would; only the last carries the
+/// signed checkpoint (the store keeps the last head alone).
+pub struct LogGrowth<'k> {
+    keys: Option<&'k LogKeys>,
     kind: LogKind,
-    expected: Option<&LogHead>,
-    (log_id, epoch, retires): (String, u64, Option<i64>),
-    mut frontier: Frontier,
-    record_hash: &str,
-) -> Growth {
-    let path = frontier.next_inclusion_proof();
-    let index = frontier.size();
-    let stored = frontier.append(leaf_hash(&record_leaf(record_hash)));
-    let (checkpoint, receipt) = match keys {
-        Some(keys) => {
-            let signed = keys.sign(&Checkpoint {
-                origin: keys.origin(&log_id, kind, epoch),
-                size: frontier.size(),
-                root: frontier.root(),
-            });
-            let receipt = proof_text(index, &path, &signed);
-            (signed, Some(receipt))
+    log_id: String,
+    epoch: u64,
+    retires: Option<i64>,
+    frontier: Frontier,
+    /// The head the next record's append expects.
+    expected: Option<LogHead>,
+    /// The first new record's 0-based position in the log.
+    first: u64,
+    /// Every stored hash the new records' inclusion proofs can need: the frontier they grew
+    /// from and every hash their appends store.
+    stored: HashMap<u64, Hash>,
+}
+
+impl<'k> LogGrowth<'k> {
+    /// The growth of `log` (see [`grow`]).
+    pub fn grow(
+        keys: Option<&'k LogKeys>,
+        kind: LogKind,
+        named: Option<&str>,
+        log: Option<&LogHead>,
+        lifetime: Lifetime,
+    ) -> Result<Self, LogError> {
+        if let Some(keys) = keys {
+            head_as_named(named, log)?;
+            if let Some(log) = log
+                && log.size >= keys.max_size
+            {
+                return Err(LogError::Full(keys.max_size));
+            }
         }
-        None => (String::new(), None),
-    };
-    Growth {
-        append: LogAppend {
+        let retires = lifetime.retires();
+        // A credential's log lives with one window: the first append of a new window starts
+        // the log's next epoch, which retires with that window.
+        let earlier_window = retires.is_some() && log.is_some_and(|log| log.expires_at_ms != retires);
+        // A log that holds entries but no signature (it grew while no key was configured, or
+        // its checkpoint was blanked in the database) is never signed over: with a key, the
+        // chain starts a new log under a new id instead, so no signed origin can fork.
+        let unsigned =
+            keys.is_some() && log.is_some_and(|log| log.size > 0 && log.checkpoint.is_empty());
+        let (log_id, epoch, frontier) = match log {
+            Some(log) if earlier_window => (log.log_id.clone(), log.epoch + 1, Frontier::new()),
+            Some(log) if !unsigned => (
+                log.log_id.clone(),
+                log.epoch,
+                checked_frontier(keys, kind, log)?,
+            ),
+            _ => (fresh_log_id()?, 1, Frontier::new()),
+        };
+        Ok(Self::from(keys, kind, log, (log_id, epoch, retires), frontier))
+    }
+
+    /// A new log in place of `log` (see [`start_over`]).
+    pub fn start_over(
+        keys: &'k LogKeys,
+        kind: LogKind,
+        log: Option<&LogHead>,
+        lifetime: Lifetime,
+    ) -> Result<Self, LogError> {
+        Ok(Self::from(
+            Some(keys),
+            kind,
+            log,
+            (fresh_log_id()?, 1, lifetime.retires()),
+            Frontier::new(),
+        ))
+    }
+
+    /// The log `log_id` in `epoch` (retiring at `retires`), to grow from `frontier`.
+    fn from(
+        keys: Option<&'k LogKeys>,
+        kind: LogKind,
+        expected: Option<&LogHead>,
+        (log_id, epoch, retires): (String, u64, Option<i64>),
+        frontier: Frontier,
+    ) -> Self {
+        Self {
+            keys,
+            kind,
+            log_id,
+            epoch,
+            retires,
+            first: frontier.size(),
+            stored: frontier.stored().into_iter().collect(),
+            frontier,
             expected: expected.cloned(),
-            head: LogHead {
-                log_id,
-                epoch,
-                size: frontier.size(),
-                frontier: frontier.hashes().to_vec(),
-                checkpoint,
-                expires_at_ms: retires,
-            },
-            hashes: stored.into_iter().map(|(_, hash)| hash).collect(),
-        },
-        receipt,
-        index,
+        }
+    }
+
+    /// Adds the record whose hash is `record_hash` (hex): its part of the append, with no
+    /// checkpoint yet. [`LogError::Full`] when the log holds as many entries as it may.
+    pub fn add(&mut self, record_hash: &str) -> Result<LogAppend, LogError> {
+        if let Some(keys) = self.keys
+            && self.frontier.size() >= keys.max_size
+        {
+            return Err(LogError::Full(keys.max_size));
+        }
+        let stored = self.frontier.append(leaf_hash(&record_leaf(record_hash)));
+        let hashes = stored.iter().map(|(_, hash)| *hash).collect();
+        self.stored.extend(stored);
+        let head = LogHead {
+            log_id: self.log_id.clone(),
+            epoch: self.epoch,
+            size: self.frontier.size(),
+            frontier: self.frontier.hashes().to_vec(),
+            checkpoint: String::new(),
+            expires_at_ms: self.retires,
+        };
+        let expected = std::mem::replace(&mut self.expected, Some(head.clone()));
+        Ok(LogAppend {
+            expected,
+            head,
+            hashes,
+        })
+    }
+
+    /// Signs the tree the records made (without a key, signs nothing) into `last`, the last
+    /// record's part, and returns each record's receipt (`c2sp.org/tlog-proof@v1`) against that
+    /// checkpoint, in the order they were added: to hand out once the append is stored.
+    pub fn sign(self, last: &mut LogAppend) -> Vec<Option<String>> {
+        let added = self.frontier.size() - self.first;
+        let Some(keys) = self.keys else {
+            return vec![None; added as usize];
+        };
+        let size = self.frontier.size();
+        let signed = keys.sign(&Checkpoint {
+            origin: keys.origin(&self.log_id, self.kind, self.epoch),
+            size,
+            root: self.frontier.root(),
+        });
+        let receipts = (self.first..size)
+            .map(|index| {
+                let path = Plan::inclusion(index, size)
+                    .build(&self.stored)
+                    .expect("a new leaf's audit path lies in the frontier it grew from and its own hashes");
+                Some(proof_text(index, &path, &signed))
+            })
+            .collect();
+        last.head.checkpoint = signed;
+        receipts
+    }
+
+    /// Grows the log by one record and signs it.
+    fn single(mut self, record_hash: &str) -> Result<Growth, LogError> {
+        let index = self.frontier.size();
+        let mut append = self.add(record_hash)?;
+        let receipt = self.sign(&mut append).pop().flatten();
+        Ok(Growth {
+            append,
+            receipt,
+            index,
+        })
     }
 }
 

@@ -11,6 +11,7 @@ use hearth_core::auth::Caller;
 use hearth_core::clock::SystemClock;
 use hearth_core::store::{
     APPEND_BUDGET, Append, ChainKey, ChainStore, LogHead, LogRead, MAKE_WAY, Snapshot, StoreError,
+    Winner,
 };
 use hearth_core::why::record::NewDecision;
 use hearth_core::why::{WhyError, WhyService};
@@ -72,13 +73,24 @@ impl ChainStore for Contested {
         Ok(Default::default())
     }
 
-    async fn append(&self, _: &ChainKey, _: Append, _: i64) -> Result<(), StoreError> {
+    async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError> {
+        self.append_together(key, vec![append], now_ms)
+            .await
+            .map_err(|(error, _)| error)
+    }
+
+    async fn append_together(
+        &self,
+        _: &ChainKey,
+        _: Vec<Append>,
+        _: i64,
+    ) -> Result<(), (StoreError, Option<Winner>)> {
         let sent = Instant::now();
         tokio::time::sleep(self.latency).await;
         let mut appends = self.appends.lock().unwrap();
         appends.push((sent, Instant::now()));
         if appends.len() <= self.failing {
-            Err((self.error)())
+            Err(((self.error)(), None))
         } else {
             Ok(())
         }

@@ -50,7 +50,8 @@ use aws_sdk_dynamodb::types::{
 use super::{
     AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, ClientItem,
     ClientStore, Cosigned, CosignedStore, Counter, CounterStore, GrantItem, GrantKind, GrantStore,
-    Head, LOG_RETIREMENT_MS, LogHead, LogRead, Snapshot, StoreError, Taken, Winner,
+    Head, LOG_RETIREMENT_MS, LogAppend, LogHead, LogRead, Snapshot, StoreError, Taken, Winner,
+    unchained,
 };
 use crate::chain::Sealed;
 use chain_head::{HEAD_SK, LOG_APART_SK, LogPlace};
@@ -554,20 +555,34 @@ impl ChainStore for DynamoStore {
             .map_err(|(error, _)| error)
     }
 
-    /// The head's and the log's conditions ask for the item as it stands when they fail
-    /// (`ALL_OLD`): a lost race then returns the winning heads in the same round trip, and
-    /// the loser retries from them without reading the chain again. Across Lambda instances,
-    /// where no process lock spares the store a collision, that halves a retry's round trips.
     async fn append_or_winner(
         &self,
         key: &ChainKey,
         append: Append,
         now_ms: i64,
     ) -> Result<(), (StoreError, Option<Winner>)> {
+        self.append_together(key, vec![append], now_ms).await
+    }
+
+    /// One transaction, whatever the number of appends: the head item goes from the first's
+    /// expected heads to the last's. The head's and the log's conditions ask for the item as
+    /// it stands when they fail (`ALL_OLD`): a lost race then returns the winning heads in the
+    /// same round trip, and the loser retries from them without reading the chain again.
+    /// Across Lambda instances, where no process lock spares the store a collision, that
+    /// halves a retry's round trips.
+    async fn append_together(
+        &self,
+        key: &ChainKey,
+        appends: Vec<Append>,
+        now_ms: i64,
+    ) -> Result<(), (StoreError, Option<Winner>)> {
+        if let Some(error) = unchained(&appends) {
+            return Err((error, None));
+        }
         let pk = chain_pk(key);
         let place = self.log_place(&pk);
         let items = self
-            .append_transaction(key, &append, place, now_ms)
+            .append_transaction(key, &appends, place, now_ms)
             .await
             .map_err(|error| (error, None))?;
         match self.transact(items).await {
@@ -579,7 +594,7 @@ impl ChainStore for DynamoStore {
                 // A wrong guess of where the log is stored is corrected by the read the
                 // caller makes next, so no winner is given while the log is apart.
                 let winner = (place == LogPlace::InHead)
-                    .then(|| winner_from(&items, append.log.is_some()))
+                    .then(|| winner_from(&items, appends[0].log.is_some()))
                     .flatten()
                     // A retired log's meaning is the reader's to decide: it reads again.
                     .filter(|winner| winner.log.as_ref().is_none_or(|log| log.is_kept(now_ms)));
@@ -741,42 +756,62 @@ impl ChainStore for DynamoStore {
 }
 
 impl DynamoStore {
-    /// The items of one append's transaction: the head item's update first (`winner_from`
-    /// reads the winning heads there), then the record, the evicted record, the log's hashes,
-    /// and, when the log head was stored apart (`place`), its deletion.
+    /// The items of one transaction landing `appends` (checked by [`unchained`]): the head
+    /// item's update first (`winner_from` reads the winning heads there), from the first's
+    /// expected heads to the last's; then each record, the evicted records, each record's log
+    /// hashes, and, when the log head was stored apart (`place`), its deletion.
     async fn append_transaction(
         &self,
         key: &ChainKey,
-        append: &Append,
+        appends: &[Append],
         place: LogPlace,
         now_ms: i64,
     ) -> Result<Vec<TransactWriteItem>, StoreError> {
         let pk = chain_pk(key);
-        let head = &append.head;
-        let first_seq = append.evict_below_seq.clamp(1, append.record.seq);
+        let (first, last) = match appends {
+            [first, .., last] => (first, last),
+            [only] => (only, only),
+            [] => return Err(StoreError::Unavailable("an append of nothing".into())),
+        };
+        // The head's one step: the first append's conditions, the last append's heads.
+        let step = Append {
+            expected: first.expected.clone(),
+            log: last.log.as_ref().map(|log| LogAppend {
+                expected: first.log.as_ref().and_then(|first| first.expected.clone()),
+                head: log.head.clone(),
+                hashes: Vec::new(),
+            }),
+            ..last.clone()
+        };
+        let first_seq = step.evict_below_seq.clamp(1, step.record.seq);
         let update_head =
-            chain_head::append_update(&self.table, &pk, append, first_seq, place, now_ms)?;
-        let record_item = record_item(&pk, &append.record, head);
-        let put_record = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(record_item))
-            .build()
-            .map_err(unavailable)?;
-        let mut items = vec![
-            TransactWriteItem::builder().update(update_head).build(),
-            TransactWriteItem::builder().put(put_record).build(),
-        ];
+            chain_head::append_update(&self.table, &pk, &step, first_seq, place, now_ms)?;
+        let mut items = vec![TransactWriteItem::builder().update(update_head).build()];
+        for append in appends {
+            let put_record = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(record_item(&pk, &append.record, &append.head)))
+                .build()
+                .map_err(unavailable)?;
+            items.push(TransactWriteItem::builder().put(put_record).build());
+        }
         // Eviction advances one record per append (the window keeps a fixed number), so the
-        // record just below the new bound is the only one to delete.
-        if append.expected.is_some() && append.evict_below_seq > 1 {
+        // record just below each append's new bound is the only one it deletes; appends that
+        // evict nothing name one deleted before, once.
+        let evicted: std::collections::BTreeSet<u64> = appends
+            .iter()
+            .filter(|append| append.expected.is_some() && append.evict_below_seq > 1)
+            .map(|append| append.evict_below_seq - 1)
+            .collect();
+        for seq in evicted {
             let delete = Delete::builder()
                 .table_name(&self.table)
-                .set_key(Some(key_of(&pk, &record_sk(append.evict_below_seq - 1))))
+                .set_key(Some(key_of(&pk, &record_sk(seq))))
                 .build()
                 .map_err(unavailable)?;
             items.push(TransactWriteItem::builder().delete(delete).build());
         }
-        if let Some(log) = &append.log {
+        for log in appends.iter().filter_map(|append| append.log.as_ref()) {
             let mut hashes = key_of(&pk, &hash_sk(log.head.size - 1));
             hashes.insert("hashes".into(), s(&hex::encode(log.hashes.concat())));
             if let Some(expires_at_ms) = log.head.expires_at_ms {
@@ -788,21 +823,21 @@ impl DynamoStore {
                 .build()
                 .map_err(unavailable)?;
             items.push(TransactWriteItem::builder().put(put_hashes).build());
-            if place == LogPlace::Apart {
-                let (condition, values) =
-                    chain_head::log_apart_delete_condition(log.expected.as_ref(), now_ms);
-                let delete_apart = Delete::builder()
-                    .table_name(&self.table)
-                    .set_key(Some(key_of(&pk, LOG_APART_SK)))
-                    .condition_expression(condition)
-                    .set_expression_attribute_values(Some(values))
-                    .build()
-                    .map_err(unavailable)?;
-                items.push(TransactWriteItem::builder().delete(delete_apart).build());
-            }
         }
-        if append.expected.is_none() {
-            items.push(self.register(key, append, now_ms).await?);
+        if let (Some(log), LogPlace::Apart) = (&first.log, place) {
+            let (condition, values) =
+                chain_head::log_apart_delete_condition(log.expected.as_ref(), now_ms);
+            let delete_apart = Delete::builder()
+                .table_name(&self.table)
+                .set_key(Some(key_of(&pk, LOG_APART_SK)))
+                .condition_expression(condition)
+                .set_expression_attribute_values(Some(values))
+                .build()
+                .map_err(unavailable)?;
+            items.push(TransactWriteItem::builder().delete(delete_apart).build());
+        }
+        if first.expected.is_none() {
+            items.push(self.register(key, &step, now_ms).await?);
         }
         Ok(items)
     }

@@ -691,6 +691,18 @@ impl ConflictRetry {
         }
     }
 
+    /// Retries until `deadline` (an append's budget, counted from when its call began); the
+    /// first attempt starts now.
+    pub fn until(deadline: tokio::time::Instant) -> Self {
+        Self {
+            budget: APPEND_BUDGET,
+            deadline,
+            attempt_started: tokio::time::Instant::now(),
+            losses: 0,
+            waited_for_turn: false,
+        }
+    }
+
     /// Waits for this process's turn at `key` (see [`AppendLocks`]) within the same budget;
     /// `None` if the budget ran out first (report the chain busy).
     pub async fn turn(
@@ -754,6 +766,35 @@ impl ConflictRetry {
         self.attempt_started = tokio::time::Instant::now();
         true
     }
+}
+
+/// The most appends [`ChainStore::append_together`] takes: DynamoDB's transaction holds at
+/// most 100 items, and each append is up to three (its record, its log hashes and the record
+/// it evicts) beside the head, the scope registry and a log head stored apart.
+pub const MOST_APPENDS_TOGETHER: usize = 24;
+
+/// Appends that are not one chain's steps in order, each after the one before: a bug in the
+/// caller, refused before anything is sent.
+pub(crate) fn unchained(appends: &[Append]) -> Option<StoreError> {
+    let refused = |why: &str| Some(StoreError::Unavailable(format!("appends landed together {why}")));
+    if appends.is_empty() || appends.len() > MOST_APPENDS_TOGETHER {
+        return refused("must number 1 to 24");
+    }
+    for pair in appends.windows(2) {
+        let (before, after) = (&pair[0], &pair[1]);
+        let log_follows = match (&before.log, &after.log) {
+            (None, None) => true,
+            (Some(before), Some(after)) => after.expected.as_ref() == Some(&before.head),
+            _ => false,
+        };
+        if after.expected.as_ref() != Some(&before.head) || !log_follows {
+            return refused("must each follow the one before");
+        }
+        if after.evict_below_seq > appends[0].record.seq {
+            return refused("must not evict a record written with them");
+        }
+    }
+    None
 }
 
 /// One lock per chain, so that the appends one process makes to a chain take turns instead of
@@ -870,6 +911,19 @@ pub trait ChainStore: Send + Sync + 'static {
             .await
             .map_err(|error| (error, None))
     }
+
+    /// Applies `appends` as one: each planned after the one before it (its `expected` heads
+    /// are the heads the one before leaves, as sequential appends would have them), and
+    /// either all of them are stored or nothing changes. The first's expected heads decide a
+    /// lost race, which names the winner as [`ChainStore::append_or_winner`] does. At most
+    /// [`MOST_APPENDS_TOGETHER`], and fewer than the chain's window holds, so that no record
+    /// is written and evicted in the same step.
+    async fn append_together(
+        &self,
+        key: &ChainKey,
+        appends: Vec<Append>,
+        now_ms: i64,
+    ) -> Result<(), (StoreError, Option<Winner>)>;
 
     /// Removes the chain whole: its head and every record, live or expired, and its log's
     /// hashes. The log head stays as a placeholder of size 0 with the next epoch, so a log

@@ -590,139 +590,32 @@ impl ChainStore for SqliteStore {
     }
 
     async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError> {
+        self.append_together(key, vec![append], now_ms)
+            .await
+            .map_err(|(error, _)| error)
+    }
+
+    /// One SQLite transaction applying each append in turn: each finds the heads the one
+    /// before it left, so its own checks are the whole batch's.
+    async fn append_together(
+        &self,
+        key: &ChainKey,
+        appends: Vec<Append>,
+        now_ms: i64,
+    ) -> Result<(), (StoreError, Option<super::Winner>)> {
+        if let Some(error) = super::unchained(&appends) {
+            return Err((error, None));
+        }
         self.with_connection(|connection| {
             let transaction = connection
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(unavailable)?;
-            let current = read_head(&transaction, key)?.filter(|h| h.is_live(now_ms));
-            if current != append.expected {
-                return Err(StoreError::Conflict);
+            for append in &appends {
+                apply_append(&transaction, key, append, now_ms)?;
             }
-            if let Some(log) = &append.log {
-                let stored = read_log(&transaction, key, now_ms)?;
-                let same = |a: &LogHead, b: &LogHead| {
-                    a.log_id == b.log_id && a.epoch == b.epoch && a.size == b.size
-                };
-                let as_read = match (&stored, &log.expected) {
-                    (None, None) => true,
-                    (Some(stored), Some(expected)) => same(stored, expected),
-                    _ => false,
-                };
-                if !as_read {
-                    return Err(StoreError::Conflict);
-                }
-                write_log(&transaction, key, &log.head)?;
-                transaction
-                    .execute(
-                        "INSERT OR REPLACE INTO log_hashes (scope, name, leaf, hashes, expires_at_ms)
-                         VALUES (?1, ?2, ?3, ?4, ?5)",
-                        params![
-                            key.scope,
-                            key.name,
-                            log.head.size as i64 - 1,
-                            log.hashes.concat(),
-                            log.head.expires_at_ms
-                        ],
-                    )
-                    .map_err(unavailable)?;
-            }
-            if append.expected.is_none() {
-                let live_others: i64 = transaction
-                    .query_row(
-                        "SELECT COUNT(*) FROM chain_heads
-                         WHERE scope = ?1 AND name <> ?2 AND expires_at_ms > ?3",
-                        params![key.scope, key.name, now_ms],
-                        |row| row.get(0),
-                    )
-                    .map_err(unavailable)?;
-                if live_others as usize >= append.max_live_chains {
-                    return Err(StoreError::ScopeFull {
-                        limit: append.max_live_chains,
-                    });
-                }
-                // What DynamoDB's TTL does for the table: retired logs go, with their hashes,
-                // as windows open.
-                transaction
-                    .execute_batch(&format!(
-                        "DELETE FROM log_hashes WHERE expires_at_ms <= {now_ms};
-                         DELETE FROM chain_logs WHERE expires_at_ms <= {now_ms};
-                         DELETE FROM cosigned WHERE expires_at_ms <= {now_ms};"
-                    ))
-                    .map_err(unavailable)?;
-                // A removed chain's placeholder (size 0: only its id and next epoch) holds no
-                // history and takes no place, as on DynamoDB, where removal unregisters it.
-                let kept_others: i64 = transaction
-                    .query_row(
-                        "SELECT COUNT(*) FROM chain_logs
-                         WHERE scope = ?1 AND name <> ?2 AND size > 0",
-                        params![key.scope, key.name],
-                        |row| row.get(0),
-                    )
-                    .map_err(unavailable)?;
-                if append.log.is_some() && kept_others as usize >= append.max_logs {
-                    return Err(StoreError::LogsFull {
-                        limit: append.max_logs,
-                    });
-                }
-                // A new window replaces whatever an expired one left behind.
-                transaction
-                    .execute(
-                        "DELETE FROM chain_records WHERE scope = ?1 AND name = ?2",
-                        params![key.scope, key.name],
-                    )
-                    .map_err(unavailable)?;
-            }
-            let head = &append.head;
-            transaction
-                .execute(
-                    "INSERT INTO chain_heads
-                       (scope, name, window_started_ms, expires_at_ms, last_seq, last_hash, anchor,
-                        log_id, log_base_size, log_base)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-                     ON CONFLICT (scope, name) DO UPDATE SET
-                       window_started_ms = excluded.window_started_ms,
-                       expires_at_ms = excluded.expires_at_ms,
-                       last_seq = excluded.last_seq,
-                       last_hash = excluded.last_hash,
-                       anchor = excluded.anchor,
-                       log_id = excluded.log_id,
-                       log_base_size = excluded.log_base_size,
-                       log_base = excluded.log_base",
-                    params![
-                        key.scope,
-                        key.name,
-                        head.window_started_ms,
-                        head.expires_at_ms,
-                        head.last_seq as i64,
-                        head.last_hash,
-                        head.anchor,
-                        head.log_id,
-                        head.log_base.as_ref().map(|base| base.size as i64),
-                        head.log_base.as_ref().map(|base| base.frontier.concat())
-                    ],
-                )
-                .map_err(unavailable)?;
-            transaction
-                .execute(
-                    "INSERT INTO chain_records (scope, name, seq, hash, body)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![
-                        key.scope,
-                        key.name,
-                        append.record.seq as i64,
-                        append.record.hash,
-                        append.record.body
-                    ],
-                )
-                .map_err(unavailable)?;
-            transaction
-                .execute(
-                    "DELETE FROM chain_records WHERE scope = ?1 AND name = ?2 AND seq < ?3",
-                    params![key.scope, key.name, append.evict_below_seq as i64],
-                )
-                .map_err(unavailable)?;
             transaction.commit().map_err(unavailable)
         })
+        .map_err(|error| (error, None))
     }
 
     async fn remove(&self, key: &ChainKey) -> Result<usize, StoreError> {
@@ -1267,4 +1160,142 @@ impl CosignedStore for SqliteStore {
             Ok(())
         })
     }
+}
+
+/// Applies one append inside `transaction`: checks the heads it expects and the scope's caps,
+/// then writes its head, record, eviction and log growth.
+fn apply_append(
+    transaction: &rusqlite::Transaction<'_>,
+    key: &ChainKey,
+    append: &Append,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    let current = read_head(transaction, key)?.filter(|h| h.is_live(now_ms));
+    if current != append.expected {
+        return Err(StoreError::Conflict);
+    }
+    if let Some(log) = &append.log {
+        let stored = read_log(transaction, key, now_ms)?;
+        let same = |a: &LogHead, b: &LogHead| {
+            a.log_id == b.log_id && a.epoch == b.epoch && a.size == b.size
+        };
+        let as_read = match (&stored, &log.expected) {
+            (None, None) => true,
+            (Some(stored), Some(expected)) => same(stored, expected),
+            _ => false,
+        };
+        if !as_read {
+            return Err(StoreError::Conflict);
+        }
+        write_log(transaction, key, &log.head)?;
+        transaction
+            .execute(
+                "INSERT OR REPLACE INTO log_hashes (scope, name, leaf, hashes, expires_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![
+                    key.scope,
+                    key.name,
+                    log.head.size as i64 - 1,
+                    log.hashes.concat(),
+                    log.head.expires_at_ms
+                ],
+            )
+            .map_err(unavailable)?;
+    }
+    if append.expected.is_none() {
+        let live_others: i64 = transaction
+            .query_row(
+                "SELECT COUNT(*) FROM chain_heads
+                 WHERE scope = ?1 AND name <> ?2 AND expires_at_ms > ?3",
+                params![key.scope, key.name, now_ms],
+                |row| row.get(0),
+            )
+            .map_err(unavailable)?;
+        if live_others as usize >= append.max_live_chains {
+            return Err(StoreError::ScopeFull {
+                limit: append.max_live_chains,
+            });
+        }
+        // What DynamoDB's TTL does for the table: retired logs go, with their hashes,
+        // as windows open.
+        transaction
+            .execute_batch(&format!(
+                "DELETE FROM log_hashes WHERE expires_at_ms <= {now_ms};
+                 DELETE FROM chain_logs WHERE expires_at_ms <= {now_ms};
+                 DELETE FROM cosigned WHERE expires_at_ms <= {now_ms};"
+            ))
+            .map_err(unavailable)?;
+        // A removed chain's placeholder (size 0: only its id and next epoch) holds no
+        // history and takes no place, as on DynamoDB, where removal unregisters it.
+        let kept_others: i64 = transaction
+            .query_row(
+                "SELECT COUNT(*) FROM chain_logs
+                 WHERE scope = ?1 AND name <> ?2 AND size > 0",
+                params![key.scope, key.name],
+                |row| row.get(0),
+            )
+            .map_err(unavailable)?;
+        if append.log.is_some() && kept_others as usize >= append.max_logs {
+            return Err(StoreError::LogsFull {
+                limit: append.max_logs,
+            });
+        }
+        // A new window replaces whatever an expired one left behind.
+        transaction
+            .execute(
+                "DELETE FROM chain_records WHERE scope = ?1 AND name = ?2",
+                params![key.scope, key.name],
+            )
+            .map_err(unavailable)?;
+    }
+    let head = &append.head;
+    transaction
+        .execute(
+            "INSERT INTO chain_heads
+               (scope, name, window_started_ms, expires_at_ms, last_seq, last_hash, anchor,
+                log_id, log_base_size, log_base)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+             ON CONFLICT (scope, name) DO UPDATE SET
+               window_started_ms = excluded.window_started_ms,
+               expires_at_ms = excluded.expires_at_ms,
+               last_seq = excluded.last_seq,
+               last_hash = excluded.last_hash,
+               anchor = excluded.anchor,
+               log_id = excluded.log_id,
+               log_base_size = excluded.log_base_size,
+               log_base = excluded.log_base",
+            params![
+                key.scope,
+                key.name,
+                head.window_started_ms,
+                head.expires_at_ms,
+                head.last_seq as i64,
+                head.last_hash,
+                head.anchor,
+                head.log_id,
+                head.log_base.as_ref().map(|base| base.size as i64),
+                head.log_base.as_ref().map(|base| base.frontier.concat())
+            ],
+        )
+        .map_err(unavailable)?;
+    transaction
+        .execute(
+            "INSERT INTO chain_records (scope, name, seq, hash, body)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
+                key.scope,
+                key.name,
+                append.record.seq as i64,
+                append.record.hash,
+                append.record.body
+            ],
+        )
+        .map_err(unavailable)?;
+    transaction
+        .execute(
+            "DELETE FROM chain_records WHERE scope = ?1 AND name = ?2 AND seq < ?3",
+            params![key.scope, key.name, append.evict_below_seq as i64],
+        )
+        .map_err(unavailable)?;
+    Ok(())
 }

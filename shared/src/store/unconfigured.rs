@@ -62,6 +62,15 @@ impl ChainStore for Unconfigured {
         Err(StoreError::Unavailable(REASON.into()))
     }
 
+    async fn append_together(
+        &self,
+        _key: &ChainKey,
+        _appends: Vec<Append>,
+        _now_ms: i64,
+    ) -> Result<(), (StoreError, Option<super::Winner>)> {
+        Err((StoreError::Unavailable(REASON.into()), None))
+    }
+
     async fn remove(&self, _key: &ChainKey) -> Result<usize, StoreError> {
         Err(StoreError::Unavailable(REASON.into()))
     }

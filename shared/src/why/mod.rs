@@ -5,8 +5,10 @@
 //! decision; a window keeps the newest [`limits::WINDOW_CAPACITY`] decisions and moves the hash
 //! of each evicted record into the chain's anchor.
 
+mod commit;
 pub mod limits;
 pub mod matching;
+mod queue;
 pub mod record;
 pub mod reference;
 pub mod service;

@@ -62,6 +62,39 @@ pub struct NewDecision<'a> {
     pub approver: &'a str,
 }
 
+/// A [`NewDecision`] owned, to wait in a chain's queue (see `why::queue`) for whichever call
+/// lands it.
+#[derive(Debug, Clone)]
+pub struct QueuedDecision {
+    pub household_id: String,
+    pub action: String,
+    pub reason: String,
+    pub inputs: Map<String, Value>,
+    pub approver: String,
+}
+
+impl QueuedDecision {
+    pub fn of(decision: &NewDecision<'_>) -> Self {
+        Self {
+            household_id: decision.household_id.to_owned(),
+            action: decision.action.to_owned(),
+            reason: decision.reason.to_owned(),
+            inputs: decision.inputs.clone(),
+            approver: decision.approver.to_owned(),
+        }
+    }
+
+    pub fn as_new(&self) -> NewDecision<'_> {
+        NewDecision {
+            household_id: &self.household_id,
+            action: &self.action,
+            reason: &self.reason,
+            inputs: &self.inputs,
+            approver: &self.approver,
+        }
+    }
+}
+
 /// Builds the unsealed record JSON (everything but `trace_id`).
 pub fn build(decision: &NewDecision<'_>, seq: u64, recorded_at: &str, prev: Option<&str>) -> Value {
     let action_id = format!("A_{seq}");
@@ -93,6 +126,20 @@ pub fn build(decision: &NewDecision<'_>, seq: u64, recorded_at: &str, prev: Opti
         "atoms": [action, finding],
         "prev": prev,
     })
+}
+
+/// Verifies a decision chain's whole retained window and returns each record's view, parsed
+/// once: `memo` remembers the bodies already checked (see [`crate::chain::VerifiedBodies`]).
+pub fn verified_window(
+    snapshot: &crate::store::Snapshot,
+    memo: &crate::chain::VerifiedBodies<RecordView>,
+) -> Result<Vec<std::sync::Arc<RecordView>>, crate::chain::IntegrityError> {
+    crate::chain::verify_parsed_remembering(
+        &snapshot.records,
+        snapshot.head.anchor.as_deref(),
+        &snapshot.head.last_hash,
+        memo,
+    )
 }
 
 /// The fields of a stored record that answers need, read without building a full JSON tree.

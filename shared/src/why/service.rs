@@ -7,24 +7,25 @@ use serde_json::{Map, Value, json};
 use time::format_description::well_known::{Iso8601, Rfc3339};
 use time::{OffsetDateTime, PrimitiveDateTime};
 
+use super::commit::{Committer, LogStep, MOST_TOGETHER, Pending};
 use super::limits::*;
 use super::matching::best_match;
-use super::record::{self, HASH_FIELD, NewDecision, RecordView};
+use super::queue::{AppendQueues, Turn};
+use super::record::{HASH_FIELD, NewDecision, QueuedDecision, RecordView, verified_window};
 use crate::auth::Caller;
 use crate::auth::attestation::HostClaim;
 use crate::chain::{self, IntegrityError, Sealed};
-use crate::clock::{Clock, timestamp, unix_ms};
+use crate::clock::{Clock, unix_ms};
 use crate::store::{
-    Append, AppendLocks, ChainKey, ChainRead, ChainStore, ConflictRetry, HotChains, KnownWindow,
-    Landed, LogRead, Snapshot, StoreError, Winner,
+    APPEND_BUDGET, ChainKey, ChainRead, ChainStore, HotChains, LogRead, Snapshot, StoreError,
 };
 use crate::transparency::{
-    self, Lifetime, LogError, LogKeys, LogKind, ProofError, WindowProofs, grow, history,
-    history_leaves, logged, start_over, window_proofs,
+    self, LogError, LogKeys, LogKind, ProofError, WindowProofs, history, history_leaves,
+    window_proofs,
 };
-use crate::witnessing::{Signed, Witnesses};
+use crate::witnessing::Witnesses;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum WhyError {
     /// The arguments break a documented rule; the message says which.
     #[error("{0}")]
@@ -131,19 +132,13 @@ pub struct WhyService {
     witnesses: Option<Arc<Witnesses>>,
     store: Arc<dyn ChainStore>,
     clock: Arc<dyn Clock>,
-    /// This process's appends to one chain take turns (see [`AppendLocks`]).
-    turns: AppendLocks,
+    /// This process's appends to one chain queue for its turn and land together (see
+    /// [`super::queue`]).
+    queues: AppendQueues<Pending>,
     /// The chains this process's appends had to race others for, lately (see [`HotChains`]).
-    hot_chains: HotChains,
+    hot_chains: Arc<HotChains>,
     /// Bodies this process has already hashed (see [`chain::VerifiedBodies`]).
-    verified_bodies: chain::VerifiedBodies<RecordView>,
-}
-
-/// Whether an append grows the chain's log or starts it over (`hearth admin log reset`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum LogStep {
-    Grow,
-    StartOver,
+    verified_bodies: Arc<chain::VerifiedBodies<RecordView>>,
 }
 
 /// How many verified record bodies the service remembers: 40 households' whole windows.
@@ -154,22 +149,17 @@ impl WhyService {
         Self {
             store,
             clock,
-            turns: AppendLocks::default(),
-            hot_chains: HotChains::default(),
+            queues: AppendQueues::default(),
+            hot_chains: Arc::default(),
             log_keys: None,
             witnesses: None,
-            verified_bodies: chain::VerifiedBodies::new(REMEMBERED_BODIES),
+            verified_bodies: Arc::new(chain::VerifiedBodies::new(REMEMBERED_BODIES)),
         }
     }
 
     /// Verifies the whole retained chain and returns each record's view, parsed once.
     fn verified(&self, snapshot: &Snapshot) -> Result<Vec<Arc<RecordView>>, WhyError> {
-        Ok(chain::verify_parsed_remembering(
-            &snapshot.records,
-            snapshot.head.anchor.as_deref(),
-            &snapshot.head.last_hash,
-            &self.verified_bodies,
-        )?)
+        Ok(verified_window(snapshot, &self.verified_bodies)?)
     }
 
     /// The same service signing each household's decision log with `keys`.
@@ -252,6 +242,11 @@ impl WhyService {
     /// Appends `decision` to the chain `key` and its log (grown, or started over), and returns
     /// the stored record with `tlog_proof` when a log key is configured: cosigned by the
     /// witnesses that answered in time, asked once the chain's turn is over.
+    ///
+    /// The decision queues for the chain's turn in this process (see [`super::queue`]): the
+    /// call that gets the turn lands every decision queued then in one step (see
+    /// [`super::commit`]), and each call is answered its own record. Within
+    /// [`APPEND_BUDGET`] from now, or the chain is reported busy and nothing is written.
     async fn append(
         &self,
         key: &ChainKey,
@@ -259,156 +254,70 @@ impl WhyService {
         step: LogStep,
         caller: &Caller,
     ) -> Result<Value, WhyError> {
-        let (mut record, signed) = self.append_in_turn(key, decision, step, caller).await?;
-        if let (Some(witnesses), Some(signed), Some(receipt)) = (
+        let deadline = tokio::time::Instant::now() + APPEND_BUDGET;
+        let queue = self.queues.of(key);
+        let (answer, mut answered) = tokio::sync::oneshot::channel();
+        let ticket = queue.join(Pending {
+            decision: QueuedDecision::of(decision),
+            step,
+            kept: caller.household.is_some(),
+            deadline,
+            answer,
+        });
+        match queue
+            .turn(&ticket, deadline, MOST_TOGETHER, Pending::alone)
+            .await
+        {
+            Turn::Lead {
+                appends,
+                turn,
+                waited,
+            } => {
+                // What the HTTP layer read ahead serves the batch only when no other call's
+                // append came first.
+                let read_ahead = match waited {
+                    true => None,
+                    false => caller.read_ahead_with_log_of(key),
+                };
+                let committer = Committer {
+                    store: self.store.clone(),
+                    clock: self.clock.clone(),
+                    log_keys: self.log_keys.clone(),
+                    hot_chains: self.hot_chains.clone(),
+                    verified_bodies: self.verified_bodies.clone(),
+                };
+                // On its own task: the other calls' answers must not depend on this one's
+                // client staying.
+                tokio::spawn(committer.land(key.clone(), appends, read_ahead, queue.clone(), turn));
+            }
+            Turn::Taken => {}
+            Turn::Withdrawn => return Err(WhyError::Busy),
+        }
+        drop(ticket);
+        // A landing that ended without answering (its task panicked) wrote nothing or all of
+        // the batch, which cannot be told here: the same answer as a store that did not reply.
+        let appended = (&mut answered)
+            .await
+            .map_err(|_| WhyError::Unavailable)??;
+        let mut record = appended.record;
+        if let (Some(witnesses), Some(witnessing), Some(receipt)) = (
             &self.witnesses,
-            signed,
-            record
-                .get("tlog_proof")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            appended.witnessing,
+            record.get("tlog_proof").and_then(Value::as_str),
         ) {
-            record["tlog_proof"] = witnesses.cosign_receipt(key, &signed, receipt).await.into();
+            let lines = witnessing
+                .lines
+                .get_or_init(|| {
+                    witnesses.witness(
+                        key,
+                        &witnessing.signed.note,
+                        witnessing.signed.expires_at_ms,
+                    )
+                })
+                .await;
+            record["tlog_proof"] = format!("{receipt}{lines}").into();
         }
         Ok(record)
-    }
-
-    /// [`Self::append`] within this process's turn at the chain: the record, and the
-    /// checkpoint it signed.
-    async fn append_in_turn(
-        &self,
-        key: &ChainKey,
-        decision: &NewDecision<'_>,
-        step: LogStep,
-        caller: &Caller,
-    ) -> Result<(Value, Option<Signed>), WhyError> {
-        let mut retry = ConflictRetry::default();
-        let Some(_turn) = retry.turn(&self.turns, key).await else {
-            return Err(WhyError::Busy);
-        };
-        // The heads to build on without reading the chain: on a hot chain, those this
-        // process's last append left (see `HotChains`); after a lost race, those the store
-        // named while refusing (see `ChainStore::append_or_winner`); each with what was known
-        // of the window before. A decision's record depends on nothing in the chain but its
-        // place, so nothing known is stale but the heads, and a stale head only costs a
-        // refused write that names the current one. Records this process did not read are
-        // not verified before it appends after them, as another instance's appends never
-        // are by this one: every read verifies the whole window, a quiet chain is read before
-        // every append, and the conditional write keeps the chain linear whatever was assumed.
-        let hot = match step {
-            LogStep::Grow => self.hot_chains.get(key),
-            LogStep::StartOver => None,
-        };
-        if let Some(until) = hot.as_ref().and_then(|landed| landed.make_way_until) {
-            retry.make_way(until).await;
-        }
-        let mut last_lost = hot.as_ref().map(|landed| landed.last_lost);
-        // What the HTTP layer read ahead serves the first attempt that reads, and only it; not
-        // when another call's append came first.
-        let mut read_ahead = if retry.waited_for_turn() {
-            None
-        } else {
-            caller.read_ahead_with_log_of(key)
-        };
-        let mut start_from: Option<(Winner, Option<KnownWindow>)> =
-            hot.map(|landed| (landed.heads, Some(landed.known)));
-        loop {
-            let now = self.clock.now();
-            let now_ms = unix_ms(now);
-            let recorded_at = timestamp(now);
-            let seal = |seq, prev: Option<&str>| {
-                Sealed::new(seq, &record::build(decision, seq, &recorded_at, prev))
-            };
-            let after_winner = start_from.take().and_then(|(winner, known)| {
-                let append = Append::after(&winner, known.as_ref(), RETENTION, now_ms, seal)?;
-                Some((append, winner, known))
-            });
-            let (append, named, log, known) = match after_winner {
-                Some((append, winner, known)) => (append, winner.head.log_id, winner.log, known),
-                None => {
-                    let (current, log) = match read_ahead.take() {
-                        Some(read) => read,
-                        None => self.store.load_for_append(key, now_ms).await?,
-                    };
-                    if let Some(snapshot) = &current {
-                        self.verified(snapshot)?;
-                    }
-                    let append = Append::next(
-                        current.as_ref().map(|snapshot| &snapshot.head),
-                        current.as_ref().map_or(&[], |snapshot| &snapshot.records),
-                        RETENTION,
-                        now_ms,
-                        seal,
-                    );
-                    let named = current
-                        .as_ref()
-                        .and_then(|snapshot| snapshot.head.log_id.clone());
-                    (append, named, log, current.map(KnownWindow::from))
-                }
-            };
-            let sealed = append.record.clone();
-            // A household account's log is kept for good; a credential's lives with its
-            // window (see `transparency::Lifetime`).
-            let lifetime = match caller.household {
-                Some(_) => Lifetime::Kept,
-                None => Lifetime::Window {
-                    window_ends_ms: append.head.expires_at_ms,
-                },
-            };
-            let growth = match (step, self.log_keys.as_deref()) {
-                (LogStep::StartOver, Some(keys)) => start_over(
-                    keys,
-                    LogKind::Decisions,
-                    log.as_ref(),
-                    &sealed.hash,
-                    lifetime,
-                )?,
-                _ => grow(
-                    self.log_keys.as_deref(),
-                    LogKind::Decisions,
-                    named.as_deref(),
-                    log.as_ref(),
-                    &sealed.hash,
-                    lifetime,
-                )?,
-            };
-            let signed = Signed::of(&growth.append.head);
-            let append = logged(append, growth.append);
-            let landed =
-                last_lost.map(|last_lost| Landed::after(&append, known.as_ref(), last_lost));
-            match self.store.append_or_winner(key, append, now_ms).await {
-                Ok(()) => {
-                    match landed {
-                        Some(landed) => self
-                            .hot_chains
-                            .remember(key, landed.making_way(retry.attempt_took())),
-                        None => self.hot_chains.forget(key),
-                    }
-                    let mut record = sealed
-                        .to_json(HASH_FIELD)
-                        .map_err(|_| WhyError::Unavailable)?;
-                    if let Some(receipt) = growth.receipt {
-                        record["tlog_proof"] = receipt.into();
-                    }
-                    return Ok((record, signed));
-                }
-                Err((StoreError::Conflict, winner)) => {
-                    last_lost = Some(std::time::Instant::now());
-                    // Starting over takes the log's state as read; only growth builds on a
-                    // winner.
-                    if matches!(step, LogStep::Grow) {
-                        start_from = winner.map(|winner| (winner, known));
-                    }
-                    if !retry.pause().await {
-                        return Err(WhyError::Busy);
-                    }
-                }
-                Err((error, _)) => {
-                    self.hot_chains.forget(key);
-                    return Err(error.into());
-                }
-            }
-        }
     }
 
     /// Finds one decision by trace id (full or a prefix of at least 8), exact action, or
@@ -616,14 +525,15 @@ impl WhyService {
 
     /// Reads what a decision's append to `household_id` starts from, as [`Self::read_ahead`]
     /// does for a read; `None` for a hot chain, whose append starts from the heads this
-    /// process's last append left and reads nothing (see `append_in_turn`).
+    /// process's last append left and reads nothing (see `commit`), and for a chain whose turn
+    /// another call holds now: the append waits for it, and what was read would be stale.
     pub async fn read_ahead_for_append(
         &self,
         caller: &Caller,
         household_id: &str,
     ) -> Option<ChainRead> {
         let key = ahead_key(caller, household_id)?;
-        if self.hot_chains.get(&key).is_some() {
+        if self.hot_chains.get(&key).is_some() || self.queues.busy(&key) {
             return None;
         }
         self.read_with_log(key).await
@@ -814,6 +724,7 @@ fn spoken_answer(view: &RecordView, trace_id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::timestamp;
 
     #[test]
     fn a_full_log_is_a_limit_not_an_untrustworthy_history() {
