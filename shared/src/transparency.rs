@@ -1278,6 +1278,86 @@ mod tests {
         hex::encode([n; 32])
     }
 
+    /// Records landed together grow the log exactly as one at a time would (the same heads
+    /// and stored hashes), and each receipt proves its entry in the one checkpoint signed for
+    /// them all, from any size the log had before.
+    #[test]
+    fn records_grown_together_store_what_one_at_a_time_would_and_share_one_checkpoint() {
+        let keys = keys();
+        let mut one_at_a_time: Option<LogHead> = None;
+        let mut sequential = Vec::new();
+        for n in 0..19 + 9 {
+            let growth = grow(
+                Some(&keys),
+                LogKind::Decisions,
+                None,
+                one_at_a_time.as_ref(),
+                &record_hash(n),
+                Lifetime::Kept,
+            )
+            .unwrap();
+            sequential.push(growth.append.clone());
+            one_at_a_time = Some(growth.append.head);
+        }
+        for before in 0..19u8 {
+            for together in 1..=9u8 {
+                let start = before.checked_sub(1).map(|last| &sequential[last as usize].head);
+                let mut growth =
+                    LogGrowth::grow(Some(&keys), LogKind::Decisions, None, start, Lifetime::Kept)
+                        .unwrap();
+                let mut appends: Vec<LogAppend> = (before..before + together)
+                    .map(|n| growth.add(&record_hash(n)).unwrap())
+                    .collect();
+                let receipts = growth.sign(appends.last_mut().unwrap());
+                for (append, alone) in appends.iter().zip(&sequential[before as usize..]) {
+                    assert_eq!(append.hashes, alone.hashes, "{before}+{together}");
+                    assert_eq!(append.head.size, alone.head.size);
+                    assert_eq!(append.head.frontier, alone.head.frontier);
+                    if before > 0 {
+                        assert_eq!(append.head.log_id, alone.head.log_id);
+                    }
+                }
+                for pair in appends.windows(2) {
+                    assert_eq!(pair[1].expected.as_ref(), Some(&pair[0].head));
+                    assert!(pair[0].head.checkpoint.is_empty(), "only the last is signed");
+                }
+                let last = appends.last().unwrap();
+                assert_eq!(appends[0].expected.as_ref(), start);
+                let text = note::verify(&last.head.checkpoint, keys.verifiers()).unwrap();
+                let signed = Checkpoint::parse(text).unwrap();
+                assert_eq!(signed.size, u64::from(before + together));
+                assert_eq!(receipts.len(), usize::from(together));
+                for (offset, receipt) in receipts.iter().enumerate() {
+                    let proof = parse_proof(receipt.as_deref().unwrap()).unwrap();
+                    assert_eq!(proof.checkpoint, last.head.checkpoint);
+                    let n = before + offset as u8;
+                    assert_eq!(proof.index, u64::from(n));
+                    assert_eq!(
+                        root_from_inclusion(
+                            proof.index,
+                            signed.size,
+                            &leaf_hash(&[n; 32]),
+                            &proof.path
+                        ),
+                        Some(signed.root),
+                        "{before}+{together}: entry {n}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn records_grown_together_stop_at_a_full_log() {
+        let keys = keys().with_max_size(3);
+        let mut growth =
+            LogGrowth::grow(Some(&keys), LogKind::Decisions, None, None, Lifetime::Kept).unwrap();
+        for n in 0..3 {
+            growth.add(&record_hash(n)).unwrap();
+        }
+        assert_eq!(growth.add(&record_hash(3)), Err(LogError::Full(3)));
+    }
+
     #[test]
     fn each_receipt_proves_its_entry_in_the_signed_tree() {
         let keys = keys();

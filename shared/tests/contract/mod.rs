@@ -11,10 +11,11 @@ use hearth_core::clock::ManualClock;
 use hearth_core::store::{
     AccountItem, AccountStore, AccountSummary, Append, ApprovalLinkItem, ChainKey, ChainStore,
     ClientItem, ClientOrigin, ClientStore, Cosigned, CosignedStore, Counter, CounterStore,
-    DeviceKeyItem, GrantItem, GrantKind, GrantStore, Head, KnownWindow, LOG_RETIREMENT_MS,
-    LogAppend, LogBase, LogHead, NonceItem, PasskeyInviteItem, PasskeyItem, PendingEnrolmentItem,
-    RevokedFamily, StoreError, Taken,
+    DeviceKeyItem, GrantItem, GrantKind, GrantStore, Head, KnownWindow, LOG_RETIREMENT_MS, Landed,
+    LogAppend, LogBase, LogHead, MOST_APPENDS_TOGETHER, NonceItem, PasskeyInviteItem, PasskeyItem,
+    PendingEnrolmentItem, RevokedFamily, StoreError, Taken, Winner,
 };
+use hearth_core::transparency::LogKeys;
 use hearth_core::why::record::NewDecision;
 use hearth_core::why::{WhyError, WhyService, limits};
 use serde_json::{Map, Value, json};
@@ -1205,6 +1206,298 @@ pub async fn a_lost_append_names_what_won_or_nothing(backend: Backend) {
     assert_eq!(log.unwrap().size, 6);
 }
 
+/// `count` appends after `start` (a read of the chain), each after the one before, with the
+/// log grown by one leaf each from `leaf`: what a batch lands together.
+fn chained(
+    start: (Option<&hearth_core::store::Snapshot>, Option<&LogHead>),
+    retention: hearth_core::store::Retention,
+    count: u8,
+    leaf: u8,
+) -> Vec<Append> {
+    let (window, log) = start;
+    let mut first = Append::next(
+        window.map(|w| &w.head),
+        window.map_or(&[], |w| &w.records),
+        retention,
+        NOW,
+        sealed,
+    );
+    first.log = Some(log_append(log, leaf));
+    let mut known = window.cloned().map(KnownWindow::from);
+    let mut appends = vec![first];
+    for offset in 1..count {
+        let before = appends.last().unwrap();
+        known = Some(Landed::after(before, known.as_ref(), std::time::Instant::now()).known);
+        let winner = Winner {
+            head: before.head.clone(),
+            first_seq: before.evict_below_seq,
+            log: before.log.as_ref().map(|log| log.head.clone()),
+        };
+        let mut next = Append::after(&winner, known.as_ref(), retention, NOW, sealed)
+            .expect("every record of the window is known");
+        next.log = Some(log_append(
+            before.log.as_ref().map(|log| &log.head),
+            leaf + offset,
+        ));
+        appends.push(next);
+    }
+    appends
+}
+
+/// Appends landed together leave the chain and its log exactly as landing them one at a time
+/// would: the window's newest records with the anchor, every record's log hashes, the last
+/// log head. A batch over stale heads is a lost race that changes nothing (and names what won,
+/// where the store can say); one whose appends do not follow each other, or of more than
+/// the store takes at once, is refused before anything is written.
+pub async fn appends_landed_together_leave_what_one_at_a_time_would(backend: Backend) {
+    let store = backend.store.as_ref();
+    let retention = hearth_core::store::Retention {
+        window_ms: HOUR,
+        capacity: 3,
+        max_live_chains: 8,
+        max_logs: 8,
+    };
+    let key = key("together");
+    // The first batch opens the window.
+    store
+        .append_together(&key, chained((None, None), retention, 2, 1), NOW)
+        .await
+        .unwrap();
+    let (read, log) = store.load_for_append(&key, NOW).await.unwrap();
+    let read = read.unwrap();
+    assert_eq!(read.records.iter().map(|r| r.seq).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(log.as_ref().unwrap().size, 2);
+
+    // Three more evict the first two into the anchor.
+    let batch = chained((Some(&read), log.as_ref()), retention, 3, 3);
+    let last = batch.last().unwrap().clone();
+
+    let mut unchained = batch.clone();
+    unchained.swap(1, 2);
+    let error = store
+        .append_together(&key, unchained, NOW)
+        .await
+        .expect_err("out of order");
+    assert!(matches!(error.0, StoreError::Unavailable(_)), "{error:?}");
+    let mut too_many = batch.clone();
+    while too_many.len() <= MOST_APPENDS_TOGETHER {
+        too_many.push(batch[0].clone());
+    }
+    let error = store
+        .append_together(&key, too_many, NOW)
+        .await
+        .expect_err("too many");
+    assert!(matches!(error.0, StoreError::Unavailable(_)), "{error:?}");
+    assert_eq!(
+        store.load_for_append(&key, NOW).await.unwrap(),
+        (Some(read.clone()), log.clone()),
+        "a refused batch writes nothing"
+    );
+
+    store.append_together(&key, batch, NOW).await.unwrap();
+    let (after, after_log) = store.load_for_append(&key, NOW).await.unwrap();
+    let after = after.unwrap();
+    assert_eq!(after.records.iter().map(|r| r.seq).collect::<Vec<_>>(), [3, 4, 5]);
+    assert_eq!(after.head, last.head);
+    assert_eq!(after.head.anchor.as_deref(), Some(read.records[1].hash.as_str()));
+    chain::verify(&after.records, after.head.anchor.as_deref(), &after.head.last_hash).unwrap();
+    assert_eq!(after_log.as_ref(), Some(&last.log.as_ref().unwrap().head));
+    let hashes = store.log_hashes(&key, &[0, 1, 2, 3, 4]).await.unwrap();
+    for (leaf, stored) in [1u8, 2, 3, 4, 5].into_iter().enumerate() {
+        assert_eq!(
+            hashes.get(&(leaf as u64)),
+            Some(&vec![[stored; 32], [stored.wrapping_add(100); 32]]),
+            "leaf {leaf}"
+        );
+    }
+
+    // The same batch again is over stale heads: it loses, and names what won.
+    let stale = chained((Some(&read), log.as_ref()), retention, 3, 3);
+    let (error, winner) = store
+        .append_together(&key, stale, NOW)
+        .await
+        .expect_err("stale");
+    assert!(matches!(error, StoreError::Conflict), "{error:?}");
+    assert_eq!(winner.is_some(), backend.names_winners);
+    if let Some(winner) = winner {
+        assert_eq!(winner.head, after.head);
+        assert_eq!(winner.first_seq, 3);
+        assert_eq!(winner.log, after_log);
+    }
+    assert_eq!(
+        store.load_for_append(&key, NOW).await.unwrap(),
+        (Some(after), after_log)
+    );
+}
+
+/// A store whose appends wait until let go, counting them: what holds one landing in flight
+/// while other calls queue behind it.
+struct Held {
+    inner: Arc<dyn ChainStore>,
+    appends: std::sync::atomic::AtomicUsize,
+    started: tokio::sync::Notify,
+    go: tokio::sync::Semaphore,
+}
+
+#[async_trait::async_trait]
+impl ChainStore for Held {
+    async fn load(
+        &self,
+        key: &ChainKey,
+        now_ms: i64,
+    ) -> Result<Option<hearth_core::store::Snapshot>, StoreError> {
+        self.inner.load(key, now_ms).await
+    }
+    async fn load_for_append(
+        &self,
+        key: &ChainKey,
+        now_ms: i64,
+    ) -> Result<hearth_core::store::AppendStart, StoreError> {
+        self.inner.load_for_append(key, now_ms).await
+    }
+    async fn log_head(
+        &self,
+        key: &ChainKey,
+        now_ms: i64,
+    ) -> Result<hearth_core::store::LogRead, StoreError> {
+        self.inner.log_head(key, now_ms).await
+    }
+    async fn signed_log_heads(&self, now_ms: i64) -> Result<Vec<(ChainKey, LogHead)>, StoreError> {
+        self.inner.signed_log_heads(now_ms).await
+    }
+    async fn resign_log(
+        &self,
+        key: &ChainKey,
+        expected: &LogHead,
+        checkpoint: &str,
+    ) -> Result<(), StoreError> {
+        self.inner.resign_log(key, expected, checkpoint).await
+    }
+    async fn log_hashes(
+        &self,
+        key: &ChainKey,
+        leaves: &[u64],
+    ) -> Result<hearth_core::store::LeafHashes, StoreError> {
+        self.inner.log_hashes(key, leaves).await
+    }
+    async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError> {
+        self.append_together(key, vec![append], now_ms)
+            .await
+            .map_err(|(error, _)| error)
+    }
+    async fn append_together(
+        &self,
+        key: &ChainKey,
+        appends: Vec<Append>,
+        now_ms: i64,
+    ) -> Result<(), (StoreError, Option<Winner>)> {
+        self.appends.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.started.notify_one();
+        self.go.acquire().await.unwrap().forget();
+        self.inner.append_together(key, appends, now_ms).await
+    }
+    async fn remove(&self, key: &ChainKey) -> Result<usize, StoreError> {
+        self.inner.remove(key).await
+    }
+    async fn relocate(
+        &self,
+        from: &ChainKey,
+        to: &ChainKey,
+        now_ms: i64,
+    ) -> Result<usize, StoreError> {
+        self.inner.relocate(from, to, now_ms).await
+    }
+}
+
+fn log_keys() -> Arc<LogKeys> {
+    Arc::new(LogKeys::new("hearth.example", &[(1, [3; 32])]).unwrap())
+}
+
+/// Decisions that queue behind an append in flight land together in the next step: one
+/// store request for seven decisions. Each call gets its own record, in the order the calls
+/// queued, and its own receipt, proven against the one checkpoint signed for the batch; the
+/// chain and the log verify as if the decisions had landed one at a time.
+pub async fn queued_decisions_land_together_each_with_its_own_receipt(backend: Backend) {
+    let held = Arc::new(Held {
+        inner: backend.store.clone(),
+        appends: Default::default(),
+        started: Default::default(),
+        go: tokio::sync::Semaphore::new(0),
+    });
+    let clock = Arc::new(ManualClock::new(start()));
+    let service = Arc::new(
+        WhyService::new(held.clone(), clock).with_log_keys(Some(log_keys())),
+    );
+    let caller = Caller::unattested("queued");
+    let call = |action: String| {
+        let service = service.clone();
+        let caller = caller.clone();
+        tokio::spawn(async move {
+            let inputs = Map::new();
+            service
+                .record(&caller, decision("home", &action, &inputs))
+                .await
+        })
+    };
+    let first = call("the first".into());
+    held.started.notified().await;
+    // Seven calls queue while the first is in flight: on this one-thread runtime each runs
+    // until it waits for the chain's turn before the test goes on.
+    let queued: Vec<_> = (0..7).map(|n| call(format!("queued {n}"))).collect();
+    for _ in 0..8 {
+        tokio::task::yield_now().await;
+    }
+    held.go.add_permits(2);
+    let first = first.await.unwrap().unwrap();
+    let mut records = Vec::new();
+    for call in queued {
+        records.push(call.await.unwrap().unwrap());
+    }
+    assert_eq!(held.appends.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(first["seq"], 1);
+    let key = ChainKey {
+        scope: format!("{}/why", caller.scope),
+        name: "home".into(),
+    };
+    let keys = log_keys();
+    let batch_checkpoint = |record: &Value| {
+        let receipt = record["tlog_proof"].as_str().unwrap();
+        receipt[receipt.find("\n\n").unwrap()..].to_owned()
+    };
+    for (n, record) in records.iter().enumerate() {
+        assert_eq!(record["seq"], n as u64 + 2);
+        assert_eq!(record["action"], format!("queued {n}"));
+        assert_eq!(batch_checkpoint(record), batch_checkpoint(&records[0]));
+    }
+    assert_ne!(batch_checkpoint(&first), batch_checkpoint(&records[0]));
+    for record in std::iter::once(&first).chain(&records) {
+        let check = hearth_core::transparency::check_proof(
+            backend.store.as_ref(),
+            &keys,
+            hearth_core::transparency::LogKind::Decisions,
+            &key,
+            record["tlog_proof"].as_str().unwrap(),
+            NOW,
+        )
+        .await
+        .unwrap();
+        let seq = record["seq"].as_u64().unwrap();
+        let size = if seq == 1 { 1 } else { 8 };
+        assert_eq!(
+            check,
+            hearth_core::transparency::ProofCheck::Holds {
+                index: seq - 1,
+                size
+            },
+            "record {seq}"
+        );
+    }
+    let snapshot = backend.store.load(&key, NOW).await.unwrap().unwrap();
+    assert_eq!(snapshot.head.last_seq, 8);
+    chain::verify(&snapshot.records, snapshot.head.anchor.as_deref(), &snapshot.head.last_hash)
+        .unwrap();
+}
+
 pub async fn a_credentials_log_retires_with_its_hashes(backend: Backend) {
     let store = backend.store.as_ref();
     let key = key("retiring");
@@ -1521,8 +1814,20 @@ macro_rules! contract_tests {
                 a_removed_log_keeps_its_id_with_the_next_epoch,
                 relocating_moves_the_log_with_the_window,
                 a_witness_cosignature_is_kept_until_a_larger_tree_of_its_origin,
+                appends_landed_together_leave_what_one_at_a_time_would,
+            );
+            $crate::contract_tests!(@one_thread $make;
+                queued_decisions_land_together_each_with_its_own_receipt,
             );
         }
+    };
+    (@one_thread $make:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $case() {
+                contract::$case($make.await).await;
+            }
+        )*
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
         $(
