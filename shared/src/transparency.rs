@@ -400,7 +400,8 @@ impl<'k> LogGrowth<'k> {
         let retires = lifetime.retires();
         // A credential's log lives with one window: the first append of a new window starts
         // the log's next epoch, which retires with that window.
-        let earlier_window = retires.is_some() && log.is_some_and(|log| log.expires_at_ms != retires);
+        let earlier_window =
+            retires.is_some() && log.is_some_and(|log| log.expires_at_ms != retires);
         // A log that holds entries but no signature (it grew while no key was configured, or
         // its checkpoint was blanked in the database) is never signed over: with a key, the
         // chain starts a new log under a new id instead, so no signed origin can fork.
@@ -415,7 +416,13 @@ impl<'k> LogGrowth<'k> {
             ),
             _ => (fresh_log_id()?, 1, Frontier::new()),
         };
-        Ok(Self::from(keys, kind, log, (log_id, epoch, retires), frontier))
+        Ok(Self::from(
+            keys,
+            kind,
+            log,
+            (log_id, epoch, retires),
+            frontier,
+        ))
     }
 
     /// A new log in place of `log` (see [`start_over`]).
@@ -498,9 +505,9 @@ impl<'k> LogGrowth<'k> {
         });
         let receipts = (self.first..size)
             .map(|index| {
-                let path = Plan::inclusion(index, size)
-                    .build(&self.stored)
-                    .expect("a new leaf's audit path lies in the frontier it grew from and its own hashes");
+                let path = Plan::inclusion(index, size).build(&self.stored).expect(
+                    "a new leaf's audit path lies in the frontier it grew from and its own hashes",
+                );
                 Some(proof_text(index, &path, &signed))
             })
             .collect();
@@ -1301,7 +1308,9 @@ mod tests {
         }
         for before in 0..19u8 {
             for together in 1..=9u8 {
-                let start = before.checked_sub(1).map(|last| &sequential[last as usize].head);
+                let start = before
+                    .checked_sub(1)
+                    .map(|last| &sequential[last as usize].head);
                 let mut growth =
                     LogGrowth::grow(Some(&keys), LogKind::Decisions, None, start, Lifetime::Kept)
                         .unwrap();
@@ -1319,7 +1328,10 @@ mod tests {
                 }
                 for pair in appends.windows(2) {
                     assert_eq!(pair[1].expected.as_ref(), Some(&pair[0].head));
-                    assert!(pair[0].head.checkpoint.is_empty(), "only the last is signed");
+                    assert!(
+                        pair[0].head.checkpoint.is_empty(),
+                        "only the last is signed"
+                    );
                 }
                 let last = appends.last().unwrap();
                 assert_eq!(appends[0].expected.as_ref(), start);

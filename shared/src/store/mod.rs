@@ -776,7 +776,11 @@ pub const MOST_APPENDS_TOGETHER: usize = 24;
 /// Appends that are not one chain's steps in order, each after the one before: a bug in the
 /// caller, refused before anything is sent.
 pub(crate) fn unchained(appends: &[Append]) -> Option<StoreError> {
-    let refused = |why: &str| Some(StoreError::Unavailable(format!("appends landed together {why}")));
+    let refused = |why: &str| {
+        Some(StoreError::Unavailable(format!(
+            "appends landed together {why}"
+        )))
+    };
     if appends.is_empty() || appends.len() > MOST_APPENDS_TOGETHER {
         return refused("must number 1 to 24");
     }

@@ -21,7 +21,7 @@ use crate::store::{
     Append, AppendStart, ChainKey, ChainStore, ConflictRetry, HotChains, KnownWindow, Landed,
     MOST_APPENDS_TOGETHER, StoreError, Winner,
 };
-use crate::transparency::{LogError, LogGrowth, LogKeys, LogKind, Lifetime, logged};
+use crate::transparency::{Lifetime, LogError, LogGrowth, LogKeys, LogKind, logged};
 use crate::witnessing::Signed;
 
 /// The most decisions one step lands: what the store takes at once, and fewer than a window
@@ -248,11 +248,7 @@ impl Committer {
 
     /// Seals the batch's decisions in order after `start` and grows the log by them; `None`
     /// when the heads known could not be built on (read the chain and plan again).
-    fn plan(
-        &self,
-        batch: &[Pending],
-        start: Start,
-    ) -> Result<Option<Planned>, WhyError> {
+    fn plan(&self, batch: &[Pending], start: Start) -> Result<Option<Planned>, WhyError> {
         let now = self.clock.now();
         let now_ms = unix_ms(now);
         let recorded_at = timestamp(now);
@@ -331,8 +327,7 @@ impl Committer {
                         first_seq: before.evict_below_seq,
                         log: before.log.as_ref().map(|log| log.head.clone()),
                     };
-                    match Append::after(&winner, known.as_ref(), RETENTION, now_ms, seal(pending))
-                    {
+                    match Append::after(&winner, known.as_ref(), RETENTION, now_ms, seal(pending)) {
                         Some(append) => append,
                         None => return Ok(None),
                     }
@@ -354,7 +349,10 @@ impl Committer {
             appends.push(append);
         }
         let last = appends.last_mut().expect("the first append is planned");
-        let last_log = last.log.as_mut().expect("every planned append grows the log");
+        let last_log = last
+            .log
+            .as_mut()
+            .expect("every planned append grows the log");
         let receipts = growth.sign(last_log);
         let signed = Signed::of(&last_log.head);
         Ok(Some(Planned {

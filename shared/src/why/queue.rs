@@ -278,7 +278,8 @@ mod tests {
         };
         assert_eq!(appends, vec![99]);
         drop(turn);
-        let Turn::Lead { appends, .. } = queue.turn(&tickets[3], deadline(), 10, alone).await else {
+        let Turn::Lead { appends, .. } = queue.turn(&tickets[3], deadline(), 10, alone).await
+        else {
             panic!("leads");
         };
         assert_eq!(appends, vec![3]);

@@ -296,9 +296,7 @@ impl WhyService {
         drop(ticket);
         // A landing that ended without answering (its task panicked) wrote nothing or all of
         // the batch, which cannot be told here: the same answer as a store that did not reply.
-        let appended = (&mut answered)
-            .await
-            .map_err(|_| WhyError::Unavailable)??;
+        let appended = (&mut answered).await.map_err(|_| WhyError::Unavailable)??;
         let mut record = appended.record;
         if let (Some(witnesses), Some(witnessing), Some(receipt)) = (
             &self.witnesses,

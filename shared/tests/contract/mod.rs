@@ -1265,7 +1265,10 @@ pub async fn appends_landed_together_leave_what_one_at_a_time_would(backend: Bac
         .unwrap();
     let (read, log) = store.load_for_append(&key, NOW).await.unwrap();
     let read = read.unwrap();
-    assert_eq!(read.records.iter().map(|r| r.seq).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(
+        read.records.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        [1, 2]
+    );
     assert_eq!(log.as_ref().unwrap().size, 2);
 
     // Three more evict the first two into the anchor.
@@ -1297,10 +1300,21 @@ pub async fn appends_landed_together_leave_what_one_at_a_time_would(backend: Bac
     store.append_together(&key, batch, NOW).await.unwrap();
     let (after, after_log) = store.load_for_append(&key, NOW).await.unwrap();
     let after = after.unwrap();
-    assert_eq!(after.records.iter().map(|r| r.seq).collect::<Vec<_>>(), [3, 4, 5]);
+    assert_eq!(
+        after.records.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        [3, 4, 5]
+    );
     assert_eq!(after.head, last.head);
-    assert_eq!(after.head.anchor.as_deref(), Some(read.records[1].hash.as_str()));
-    chain::verify(&after.records, after.head.anchor.as_deref(), &after.head.last_hash).unwrap();
+    assert_eq!(
+        after.head.anchor.as_deref(),
+        Some(read.records[1].hash.as_str())
+    );
+    chain::verify(
+        &after.records,
+        after.head.anchor.as_deref(),
+        &after.head.last_hash,
+    )
+    .unwrap();
     assert_eq!(after_log.as_ref(), Some(&last.log.as_ref().unwrap().head));
     let hashes = store.log_hashes(&key, &[0, 1, 2, 3, 4]).await.unwrap();
     for (leaf, stored) in [1u8, 2, 3, 4, 5].into_iter().enumerate() {
@@ -1337,6 +1351,28 @@ struct Held {
     appends: std::sync::atomic::AtomicUsize,
     started: tokio::sync::Notify,
     go: tokio::sync::Semaphore,
+    /// Where the next landing dies, once: its task ends there, as a process that crashed.
+    dies: std::sync::Mutex<Option<Dies>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dies {
+    /// Sealed and signed, not landed.
+    BeforeLanding,
+    /// Landed, no call answered.
+    AfterLanding,
+}
+
+impl Held {
+    fn over(inner: Arc<dyn ChainStore>) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            appends: Default::default(),
+            started: Default::default(),
+            go: tokio::sync::Semaphore::new(0),
+            dies: Default::default(),
+        })
+    }
 }
 
 #[async_trait::async_trait]
@@ -1391,10 +1427,19 @@ impl ChainStore for Held {
         appends: Vec<Append>,
         now_ms: i64,
     ) -> Result<(), (StoreError, Option<Winner>)> {
-        self.appends.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.appends
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.started.notify_one();
         self.go.acquire().await.unwrap().forget();
-        self.inner.append_together(key, appends, now_ms).await
+        let dies = self.dies.lock().unwrap().take();
+        if dies == Some(Dies::BeforeLanding) {
+            panic!("the landing dies before it lands");
+        }
+        let landed = self.inner.append_together(key, appends, now_ms).await;
+        if dies == Some(Dies::AfterLanding) {
+            panic!("the landing dies after it lands");
+        }
+        landed
     }
     async fn remove(&self, key: &ChainKey) -> Result<usize, StoreError> {
         self.inner.remove(key).await
@@ -1418,16 +1463,9 @@ fn log_keys() -> Arc<LogKeys> {
 /// queued, and its own receipt, proven against the one checkpoint signed for the batch; the
 /// chain and the log verify as if the decisions had landed one at a time.
 pub async fn queued_decisions_land_together_each_with_its_own_receipt(backend: Backend) {
-    let held = Arc::new(Held {
-        inner: backend.store.clone(),
-        appends: Default::default(),
-        started: Default::default(),
-        go: tokio::sync::Semaphore::new(0),
-    });
+    let held = Held::over(backend.store.clone());
     let clock = Arc::new(ManualClock::new(start()));
-    let service = Arc::new(
-        WhyService::new(held.clone(), clock).with_log_keys(Some(log_keys())),
-    );
+    let service = Arc::new(WhyService::new(held.clone(), clock).with_log_keys(Some(log_keys())));
     let caller = Caller::unattested("queued");
     let call = |action: String| {
         let service = service.clone();
@@ -1494,8 +1532,102 @@ pub async fn queued_decisions_land_together_each_with_its_own_receipt(backend: B
     }
     let snapshot = backend.store.load(&key, NOW).await.unwrap().unwrap();
     assert_eq!(snapshot.head.last_seq, 8);
-    chain::verify(&snapshot.records, snapshot.head.anchor.as_deref(), &snapshot.head.last_hash)
+    chain::verify(
+        &snapshot.records,
+        snapshot.head.anchor.as_deref(),
+        &snapshot.head.last_hash,
+    )
+    .unwrap();
+}
+
+/// A batch whose landing dies between sealing and landing (as a process that crashed there),
+/// before the store step or after it: every call it held is told storage was unavailable, never
+/// that its decision was recorded or refused; the store holds all of the batch or none of it;
+/// and the next decisions, from this process or a new one, land after whatever is there, with
+/// the chain and the log whole.
+pub async fn a_batch_that_dies_between_seal_and_land_leaves_the_chain_whole(backend: Backend) {
+    let held = Held::over(backend.store.clone());
+    let clock = Arc::new(ManualClock::new(start()));
+    let service =
+        Arc::new(WhyService::new(held.clone(), clock.clone()).with_log_keys(Some(log_keys())));
+    let caller = Caller::unattested("crashing");
+    let key = ChainKey {
+        scope: format!("{}/why", caller.scope),
+        name: "home".into(),
+    };
+    let call = |service: &Arc<WhyService>, action: String| {
+        let service = service.clone();
+        let caller = caller.clone();
+        tokio::spawn(async move {
+            let inputs = Map::new();
+            service
+                .record(&caller, decision("home", &action, &inputs))
+                .await
+        })
+    };
+    let mut expected_seq = 0;
+    for dies in [Dies::BeforeLanding, Dies::AfterLanding] {
+        let first = call(&service, format!("{dies:?} first"));
+        held.started.notified().await;
+        let queued: Vec<_> = (0..3)
+            .map(|n| call(&service, format!("{dies:?} {n}")))
+            .collect();
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
+        held.go.add_permits(1);
+        first.await.unwrap().unwrap();
+        expected_seq += 1;
+        *held.dies.lock().unwrap() = Some(dies);
+        held.go.add_permits(1);
+        for call in queued {
+            let error = call.await.unwrap().expect_err("its landing died");
+            assert!(matches!(error, WhyError::Unavailable), "{dies:?}: {error}");
+        }
+        let snapshot = backend.store.load(&key, NOW).await.unwrap().unwrap();
+        if dies == Dies::AfterLanding {
+            expected_seq += 3;
+        }
+        assert_eq!(
+            snapshot.head.last_seq, expected_seq,
+            "{dies:?}: all or none"
+        );
+    }
+    // This process goes on, and so does a new one.
+    held.go.add_permits(usize::MAX >> 4);
+    let fresh =
+        Arc::new(WhyService::new(backend.store.clone(), clock).with_log_keys(Some(log_keys())));
+    for service in [&service, &fresh] {
+        let record = call(service, "after".into()).await.unwrap().unwrap();
+        expected_seq += 1;
+        assert_eq!(record["seq"], expected_seq);
+        let check = hearth_core::transparency::check_proof(
+            backend.store.as_ref(),
+            &log_keys(),
+            hearth_core::transparency::LogKind::Decisions,
+            &key,
+            record["tlog_proof"].as_str().unwrap(),
+            NOW,
+        )
+        .await
         .unwrap();
+        assert_eq!(
+            check,
+            hearth_core::transparency::ProofCheck::Holds {
+                index: expected_seq - 1,
+                size: expected_seq
+            }
+        );
+    }
+    let (snapshot, log) = backend.store.load_for_append(&key, NOW).await.unwrap();
+    let snapshot = snapshot.unwrap();
+    assert_eq!(log.unwrap().size, expected_seq);
+    chain::verify(
+        &snapshot.records,
+        snapshot.head.anchor.as_deref(),
+        &snapshot.head.last_hash,
+    )
+    .unwrap();
 }
 
 pub async fn a_credentials_log_retires_with_its_hashes(backend: Backend) {
@@ -1818,6 +1950,7 @@ macro_rules! contract_tests {
             );
             $crate::contract_tests!(@one_thread $make;
                 queued_decisions_land_together_each_with_its_own_receipt,
+                a_batch_that_dies_between_seal_and_land_leaves_the_chain_whole,
             );
         }
     };
