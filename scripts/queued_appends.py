@@ -72,17 +72,20 @@ def one_run(hearth, writers, appends, emulator):
             answer = json.loads(urllib.request.urlopen(request, timeout=30).read())
             took = (time.perf_counter() - started) * 1000
             with lock:
-                results.append((answer["result"].get("isError") is False, took))
+                results.append((answer["result"].get("isError") is False, took, time.perf_counter()))
 
         decide("warm-up", 0)
         results.clear()
+        began = time.perf_counter()
         threads = [threading.Thread(target=lambda w=w: [decide(w, n) for n in range(appends)])
                    for w in range(writers)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
-        return results
+        ended = time.perf_counter()
+        # When each call ended, as a share of the run: where in the run the refused ones fall.
+        return [(ok, took, (at - began) / (ended - began)) for ok, took, at in results]
     finally:
         for process in (server, moto):
             if process:
@@ -100,12 +103,17 @@ def main():
     args = parser.parse_args()
     for _ in range(args.runs):
         results = one_run(args.hearth, args.writers, args.appends, args.emulator)
-        accepted = sum(ok for ok, _ in results)
-        refused = sorted(took for ok, took in results if not ok)
-        line = (f"{args.writers} writers x {args.appends} on {args.emulator} moto: {accepted} of {len(results)} "
-                f"accepted, {accepted / args.writers:.1f} of {args.appends} a writer")
+        accepted = sorted(took for ok, took, _ in results if ok)
+        refused = sorted(took for ok, took, _ in results if not ok)
+        line = (f"{args.writers} writers x {args.appends} on {args.emulator} moto: {len(accepted)} of {len(results)} "
+                f"accepted, {len(accepted) / args.writers:.1f} of {args.appends} a writer")
+        if accepted:
+            line += (f"; accepted in {accepted[len(accepted) // 2]:.0f} ms at the median, "
+                     f"{accepted[min(len(accepted) - 1, len(accepted) * 99 // 100)]:.0f} ms at p99")
         if refused:
-            line += f"; the refused answered busy after {refused[0]:.0f}-{refused[-1]:.0f} ms"
+            when = sorted(share for ok, _, share in results if not ok)
+            line += (f"; the refused answered busy after {refused[0]:.0f}-{refused[-1]:.0f} ms, "
+                     f"{when[0]:.0%}-{when[-1]:.0%} of the way through the run")
         print(line)
 
 

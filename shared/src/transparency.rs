@@ -481,7 +481,7 @@ impl<'k> LogGrowth<'k> {
             checkpoint: String::new(),
             expires_at_ms: self.retires,
         };
-        let expected = std::mem::replace(&mut self.expected, Some(head.clone()));
+        let expected = self.expected.replace(head.clone());
         Ok(LogAppend {
             expected,
             head,

@@ -130,7 +130,7 @@ impl Committer {
         let mut retry = ConflictRetry::until(deadline);
         let left = queue.take_left();
         // The heads to build on without reading the chain: on a hot chain, those this
-        // process's last append left (see `HotChains`); right after a batch this process
+        // process's last append left (see `HotChains`); soon after a batch this process
         // landed, those it left (see `queue::Left`); after a lost race, those the store named
         // while refusing (see `ChainStore::append_or_winner`); each with what was known of the
         // window before. A decision's record depends on nothing in the chain but its place,
@@ -201,9 +201,7 @@ impl Committer {
                             .remember(&key, landed.making_way(retry.attempt_took())),
                         None => self.hot_chains.forget(&key),
                     }
-                    if queue.has_waiting() {
-                        queue.leave(left.heads, left.known);
-                    }
+                    queue.leave(left.heads, left.known);
                     answer_landed(
                         batch,
                         records,

@@ -53,14 +53,23 @@ impl<T> AppendQueues<T> {
         queue
     }
 
-    /// Whether an append to `key` holds the chain's turn now: a read made for the next one
-    /// would be stale by the time its turn comes.
-    pub fn busy(&self, key: &ChainKey) -> bool {
+    /// Whether the next append to `key` will not use a read of the chain made now: an append
+    /// holds the chain's turn (the read would be stale by the time the next turn comes), or
+    /// one just landed and left its heads for the next (see [`Left`]).
+    pub fn reads_nothing_next(&self, key: &ChainKey) -> bool {
         let chains = self.chains.lock().unwrap_or_else(PoisonError::into_inner);
         chains
             .get(key)
             .and_then(Weak::upgrade)
-            .is_some_and(|queue| queue.turn.try_lock().is_err())
+            .is_some_and(|queue| {
+                queue.turn.try_lock().is_err()
+                    || queue
+                        .left
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .as_ref()
+                        .is_some_and(Left::serves)
+            })
     }
 }
 
@@ -74,10 +83,10 @@ pub struct ChainQueue<T> {
     left: Mutex<Option<Left>>,
 }
 
-/// The heads a batch left the chain with, and what it knew of the window, so that the batch
-/// queued behind it starts from them instead of reading the chain again: those appends were
-/// waiting while it landed, and a read would only show what this process wrote. A stale head
-/// (another process appended) costs one refused write that names the current one.
+/// The heads a batch left the chain with, and what it knew of the window, so that the next
+/// batch, if it comes soon, starts from them instead of reading the chain again: a read would
+/// mostly show what this process wrote. A stale head (another process appended) costs one
+/// refused write that names the current one, as on a hot chain (see `store::HotChains`).
 #[derive(Debug, Clone)]
 pub struct Left {
     pub heads: Winner,
@@ -85,10 +94,15 @@ pub struct Left {
     at: Instant,
 }
 
-/// How long what a batch left serves the next: the batch behind it starts at once; a later
-/// append to a quiet chain reads and verifies the window, as every append to a quiet chain
-/// does.
-const LEFT_SERVES: std::time::Duration = std::time::Duration::from_millis(100);
+/// How long what a batch left serves the next: an append's budget. A later append, to a
+/// chain gone quiet, reads and verifies the window, as every append to a quiet chain does.
+const LEFT_SERVES: std::time::Duration = crate::store::APPEND_BUDGET;
+
+impl Left {
+    fn serves(&self) -> bool {
+        self.at.elapsed() < LEFT_SERVES
+    }
+}
 
 /// A queued append: withdrawn from the queue when dropped, so that a call that ends (its
 /// budget spent, or its client gone) leaves nothing to be landed for it.
@@ -180,7 +194,8 @@ impl<T> ChainQueue<T> {
     }
 
     /// Whether appends are queued for the next turn.
-    pub fn has_waiting(&self) -> bool {
+    #[cfg(test)]
+    fn has_waiting(&self) -> bool {
         !self
             .waiting
             .lock()
@@ -188,7 +203,7 @@ impl<T> ChainQueue<T> {
             .is_empty()
     }
 
-    /// Notes where a batch left the chain, for the batch queued behind it (see [`Left`]).
+    /// Notes where a batch left the chain, for the next (see [`Left`]).
     pub fn leave(&self, heads: Winner, known: KnownWindow) {
         *self.left.lock().unwrap_or_else(PoisonError::into_inner) = Some(Left {
             heads,
@@ -203,7 +218,7 @@ impl<T> ChainQueue<T> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
-            .filter(|left| left.at.elapsed() < LEFT_SERVES)
+            .filter(Left::serves)
     }
 
     /// Takes append `number` out of the queue; `false` when it was not there (taken already).
@@ -246,9 +261,9 @@ mod tests {
         };
         assert_eq!(appends, vec![0, 1, 2]);
         assert!(!waited);
-        assert!(queues.busy(&key()));
+        assert!(queues.reads_nothing_next(&key()), "the turn is held");
         drop(turn);
-        assert!(!queues.busy(&key()));
+        assert!(!queues.reads_nothing_next(&key()));
         // Taken appends are no longer queued; the rest lead next.
         assert!(matches!(
             queue.turn(&tickets[1], deadline(), 3, |_| false).await,

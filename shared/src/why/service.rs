@@ -524,14 +524,15 @@ impl WhyService {
     /// Reads what a decision's append to `household_id` starts from, as [`Self::read_ahead`]
     /// does for a read; `None` for a hot chain, whose append starts from the heads this
     /// process's last append left and reads nothing (see `commit`), and for a chain whose turn
-    /// another call holds now: the append waits for it, and what was read would be stale.
+    /// another call holds now or that this process appended to just now (see `queue`): the
+    /// append would not use the read.
     pub async fn read_ahead_for_append(
         &self,
         caller: &Caller,
         household_id: &str,
     ) -> Option<ChainRead> {
         let key = ahead_key(caller, household_id)?;
-        if self.hot_chains.get(&key).is_some() || self.queues.busy(&key) {
+        if self.hot_chains.get(&key).is_some() || self.queues.reads_nothing_next(&key) {
             return None;
         }
         self.read_with_log(key).await
