@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Queued appends through one server: W writers each send N `record_decision` calls to one
 household, one after another, through one local `hearth` on DynamoDB, and this counts how
-many were accepted and how long the refused ones ("busy") took. Issue 48's item 4 names this
+many were accepted, how long the accepted and the refused ones ("busy") took, and, from the
+server's debug log, how many store steps landed them (appends queued behind one in flight land
+together) and how long those took. Issue 48's item 4 names this
 run against stock moto (`.venv/bin/moto_server`, what a user's own test setup runs: slower
 than the project's emulator, `scripts/moto_server.py`, which `--emulator project` uses).
 
@@ -13,6 +15,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -52,7 +55,8 @@ def one_run(hearth, writers, appends, emulator):
            "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
            "MCP_JUDGE_TOKEN_HASHES": hashlib.sha256(token.encode()).hexdigest(),
            # The limits are not what is measured.
-           "HEARTH_RATE_LIMIT_PER_SUBJECT": "1000000", "HEARTH_RATE_LIMIT_PER_IP": "1000000"}
+           "HEARTH_RATE_LIMIT_PER_SUBJECT": "1000000", "HEARTH_RATE_LIMIT_PER_IP": "1000000",
+           "RUST_LOG": "info,hearth::why::commit=debug"}
     server = None
     try:
         wait_for(f"http://127.0.0.1:{moto_port}/moto-api/", "the emulator")
@@ -85,12 +89,25 @@ def one_run(hearth, writers, appends, emulator):
             thread.join()
         ended = time.perf_counter()
         # When each call ended, as a share of the run: where in the run the refused ones fall.
-        return [(ok, took, (at - began) / (ended - began)) for ok, took, at in results]
+        return [(ok, took, (at - began) / (ended - began)) for ok, took, at in results], data
     finally:
         for process in (server, moto):
             if process:
                 process.terminate()
                 process.wait()
+
+
+def landings(data):
+    """The server's landings ("decisions landed together", logged at debug level): how many
+    decisions each landed and how long its store step took."""
+    found = []
+    with open(Path(data) / "server.log", encoding="utf-8") as log:
+        for line in log:
+            if '"decisions landed together"' in line:
+                event = json.loads(line)
+                found.append((event["decisions"], event["landing_ms"]))
+    shutil.rmtree(data, ignore_errors=True)
+    return found
 
 
 def main():
@@ -102,7 +119,8 @@ def main():
     parser.add_argument("--runs", type=int, default=1)
     args = parser.parse_args()
     for _ in range(args.runs):
-        results = one_run(args.hearth, args.writers, args.appends, args.emulator)
+        results, data = one_run(args.hearth, args.writers, args.appends, args.emulator)
+        landed = landings(data)
         accepted = sorted(took for ok, took, _ in results if ok)
         refused = sorted(took for ok, took, _ in results if not ok)
         line = (f"{args.writers} writers x {args.appends} on {args.emulator} moto: {len(accepted)} of {len(results)} "
@@ -114,6 +132,10 @@ def main():
             when = sorted(share for ok, _, share in results if not ok)
             line += (f"; the refused answered busy after {refused[0]:.0f}-{refused[-1]:.0f} ms, "
                      f"{when[0]:.0%}-{when[-1]:.0%} of the way through the run")
+        if landed:
+            steps = sorted(ms for _, ms in landed)
+            line += (f"; {len(landed)} store steps of 1-{max(n for n, _ in landed)} decisions, "
+                     f"{steps[len(steps) // 2]} ms at the median, {steps[-1]} ms at most")
         print(line)
 
 

@@ -184,6 +184,7 @@ impl Committer {
                 std::time::Instant::now(),
             );
             let now_ms = unix_ms(self.clock.now());
+            let landing = Instant::now();
             let records: Vec<Sealed> = planned
                 .appends
                 .iter()
@@ -195,6 +196,12 @@ impl Committer {
                 .await
             {
                 Ok(()) => {
+                    tracing::debug!(
+                        target: "hearth::why::commit",
+                        decisions = records.len(),
+                        landing_ms = landing.elapsed().as_millis() as u64,
+                        "decisions landed together"
+                    );
                     match landed {
                         Some(landed) => self
                             .hot_chains
