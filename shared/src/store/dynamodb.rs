@@ -24,7 +24,8 @@
 //! Cost per call: a read is one strongly consistent `Query` of the chain's partition from
 //! `head` on (the head and the records sort together; the log's hashes sort before `head` and
 //! are never read with them). An append is that read plus one `TransactWriteItems` (the head
-//! item, with the log's head in it, the record, the log's hashes and the evicted record); an
+//! item, with the log's head in it, the record, the log's hashes and the evicted record;
+//! appends landed together put each one's record, hashes and eviction in the same one); an
 //! append that opens a new window adds one
 //! `GetItem` of the scope registry, whose version guards the cap on live chains. DynamoDB
 //! deletes expired items lazily (and emulators never do), so every read ignores expired heads
