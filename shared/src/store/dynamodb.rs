@@ -11,7 +11,7 @@
 //! | chain head | `chain#<scope>#<name>` | `head` | the window: `window_started_ms`, `expires_at_ms`, `first_seq`, `last_seq`, `last_hash` and `anchor` (binary, 32 bytes; text in items written before; `anchor` absent until an eviction), `log_id` (the log the window names, absent before it has one), `log_base_size` and `log_base` (binary: the log's frontier just before the oldest retained record, so that `get_trace`'s proofs need no read of the hashes; absent for a window begun before it was kept); and the log's head: `log_head_id` (absent when it is `log_id`), `log_epoch`, `log_size`, `log_frontier` (binary, absent when empty), `log_checkpoint` (absent when none), `log_expires_at_ms` (absent for a log kept for good). `expires_at` is the log's (none for a household account's log, its window's end plus a week for a credential's) or, for a chain without a log, the window's; see `chain_head` |
 //! | chain record | `chain#<scope>#<name>` | `rec#<seq, 10 digits>` | `seq`, `hash`, `body` (the sealed canonical JSON), `window_started_ms`, `expires_at` |
 //! | log head, apart | `chain#<scope>#<name>` | `log` | tables written before the log head moved into the head item: `log_id`, `epoch`, `tree_size`, `frontier` (hex, absent when empty), `checkpoint` (absent when none), `expires_at_ms` and `expires_at` for a credential's. Read as before; the chain's next append moves it into the head item and deletes it |
-//! | log hashes | `chain#<scope>#<name>` | `hash#<leaf, 20 digits>` | `hashes` (hex: the leaf's hash, then the interior hashes it completed); `expires_at` as its log head's |
+//! | log hashes | `chain#<scope>#<name>` | `hash#<leaf, 20 digits>` | `hashes` (binary: the leaf's hash, then the interior hashes it completed, 32 bytes each; hex text in items written before, read as before); `expires_at` as its log head's |
 //! | cosignature | `chain#<scope>#<name>` | `cosig#<witness key name>` | `origin`, `tree_size`, `line`: a witness's latest cosignature of the log, written with a condition that a smaller tree of the same origin never replaces a larger one; `expires_at_ms` and `expires_at` as its log head's. Sorts before `hash#` and `head`, so a chain's reads never see it; the MCP function reads them with one `Query` (`begins_with`) when a proof is handed out |
 //! | scope registry | `scope#<scope>` | `registry` | `live` (map: chain name → its window's `expires_at_ms`, kept until its log retires), `version`, `expires_at` |
 //! | rate counter | `rate#<counter key>` | `counter` | `hits`, `expires_at_ms`, `expires_at`; one conditional `UpdateItem` each, issued together |
@@ -536,7 +536,7 @@ impl ChainStore for DynamoStore {
                         .ok_or_else(|| {
                             StoreError::Unavailable("a log hash item has no leaf".into())
                         })?;
-                    found.insert(leaf, hex_hashes(&string(item.get("hashes"), "hashes")?)?);
+                    found.insert(leaf, stored_hashes(item.get("hashes"), "hashes")?);
                 }
                 match answer
                     .unprocessed_keys()
@@ -814,7 +814,10 @@ impl DynamoStore {
         }
         for log in appends.iter().filter_map(|append| append.log.as_ref()) {
             let mut hashes = key_of(&pk, &hash_sk(log.head.size - 1));
-            hashes.insert("hashes".into(), s(&hex::encode(log.hashes.concat())));
+            hashes.insert(
+                "hashes".into(),
+                AttributeValue::B(log.hashes.concat().into()),
+            );
             if let Some(expires_at_ms) = log.head.expires_at_ms {
                 hashes.insert(TTL_ATTRIBUTE.into(), n(ttl_seconds(expires_at_ms)));
             }
@@ -1406,11 +1409,19 @@ fn hash_sk(leaf: u64) -> String {
     format!("hash#{leaf:020}")
 }
 
-/// 32-byte hashes written back to back in hex, as a log's hash items hold them.
-fn hex_hashes(text: &str) -> Result<Vec<[u8; 32]>, StoreError> {
-    let bytes = hex::decode(text)
-        .map_err(|_| StoreError::Unavailable("a stored log hash is not hex".into()))?;
-    super::hashes_from(&bytes)
+/// Hashes stored 32 bytes each back to back: binary as this release writes a log's hash
+/// items, or hex text as earlier releases did (twice the bytes, read as before and never
+/// rewritten), and as a log head stored apart keeps its frontier.
+fn stored_hashes(value: Option<&AttributeValue>, name: &str) -> Result<Vec<[u8; 32]>, StoreError> {
+    match value {
+        Some(AttributeValue::B(bytes)) => super::hashes_from(bytes.as_ref()),
+        other => {
+            let text = string(other, name)?;
+            let bytes = hex::decode(text)
+                .map_err(|_| StoreError::Unavailable("a stored log hash is not hex".into()))?;
+            super::hashes_from(&bytes)
+        }
+    }
 }
 
 #[async_trait]

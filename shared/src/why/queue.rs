@@ -94,8 +94,10 @@ pub struct Left {
     at: Instant,
 }
 
-/// How long what a batch left serves the next: an append's budget. A later append, to a
-/// chain gone quiet, reads and verifies the window, as every append to a quiet chain does.
+/// How long what a batch left serves the next: an append's budget. It lives with the chain's
+/// queue, which lives only while a call holds it: a call that finds no other call to its
+/// chain in flight starts a new queue, reads the window and verifies it, as every append to a
+/// quiet chain does.
 const LEFT_SERVES: std::time::Duration = crate::store::APPEND_BUDGET;
 
 impl Left {

@@ -185,12 +185,15 @@ pub(super) fn log_in_head(item: &Item) -> Result<Option<LogHead>, StoreError> {
 
 /// A log head stored apart (`sk` `log`), as tables written before the merge hold it.
 pub(super) fn log_apart_from(item: &Item) -> Result<LogHead, StoreError> {
-    let frontier = optional_string(item, "frontier")?.unwrap_or_default();
+    let frontier = match item.get("frontier") {
+        None => Vec::new(),
+        stored => super::stored_hashes(stored, "frontier")?,
+    };
     Ok(LogHead {
         log_id: string(item.get("log_id"), "log_id")?,
         epoch: number(item.get("epoch"), "epoch")? as u64,
         size: number(item.get("tree_size"), "tree_size")? as u64,
-        frontier: super::hex_hashes(&frontier)?,
+        frontier,
         checkpoint: optional_string(item, "checkpoint")?.unwrap_or_default(),
         expires_at_ms: optional_number(item, "expires_at_ms")?,
     })
