@@ -159,6 +159,16 @@ WINDOW_FULL = "{}, window full"
 # ledger entries a day for 365 days (a proposal each, and the waiting ones' expiries).
 LEDGER_YEAR = "{}, ledger of a year"
 LEDGER_YEAR_ENTRIES = 290
+# Each proposal's own words, as a person asks for each order anew: words that already backed a
+# proposal of the product are set aside by the intent check (a device may carry recent words
+# into later turns), and a proposal on them alone is judged unclear, after reading the ledger a
+# second time. Every way here is judged a match for the four pack by the rules judge.
+ORDER_WORDS = [f"{opener}{verb} a four pack of {batteries}{tail}"
+               for opener in ("", "please ", "could you ", "go ahead and ", "can you ", "would you ",
+                              "I'd like you to ", "let's ")
+               for verb in ("order", "buy", "get")
+               for batteries in ("double A batteries", "AA batteries")
+               for tail in ("", " please", " today", " now", " thanks", " for me", " for us", " soon")]
 # The calls that only bring the chains to the twelfth month's state: made, not measured.
 UNMEASURED = object()
 # AWS bills storage and log data by the binary gigabyte.
@@ -669,6 +679,9 @@ async def drive(url, token, key, key_id, household, members, recorder, log, roun
                         result = await session.call_tool(name, arguments)
                         if result.is_error:
                             raise SystemExit(f"{name} failed: {result.content[0].text}")
+                        # A proposal is priced as the order it models: its words judged a match.
+                        if name == "propose_purchase" and result.structured_content["intent"]["verdict"] != "match":
+                            raise SystemExit(f"the intent check did not match {words!r} to the order")
                         return result
                     if kept_as is UNMEASURED:
                         return await call()
@@ -698,9 +711,14 @@ async def drive(url, token, key, key_id, household, members, recorder, log, roun
                     await tool("get_trace", {"household_id": household, "trace_id": trace.structured_content["trace_id"]},
                                kept_as=form.format("get_trace"))
 
+                asked = iter(ORDER_WORDS)
+
                 async def propose(kept_as=None, member="dana"):
+                    words = next(asked, None)
+                    if words is None:
+                        raise SystemExit("the run proposes more orders than ORDER_WORDS has ways to ask")
                     await tool("propose_purchase", {"product_id": "aa-batteries", "variant_id": "4-pack", "quantity": 1},
-                               member=member, words="order a four pack of double A batteries", kept_as=kept_as)
+                               member=member, words=words, kept_as=kept_as)
 
                 # Each round's acting calls (a proposal and the waiting list) are one member's
                 # 2 of the 20 a member may make in ten minutes: a phase of rounds by one member.

@@ -355,3 +355,9 @@ def test_a_measurement_refuses_more_rounds_than_a_window_and_a_members_turns_all
     for rounds in (11, 26):
         with pytest.raises(SystemExit, match="--rounds at most 10"):
             cost.measure(argparse.Namespace(rounds=rounds))
+
+
+def test_every_proposal_of_a_run_is_asked_in_words_of_its_own():
+    assert len(set(cost.ORDER_WORDS)) == len(cost.ORDER_WORDS)
+    # The most proposals a run makes: a year of the ledger, and two phases of the most rounds.
+    assert len(cost.ORDER_WORDS) >= cost.LEDGER_YEAR_ENTRIES + 2 * 10
