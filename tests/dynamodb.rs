@@ -487,9 +487,11 @@ fn item_size(item: &std::collections::HashMap<String, AttributeValue>) -> usize 
 }
 
 /// Three decisions in a fresh household; returns the service, its table and partition key.
-async fn three_decisions(moto: &Moto) -> (WhyService, String, String) {
+/// Three decisions to one household on a fresh table: the service, the table, the chain's
+/// partition key and the store.
+async fn three_decisions(moto: &Moto) -> (WhyService, String, String, Arc<DynamoStore>) {
     let (store, _, table) = counted_store(moto).await;
-    let service = WhyService::new(store, clock());
+    let service = WhyService::new(store.clone(), clock());
     let inputs = Map::new();
     for action in ["one", "two", "three"] {
         service
@@ -498,7 +500,7 @@ async fn three_decisions(moto: &Moto) -> (WhyService, String, String) {
             .unwrap();
     }
     let pk = format!("chain#{}/why#home", caller().scope);
-    (service, table, pk)
+    (service, table, pk, store)
 }
 
 fn record_key(pk: &str, seq: u64) -> std::collections::HashMap<String, AttributeValue> {
@@ -532,7 +534,7 @@ async fn tampering_in_the_table_is_named_by_position() {
     let client = moto.dynamodb_client();
 
     // A field inside a stored record.
-    let (service, table, pk) = three_decisions(moto).await;
+    let (service, table, pk, _) = three_decisions(moto).await;
     let stored = client
         .get_item()
         .table_name(&table)
@@ -555,7 +557,7 @@ async fn tampering_in_the_table_is_named_by_position() {
     assert_tamper_named_at(&service, 2).await;
 
     // A stored hash.
-    let (service, table, pk) = three_decisions(moto).await;
+    let (service, table, pk, _) = three_decisions(moto).await;
     client
         .update_item()
         .table_name(&table)
@@ -569,7 +571,7 @@ async fn tampering_in_the_table_is_named_by_position() {
     assert_tamper_named_at(&service, 2).await;
 
     // A deleted middle record.
-    let (service, table, pk) = three_decisions(moto).await;
+    let (service, table, pk, _) = three_decisions(moto).await;
     client
         .delete_item()
         .table_name(&table)
@@ -586,20 +588,11 @@ async fn tampering_in_the_table_is_named_by_position() {
 async fn a_log_hash_item_written_as_hex_reads_as_before() {
     let moto = Moto::shared();
     let client = moto.dynamodb_client();
-    let (store, _, table) = counted_store(moto).await;
-    let service = WhyService::new(store.clone(), clock());
-    let inputs = Map::new();
-    for action in ["one", "two", "three"] {
-        service
-            .record(&caller(), decision("home", action, &inputs))
-            .await
-            .unwrap();
-    }
+    let (_, table, pk, store) = three_decisions(moto).await;
     let key = ChainKey {
         scope: format!("{}/why", caller().scope),
         name: "home".into(),
     };
-    let pk = format!("chain#{}/why#home", caller().scope);
     let written = store.log_hashes(&key, &[0, 1, 2]).await.unwrap();
     assert_eq!(written.len(), 3);
     let hash_key = std::collections::HashMap::from([

@@ -1454,6 +1454,30 @@ impl ChainStore for Held {
     }
 }
 
+/// The decision `record`'s receipt proves it (at its `seq - 1`) in the checkpoint of `size`,
+/// and the log still holds that tree.
+async fn assert_receipt_holds(backend: &Backend, key: &ChainKey, record: &Value, size: u64) {
+    let seq = record["seq"].as_u64().unwrap();
+    let check = hearth_core::transparency::check_proof(
+        backend.store.as_ref(),
+        &log_keys(),
+        hearth_core::transparency::LogKind::Decisions,
+        key,
+        record["tlog_proof"].as_str().unwrap(),
+        NOW,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        check,
+        hearth_core::transparency::ProofCheck::Holds {
+            index: seq - 1,
+            size
+        },
+        "record {seq}"
+    );
+}
+
 fn log_keys() -> Arc<LogKeys> {
     Arc::new(LogKeys::new("hearth.example", &[(1, [3; 32])]).unwrap())
 }
@@ -1497,7 +1521,6 @@ pub async fn queued_decisions_land_together_each_with_its_own_receipt(backend: B
         scope: format!("{}/why", caller.scope),
         name: "home".into(),
     };
-    let keys = log_keys();
     let batch_checkpoint = |record: &Value| {
         let receipt = record["tlog_proof"].as_str().unwrap();
         receipt[receipt.find("\n\n").unwrap()..].to_owned()
@@ -1509,26 +1532,9 @@ pub async fn queued_decisions_land_together_each_with_its_own_receipt(backend: B
     }
     assert_ne!(batch_checkpoint(&first), batch_checkpoint(&records[0]));
     for record in std::iter::once(&first).chain(&records) {
-        let check = hearth_core::transparency::check_proof(
-            backend.store.as_ref(),
-            &keys,
-            hearth_core::transparency::LogKind::Decisions,
-            &key,
-            record["tlog_proof"].as_str().unwrap(),
-            NOW,
-        )
-        .await
-        .unwrap();
         let seq = record["seq"].as_u64().unwrap();
         let size = if seq == 1 { 1 } else { 8 };
-        assert_eq!(
-            check,
-            hearth_core::transparency::ProofCheck::Holds {
-                index: seq - 1,
-                size
-            },
-            "record {seq}"
-        );
+        assert_receipt_holds(&backend, &key, record, size).await;
     }
     let snapshot = backend.store.load(&key, NOW).await.unwrap().unwrap();
     assert_eq!(snapshot.head.last_seq, 8);
@@ -1601,23 +1607,7 @@ pub async fn a_batch_that_dies_between_seal_and_land_leaves_the_chain_whole(back
         let record = call(service, "after".into()).await.unwrap().unwrap();
         expected_seq += 1;
         assert_eq!(record["seq"], expected_seq);
-        let check = hearth_core::transparency::check_proof(
-            backend.store.as_ref(),
-            &log_keys(),
-            hearth_core::transparency::LogKind::Decisions,
-            &key,
-            record["tlog_proof"].as_str().unwrap(),
-            NOW,
-        )
-        .await
-        .unwrap();
-        assert_eq!(
-            check,
-            hearth_core::transparency::ProofCheck::Holds {
-                index: expected_seq - 1,
-                size: expected_seq
-            }
-        );
+        assert_receipt_holds(&backend, &key, &record, expected_seq).await;
     }
     let (snapshot, log) = backend.store.load_for_append(&key, NOW).await.unwrap();
     let snapshot = snapshot.unwrap();
