@@ -486,7 +486,6 @@ fn item_size(item: &std::collections::HashMap<String, AttributeValue>) -> usize 
         .sum()
 }
 
-/// Three decisions in a fresh household; returns the service, its table and partition key.
 /// Three decisions to one household on a fresh table: the service, the table, the chain's
 /// partition key and the store.
 async fn three_decisions(moto: &Moto) -> (WhyService, String, String, Arc<DynamoStore>) {

@@ -11,10 +11,10 @@ use serde_json::Value;
 use tokio::sync::{OnceCell, OwnedMutexGuard, oneshot};
 use tokio::time::Instant;
 
+use super::error::WhyError;
 use super::limits::RETENTION;
 use super::queue::ChainQueue;
 use super::record::{self, HASH_FIELD, QueuedDecision, RecordView, verified_window};
-use super::service::WhyError;
 use crate::chain::{Sealed, VerifiedBodies};
 use crate::clock::{Clock, timestamp, unix_ms};
 use crate::store::{
@@ -164,14 +164,21 @@ impl Committer {
             if batch.is_empty() {
                 return;
             }
+            let read = start.is_none();
             let planned = match start.take() {
                 Some(start) => self.plan(&batch, start),
                 None => self.read_and_plan(&key, &batch).await,
             };
             let planned = match planned {
                 Ok(Some(planned)) => planned,
-                // The heads known could not be built on: read the chain.
-                Ok(None) => continue,
+                // The heads known could not be built on: read the chain (after a pause, when
+                // what was just read could not be built on either: its window ended meanwhile).
+                Ok(None) => {
+                    if read && !retry.pause().await {
+                        return answer_all(batch, WhyError::Busy);
+                    }
+                    continue;
+                }
                 Err(error) => return answer_all(batch, error),
             };
             let last = planned.appends.last().expect("a plan holds an append");
@@ -208,6 +215,24 @@ impl Committer {
                             .remember(&key, landed.making_way(retry.attempt_took())),
                         None => self.hot_chains.forget(&key),
                     }
+                    queue.leave(left.heads, left.known);
+                    answer_landed(
+                        batch,
+                        records,
+                        planned.receipts,
+                        planned.signed,
+                        planned.full_at,
+                    );
+                    drop(turn);
+                    return;
+                }
+                // The winner is this very batch: it landed, and the store's answer was lost and
+                // the request sent again (the SDK's retries reuse the request's idempotency
+                // token, so DynamoDB itself answers a retried success; an emulator may not).
+                Err((StoreError::Conflict, Some(winner)))
+                    if winner.head.last_seq == left.heads.head.last_seq
+                        && winner.head.last_hash == left.heads.head.last_hash =>
+                {
                     queue.leave(left.heads, left.known);
                     answer_landed(
                         batch,
@@ -387,7 +412,9 @@ fn answer_landed(
         })
     });
     let mut batch = batch.into_iter();
-    for ((pending, sealed), receipt) in batch.by_ref().zip(records).zip(receipts) {
+    // The landed records first: zipping takes from the left until one side ends, and a call
+    // taken from `batch` past the last record would be dropped unanswered.
+    for ((sealed, receipt), pending) in records.into_iter().zip(receipts).zip(batch.by_ref()) {
         let answer = sealed
             .to_json(HASH_FIELD)
             .map_err(|_| WhyError::Unavailable)

@@ -6,6 +6,7 @@
 //! of each evicted record into the chain's anchor.
 
 mod commit;
+mod error;
 pub mod limits;
 pub mod matching;
 mod queue;

@@ -2,11 +2,13 @@
 //! joins the chain's queue and waits for the chain's turn; whoever gets the turn takes what
 //! is queued then (up to a batch) and lands it in one step, answering each append its own
 //! record, while the appends that arrive meanwhile queue for the next turn. One turn's wait is
-//! then at most one landing, however many calls are waiting, where taking turns one append at
-//! a time made the last of eight wait for seven.
+//! then one landing, however many calls are waiting, where taking turns one append at
+//! a time made the last of eight wait for seven (one landing for each batch queued ahead, when
+//! more than a batch is queued).
 //!
-//! The queue decides who lands what and when, nothing else: planning and landing a batch is
-//! [`super::commit`]'s. Other processes still race through the store's conditional writes.
+//! The queue decides who lands what and when, and keeps what the last landing left for the
+//! next (see [`Left`]); planning and landing a batch is [`super::commit`]'s. Other processes
+//! still race through the store's conditional writes.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -78,8 +80,7 @@ pub struct ChainQueue<T> {
     waiting: Mutex<VecDeque<(u64, T)>>,
     next_ticket: AtomicU64,
     turn: Arc<tokio::sync::Mutex<()>>,
-    /// Where the last batch left the chain, when appends were queued behind it (see
-    /// [`ChainQueue::leave`]).
+    /// Where the last batch left the chain (see [`ChainQueue::leave`]).
     left: Mutex<Option<Left>>,
 }
 
@@ -107,7 +108,8 @@ impl Left {
 }
 
 /// A queued append: withdrawn from the queue when dropped, so that a call that ends (its
-/// budget spent, or its client gone) leaves nothing to be landed for it.
+/// budget spent, or its client gone) while its append is still queued leaves nothing to be
+/// landed for it. Once a landing has taken the append, it lands whether or not its call waits.
 pub struct Ticket<T> {
     queue: Arc<ChainQueue<T>>,
     number: u64,
@@ -123,11 +125,14 @@ impl<T> Drop for Ticket<T> {
 pub enum Turn<T> {
     /// It holds the turn, and these appends (taken from the queue's front, in order) are its
     /// to land, then answer, then give the turn up by dropping `turn`. `waited`: another call
-    /// held the turn first, so what this call read before queueing is likely stale.
+    /// held the turn first, so what this call read before queueing is likely stale. `own`:
+    /// whether its own append is among them; when not (a batch's worth or a log reset was
+    /// queued ahead of it), it waits for the turn again once it has started these.
     Lead {
         appends: Vec<T>,
         turn: OwnedMutexGuard<()>,
         waited: bool,
+        own: bool,
     },
     /// Its append was taken by the call that held the turn before: its answer comes from
     /// there.
@@ -177,12 +182,14 @@ impl<T> ChainQueue<T> {
             return Turn::Taken;
         }
         let mut appends = Vec::new();
+        let mut own = false;
         while let Some((_, next)) = waiting.front() {
             let by_itself = alone(next);
             if appends.len() == most || (by_itself && !appends.is_empty()) {
                 break;
             }
-            let (_, append) = waiting.pop_front().expect("the front was just seen");
+            let (number, append) = waiting.pop_front().expect("the front was just seen");
+            own |= number == ticket.number;
             appends.push(append);
             if by_itself {
                 break;
@@ -192,6 +199,7 @@ impl<T> ChainQueue<T> {
             appends,
             turn,
             waited,
+            own,
         }
     }
 
@@ -257,12 +265,14 @@ mod tests {
             appends,
             turn,
             waited,
+            own,
         } = queue.turn(&tickets[0], deadline(), 3, |_| false).await
         else {
             panic!("the first call leads");
         };
         assert_eq!(appends, vec![0, 1, 2]);
         assert!(!waited);
+        assert!(own);
         assert!(queues.reads_nothing_next(&key()), "the turn is held");
         drop(turn);
         assert!(!queues.reads_nothing_next(&key()));
@@ -271,11 +281,13 @@ mod tests {
             queue.turn(&tickets[1], deadline(), 3, |_| false).await,
             Turn::Taken
         ));
-        let Turn::Lead { appends, .. } = queue.turn(&tickets[3], deadline(), 3, |_| false).await
+        let Turn::Lead { appends, own, .. } =
+            queue.turn(&tickets[3], deadline(), 3, |_| false).await
         else {
             panic!("a queued call leads");
         };
         assert_eq!(appends, vec![3, 4]);
+        assert!(own);
     }
 
     #[tokio::test]
@@ -324,6 +336,38 @@ mod tests {
             Turn::Taken
         ));
         drop(turn);
+    }
+
+    /// The call that gets the turn leads what is queued ahead of it even when its own append
+    /// is not among what one batch takes, and says so: it must wait for the turn again.
+    #[tokio::test]
+    async fn a_leader_whose_append_is_behind_a_full_batch_or_a_reset_is_told_so() {
+        let queue = AppendQueues::<u32>::default().of(&key());
+        let tickets: Vec<_> = [1, 2, 3].into_iter().map(|n| queue.join(n)).collect();
+        let Turn::Lead {
+            appends, turn, own, ..
+        } = queue.turn(&tickets[2], deadline(), 2, |_| false).await
+        else {
+            panic!("leads");
+        };
+        assert_eq!(appends, vec![1, 2]);
+        assert!(!own, "its own is the third, past a batch of two");
+        drop(turn);
+        let Turn::Lead { appends, own, .. } =
+            queue.turn(&tickets[2], deadline(), 2, |_| false).await
+        else {
+            panic!("leads again");
+        };
+        assert_eq!((appends, own), (vec![3], true));
+
+        let queue = AppendQueues::<u32>::default().of(&key());
+        let tickets: Vec<_> = [1, 99].into_iter().map(|n| queue.join(n)).collect();
+        let Turn::Lead { appends, own, .. } =
+            queue.turn(&tickets[1], deadline(), 10, |n| *n == 99).await
+        else {
+            panic!("leads");
+        };
+        assert_eq!((appends, own), (vec![1], false), "a reset lands alone");
     }
 
     #[tokio::test]

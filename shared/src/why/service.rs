@@ -8,6 +8,7 @@ use time::format_description::well_known::{Iso8601, Rfc3339};
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use super::commit::{Committer, LogStep, MOST_TOGETHER, Pending};
+pub use super::error::WhyError;
 use super::limits::*;
 use super::matching::best_match;
 use super::queue::{AppendQueues, Turn};
@@ -16,77 +17,11 @@ use crate::auth::Caller;
 use crate::auth::attestation::HostClaim;
 use crate::chain::{self, IntegrityError, Sealed};
 use crate::clock::{Clock, unix_ms};
-use crate::store::{
-    APPEND_BUDGET, ChainKey, ChainRead, ChainStore, HotChains, LogRead, Snapshot, StoreError,
-};
+use crate::store::{APPEND_BUDGET, ChainKey, ChainRead, ChainStore, HotChains, LogRead, Snapshot};
 use crate::transparency::{
-    self, LogError, LogKeys, LogKind, ProofError, WindowProofs, history, history_leaves,
-    window_proofs,
+    self, LogKeys, LogKind, ProofError, WindowProofs, history, history_leaves, window_proofs,
 };
 use crate::witnessing::Witnesses;
-
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum WhyError {
-    /// The arguments break a documented rule; the message says which.
-    #[error("{0}")]
-    Invalid(String),
-    #[error("{0}")]
-    NotFound(String),
-    #[error("{0}. The decision history cannot be trusted and is not used.")]
-    Integrity(#[from] IntegrityError),
-    #[error("Decision storage unavailable; try again later.")]
-    Unavailable,
-    #[error("The household's decision history is busy with other writes; try again.")]
-    Busy,
-    #[error(
-        "This credential already has {MAX_HOUSEHOLDS} active households; no more can be added until one expires."
-    )]
-    HouseholdLimit,
-    #[error(
-        "This credential already keeps {MAX_LOGS} decision logs, live and retiring; a new household can start when one retires, a week after its window ends."
-    )]
-    LogLimit,
-    /// The chain's log is not what its own signed checkpoint says: nothing is appended or
-    /// signed over it.
-    #[error("{0}. The decision history cannot be trusted and nothing was recorded.")]
-    Log(LogError),
-    /// The chain's log holds as many entries as one log may: a limit, not tampering.
-    #[error(
-        "The household's decision log is full ({0} entries), so nothing was recorded; whoever runs Hearth can start a new one."
-    )]
-    LogFull(u64),
-    /// The retained window or the log's stored hashes disagree with the signed checkpoint.
-    #[error("{0}. The decision history cannot be trusted and is not used.")]
-    LogMismatch(String),
-    /// The purchase ledger's history asked for without a signed speaker.
-    #[error(
-        "I can't show the household's purchase history without knowing who is speaking. Please ask on the device that knows your voice."
-    )]
-    NoSpeaker,
-}
-
-impl From<LogError> for WhyError {
-    fn from(error: LogError) -> Self {
-        match error {
-            LogError::Full(entries) => WhyError::LogFull(entries),
-            other => WhyError::Log(other),
-        }
-    }
-}
-
-impl From<StoreError> for WhyError {
-    fn from(error: StoreError) -> Self {
-        match error {
-            StoreError::Conflict => WhyError::Busy,
-            StoreError::ScopeFull { .. } => WhyError::HouseholdLimit,
-            StoreError::LogsFull { .. } => WhyError::LogLimit,
-            StoreError::Unavailable(cause) => {
-                tracing::warn!(error = %cause, "decision store unavailable");
-                WhyError::Unavailable
-            }
-        }
-    }
-}
 
 /// What `explain_why` looks for.
 #[derive(Debug, Clone)]
@@ -264,34 +199,46 @@ impl WhyService {
             deadline,
             answer,
         });
-        match queue
-            .turn(&ticket, deadline, MOST_TOGETHER, Pending::alone)
-            .await
-        {
-            Turn::Lead {
-                appends,
-                turn,
-                waited,
-            } => {
-                // What the HTTP layer read ahead serves the batch only when no other call's
-                // append came first.
-                let read_ahead = match waited {
-                    true => None,
-                    false => caller.read_ahead_with_log_of(key),
-                };
-                let committer = Committer {
-                    store: self.store.clone(),
-                    clock: self.clock.clone(),
-                    log_keys: self.log_keys.clone(),
-                    hot_chains: self.hot_chains.clone(),
-                    verified_bodies: self.verified_bodies.clone(),
-                };
-                // On its own task: the other calls' answers must not depend on this one's
-                // client staying.
-                tokio::spawn(committer.land(key.clone(), appends, read_ahead, queue.clone(), turn));
+        loop {
+            match queue
+                .turn(&ticket, deadline, MOST_TOGETHER, Pending::alone)
+                .await
+            {
+                Turn::Lead {
+                    appends,
+                    turn,
+                    waited,
+                    own,
+                } => {
+                    // What the HTTP layer read ahead serves this call's own batch, and only when
+                    // no other call's append came first.
+                    let read_ahead = match (own, waited) {
+                        (true, false) => caller.read_ahead_with_log_of(key),
+                        _ => None,
+                    };
+                    let committer = Committer {
+                        store: self.store.clone(),
+                        clock: self.clock.clone(),
+                        log_keys: self.log_keys.clone(),
+                        hot_chains: self.hot_chains.clone(),
+                        verified_bodies: self.verified_bodies.clone(),
+                    };
+                    // On its own task: the other calls' answers must not depend on this one's
+                    // client staying.
+                    tokio::spawn(committer.land(
+                        key.clone(),
+                        appends,
+                        read_ahead,
+                        queue.clone(),
+                        turn,
+                    ));
+                    if own {
+                        break;
+                    }
+                }
+                Turn::Taken => break,
+                Turn::Withdrawn => return Err(WhyError::Busy),
             }
-            Turn::Taken => {}
-            Turn::Withdrawn => return Err(WhyError::Busy),
         }
         drop(ticket);
         // A landing that ended without answering (its task panicked) wrote nothing or all of
@@ -724,6 +671,7 @@ fn spoken_answer(view: &RecordView, trace_id: &str) -> String {
 mod tests {
     use super::*;
     use crate::clock::timestamp;
+    use crate::transparency::LogError;
 
     #[test]
     fn a_full_log_is_a_limit_not_an_untrustworthy_history() {

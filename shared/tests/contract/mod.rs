@@ -1620,6 +1620,52 @@ pub async fn a_batch_that_dies_between_seal_and_land_leaves_the_chain_whole(back
     .unwrap();
 }
 
+/// A log that fills in the middle of a landing: the decisions that fit land, with their
+/// receipts, and every call past the last is told the log is full, none of them anything else.
+pub async fn decisions_past_a_full_log_in_one_landing_are_told_it_is_full(backend: Backend) {
+    let held = Held::over(backend.store.clone());
+    let keys = Arc::new(
+        LogKeys::new("hearth.example", &[(1, [3; 32])])
+            .unwrap()
+            .with_max_size(3),
+    );
+    let service = Arc::new(
+        WhyService::new(held.clone(), Arc::new(ManualClock::new(start())))
+            .with_log_keys(Some(keys)),
+    );
+    let caller = Caller::unattested("filling");
+    let call = |action: String| {
+        let service = service.clone();
+        let caller = caller.clone();
+        tokio::spawn(async move {
+            let inputs = Map::new();
+            service
+                .record(&caller, decision("home", &action, &inputs))
+                .await
+        })
+    };
+    let first = call("the first".into());
+    held.started.notified().await;
+    let queued: Vec<_> = (0..4).map(|n| call(format!("queued {n}"))).collect();
+    for _ in 0..5 {
+        tokio::task::yield_now().await;
+    }
+    held.go.add_permits(2);
+    first.await.unwrap().unwrap();
+    let mut answers = Vec::new();
+    for call in queued {
+        answers.push(call.await.unwrap());
+    }
+    assert_eq!(held.appends.load(std::sync::atomic::Ordering::SeqCst), 2);
+    for (n, answer) in answers.iter().enumerate() {
+        match (n, answer) {
+            (0 | 1, Ok(record)) => assert_eq!(record["seq"], n as u64 + 2),
+            (2 | 3, Err(WhyError::LogFull(3))) => {}
+            (n, other) => panic!("call {n}: {other:?}"),
+        }
+    }
+}
+
 pub async fn a_credentials_log_retires_with_its_hashes(backend: Backend) {
     let store = backend.store.as_ref();
     let key = key("retiring");
@@ -1941,6 +1987,7 @@ macro_rules! contract_tests {
             $crate::contract_tests!(@one_thread $make;
                 queued_decisions_land_together_each_with_its_own_receipt,
                 a_batch_that_dies_between_seal_and_land_leaves_the_chain_whole,
+                decisions_past_a_full_log_in_one_landing_are_told_it_is_full,
             );
         }
     };
