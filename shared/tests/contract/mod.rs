@@ -1361,6 +1361,9 @@ enum Dies {
     BeforeLanding,
     /// Landed, no call answered.
     AfterLanding,
+    /// Landed, then refused as a lost race naming the heads it left: what a retried request
+    /// whose first reply was lost gets from a store that does not recognise the retry.
+    LandsThenRefuses,
 }
 
 impl Held {
@@ -1438,6 +1441,16 @@ impl ChainStore for Held {
         let landed = self.inner.append_together(key, appends, now_ms).await;
         if dies == Some(Dies::AfterLanding) {
             panic!("the landing dies after it lands");
+        }
+        if dies == Some(Dies::LandsThenRefuses) {
+            let (window, log) = self.inner.load_for_append(key, now_ms).await.unwrap();
+            let window = window.unwrap();
+            let winner = Winner {
+                first_seq: window.records[0].seq,
+                head: window.head,
+                log,
+            };
+            return Err((StoreError::Conflict, Some(winner)));
         }
         landed
     }
@@ -1664,6 +1677,35 @@ pub async fn decisions_past_a_full_log_in_one_landing_are_told_it_is_full(backen
             (n, other) => panic!("call {n}: {other:?}"),
         }
     }
+}
+
+/// A landing refused as a lost race whose winner is the landing itself (it landed; its reply
+/// was lost and the request sent again) counts as landed: each call is answered its record
+/// once, and nothing lands twice.
+pub async fn a_landing_refused_with_its_own_heads_is_answered_once_and_lands_once(
+    backend: Backend,
+) {
+    let held = Held::over(backend.store.clone());
+    held.go.add_permits(usize::MAX >> 4);
+    *held.dies.lock().unwrap() = Some(Dies::LandsThenRefuses);
+    let service = WhyService::new(held.clone(), Arc::new(ManualClock::new(start())))
+        .with_log_keys(Some(log_keys()));
+    let caller = Caller::unattested("retried");
+    let inputs = Map::new();
+    let record = service
+        .record(&caller, decision("home", "once", &inputs))
+        .await
+        .unwrap();
+    assert_eq!(record["seq"], 1);
+    assert_eq!(held.appends.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let key = ChainKey {
+        scope: format!("{}/why", caller.scope),
+        name: "home".into(),
+    };
+    let (window, log) = backend.store.load_for_append(&key, NOW).await.unwrap();
+    assert_eq!(window.unwrap().head.last_seq, 1, "nothing landed twice");
+    assert_eq!(log.unwrap().size, 1);
+    assert_receipt_holds(&backend, &key, &record, 1).await;
 }
 
 pub async fn a_credentials_log_retires_with_its_hashes(backend: Backend) {
@@ -1988,6 +2030,7 @@ macro_rules! contract_tests {
                 queued_decisions_land_together_each_with_its_own_receipt,
                 a_batch_that_dies_between_seal_and_land_leaves_the_chain_whole,
                 decisions_past_a_full_log_in_one_landing_are_told_it_is_full,
+                a_landing_refused_with_its_own_heads_is_answered_once_and_lands_once,
             );
         }
     };
