@@ -197,11 +197,23 @@ impl Committer {
                 .iter()
                 .map(|append| append.record.clone())
                 .collect();
-            match self
+            let landing_result = match self
                 .store
                 .append_together(&key, planned.appends, now_ms)
                 .await
             {
+                // The winner is this very batch: it landed, and the store's answer was lost and
+                // the request sent again (the SDK's retries reuse the request's idempotency
+                // token, so DynamoDB itself answers a retried success; an emulator may not).
+                Err((StoreError::Conflict, Some(winner)))
+                    if winner.head.last_seq == left.heads.head.last_seq
+                        && winner.head.last_hash == left.heads.head.last_hash =>
+                {
+                    Ok(())
+                }
+                result => result,
+            };
+            match landing_result {
                 Ok(()) => {
                     tracing::debug!(
                         target: "hearth::why::commit",
@@ -215,24 +227,6 @@ impl Committer {
                             .remember(&key, landed.making_way(retry.attempt_took())),
                         None => self.hot_chains.forget(&key),
                     }
-                    queue.leave(left.heads, left.known);
-                    answer_landed(
-                        batch,
-                        records,
-                        planned.receipts,
-                        planned.signed,
-                        planned.full_at,
-                    );
-                    drop(turn);
-                    return;
-                }
-                // The winner is this very batch: it landed, and the store's answer was lost and
-                // the request sent again (the SDK's retries reuse the request's idempotency
-                // token, so DynamoDB itself answers a retried success; an emulator may not).
-                Err((StoreError::Conflict, Some(winner)))
-                    if winner.head.last_seq == left.heads.head.last_seq
-                        && winner.head.last_hash == left.heads.head.last_hash =>
-                {
                     queue.leave(left.heads, left.known);
                     answer_landed(
                         batch,
