@@ -233,10 +233,6 @@ impl ChainStore for RacedOnce {
         self.inner.log_hashes(key, leaves).await
     }
 
-    async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError> {
-        self.inner.append(key, append, now_ms).await
-    }
-
     async fn append_together(
         &self,
         key: &ChainKey,

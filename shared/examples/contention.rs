@@ -80,21 +80,6 @@ impl ChainStore for Counted {
         self.inner.log_hashes(key, leaves).await
     }
 
-    async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError> {
-        self.writes.fetch_add(1, Ordering::Relaxed);
-        self.inner.append(key, append, now_ms).await
-    }
-
-    async fn append_or_winner(
-        &self,
-        key: &ChainKey,
-        append: Append,
-        now_ms: i64,
-    ) -> Result<(), (StoreError, Option<Winner>)> {
-        self.writes.fetch_add(1, Ordering::Relaxed);
-        self.inner.append_or_winner(key, append, now_ms).await
-    }
-
     async fn append_together(
         &self,
         key: &ChainKey,

@@ -73,12 +73,6 @@ impl ChainStore for Contested {
         Ok(Default::default())
     }
 
-    async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError> {
-        self.append_together(key, vec![append], now_ms)
-            .await
-            .map_err(|(error, _)| error)
-    }
-
     async fn append_together(
         &self,
         _: &ChainKey,

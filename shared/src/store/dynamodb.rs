@@ -550,21 +550,6 @@ impl ChainStore for DynamoStore {
         Ok(found)
     }
 
-    async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError> {
-        self.append_or_winner(key, append, now_ms)
-            .await
-            .map_err(|(error, _)| error)
-    }
-
-    async fn append_or_winner(
-        &self,
-        key: &ChainKey,
-        append: Append,
-        now_ms: i64,
-    ) -> Result<(), (StoreError, Option<Winner>)> {
-        self.append_together(key, vec![append], now_ms).await
-    }
-
     /// One transaction, whatever the number of appends: the head item goes from the first's
     /// expected heads to the last's. The head's and the log's conditions ask for the item as
     /// it stands when they fail (`ALL_OLD`): a lost race then returns the winning heads in the

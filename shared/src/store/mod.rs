@@ -900,20 +900,22 @@ pub trait ChainStore: Send + Sync + 'static {
 
     /// Applies `append` atomically: either the record, the new head, every eviction and the
     /// log's growth are stored together, or nothing changes.
-    async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError>;
+    async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError> {
+        self.append_or_winner(key, append, now_ms)
+            .await
+            .map_err(|(error, _)| error)
+    }
 
     /// [`ChainStore::append`], telling with a lost race ([`StoreError::Conflict`]) what won,
     /// when the store can say so in the same round trip (see [`Winner`]); `None` otherwise,
-    /// and the caller reads the chain again.
+    /// and the caller reads the chain again. One append landed by itself.
     async fn append_or_winner(
         &self,
         key: &ChainKey,
         append: Append,
         now_ms: i64,
     ) -> Result<(), (StoreError, Option<Winner>)> {
-        self.append(key, append, now_ms)
-            .await
-            .map_err(|error| (error, None))
+        self.append_together(key, vec![append], now_ms).await
     }
 
     /// Applies `appends` as one: each planned after the one before it (its `expected` heads

@@ -589,12 +589,6 @@ impl ChainStore for SqliteStore {
         })
     }
 
-    async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError> {
-        self.append_together(key, vec![append], now_ms)
-            .await
-            .map_err(|(error, _)| error)
-    }
-
     /// One SQLite transaction applying each append in turn: each finds the heads the one
     /// before it left, so its own checks are the whole batch's.
     async fn append_together(

@@ -53,15 +53,6 @@ impl ChainStore for Unconfigured {
         Err(StoreError::Unavailable(REASON.into()))
     }
 
-    async fn append(
-        &self,
-        _key: &ChainKey,
-        _append: Append,
-        _now_ms: i64,
-    ) -> Result<(), StoreError> {
-        Err(StoreError::Unavailable(REASON.into()))
-    }
-
     async fn append_together(
         &self,
         _key: &ChainKey,

@@ -1419,11 +1419,6 @@ impl ChainStore for Held {
     ) -> Result<hearth_core::store::LeafHashes, StoreError> {
         self.inner.log_hashes(key, leaves).await
     }
-    async fn append(&self, key: &ChainKey, append: Append, now_ms: i64) -> Result<(), StoreError> {
-        self.append_together(key, vec![append], now_ms)
-            .await
-            .map_err(|(error, _)| error)
-    }
     async fn append_together(
         &self,
         key: &ChainKey,
@@ -1491,6 +1486,41 @@ async fn assert_receipt_holds(backend: &Backend, key: &ChainKey, record: &Value,
     );
 }
 
+type Recording = tokio::task::JoinHandle<Result<Value, WhyError>>;
+
+/// `caller` records `action` for the household `home` on a task of its own.
+fn recorded_on_its_task(service: &Arc<WhyService>, caller: &Caller, action: String) -> Recording {
+    let service = service.clone();
+    let caller = caller.clone();
+    tokio::spawn(async move {
+        let inputs = Map::new();
+        service
+            .record(&caller, decision("home", &action, &inputs))
+            .await
+    })
+}
+
+/// One decision ("`label`first") held in flight by `held`, and `count` more ("`label`queued
+/// N") queued behind it. On a one-thread runtime each queued call runs until it waits for
+/// the chain's turn before this returns.
+async fn queued_behind_one_in_flight(
+    held: &Held,
+    service: &Arc<WhyService>,
+    caller: &Caller,
+    label: &str,
+    count: usize,
+) -> (Recording, Vec<Recording>) {
+    let first = recorded_on_its_task(service, caller, format!("{label}first"));
+    held.started.notified().await;
+    let queued = (0..count)
+        .map(|n| recorded_on_its_task(service, caller, format!("{label}queued {n}")))
+        .collect();
+    for _ in 0..=count {
+        tokio::task::yield_now().await;
+    }
+    (first, queued)
+}
+
 fn log_keys() -> Arc<LogKeys> {
     Arc::new(LogKeys::new("hearth.example", &[(1, [3; 32])]).unwrap())
 }
@@ -1504,24 +1534,7 @@ pub async fn queued_decisions_land_together_each_with_its_own_receipt(backend: B
     let clock = Arc::new(ManualClock::new(start()));
     let service = Arc::new(WhyService::new(held.clone(), clock).with_log_keys(Some(log_keys())));
     let caller = Caller::unattested("queued");
-    let call = |action: String| {
-        let service = service.clone();
-        let caller = caller.clone();
-        tokio::spawn(async move {
-            let inputs = Map::new();
-            service
-                .record(&caller, decision("home", &action, &inputs))
-                .await
-        })
-    };
-    let first = call("the first".into());
-    held.started.notified().await;
-    // Seven calls queue while the first is in flight: on this one-thread runtime each runs
-    // until it waits for the chain's turn before the test goes on.
-    let queued: Vec<_> = (0..7).map(|n| call(format!("queued {n}"))).collect();
-    for _ in 0..8 {
-        tokio::task::yield_now().await;
-    }
+    let (first, queued) = queued_behind_one_in_flight(&held, &service, &caller, "", 7).await;
     held.go.add_permits(2);
     let first = first.await.unwrap().unwrap();
     let mut records = Vec::new();
@@ -1574,26 +1587,11 @@ pub async fn a_batch_that_dies_between_seal_and_land_leaves_the_chain_whole(back
         scope: format!("{}/why", caller.scope),
         name: "home".into(),
     };
-    let call = |service: &Arc<WhyService>, action: String| {
-        let service = service.clone();
-        let caller = caller.clone();
-        tokio::spawn(async move {
-            let inputs = Map::new();
-            service
-                .record(&caller, decision("home", &action, &inputs))
-                .await
-        })
-    };
     let mut expected_seq = 0;
     for dies in [Dies::BeforeLanding, Dies::AfterLanding] {
-        let first = call(&service, format!("{dies:?} first"));
-        held.started.notified().await;
-        let queued: Vec<_> = (0..3)
-            .map(|n| call(&service, format!("{dies:?} {n}")))
-            .collect();
-        for _ in 0..4 {
-            tokio::task::yield_now().await;
-        }
+        let label = format!("{dies:?} ");
+        let (first, queued) =
+            queued_behind_one_in_flight(&held, &service, &caller, &label, 3).await;
         held.go.add_permits(1);
         first.await.unwrap().unwrap();
         expected_seq += 1;
@@ -1617,7 +1615,10 @@ pub async fn a_batch_that_dies_between_seal_and_land_leaves_the_chain_whole(back
     let fresh =
         Arc::new(WhyService::new(backend.store.clone(), clock).with_log_keys(Some(log_keys())));
     for service in [&service, &fresh] {
-        let record = call(service, "after".into()).await.unwrap().unwrap();
+        let record = recorded_on_its_task(service, &caller, "after".into())
+            .await
+            .unwrap()
+            .unwrap();
         expected_seq += 1;
         assert_eq!(record["seq"], expected_seq);
         assert_receipt_holds(&backend, &key, &record, expected_seq).await;
@@ -1647,22 +1648,7 @@ pub async fn decisions_past_a_full_log_in_one_landing_are_told_it_is_full(backen
             .with_log_keys(Some(keys)),
     );
     let caller = Caller::unattested("filling");
-    let call = |action: String| {
-        let service = service.clone();
-        let caller = caller.clone();
-        tokio::spawn(async move {
-            let inputs = Map::new();
-            service
-                .record(&caller, decision("home", &action, &inputs))
-                .await
-        })
-    };
-    let first = call("the first".into());
-    held.started.notified().await;
-    let queued: Vec<_> = (0..4).map(|n| call(format!("queued {n}"))).collect();
-    for _ in 0..5 {
-        tokio::task::yield_now().await;
-    }
+    let (first, queued) = queued_behind_one_in_flight(&held, &service, &caller, "", 4).await;
     held.go.add_permits(2);
     first.await.unwrap().unwrap();
     let mut answers = Vec::new();
