@@ -1325,6 +1325,20 @@ pub async fn appends_landed_together_leave_what_one_at_a_time_would(backend: Bac
         );
     }
 
+    // The most the store takes at once lands; one more was refused above.
+    let roomy = hearth_core::store::Retention {
+        capacity: MOST_APPENDS_TOGETHER + 1,
+        ..retention
+    };
+    let most_key = ChainKey {
+        name: "together-most".into(),
+        ..key.clone()
+    };
+    let most = chained((None, None), roomy, MOST_APPENDS_TOGETHER as u8, 1);
+    store.append_together(&most_key, most, NOW).await.unwrap();
+    let (full, _) = store.load_for_append(&most_key, NOW).await.unwrap();
+    assert_eq!(full.unwrap().records.len(), MOST_APPENDS_TOGETHER);
+
     // The same batch again is over stale heads: it loses, and names what won.
     let stale = chained((Some(&read), log.as_ref()), retention, 3, 3);
     let (error, winner) = store
