@@ -605,6 +605,7 @@ async fn a_passkey_session_logs_no_link_nonce_statement_or_assertion() {
     let passkeys = hearth_core::app::passkeys(
         &config,
         accounts.clone(),
+        stores.grants.clone(),
         &hearth_core::app::household_data(&config).unwrap(),
     )
     .unwrap();

@@ -59,6 +59,7 @@ fn passkeys_over(config: &hearth_core::config::Config, stores: &Stores, h: &Harn
     hearth_core::app::passkeys(
         config,
         accounts,
+        stores.grants.clone(),
         &hearth_core::app::household_data(config).unwrap(),
     )
     .expect("the local server has a public URL")

@@ -18,6 +18,7 @@ use crate::clock::{Clock, timestamp, unix_ms};
 use crate::countersign::household::{HouseholdData, account_policy};
 use crate::countersign::ledger::{self, Ledger};
 use crate::linking::Linking;
+use crate::passkeys::owners::PasskeyOwners;
 use crate::store::{AccountItem, AccountSummary, ChainKey, ChainStore, GrantStore, StoreError};
 use crate::transparency::{self, LogKeys, LogKind, ProofError, Resigned};
 use crate::why;
@@ -178,6 +179,9 @@ pub struct Admin {
     accounts: Arc<Accounts>,
     linking: Linking,
     chains: Arc<dyn ChainStore>,
+    /// Which household each passkey's credential id belongs to: a deleted household's
+    /// entries go with it.
+    owners: PasskeyOwners,
     /// The configured household (for adoption) and the catalogue policies are checked against.
     data: Arc<HouseholdData>,
     /// The access-token keys, when the signing key and the public URL are configured.
@@ -198,6 +202,7 @@ impl Admin {
     ) -> Self {
         let accounts = Arc::new(accounts);
         Self {
+            owners: PasskeyOwners::new(grants.clone()),
             linking: Linking::new(grants, accounts.clone(), clock.clone()),
             accounts,
             chains,
@@ -465,8 +470,9 @@ impl Admin {
         })
     }
 
-    /// `household delete HOUSEHOLD`: the account, its device keys, its decisions and its ledger.
-    /// The chains go first, so a deletion cut short can be run again.
+    /// `household delete HOUSEHOLD`: the account, its device keys, its decisions, its ledger,
+    /// and the sign-in index's entries of its passkeys (whose ids may then be enrolled
+    /// elsewhere). The account goes last, so a deletion cut short can be run again.
     pub async fn delete(&self, household_id: &str) -> Result<Removed, AdminError> {
         let item = self.accounts.get(household_id).await?;
         let scope = household_scope(household_id);
@@ -478,6 +484,17 @@ impl Admin {
             .chains
             .remove(&ledger::chain_key_in(&scope, household_id))
             .await?;
+        let now = unix_ms(self.clock.now());
+        for passkey in &item.passkeys {
+            self.owners
+                .forget(&passkey.credential_id, household_id, now)
+                .await
+                .map_err(|_| {
+                    AdminError::Account(AccountError::Unavailable(
+                        "the passkeys' sign-in index could not be updated".into(),
+                    ))
+                })?;
+        }
         self.accounts.delete(household_id).await?;
         Ok(Removed {
             household_id: household_id.to_owned(),

@@ -39,12 +39,12 @@ use crate::passkeys::{Member as PasskeyMember, PasskeySite, Passkeys, RosterOf};
 use crate::ratelimit::{AttemptLimiter, RateLimiter};
 #[cfg(feature = "aws")]
 use crate::speech::polly::Voice;
-use crate::store::AccountItem;
 use crate::store::Stores;
 #[cfg(feature = "aws")]
 use crate::store::dynamodb::DynamoStore;
 use crate::store::sqlite::SqliteStore;
 use crate::store::unconfigured::Unconfigured;
+use crate::store::{AccountItem, GrantStore};
 use crate::toolset::Toolset;
 use crate::transparency::LogKeys;
 #[cfg(feature = "aws")]
@@ -272,6 +272,41 @@ pub const ROUTES: &[Route] = &[
         "POST",
         "/passkeys/approve/{token}/challenge",
         "the `hearth-approval/v1` statement to sign for `{\"decision\"}`, and its request options",
+        Limit::Address,
+    ),
+    route(
+        "mcp",
+        "GET",
+        "/household",
+        "the household's page ([The household's page](../getting-started/household-page.md)): `Sign in with a passkey`, then the view `?view=` names (`today`, `why` with `q`, `orders`, `waiting`, `members`, `devices`, `assistants`, `rules`)",
+        Limit::Address,
+    ),
+    route(
+        "mcp",
+        "GET",
+        "/household/page.js",
+        "the household page's script (it runs over `/passkeys/page.js`)",
+        Limit::Address,
+    ),
+    route(
+        "mcp",
+        "POST",
+        "/household/sign-in/options",
+        "a sign-in challenge (single use, 5 minutes) and its request options, no passkey named",
+        Limit::Address,
+    ),
+    route(
+        "mcp",
+        "POST",
+        "/household/sign-in",
+        "the sign-in assertion (`{\"credential\"}`); sets the session cookie (`__Host-hearth_session`, or `hearth_session` on loopback http)",
+        Limit::Address,
+    ),
+    route(
+        "mcp",
+        "POST",
+        "/household/sign-out",
+        "ends the session on the server; needs the session's CSRF token in `X-Hearth-CSRF`",
         Limit::Address,
     ),
     route(
@@ -590,7 +625,7 @@ pub async fn admin(config: &Config) -> anyhow::Result<Admin> {
 pub async fn admin_passkeys(config: &Config) -> anyhow::Result<Passkeys> {
     let stores = existing_stores(config).await?;
     let accounts = Arc::new(Accounts::new(stores.accounts, Arc::new(SystemClock)));
-    passkeys(config, accounts, &*household_data(config)?).ok_or_else(|| {
+    passkeys(config, accounts, stores.grants, &*household_data(config)?).ok_or_else(|| {
         anyhow::anyhow!(
             "passkey links need the public URL their pages are served under: set MCP_RESOURCE_URL"
         )
@@ -822,7 +857,12 @@ fn countersign_service(
     if let Some(notifier) = notifier(config) {
         service = service.with_notifier(notifier);
     }
-    if let Some(passkeys) = passkeys(config, backing.accounts.clone(), &backing.household) {
+    if let Some(passkeys) = passkeys(
+        config,
+        backing.accounts.clone(),
+        backing.stores.grants.clone(),
+        &backing.household,
+    ) {
         service = service.with_approval_links(Arc::new(passkeys));
     }
     service
@@ -901,27 +941,53 @@ fn mcp_routes(config: &Config, backing: &Backing, local: bool) -> Router {
     );
     let router =
         crate::mcp::router(Arc::new(endpoint), local).merge(crate::demo::page_router(&gate));
-    match passkeys(config, backing.accounts.clone(), &backing.household) {
-        Some(passkeys) => router.merge(crate::passkeys::http::router(
-            Arc::new(passkeys),
+    let Some(passkeys) = passkeys(
+        config,
+        backing.accounts.clone(),
+        backing.stores.grants.clone(),
+        &backing.household,
+    ) else {
+        return router;
+    };
+    let passkeys = Arc::new(passkeys);
+    let keys = log_keys(config);
+    let countersign = Arc::new(countersign_service(config, backing, keys.clone()));
+    let why = Arc::new(
+        WhyService::new(backing.stores.chains.clone(), backing.clock.clone())
+            .with_log_keys(keys)
+            .with_witnesses(backing.witnesses.clone()),
+    );
+    let household = crate::household::HouseholdPage::new(
+        passkeys.clone(),
+        crate::household::sessions::Sessions::new(
+            backing.stores.grants.clone(),
+            backing.clock.clone(),
+        ),
+        countersign.clone(),
+        why,
+    );
+    router
+        .merge(crate::passkeys::http::router(
+            passkeys,
             notifier(config),
-            Arc::new(countersign_service(config, backing, log_keys(config))),
+            countersign,
             &gate,
-        )),
-        None => router,
-    }
+        ))
+        .merge(crate::household::http::router(Arc::new(household), &gate))
 }
 
 /// The members' passkeys, where there is a public URL to serve their pages under.
 pub fn passkeys(
     config: &Config,
     accounts: Arc<Accounts>,
+    grants: Arc<dyn GrantStore>,
     household: &HouseholdData,
 ) -> Option<Passkeys> {
     let place = config.passkeys.as_ref()?;
     Some(
         Passkeys::new(
             accounts,
+            grants,
             PasskeySite {
                 site: Site {
                     rp_id: place.rp_id.clone(),
@@ -1079,7 +1145,12 @@ pub fn local_router_with(config: &Config, backing: &Backing) -> Router {
             )
         };
         router = router.merge(crate::demo::device_router(Arc::new(device())));
-        if let Some(passkeys) = passkeys(config, backing.accounts.clone(), &backing.household) {
+        if let Some(passkeys) = passkeys(
+            config,
+            backing.accounts.clone(),
+            backing.stores.grants.clone(),
+            &backing.household,
+        ) {
             let phone = crate::demo::phone::PhoneEndpoint::new(
                 authenticator(config, backing),
                 gate(config, backing),

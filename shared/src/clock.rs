@@ -52,6 +52,13 @@ pub fn timestamp(time: OffsetDateTime) -> String {
     )
 }
 
+/// Unix milliseconds as [`timestamp`] writes them; empty past the year 9999.
+pub fn timestamp_ms(ms: i64) -> String {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .map(timestamp)
+        .unwrap_or_default()
+}
+
 /// Unix milliseconds of `time`.
 pub fn unix_ms(time: OffsetDateTime) -> i64 {
     (time.unix_timestamp_nanos() / 1_000_000) as i64

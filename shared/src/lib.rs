@@ -38,6 +38,7 @@ pub mod doctor;
 pub mod forwarded;
 pub mod fuzzing;
 pub mod gate;
+pub mod household;
 pub mod http_server;
 pub mod json_endpoint;
 pub mod linking;

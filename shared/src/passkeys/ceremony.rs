@@ -128,8 +128,9 @@ impl Site {
     }
 
     /// `PublicKeyCredentialCreationOptions` as JSON, byte strings base64url (the page turns
-    /// them into buffers): ES256 and Ed25519, user verification required, a resident key
-    /// preferred, no attestation, the member's existing credentials excluded.
+    /// them into buffers): ES256 and Ed25519, user verification required, a discoverable
+    /// (resident) key required so that the household's page can sign in without a name typed,
+    /// no attestation, the member's existing credentials excluded.
     pub fn creation_options(
         &self,
         challenge: &[u8],
@@ -153,8 +154,8 @@ impl Site {
             "timeout": CEREMONY_TIMEOUT_MS,
             "attestation": "none",
             "authenticatorSelection": {
-                "residentKey": "preferred",
-                "requireResidentKey": false,
+                "residentKey": "required",
+                "requireResidentKey": true,
                 "userVerification": "required",
             },
             "excludeCredentials": exclude.iter().map(|id| json!({"type": "public-key", "id": id})).collect::<Vec<_>>(),
@@ -162,7 +163,8 @@ impl Site {
     }
 
     /// `PublicKeyCredentialRequestOptions` as JSON for an assertion over `challenge`, limited
-    /// to `allow` (credential ids, base64url), user verification required.
+    /// to `allow` (credential ids, base64url), user verification required. With `allow`
+    /// empty, any discoverable passkey of this relying party may answer (a sign-in).
     pub fn request_options(&self, challenge: &[u8], allow: &[String]) -> Value {
         json!({
             "challenge": URL_SAFE_NO_PAD.encode(challenge),

@@ -83,7 +83,7 @@ pub fn router(
 
 /// The gate's refusal as the pages answer: a page to a person opening a link, and the
 /// pages' own JSON to their script, which shows its `message`.
-fn refused(refusal: Refusal, request: &axum::extract::Request) -> Response {
+pub fn refused(refusal: Refusal, request: &axum::extract::Request) -> Response {
     let status = refusal.status();
     if request.method() == http::Method::GET {
         let title = match refusal {
@@ -482,7 +482,7 @@ async fn announce(passkeys: &Passkeys, notifier: &Notifier, token: &str, enrolle
 }
 
 /// A POST must come from the pages' origin: another site's script cannot drive a ceremony.
-fn same_origin(passkeys: &Passkeys, headers: &HeaderMap) -> Result<(), PasskeyError> {
+pub fn same_origin(passkeys: &Passkeys, headers: &HeaderMap) -> Result<(), PasskeyError> {
     let origin = headers
         .get(header::ORIGIN)
         .and_then(|value| value.to_str().ok());
@@ -495,7 +495,7 @@ fn same_origin(passkeys: &Passkeys, headers: &HeaderMap) -> Result<(), PasskeyEr
     }
 }
 
-fn json_body(body: &[u8]) -> Result<Value, PasskeyError> {
+pub fn json_body(body: &[u8]) -> Result<Value, PasskeyError> {
     match serde_json::from_slice::<Value>(body) {
         Ok(value @ Value::Object(_)) => Ok(value),
         _ => Err(PasskeyError::Invalid(
@@ -504,7 +504,7 @@ fn json_body(body: &[u8]) -> Result<Value, PasskeyError> {
     }
 }
 
-fn field(body: &Value, name: &str) -> Result<Value, PasskeyError> {
+pub fn field(body: &Value, name: &str) -> Result<Value, PasskeyError> {
     body.get(name)
         .cloned()
         .ok_or_else(|| PasskeyError::Invalid(format!("the body has no {name}")))
@@ -534,7 +534,7 @@ fn message(error: &PasskeyError) -> String {
 /// What every link that does not work says, whatever the reason.
 const LINK_DOES_NOT_WORK: &str = "This link does not work: it was used, its time ran out, or it was never right. If you still need it, ask the assistant again, or ask whoever runs Hearth for a new one.";
 
-fn failure(error: &PasskeyError) -> Response {
+pub fn failure(error: &PasskeyError) -> Response {
     let (status, code) = status_of(error);
     if status.is_server_error() {
         tracing::warn!(target: "hearth::passkeys", code, "a passkey request failed");
@@ -552,7 +552,7 @@ fn problem_page(error: &PasskeyError) -> Response {
     pages::problem(status_of(error).0, &message(error))
 }
 
-fn answer(status: StatusCode, body: Value) -> Response {
+pub fn answer(status: StatusCode, body: Value) -> Response {
     let mut response = (status, axum::Json(body)).into_response();
     pages::secure_headers(response.headers_mut());
     response

@@ -24,8 +24,10 @@
 mod approvals;
 pub mod ceremony;
 pub mod http;
+pub mod owners;
 pub mod pages;
 pub mod push;
+pub mod sign_in;
 pub mod statement;
 
 use std::sync::Arc;
@@ -40,10 +42,11 @@ use crate::accounts::{AccountError, Accounts, is_household_id};
 use crate::clock::unix_ms;
 use crate::random::os_bytes;
 use crate::store::{
-    AccountItem, MAX_TOKENS_PER_LINK, NonceItem, PasskeyInviteItem, PasskeyItem,
+    AccountItem, GrantStore, MAX_TOKENS_PER_LINK, NonceItem, PasskeyInviteItem, PasskeyItem,
     PendingEnrolmentItem, PushGrantItem, token_hash,
 };
 use ceremony::{Assertion, CEREMONY_TIMEOUT_MS, CeremonyError, Site, StoredKey};
+use owners::{Owner, PasskeyOwners};
 use push::{PushMessage, Pusher};
 
 /// Passkeys one member may hold at once (pending ones included, revoked ones not).
@@ -194,6 +197,10 @@ pub struct PasskeySite {
 
 pub struct Passkeys {
     accounts: Arc<Accounts>,
+    /// Which household each credential id belongs to, for sign-in.
+    owners: PasskeyOwners,
+    /// Where sign-in challenges are kept.
+    grants: Arc<dyn GrantStore>,
     site: PasskeySite,
     roster_of: RosterOf,
     /// Web Push to members' phones, where a log key is configured.
@@ -201,12 +208,62 @@ pub struct Passkeys {
 }
 
 impl Passkeys {
-    pub fn new(accounts: Arc<Accounts>, site: PasskeySite, roster_of: RosterOf) -> Self {
+    pub fn new(
+        accounts: Arc<Accounts>,
+        grants: Arc<dyn GrantStore>,
+        site: PasskeySite,
+        roster_of: RosterOf,
+    ) -> Self {
         Self {
             accounts,
+            owners: PasskeyOwners::new(grants.clone()),
+            grants,
             site,
             roster_of,
             push: None,
+        }
+    }
+
+    pub fn owners(&self) -> &PasskeyOwners {
+        &self.owners
+    }
+
+    pub fn accounts(&self) -> &Arc<Accounts> {
+        &self.accounts
+    }
+
+    /// The household's members, from its policy.
+    pub fn roster(&self, account: &AccountItem) -> Result<Vec<Member>, PasskeyError> {
+        self.members(account)
+    }
+
+    /// Adds the owner entries the index lacks for `passkeys` of `household_id` (those enrolled
+    /// before it existed). A refusal (another household claimed the id first) is logged, not fatal:
+    /// the passkey then cannot sign in, and every other use of it goes on.
+    async fn index_owners(&self, household_id: &str, passkeys: &[PasskeyItem]) {
+        let now = self.now_ms();
+        for passkey in passkeys {
+            let owner = Owner {
+                household_id: household_id.to_owned(),
+                member_id: passkey.member_id.clone(),
+            };
+            if let Ok(Some(known)) = self.owners.owner(&passkey.credential_id, now).await
+                && known == owner
+            {
+                continue;
+            }
+            if self
+                .owners
+                .claim(&passkey.credential_id, &owner, now)
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    target: "hearth::passkeys",
+                    household = %household_id,
+                    "a passkey's owner entry could not be written; it cannot sign in to the household page"
+                );
+            }
         }
     }
 
@@ -384,8 +441,11 @@ impl Passkeys {
     }
 
     /// Every passkey of `household_id`, revoked ones included, oldest first.
+    /// Writes the owner entries of passkeys enrolled before the sign-in index existed.
     pub async fn list(&self, household_id: &str) -> Result<Vec<PasskeyView>, PasskeyError> {
         let account = self.accounts.get(household_id).await?;
+        self.index_owners(&account.household_id, &account.passkeys)
+            .await;
         Ok(account
             .passkeys
             .iter()
@@ -532,6 +592,17 @@ impl Passkeys {
             &user_handle(household_id, &invite.member_id),
             credential,
         )?;
+        // Claimed before the passkey is stored: an id another household holds is refused.
+        self.owners
+            .claim(
+                &created.credential_id,
+                &Owner {
+                    household_id: household_id.to_owned(),
+                    member_id: invite.member_id.clone(),
+                },
+                now,
+            )
+            .await?;
         let approval_token = format!("{household_id}.{}", random_token()?);
         let push_token = match self.push {
             Some(_) => Some(format!("{household_id}.{}", random_token()?)),
@@ -729,6 +800,19 @@ impl Passkeys {
         statement_text: &str,
         may_sign: impl Fn(&PasskeyItem) -> bool,
     ) -> Result<Assertion, PasskeyError> {
+        let challenge = ceremony::challenge_of(statement_text);
+        self.check_signer_over(account, credential, &challenge, may_sign)
+            .await
+    }
+
+    /// [`Self::check_signer`] over a challenge given as bytes (a sign-in's random one).
+    pub async fn check_signer_over(
+        &self,
+        account: &AccountItem,
+        credential: &Value,
+        challenge: &[u8],
+        may_sign: impl Fn(&PasskeyItem) -> bool,
+    ) -> Result<Assertion, PasskeyError> {
         let credential_id = ceremony::assertion_credential_id(credential)?;
         let passkey = account
             .passkeys
@@ -762,12 +846,13 @@ impl Passkeys {
             sign_count: passkey.sign_count,
             backup_eligible: passkey.backup_eligible,
         };
-        match self.site.site.verify_assertion(
-            &ceremony::challenge_of(statement_text),
-            &key,
-            credential,
-        ) {
-            Ok(assertion) => Ok(assertion),
+        match self.site.site.verify_assertion(challenge, &key, credential) {
+            Ok(assertion) => {
+                // One read: a passkey enrolled before the sign-in index gets its entry here.
+                self.index_owners(&account.household_id, std::slice::from_ref(passkey))
+                    .await;
+                Ok(assertion)
+            }
             Err(error @ CeremonyError::CounterWentBack { .. }) => {
                 let now = self.now_ms();
                 self.accounts

@@ -19,14 +19,20 @@ function toBase64url(buffer) {
 }
 
 function say(text, done) {
+  if (!status) return;
   status.textContent = text;
   status.className = done ? "done" : "";
 }
 
+// A page with a session names its CSRF token in a meta tag; every POST carries it.
+const csrf = document.querySelector('meta[name="hearth-csrf"]')?.content;
+
 async function post(path, body) {
+  const headers = { "content-type": "application/json" };
+  if (csrf) headers["x-hearth-csrf"] = csrf;
   const response = await fetch(path, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers,
     body: JSON.stringify(body),
   });
   const answer = await response.json().catch(() => ({}));
@@ -87,31 +93,37 @@ async function subscribe(button) {
   say(answer.message, true);
 }
 
+// An assertion over request options as the server gives them (byte strings base64url), as
+// JSON for the server. The household page's script asks its passkeys through this too.
+async function assert(options) {
+  const publicKey = {
+    ...options,
+    challenge: fromBase64url(options.challenge),
+    allowCredentials: descriptors(options.allowCredentials),
+  };
+  const credential = await navigator.credentials.get({ publicKey });
+  return {
+    id: credential.id,
+    rawId: toBase64url(credential.rawId),
+    type: credential.type,
+    response: {
+      clientDataJSON: toBase64url(credential.response.clientDataJSON),
+      authenticatorData: toBase64url(credential.response.authenticatorData),
+      signature: toBase64url(credential.response.signature),
+      userHandle: credential.response.userHandle
+        ? toBase64url(credential.response.userHandle)
+        : null,
+    },
+  };
+}
+
 async function sign(button, decision) {
   const here = location.pathname;
   const request = await post(here + "/challenge", { decision });
-  const publicKey = {
-    ...request.options,
-    challenge: fromBase64url(request.options.challenge),
-    allowCredentials: descriptors(request.options.allowCredentials),
-  };
-  const credential = await navigator.credentials.get({ publicKey });
   const answer = await post(here, {
     decision,
     statement: request.statement,
-    credential: {
-      id: credential.id,
-      rawId: toBase64url(credential.rawId),
-      type: credential.type,
-      response: {
-        clientDataJSON: toBase64url(credential.response.clientDataJSON),
-        authenticatorData: toBase64url(credential.response.authenticatorData),
-        signature: toBase64url(credential.response.signature),
-        userHandle: credential.response.userHandle
-          ? toBase64url(credential.response.userHandle)
-          : null,
-      },
-    },
+    credential: await assert(request.options),
   });
   for (const other of document.querySelectorAll("button")) other.disabled = true;
   say(answer.message, true);

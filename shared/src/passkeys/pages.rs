@@ -16,11 +16,26 @@ use crate::oauth::consent_page::{STYLE, escape};
 /// The script every passkey page loads.
 pub const SCRIPT: &str = include_str!("page.js");
 
+/// The passkey pages' style beyond the consent page's, the household page's included (one
+/// style, one hash in every page's policy).
 const EXTRA_STYLE: &str = "#status{min-height:1.5em;margin-top:1rem}\
 .done{background:#e3f1e4;border-left:4px solid #3d5a40;padding:.6rem .8rem}\
 .order{background:#fff;border:1px solid #d8d3c7;border-radius:.4rem;padding:.4rem 1rem}\
 .order dt{font-weight:600;margin-top:.4rem}.order dd{margin:0}\
-.warning{background:#fff4d6;border-left:4px solid #a36a00;padding:.6rem .8rem}";
+.warning{background:#fff4d6;border-left:4px solid #a36a00;padding:.6rem .8rem}\
+header{background:#3d5a40;color:#fff;padding:.6rem 1.25rem}header p{margin:0}\
+nav ul{display:flex;flex-wrap:wrap;gap:.4rem;list-style:none;padding:0;margin:.6rem 0 0}nav li{margin:0}\
+nav a{display:inline-block;color:#fff;padding:.35rem .6rem;border-radius:.3rem;text-decoration:none;border:1px solid #c9d6ca}\
+nav a[aria-current=page]{background:#fff;color:#1d1b16}\
+a{color:#2c4a30}\
+h2{font-size:1.15rem;margin:1.4rem 0 .5rem}\
+.entries{list-style:none;padding:0}.entries>li{background:#fff;border:1px solid #d8d3c7;border-radius:.4rem;padding:.6rem .8rem;margin:.5rem 0}\
+.meta{font-size:.9rem;color:#555}\
+.quote{white-space:pre-wrap;overflow-wrap:anywhere}\
+pre{white-space:pre-wrap;overflow-wrap:anywhere;font-size:.85rem;background:#f0ede5;padding:.5rem;border-radius:.3rem}\
+input[type=search]{box-sizing:border-box;width:100%;font:inherit;padding:.5rem;border:2px solid #8a8578;border-radius:.4rem}\
+.signout{flex:0 0 auto;background:#fff;color:#3d5a40;padding:.35rem .8rem}\
+@media(min-width:60rem){main{max-width:48rem}}";
 
 static STYLE_HASH: LazyLock<String> = LazyLock::new(|| {
     format!(
@@ -191,14 +206,31 @@ pub fn notice(status: StatusCode, title: &str, detail: &str) -> Response {
 }
 
 fn page(status: StatusCode, title: &str, main: &str) -> Response {
+    shell(status, title, "", main, &["../page.js"])
+}
+
+/// A page in the passkey pages' style and policy: `head` (already escaped) is added to the
+/// head, `body` is the page's whole body, and `scripts` are loaded from Hearth's own origin
+/// in order (the ceremony's `page.js` first, where a page runs one).
+pub fn shell(
+    status: StatusCode,
+    title: &str,
+    head: &str,
+    body: &str,
+    scripts: &[&str],
+) -> Response {
+    let scripts: String = scripts
+        .iter()
+        .map(|src| format!(r#"<script src="{}"></script>"#, escape(src)))
+        .collect();
     let body = format!(
         r#"<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">
-<title>{title}</title>
+<title>{title}</title>{head}
 <style>{STYLE}{EXTRA_STYLE}</style></head>
-<body>{main}
-<script src="../page.js"></script></body></html>"#,
+<body>{body}
+{scripts}</body></html>"#,
         title = escape(title),
     );
     let csp = format!(

@@ -19,7 +19,7 @@
 //! | account index | `accounts` | `<household id>` | `name`, `linked`; written in the same transaction as the account, so `household list` is one `Query` |
 //! | OAuth client | `client#<client id>` | `client` | `revision`, `body` (the client as JSON; a secret only as its hash), `expires_at_ms` and `expires_at` for a registration not yet used |
 //! | client index | `clients` | `<client id>` | the same attributes, written in the same transaction, so `client list` is one `Query` |
-//! | linking record | `grant#<kind>#<key>` | `grant` | `revision`, `body`, `expires_at_ms`, `expires_at`; kind is `link`, `code`, `family` or `turn` (a host-key turn's ledger claim), key a hash or a family id |
+//! | linking record | `grant#<kind>#<key>` | `grant` | `revision`, `body`, `expires_at_ms`, `expires_at`; kind is `link`, `code`, `family`, `turn` (a host-key turn's ledger claim), `jti`, `docfail`, `signin` (a household page's sign-in challenge, 5 minutes), `session` (a household page's session, by its cookie's hash) or `passkey` (a credential id's household and member; no TTL, kept until the household is deleted), key a hash, a family id or a credential id |
 //!
 //! Cost per call: a read is one strongly consistent `Query` of the chain's partition from
 //! `head` on (the head and the records sort together; the log's hashes sort before `head` and
@@ -51,8 +51,8 @@ use aws_sdk_dynamodb::types::{
 use super::{
     AccountItem, AccountStore, AccountSummary, Append, ChainKey, ChainStore, ClientItem,
     ClientStore, Cosigned, CosignedStore, Counter, CounterStore, GrantItem, GrantKind, GrantStore,
-    Head, LOG_RETIREMENT_MS, LogAppend, LogHead, LogRead, Snapshot, StoreError, Taken, Winner,
-    unchained,
+    Head, KEPT_UNTIL_REMOVED_MS, LOG_RETIREMENT_MS, LogAppend, LogHead, LogRead, Snapshot,
+    StoreError, Taken, Winner, unchained,
 };
 use crate::chain::Sealed;
 use chain_head::{HEAD_SK, LOG_APART_SK, LogPlace};
@@ -1199,7 +1199,10 @@ fn grant_attributes(item: &GrantItem) -> Item {
     stored.insert("revision".into(), n(item.revision as i64));
     stored.insert("body".into(), s(&item.body));
     stored.insert("expires_at_ms".into(), n(item.expires_at_ms));
-    stored.insert(TTL_ATTRIBUTE.into(), n(ttl_seconds(item.expires_at_ms)));
+    // A record kept until removed (a passkey's owner) carries no TTL for DynamoDB to act on.
+    if item.expires_at_ms < KEPT_UNTIL_REMOVED_MS {
+        stored.insert(TTL_ATTRIBUTE.into(), n(ttl_seconds(item.expires_at_ms)));
+    }
     stored
 }
 

@@ -1,5 +1,7 @@
-//! Short-lived single-purpose records as the store keeps them: account linking's link codes,
-//! authorization codes and refresh-token families, and Countersign's turn bindings. Each is
+//! Single-purpose records as the store keeps them, most of them short-lived: account linking's
+//! link codes, authorization codes and refresh-token families, Countersign's turn bindings,
+//! the household page's sign-in challenges and sessions, and the index from a passkey's
+//! credential id to its household. Each is
 //! one small record with a revision for compare-and-swap, an
 //! expiry after which no read returns it (DynamoDB's TTL, or a sweep locally, removes it
 //! later), and a body its owner writes. The store never sees a code or a token, only
@@ -27,7 +29,19 @@ pub enum GrantKind {
     /// Why a client metadata document's fetch failed, kept a minute so that one bad URL is not
     /// fetched again on every request.
     DocumentFailure,
+    /// Which household and member a passkey's credential id belongs to, so that a passkey
+    /// can sign in without a name typed (the WebAuthn user handle is a hash). Kept until
+    /// removed: its expiry is [`KEPT_UNTIL_REMOVED_MS`].
+    PasskeyOwner,
+    /// A household page's sign-in challenge, deleted by the sign-in that answers it.
+    SignInChallenge,
+    /// A household page's session, keyed by the hash of its cookie.
+    HouseholdSession,
 }
+
+/// The expiry of a record that is kept until it is removed: the last millisecond of the
+/// year 9999, far past any clock this runs under, and a TTL DynamoDB never reaches.
+pub const KEPT_UNTIL_REMOVED_MS: i64 = 253_402_300_799_999;
 
 impl GrantKind {
     /// The kind's name in stored keys.
@@ -39,6 +53,9 @@ impl GrantKind {
             GrantKind::TurnBinding => "turn",
             GrantKind::AssertionId => "jti",
             GrantKind::DocumentFailure => "docfail",
+            GrantKind::PasskeyOwner => "passkey",
+            GrantKind::SignInChallenge => "signin",
+            GrantKind::HouseholdSession => "session",
         }
     }
 }

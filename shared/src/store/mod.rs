@@ -30,7 +30,7 @@ pub use account::{
 };
 pub use client::{AssertionKeys, ClientItem, ClientOrigin, ClientStore, KeptDocument};
 pub use cosigned::{Cosigned, CosignedStore};
-pub use grant::{GrantItem, GrantKind, GrantStore};
+pub use grant::{GrantItem, GrantKind, GrantStore, KEPT_UNTIL_REMOVED_MS};
 
 use crate::chain::Sealed;
 

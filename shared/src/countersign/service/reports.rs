@@ -12,7 +12,8 @@ use crate::auth::Caller;
 use crate::clock::timestamp;
 use crate::countersign::household::HouseholdData;
 use crate::countersign::ledger::{
-    Check, LedgerError, Receipt, ReceiptArg, Status, WINDOW_MS, parse_time, window_label,
+    Check, LedgerError, LedgerView, Receipt, ReceiptArg, Request, Status, WINDOW_MS, parse_time,
+    window_label,
 };
 use crate::countersign::money::dollars;
 use crate::countersign::refusal::Refusal;
@@ -91,6 +92,19 @@ impl CountersignService {
             count(output.ledger.entries, "entry", "entries"),
         );
         Ok(output)
+    }
+
+    /// The household's retained ledger, verified, and the requests read from it, oldest
+    /// first: what the household's page lists.
+    pub async fn ledger_requests(
+        &self,
+        caller: &Caller,
+    ) -> Result<(LedgerView, Vec<Request>), CountersignError> {
+        let home = self.home(caller).await?;
+        self.reader(caller, &home)?;
+        let view = self.ledger.read(caller, home.id()).await?;
+        let requests = view.requests(self.ledger.now());
+        Ok((view, requests))
     }
 
     /// Recomputes the whole hash chain and names the first altered entry.

@@ -1,0 +1,361 @@
+//! The household page's routes, served by the MCP function (and the local server):
+//!
+//! - `GET /household`: the page. Signed out, `Sign in with a passkey`; signed in, the view
+//!   its `view` query names (`today`, the default, `why` with `q` to search, `orders`,
+//!   `waiting`, `members`, `devices`, `assistants`, `rules`).
+//! - `GET /household/page.js`: the page's script (over the passkey pages' `page.js`).
+//! - `POST /household/sign-in/options`: a sign-in challenge's request options.
+//! - `POST /household/sign-in`: the assertion (`{"credential"}`); sets the session cookie.
+//! - `POST /household/sign-out`: ends the session on the server and clears the cookie.
+//!
+//! Every POST must come from the page's own origin (`Origin` compared exactly); one with a
+//! session must also carry its CSRF token in `X-Hearth-CSRF`. Every route goes through the
+//! gate before any store read. The cookie is `__Host-hearth_session` (Secure, HttpOnly,
+//! SameSite=Strict, Path=/) where the pages are served over https, and `hearth_session`
+//! without Secure on loopback http, since browsers drop a `__Host-` cookie that is not Secure.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Query, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use http::{HeaderValue, StatusCode, header};
+use serde_json::json;
+
+use super::pages::{self, Paths};
+use super::sessions::SESSION_MAX_MS;
+use super::{HouseholdPage, PageError, Visitor};
+use crate::gate::Gate;
+use crate::passkeys::PasskeyError;
+use crate::passkeys::http::{BODY_LIMIT, answer, failure, field, json_body, refused, same_origin};
+use crate::passkeys::sign_in::SignInRefusal;
+
+/// The page's script.
+const SCRIPT: &str = include_str!("page.js");
+
+/// The session cookie's name over https.
+pub const SECURE_COOKIE: &str = "__Host-hearth_session";
+/// The session cookie's name on loopback http.
+pub const LOOPBACK_COOKIE: &str = "hearth_session";
+/// The header a signed-in page sends its CSRF token in.
+pub const CSRF_HEADER: &str = "x-hearth-csrf";
+
+#[derive(Clone)]
+struct Endpoint {
+    page: Arc<HouseholdPage>,
+    paths: Arc<Paths>,
+}
+
+impl Endpoint {
+    fn secure(&self) -> bool {
+        self.page
+            .passkeys()
+            .site()
+            .site
+            .origin
+            .starts_with("https://")
+    }
+
+    fn cookie_name(&self) -> &'static str {
+        if self.secure() {
+            SECURE_COOKIE
+        } else {
+            LOOPBACK_COOKIE
+        }
+    }
+
+    /// The session id the request's cookie carries, if any.
+    fn session_id(&self, headers: &HeaderMap) -> Option<String> {
+        let wanted = self.cookie_name();
+        headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(';'))
+            .filter_map(|pair| pair.trim().split_once('='))
+            .find(|(name, _)| *name == wanted)
+            .map(|(_, value)| value.to_owned())
+    }
+
+    fn set_cookie(&self, response: &mut Response, id: &str, max_age_secs: i64) {
+        let secure = if self.secure() { "; Secure" } else { "" };
+        let cookie = format!(
+            "{}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age_secs}{secure}",
+            self.cookie_name()
+        );
+        if let Ok(value) = HeaderValue::from_str(&cookie) {
+            response.headers_mut().append(header::SET_COOKIE, value);
+        }
+    }
+
+    /// The signed-in visitor of this request, if its session stands.
+    async fn visitor(&self, headers: &HeaderMap) -> Result<Option<Visitor>, PageError> {
+        match self.session_id(headers) {
+            Some(id) => self.page.visitor(&id).await,
+            None => Ok(None),
+        }
+    }
+}
+
+/// The household page's routes, every one behind `gate` before any store read.
+pub fn router(page: Arc<HouseholdPage>, gate: &Gate) -> Router {
+    let base_path = base_path(&page.passkeys().site().base_url);
+    let routes = Router::new()
+        .route("/household", get(show))
+        .route("/household/page.js", get(|| async { script() }))
+        .route("/household/sign-in/options", post(sign_in_options))
+        .route("/household/sign-in", post(sign_in))
+        .route("/household/sign-out", post(sign_out))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT));
+    crate::gate::limit(routes, gate, refused).with_state(Endpoint {
+        page,
+        paths: Arc::new(Paths { base_path }),
+    })
+}
+
+/// The path part of the pages' base URL (`/prod` under an API Gateway stage, else empty).
+fn base_path(base_url: &str) -> String {
+    let after_scheme = base_url
+        .split_once("://")
+        .map_or(base_url, |(_, rest)| rest);
+    after_scheme
+        .find('/')
+        .map(|at| after_scheme[at..].trim_end_matches('/').to_owned())
+        .unwrap_or_default()
+}
+
+fn script() -> Response {
+    let mut response = SCRIPT.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/javascript; charset=utf-8"),
+    );
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=300"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+async fn show(
+    State(endpoint): State<Endpoint>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let paths = &endpoint.paths;
+    let had_cookie = endpoint.session_id(&headers).is_some();
+    let visitor = match endpoint.visitor(&headers).await {
+        Ok(Some(visitor)) => visitor,
+        Ok(None) if had_cookie => {
+            let mut response =
+                pages::sign_in(paths, Some("Your session ended. Sign in again to go on."));
+            endpoint.set_cookie(&mut response, "", 0);
+            return response;
+        }
+        Ok(None) => return pages::sign_in(paths, None),
+        Err(error) => {
+            return crate::passkeys::pages::notice(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Please wait",
+                &error.to_string(),
+            );
+        }
+    };
+    let page = &endpoint.page;
+    let view = query.get("view").map_or("today", String::as_str);
+    let names = page.members(&visitor);
+    let shown: Result<Response, (&str, &str, PageError)> = match view {
+        "today" => page
+            .today(&visitor)
+            .await
+            .map(|today| pages::today(paths, &visitor, &today, &names))
+            .map_err(|error| ("today", "Today", error)),
+        "why" => {
+            let words = query.get("q").map_or("", |q| q.trim());
+            page.decisions(&visitor, Some(words))
+                .await
+                .map(|decisions| pages::why(paths, &visitor, &decisions, words))
+                .map_err(|error| ("why", "Why", error))
+        }
+        "orders" => page
+            .orders(&visitor)
+            .await
+            .map(|orders| pages::orders(paths, &visitor, &orders, &names))
+            .map_err(|error| ("orders", "Orders", error)),
+        "waiting" => page
+            .waiting(&visitor)
+            .await
+            .map(|requests| pages::waiting(paths, &visitor, &requests, &names))
+            .map_err(|error| ("waiting", "Waiting", error)),
+        "members" => page
+            .passkeys()
+            .list(&visitor.account.household_id)
+            .await
+            .map(|passkeys| pages::members(paths, &visitor, &names, &passkeys))
+            .map_err(|error| ("members", "Members", PageError::from(error))),
+        "devices" => Ok(pages::devices(paths, &visitor)),
+        "assistants" => Ok(pages::assistants(
+            paths,
+            &visitor,
+            visitor.account.is_linked(),
+        )),
+        "rules" => page
+            .rules(&visitor)
+            .await
+            .map(|rules| pages::rules(paths, &visitor, &rules, &names))
+            .map_err(|error| ("rules", "Rules", error)),
+        _ => {
+            return crate::passkeys::pages::notice(
+                StatusCode::NOT_FOUND,
+                "No such page",
+                "This part of the household page does not exist. Open Today from the menu.",
+            );
+        }
+    };
+    match shown {
+        Ok(response) => response,
+        Err((view, title, error)) => {
+            let mut response = pages::trouble(paths, &visitor, view, title, &error.to_string());
+            *response.status_mut() = match error {
+                PageError::Invalid(_) => StatusCode::BAD_REQUEST,
+                PageError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+                // The page shows why the records cannot be trusted; the request itself worked.
+                PageError::Broken(_) => StatusCode::OK,
+            };
+            response
+        }
+    }
+}
+
+async fn sign_in_options(
+    State(endpoint): State<Endpoint>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let passkeys = endpoint.page.passkeys();
+    if let Err(error) = same_origin(passkeys, &headers).and_then(|()| json_body(&body)) {
+        return failure(&error);
+    }
+    match passkeys.sign_in_options().await {
+        Ok(options) => answer(StatusCode::OK, options),
+        Err(error) => failure(&error),
+    }
+}
+
+async fn sign_in(
+    State(endpoint): State<Endpoint>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let credential = match same_origin(endpoint.page.passkeys(), &headers)
+        .and_then(|()| json_body(&body))
+        .and_then(|body| field(&body, "credential"))
+    {
+        Ok(credential) => credential,
+        Err(error) => return failure(&error),
+    };
+    match endpoint.page.sign_in(&credential).await {
+        Ok((id, _)) => {
+            tracing::info!(target: "hearth::household", "a member signed in to the household page");
+            let mut response = answer(
+                StatusCode::OK,
+                json!({"status": "signed_in", "message": "Signed in."}),
+            );
+            endpoint.set_cookie(&mut response, &id, SESSION_MAX_MS / 1000);
+            response
+        }
+        Err(SignInRefusal::Failed(error)) => failure(&error),
+        Err(refusal) => {
+            let (status, code) = match refusal {
+                SignInRefusal::Unknown => (StatusCode::FORBIDDEN, "unknown_passkey"),
+                SignInRefusal::Revoked => (StatusCode::FORBIDDEN, "revoked_passkey"),
+                SignInRefusal::Pending => (StatusCode::FORBIDDEN, "pending_passkey"),
+                SignInRefusal::Suspect => (StatusCode::FORBIDDEN, "suspect_passkey"),
+                SignInRefusal::Stale | SignInRefusal::Failed(_) => {
+                    (StatusCode::BAD_REQUEST, "expired_challenge")
+                }
+            };
+            tracing::info!(target: "hearth::household", code, "a household page sign-in was refused");
+            answer(
+                status,
+                json!({"error": code, "message": refusal.to_string()}),
+            )
+        }
+    }
+}
+
+async fn sign_out(
+    State(endpoint): State<Endpoint>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let visitor = match signed_in_change(&endpoint, &headers, &body).await {
+        Ok(visitor) => visitor,
+        Err(response) => return response,
+    };
+    if let Err(error) = endpoint.page.sign_out(&visitor).await {
+        return failure(&PasskeyError::Unavailable(error.to_string()));
+    }
+    let mut response = answer(
+        StatusCode::OK,
+        json!({"status": "signed_out", "message": "Signed out."}),
+    );
+    endpoint.set_cookie(&mut response, "", 0);
+    response
+}
+
+/// The checks every change by a signed-in member passes: the page's own origin, a session
+/// that stands, and that session's CSRF token. Answers the visitor, or the refusal to send.
+async fn signed_in_change(
+    endpoint: &Endpoint,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Visitor, Response> {
+    same_origin(endpoint.page.passkeys(), headers)
+        .and_then(|()| json_body(body))
+        .map_err(|error| failure(&error))?;
+    let visitor = match endpoint.visitor(headers).await {
+        Ok(Some(visitor)) => visitor,
+        Ok(None) => {
+            return Err(answer(
+                StatusCode::UNAUTHORIZED,
+                json!({"error": "signed_out", "message": "Your session ended. Reload the page and sign in again."}),
+            ));
+        }
+        Err(error) => return Err(failure(&PasskeyError::Unavailable(error.to_string()))),
+    };
+    let token = headers
+        .get(CSRF_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    if !visitor.session().allows(token) {
+        return Err(answer(
+            StatusCode::FORBIDDEN,
+            json!({"error": "refused", "message": "This can only be done from the household page itself. Reload it and try again."}),
+        ));
+    }
+    Ok(visitor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::base_path;
+
+    #[test]
+    fn the_base_path_is_the_stage_prefix_or_nothing() {
+        assert_eq!(base_path("http://localhost:8790"), "");
+        assert_eq!(
+            base_path("https://abc.execute-api.us-east-1.amazonaws.com/prod"),
+            "/prod"
+        );
+        assert_eq!(base_path("https://hearth.example/prod/"), "/prod");
+    }
+}

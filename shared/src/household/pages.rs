@@ -1,0 +1,478 @@
+//! The household page's HTML, in the passkey pages' shell, style and policy
+//! ([`crate::passkeys::pages::shell`]). Every value shown is escaped; a decision's reason is
+//! the caller's unverified words and is shown as text, labelled so.
+
+use axum::response::Response;
+use http::StatusCode;
+
+use super::{Decision, Order, Today, Visitor};
+use crate::clock::timestamp;
+use crate::countersign::household::Household;
+use crate::countersign::ledger::Request;
+use crate::countersign::money::dollars;
+use crate::oauth::consent_page::escape;
+use crate::passkeys::pages::shell;
+use crate::passkeys::{Member, PasskeyView};
+
+/// The views of a signed-in page, by their `view` query value and their name in the menu.
+/// The last four are the guardians' (others see them read-only).
+pub const VIEWS: [(&str, &str); 8] = [
+    ("today", "Today"),
+    ("why", "Why"),
+    ("orders", "Orders"),
+    ("waiting", "Waiting"),
+    ("members", "Members"),
+    ("devices", "Devices"),
+    ("assistants", "Assistants"),
+    ("rules", "Rules"),
+];
+
+/// Where the page's own scripts are, under the deployment's base path (`""` locally,
+/// `/prod` under an API Gateway stage).
+pub struct Paths {
+    pub base_path: String,
+}
+
+impl Paths {
+    fn scripts(&self) -> [String; 2] {
+        [
+            format!("{}/passkeys/page.js", self.base_path),
+            format!("{}/household/page.js", self.base_path),
+        ]
+    }
+
+    fn page(&self) -> String {
+        format!("{}/household", self.base_path)
+    }
+}
+
+fn render(paths: &Paths, status: StatusCode, title: &str, head: &str, body: &str) -> Response {
+    let scripts = paths.scripts();
+    let scripts: Vec<&str> = scripts.iter().map(String::as_str).collect();
+    shell(status, title, head, body, &scripts)
+}
+
+/// The signed-out page: one button, `Sign in with a passkey`. `notice` says why a session
+/// ended, when one did.
+pub fn sign_in(paths: &Paths, notice: Option<&str>) -> Response {
+    let notice = notice
+        .map(|text| format!(r#"<p class="warning" role="note">{}</p>"#, escape(text)))
+        .unwrap_or_default();
+    render(
+        paths,
+        StatusCode::OK,
+        "Your household on Hearth",
+        "",
+        &format!(
+            r#"<main data-page="household-sign-in">
+<h1>Your household on Hearth</h1>
+{notice}
+<p>See what the assistant did and why, what it bought, and what waits for you. Sign in with the passkey you made from your household's invite.</p>
+<div class="actions"><button id="sign-in" class="allow" type="button">Sign in with a passkey</button></div>
+<p id="status" role="status"></p>
+<p class="small">No passkey yet? Ask a guardian of your household for an invite.</p>
+</main>"#
+        ),
+    )
+}
+
+/// A signed-in page: the header (household, member, the menu, `Sign out`) around `content`.
+fn signed_in(paths: &Paths, visitor: &Visitor, view: &str, title: &str, content: &str) -> Response {
+    let page = paths.page();
+    let menu: String = VIEWS
+        .iter()
+        .map(|(name, label)| {
+            let current = if *name == view {
+                r#" aria-current="page""#
+            } else {
+                ""
+            };
+            format!(r#"<li><a href="{page}?view={name}"{current}>{label}</a></li>"#)
+        })
+        .collect();
+    let role = if visitor.member.guardian {
+        "guardian"
+    } else {
+        "member"
+    };
+    let head = format!(
+        r#"<meta name="hearth-csrf" content="{}">"#,
+        escape(&visitor.session().csrf)
+    );
+    render(
+        paths,
+        StatusCode::OK,
+        &format!("{title} · {}", visitor.account.name),
+        &head,
+        &format!(
+            r#"<header>
+<p><strong>{household}</strong>, signed in as {member} ({role})</p>
+<nav aria-label="Household"><ul>{menu}</ul></nav>
+</header>
+<main data-page="household" data-view="{view}">
+<h1>{title}</h1>
+{content}
+<div class="actions"><button id="sign-out" class="signout" type="button">Sign out</button></div>
+<p id="status" role="status"></p>
+</main>"#,
+            household = escape(&visitor.account.name),
+            member = escape(&visitor.member.name),
+            title = escape(title),
+        ),
+    )
+}
+
+/// A signed-in page that could not be filled: why, and what to do.
+pub fn trouble(
+    paths: &Paths,
+    visitor: &Visitor,
+    view: &str,
+    title: &str,
+    problem: &str,
+) -> Response {
+    signed_in(
+        paths,
+        visitor,
+        view,
+        title,
+        &format!(r#"<p class="problem" role="alert">{}</p>"#, escape(problem)),
+    )
+}
+
+/// Today: what waits, this week's spending against the budget, the newest decisions.
+pub fn today(paths: &Paths, visitor: &Visitor, today: &Today, names: &[Member]) -> Response {
+    let activity = &today.activity;
+    let spent = match activity.spent_cents {
+        Some(spent) => format!(
+            "{} spent of this week's budget of {}.",
+            dollars(spent),
+            dollars(activity.budget_cents)
+        ),
+        None => format!(
+            "This week's spending cannot be rebuilt from the ledger; the budget is {}.",
+            dollars(activity.budget_cents)
+        ),
+    };
+    let waiting = if activity.waiting.is_empty() {
+        "<p>Nothing waits for a decision.</p>".to_owned()
+    } else {
+        let items: String = activity
+            .waiting
+            .iter()
+            .map(|item| {
+                format!(
+                    r#"<li><strong>{title}</strong>, {quantity} × {unit} = {total}<br><span class="meta">{status}, asked by {who}</span></li>"#,
+                    title = escape(&item.order.title),
+                    quantity = item.order.quantity,
+                    unit = dollars(item.order.unit_price_cents),
+                    total = dollars(item.order.total_cents),
+                    status = escape(item.status.spoken()),
+                    who = escape(&name_of(names, &item.requested_by)),
+                )
+            })
+            .collect();
+        format!(
+            r#"<ul class="entries">{items}</ul><p><a href="{}?view=waiting">Decide what waits</a></p>"#,
+            paths.page()
+        )
+    };
+    let content = format!(
+        r#"<h2>Waiting</h2>{waiting}
+<h2>This week</h2><p>{spent} {placed} placed, {stopped} stopped.</p>
+<h2>Newest decisions</h2>{decisions}
+<p><a href="{page}?view=why">Every decision</a></p>"#,
+        spent = escape(&spent),
+        placed = activity.placed.len(),
+        stopped = activity.stopped.len(),
+        decisions = decision_list(&today.decisions),
+        page = paths.page(),
+    );
+    signed_in(paths, visitor, "today", "Today", &content)
+}
+
+/// Why: the decision memory, searchable by words.
+pub fn why(paths: &Paths, visitor: &Visitor, decisions: &[Decision], words: &str) -> Response {
+    let found = if words.is_empty() {
+        format!("{} decisions kept.", decisions.len())
+    } else {
+        format!(
+            "{} decisions hold every word of “{}”.",
+            decisions.len(),
+            words
+        )
+    };
+    let content = format!(
+        r#"<form role="search" method="get" action="{page}">
+<input type="hidden" name="view" value="why">
+<label for="q">Search the decisions</label>
+<input id="q" type="search" name="q" value="{words}" maxlength="{max}">
+<div class="actions"><button class="allow" type="submit">Search</button></div>
+</form>
+<p class="meta">{found} Each reason is the assistant's own words, not checked by Hearth.</p>
+{list}"#,
+        page = paths.page(),
+        words = escape(words),
+        max = super::SEARCH_MAX,
+        found = escape(&found),
+        list = decision_list(decisions),
+    );
+    signed_in(paths, visitor, "why", "Why", &content)
+}
+
+fn decision_list(decisions: &[Decision]) -> String {
+    if decisions.is_empty() {
+        return "<p>No decisions are kept yet.</p>".into();
+    }
+    let items: String = decisions
+        .iter()
+        .map(|decision| {
+            format!(
+                r#"<li><strong>{action}</strong>
+<p class="quote"><span class="unverified">Reason, in the assistant's words:</span> {reason}</p>
+<p class="meta">Approved by {approver} (as the assistant says), {at}. Trace {trace}</p></li>"#,
+                action = escape(&decision.action),
+                reason = escape(&decision.reason),
+                approver = escape(&decision.approver),
+                at = escape(&decision.recorded_at),
+                trace = escape(decision.trace_id.get(..12).unwrap_or(&decision.trace_id)),
+            )
+        })
+        .collect();
+    format!(r#"<ul class="entries">{items}</ul>"#)
+}
+
+/// Orders: the ledger, newest first, each with its receipt and its signed approvals.
+pub fn orders(paths: &Paths, visitor: &Visitor, orders: &[Order], names: &[Member]) -> Response {
+    let content = if orders.is_empty() {
+        "<p>Nothing was ordered yet.</p>".to_owned()
+    } else {
+        let items: String = orders
+            .iter()
+            .map(|order| {
+                let request = &order.request;
+                let receipt = match &request.placed {
+                    Some(placed) => format!(
+                        r#"<p class="meta">Order {order_id}, placed {at}. Receipt: entry {seq} of the ledger window of {window}, hash <code>{hash}</code></p>"#,
+                        order_id = escape(&placed.order_id),
+                        at = escape(&timestamp(placed.at)),
+                        seq = placed.receipt.seq,
+                        window = escape(&placed.receipt.window),
+                        hash = escape(&placed.receipt.entry_hash),
+                    ),
+                    None => String::new(),
+                };
+                let approvals: String = order
+                    .approvals
+                    .iter()
+                    .map(|(member, statement)| {
+                        format!(
+                            r#"<p class="meta">Signed by {who}'s passkey:</p><pre>{statement}</pre>"#,
+                            who = escape(&name_of(names, member)),
+                            statement = escape(statement),
+                        )
+                    })
+                    .collect();
+                format!(
+                    r#"<li>{summary}{receipt}{approvals}</li>"#,
+                    summary = request_summary(request, names),
+                )
+            })
+            .collect();
+        format!(r#"<ul class="entries">{items}</ul>"#)
+    };
+    signed_in(paths, visitor, "orders", "Orders", &content)
+}
+
+/// Waiting: each request that waits, with its product, quantity and price.
+pub fn waiting(
+    paths: &Paths,
+    visitor: &Visitor,
+    requests: &[Request],
+    names: &[Member],
+) -> Response {
+    let content = if requests.is_empty() {
+        "<p>Nothing waits for a decision.</p>".to_owned()
+    } else {
+        let items: String = requests
+            .iter()
+            .map(|request| format!("<li>{}</li>", request_summary(request, names)))
+            .collect();
+        format!(r#"<ul class="entries">{items}</ul>"#)
+    };
+    signed_in(paths, visitor, "waiting", "Waiting", &content)
+}
+
+fn request_summary(request: &Request, names: &[Member]) -> String {
+    let proposal = &request.proposal;
+    format!(
+        r#"<strong>{title}</strong>, {variant}<br>{quantity} × {unit} = {total}, from {merchant}<br><span class="meta">{status}; asked by {who}, {at}</span>"#,
+        title = escape(&proposal.title),
+        variant = escape(&proposal.variant),
+        quantity = proposal.quantity,
+        unit = dollars(proposal.unit_price_cents),
+        total = dollars(proposal.total_cents),
+        merchant = escape(&proposal.merchant),
+        status = escape(request.status.spoken()),
+        who = escape(&name_of(names, &request.member_id)),
+        at = escape(&timestamp(request.proposed_at)),
+    )
+}
+
+/// Members: who is in the household, and their passkeys.
+pub fn members(
+    paths: &Paths,
+    visitor: &Visitor,
+    names: &[Member],
+    passkeys: &[PasskeyView],
+) -> Response {
+    let items: String = names
+        .iter()
+        .map(|member| {
+            let held: Vec<String> = passkeys
+                .iter()
+                .filter(|passkey| passkey.member_id == member.id)
+                .map(|passkey| {
+                    let state = if passkey.revoked_at.is_some() {
+                        "revoked"
+                    } else if passkey.suspect_at.is_some() {
+                        "suspect: signs nothing"
+                    } else if passkey.pending {
+                        "waiting for a guardian"
+                    } else {
+                        "in use"
+                    };
+                    format!(
+                        "{} passkey made {}, {}",
+                        escape(&passkey.algorithm),
+                        escape(passkey.created_at.get(..10).unwrap_or(&passkey.created_at)),
+                        state
+                    )
+                })
+                .collect();
+            let held = if held.is_empty() {
+                "no passkey".to_owned()
+            } else {
+                held.join("; ")
+            };
+            format!(
+                r#"<li><strong>{name}</strong> ({role}{guardian})<br><span class="meta">{held}</span></li>"#,
+                name = escape(&member.name),
+                role = escape(&member.role),
+                guardian = if member.guardian { ", guardian" } else { "" },
+            )
+        })
+        .collect();
+    let content = format!(
+        r#"<ul class="entries">{items}</ul>
+<p class="meta">{note}</p>"#,
+        note = guardians_note(visitor, "Inviting, approving and revoking passkeys"),
+    );
+    signed_in(paths, visitor, "members", "Members", &content)
+}
+
+/// Devices: the keys the household's devices sign with.
+pub fn devices(paths: &Paths, visitor: &Visitor) -> Response {
+    let keys = &visitor.account.device_keys;
+    let list = if keys.is_empty() {
+        "<p>No device keys. Orders through a host that signs nothing wait for a member's passkey.</p>".to_owned()
+    } else {
+        let items: String = keys
+            .iter()
+            .map(|key| {
+                format!(
+                    r#"<li>Key <code>{id}</code><br><span class="meta">added {at}</span></li>"#,
+                    id = escape(&key.key_id),
+                    at = escape(&crate::clock::timestamp_ms(key.created_at_ms)),
+                )
+            })
+            .collect();
+        format!(r#"<ul class="entries">{items}</ul>"#)
+    };
+    let content = format!(
+        r#"{list}<p class="meta">{}</p>"#,
+        guardians_note(visitor, "Adding and revoking device keys")
+    );
+    signed_in(paths, visitor, "devices", "Devices", &content)
+}
+
+/// Rules: the household's policy, read-only.
+pub fn rules(paths: &Paths, visitor: &Visitor, rules: &Household, names: &[Member]) -> Response {
+    let roles: String = rules
+        .roles
+        .iter()
+        .map(|(role, limits)| {
+            format!(
+                "<li><strong>{role}</strong>: at most {limit} an order{guardian}</li>",
+                role = escape(
+                    &serde_json::to_value(role)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default()
+                ),
+                limit = dollars(limits.per_order_limit_cents),
+                guardian = if limits.needs_guardian {
+                    ", and every order waits for a guardian"
+                } else {
+                    ""
+                },
+            )
+        })
+        .collect();
+    let guardians: Vec<String> = rules
+        .guardians
+        .iter()
+        .map(|id| escape(&name_of(names, id)))
+        .collect();
+    let content = format!(
+        r#"<dl class="order">
+<dt>Weekly budget</dt><dd>{budget}, the week starting {week} in {zone}</dd>
+<dt>Guardians</dt><dd>{guardians}</dd>
+<dt>Merchants bought from</dt><dd>{merchants}</dd>
+</dl>
+<h2>Roles</h2><ul>{roles}</ul>
+<p class="meta">Only whoever runs Hearth can change the rules today (<code>hearth admin household set-policy</code>). Changing them here comes later.</p>"#,
+        budget = dollars(rules.weekly_budget_cents),
+        week = escape(&rules.week_starts),
+        zone = escape(&rules.time_zone),
+        guardians = guardians.join(", "),
+        merchants = if rules.known_merchants.is_empty() {
+            "none yet".to_owned()
+        } else {
+            escape(&rules.known_merchants.join(", "))
+        },
+    );
+    signed_in(paths, visitor, "rules", "Rules", &content)
+}
+
+/// Assistants: what is linked to the household.
+pub fn assistants(paths: &Paths, visitor: &Visitor, linked: bool) -> Response {
+    let content = format!(
+        r#"<p>{}</p><p class="meta">{}</p>"#,
+        if linked {
+            "An assistant is linked to this household."
+        } else {
+            "No assistant is linked to this household."
+        },
+        guardians_note(visitor, "Seeing and unlinking each assistant")
+    );
+    signed_in(paths, visitor, "assistants", "Assistants", &content)
+}
+
+/// What a view's controls are today, and who may use them.
+fn guardians_note(visitor: &Visitor, what: &str) -> String {
+    if visitor.member.guardian {
+        format!("{what} is done by whoever runs Hearth for now, with hearth admin.")
+    } else {
+        format!("{what} is for the household's guardians.")
+    }
+}
+
+fn name_of(names: &[Member], member_id: &str) -> String {
+    match member_id {
+        crate::countersign::ledger::UNATTESTED => "the assistant (nobody's device signed)".into(),
+        id => names
+            .iter()
+            .find(|member| member.id == id)
+            .map_or_else(|| id.to_owned(), |member| member.name.clone()),
+    }
+}

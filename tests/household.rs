@@ -1,0 +1,615 @@
+//! The household's page, through its own routes, on the SQLite store and on DynamoDB (moto):
+//! a member signs in with a passkey and no name typed, once per challenge, only to their own
+//! household; a revoked, pending or unknown passkey is told what to do instead; a session
+//! ends at sign-out, after 30 idle minutes, after 12 hours, and when its passkey is revoked,
+//! the household unlinked or the member's role changed; a change needs the page's origin and
+//! the session's CSRF token; and what the views show is the household's own, escaped.
+//! The authenticator is the testkit's software passkey; `tests/browser/household.mjs` drives
+//! the same page in Chromium.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{Backend, Harness, Reply, request};
+use hearth_core::accounts::Standing;
+use hearth_core::admin::Admin;
+use hearth_core::auth::Caller;
+use hearth_core::countersign::household::built_in_policy;
+use hearth_core::household::SEARCH_MAX;
+use hearth_core::household::sessions::{SESSION_IDLE_MS, SESSION_MAX_MS};
+use hearth_core::passkeys::Passkeys;
+use hearth_core::store::{GrantKind, Stores};
+use hearth_core::why::WhyService;
+use hearth_core::why::record::NewDecision;
+use hearth_testkit::moto::Moto;
+use hearth_testkit::passkey::SoftPasskey;
+use http::StatusCode;
+use serde_json::{Map, Value, json};
+
+const ORIGIN: &str = "http://localhost:8790";
+const RP_ID: &str = "localhost";
+const COOKIE: &str = "hearth_session";
+
+struct World {
+    h: Harness,
+    admin: Admin,
+    passkeys: Passkeys,
+    stores: Stores,
+}
+
+async fn world(backend: Backend) -> World {
+    let config = common::config_with(&[]);
+    let (h, admin, stores) = common::operated_with_stores(
+        &config,
+        backend,
+        Moto::shared().dynamodb_client(),
+        "hearth-household",
+    )
+    .await;
+    let accounts = Arc::new(hearth_core::accounts::Accounts::new(
+        stores.accounts.clone(),
+        h.clock.clone(),
+    ));
+    let passkeys = hearth_core::app::passkeys(
+        &config,
+        accounts,
+        stores.grants.clone(),
+        &hearth_core::app::household_data(&config).unwrap(),
+    )
+    .unwrap();
+    World {
+        h,
+        admin,
+        passkeys,
+        stores,
+    }
+}
+
+/// The demo household's policy (dana and chris are guardians, mia and leo children).
+fn policy() -> Value {
+    let mut policy = built_in_policy();
+    let fields = policy.as_object_mut().unwrap();
+    fields.remove("household_id");
+    fields.remove("name");
+    policy
+}
+
+/// A signed-in browser: its cookie and the page's CSRF token.
+struct Browser {
+    cookie: String,
+    csrf: String,
+}
+
+impl World {
+    async fn household(&self, name: &str) -> String {
+        self.admin
+            .create(name, Some(policy()))
+            .await
+            .unwrap()
+            .household_id
+    }
+
+    async fn post(&self, path: &str, headers: &[(&str, &str)], body: &Value) -> Reply {
+        let mut all = vec![("content-type", "application/json")];
+        all.extend_from_slice(headers);
+        request(&self.h.router, "POST", path, &all, &body.to_string()).await
+    }
+
+    /// Enrols a new passkey for `member` through an invite.
+    async fn enrolled(&self, household: &str, member: &str) -> (SoftPasskey, Reply) {
+        let mut passkey = SoftPasskey::es256(ORIGIN, RP_ID);
+        let reply = self.enrol(household, member, &mut passkey).await;
+        (passkey, reply)
+    }
+
+    async fn enrol(&self, household: &str, member: &str, passkey: &mut SoftPasskey) -> Reply {
+        let url = self.passkeys.invite(household, member).await.unwrap().url;
+        let page = url.strip_prefix(ORIGIN).unwrap().to_owned();
+        let origin = [("origin", ORIGIN)];
+        let options = self
+            .post(&format!("{page}/options"), &origin, &json!({}))
+            .await;
+        assert_eq!(options.status, StatusCode::OK, "{}", options.raw);
+        let credential = passkey.register(&options.body);
+        self.post(&page, &origin, &json!({"credential": credential}))
+            .await
+    }
+
+    /// What `passkey` answers a fresh sign-in challenge with.
+    async fn assertion(&self, passkey: &mut SoftPasskey) -> Value {
+        let options = self
+            .post(
+                "/household/sign-in/options",
+                &[("origin", ORIGIN)],
+                &json!({}),
+            )
+            .await;
+        assert_eq!(options.status, StatusCode::OK, "{}", options.raw);
+        assert_eq!(options.body["userVerification"], "required");
+        assert_eq!(
+            options.body["allowCredentials"],
+            json!([]),
+            "no passkey is named"
+        );
+        passkey.sign(options.body["challenge"].as_str().unwrap())
+    }
+
+    async fn sign_in_with(&self, credential: &Value) -> Reply {
+        self.post(
+            "/household/sign-in",
+            &[("origin", ORIGIN)],
+            &json!({"credential": credential}),
+        )
+        .await
+    }
+
+    /// Signs in with `passkey`, and reads the page's CSRF token.
+    async fn signed_in(&self, passkey: &mut SoftPasskey) -> Browser {
+        let credential = self.assertion(passkey).await;
+        let reply = self.sign_in_with(&credential).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.raw);
+        let cookie = session_cookie(&reply);
+        let page = self.page(&cookie, "").await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.raw);
+        let csrf = page
+            .raw
+            .split(r#"<meta name="hearth-csrf" content=""#)
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .expect("a signed-in page names its CSRF token")
+            .to_owned();
+        Browser { cookie, csrf }
+    }
+
+    async fn page(&self, cookie: &str, query: &str) -> Reply {
+        let header = format!("{COOKIE}={cookie}");
+        request(
+            &self.h.router,
+            "GET",
+            &format!("/household{query}"),
+            &[("cookie", &header)],
+            "",
+        )
+        .await
+    }
+
+    async fn sign_out(&self, browser: &Browser, origin: &str, csrf: &str) -> Reply {
+        let cookie = format!("{COOKIE}={}", browser.cookie);
+        self.post(
+            "/household/sign-out",
+            &[
+                ("origin", origin),
+                ("cookie", &cookie),
+                ("x-hearth-csrf", csrf),
+            ],
+            &json!({}),
+        )
+        .await
+    }
+
+    fn advance_ms(&self, ms: i64) {
+        self.h.clock.advance(time::Duration::milliseconds(ms));
+    }
+}
+
+/// The session cookie a sign-in set, after checking its attributes.
+fn session_cookie(reply: &Reply) -> String {
+    let set = reply.header("set-cookie");
+    assert!(set.starts_with(&format!("{COOKIE}=")), "{set}");
+    for attribute in ["Path=/", "HttpOnly", "SameSite=Strict"] {
+        assert!(set.contains(attribute), "{attribute} missing: {set}");
+    }
+    // Loopback http: a Secure cookie would never be sent back.
+    assert!(!set.contains("Secure"), "{set}");
+    set[COOKIE.len() + 1..]
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+/// Whether `reply` is the signed-out page.
+fn signed_out(reply: &Reply) -> bool {
+    reply.raw.contains("Sign in with a passkey") && !reply.raw.contains("hearth-csrf")
+}
+
+async fn a_member_signs_in_with_a_passkey_and_no_name(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("The Parks").await;
+    let (mut dana, enrolled) = w.enrolled(&household, "dana").await;
+    assert_eq!(enrolled.status, StatusCode::CREATED, "{}", enrolled.raw);
+
+    let first = request(&w.h.router, "GET", "/household", &[], "").await;
+    assert_eq!(first.status, StatusCode::OK);
+    assert!(signed_out(&first), "{}", first.raw);
+
+    let browser = w.signed_in(&mut dana).await;
+    let today = w.page(&browser.cookie, "").await;
+    assert!(today.raw.contains("The Parks"), "{}", today.raw);
+    assert!(
+        today.raw.contains("signed in as Dana (guardian)"),
+        "{}",
+        today.raw
+    );
+    assert!(today.raw.contains("Sign out"));
+    assert_eq!(today.header("cache-control"), "no-store");
+    assert!(
+        today
+            .header("content-security-policy")
+            .contains("script-src 'self'")
+    );
+    // The passkey's use is recorded as for any signature.
+    let listed = w.passkeys.list(&household).await.unwrap();
+    assert!(listed[0].last_used_at.is_some(), "{listed:?}");
+}
+
+async fn a_challenge_signs_in_once(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Once").await;
+    let (mut dana, _) = w.enrolled(&household, "dana").await;
+    let credential = w.assertion(&mut dana).await;
+    assert_eq!(w.sign_in_with(&credential).await.status, StatusCode::OK);
+    let again = w.sign_in_with(&credential).await;
+    assert_eq!(again.status, StatusCode::BAD_REQUEST, "{}", again.raw);
+    assert_eq!(again.body["error"], "expired_challenge");
+    assert!(
+        again.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("Press Sign in")
+    );
+
+    // A challenge the server never gave.
+    let forged = dana.sign("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
+    assert_eq!(
+        w.sign_in_with(&forged).await.status,
+        StatusCode::BAD_REQUEST
+    );
+
+    // A challenge's five minutes, at the edge and one past.
+    let in_time = w.assertion(&mut dana).await;
+    w.advance_ms(5 * 60 * 1000 - 1);
+    assert_eq!(w.sign_in_with(&in_time).await.status, StatusCode::OK);
+    let late = w.assertion(&mut dana).await;
+    w.advance_ms(5 * 60 * 1000);
+    assert_eq!(w.sign_in_with(&late).await.status, StatusCode::BAD_REQUEST);
+
+    // From another origin, nothing is asked.
+    let foreign = w
+        .post(
+            "/household/sign-in/options",
+            &[("origin", "https://evil.example")],
+            &json!({}),
+        )
+        .await;
+    assert_eq!(foreign.status, StatusCode::FORBIDDEN, "{}", foreign.raw);
+}
+
+async fn a_passkey_signs_in_only_to_its_own_household(backend: Backend) {
+    let w = world(backend).await;
+    let ours = w.household("Ours").await;
+    let theirs = w.household("Theirs").await;
+    let (mut dana, _) = w.enrolled(&ours, "dana").await;
+    let (mut neighbour, _) = w.enrolled(&theirs, "dana").await;
+    let page = w.page(&w.signed_in(&mut neighbour).await.cookie, "").await;
+    assert!(page.raw.contains("<strong>Theirs</strong>"), "{}", page.raw);
+    let page = w.page(&w.signed_in(&mut dana).await.cookie, "").await;
+    assert!(page.raw.contains("<strong>Ours</strong>"), "{}", page.raw);
+
+    // A credential id already ours cannot be enrolled in another household (which would
+    // point sign-in at the other household and lock Dana out).
+    let mut copy = dana.duplicate();
+    let refused = w.enrol(&theirs, "chris", &mut copy).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.raw);
+    assert!(
+        refused.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("already enrolled")
+    );
+    let page = w.page(&w.signed_in(&mut dana).await.cookie, "").await;
+    assert!(page.raw.contains("<strong>Ours</strong>"), "{}", page.raw);
+}
+
+async fn a_deleted_households_passkeys_sign_in_nowhere(backend: Backend) {
+    let w = world(backend).await;
+    let gone = w.household("Gone").await;
+    let (mut dana, _) = w.enrolled(&gone, "dana").await;
+    let browser = w.signed_in(&mut dana).await;
+    w.admin.delete(&gone).await.unwrap();
+    assert!(
+        signed_out(&w.page(&browser.cookie, "").await),
+        "its sessions end"
+    );
+    let credential = w.assertion(&mut dana).await;
+    assert_eq!(
+        w.sign_in_with(&credential).await.body["error"],
+        "unknown_passkey"
+    );
+    // Its credential id is free again.
+    let next = w.household("Next").await;
+    let moved = w.enrol(&next, "dana", &mut dana.duplicate()).await;
+    assert_eq!(moved.status, StatusCode::CREATED, "{}", moved.raw);
+}
+
+async fn a_passkey_enrolled_before_the_index_signs_in_once_listed(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Older").await;
+    let (mut dana, _) = w.enrolled(&household, "dana").await;
+    // As a passkey enrolled before the sign-in index: no owner entry.
+    let now = hearth_core::clock::unix_ms(hearth_core::clock::Clock::now(&*w.h.clock));
+    let entry = w
+        .stores
+        .grants
+        .grant(GrantKind::PasskeyOwner, &dana.id(), now)
+        .await
+        .unwrap()
+        .expect("enrolment wrote the owner entry");
+    assert!(
+        w.stores
+            .grants
+            .delete_grant(GrantKind::PasskeyOwner, &dana.id(), entry.revision, now)
+            .await
+            .unwrap()
+    );
+    let credential = w.assertion(&mut dana).await;
+    assert_eq!(
+        w.sign_in_with(&credential).await.body["error"],
+        "unknown_passkey"
+    );
+    // `hearth admin passkey list` writes the entries its household lacks.
+    w.passkeys.list(&household).await.unwrap();
+    let credential = w.assertion(&mut dana).await;
+    assert_eq!(w.sign_in_with(&credential).await.status, StatusCode::OK);
+}
+
+async fn revoked_pending_and_unknown_passkeys_are_told_what_to_do(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Told").await;
+    let (mut dana, _) = w.enrolled(&household, "dana").await;
+    let (mut mia, waits) = w.enrolled(&household, "mia").await;
+    assert_eq!(waits.body["status"], "pending", "{}", waits.raw);
+
+    let cases = [
+        (&mut mia, "pending_passkey", "Ask a guardian to approve it"),
+        (
+            &mut SoftPasskey::es256(ORIGIN, RP_ID),
+            "unknown_passkey",
+            "ask a guardian for a new invite",
+        ),
+    ];
+    for (passkey, code, next) in cases {
+        let credential = w.assertion(passkey).await;
+        let reply = w.sign_in_with(&credential).await;
+        assert_eq!(reply.status, StatusCode::FORBIDDEN, "{}", reply.raw);
+        assert_eq!(reply.body["error"], code);
+        assert!(
+            reply.body["message"].as_str().unwrap().contains(next),
+            "{}",
+            reply.raw
+        );
+        assert!(reply.header("set-cookie").is_empty());
+    }
+    w.passkeys.revoke(&household, &dana.id()).await.unwrap();
+    let credential = w.assertion(&mut dana).await;
+    let reply = w.sign_in_with(&credential).await;
+    assert_eq!(reply.status, StatusCode::FORBIDDEN, "{}", reply.raw);
+    assert_eq!(reply.body["error"], "revoked_passkey");
+    assert!(
+        reply.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("new invite")
+    );
+}
+
+async fn a_session_ends_at_sign_out_and_after_its_time(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Time").await;
+    let (mut dana, _) = w.enrolled(&household, "dana").await;
+
+    // Sign out deletes it on the server: the old cookie opens nothing.
+    let browser = w.signed_in(&mut dana).await;
+    let out = w.sign_out(&browser, ORIGIN, &browser.csrf).await;
+    assert_eq!(out.status, StatusCode::OK, "{}", out.raw);
+    assert!(out.header("set-cookie").contains("Max-Age=0"));
+    let after = w.page(&browser.cookie, "").await;
+    assert!(
+        signed_out(&after) && after.raw.contains("session ended"),
+        "{}",
+        after.raw
+    );
+
+    // Thirty idle minutes: at the edge it stands (and moves on), one past it ends.
+    let browser = w.signed_in(&mut dana).await;
+    w.advance_ms(SESSION_IDLE_MS - 1);
+    assert!(!signed_out(&w.page(&browser.cookie, "").await));
+    w.advance_ms(SESSION_IDLE_MS - 1);
+    assert!(
+        !signed_out(&w.page(&browser.cookie, "").await),
+        "each request moves it on"
+    );
+    w.advance_ms(SESSION_IDLE_MS);
+    assert!(signed_out(&w.page(&browser.cookie, "").await));
+
+    // Twelve hours, however busy.
+    let browser = w.signed_in(&mut dana).await;
+    let mut elapsed = 0;
+    while elapsed + 20 * 60 * 1000 < SESSION_MAX_MS {
+        w.advance_ms(20 * 60 * 1000);
+        elapsed += 20 * 60 * 1000;
+        assert!(
+            !signed_out(&w.page(&browser.cookie, "").await),
+            "at {elapsed} ms"
+        );
+    }
+    w.advance_ms(SESSION_MAX_MS - 1 - elapsed);
+    assert!(
+        !signed_out(&w.page(&browser.cookie, "").await),
+        "just before 12 hours"
+    );
+    w.advance_ms(1);
+    assert!(
+        signed_out(&w.page(&browser.cookie, "").await),
+        "at 12 hours"
+    );
+
+    // A cookie that was never a session.
+    assert!(signed_out(&w.page(&"x".repeat(43), "").await));
+    assert!(signed_out(&w.page("not even close", "").await));
+}
+
+async fn revoking_unlinking_or_a_new_role_ends_a_session(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Ends").await;
+    let (mut dana, _) = w.enrolled(&household, "dana").await;
+
+    let browser = w.signed_in(&mut dana).await;
+    w.admin.unlink(&household).await.unwrap();
+    assert!(
+        signed_out(&w.page(&browser.cookie, "").await),
+        "after an unlink"
+    );
+
+    let browser = w.signed_in(&mut dana).await;
+    let mut changed = policy();
+    for member in changed["members"].as_array_mut().unwrap() {
+        if member["id"] == "dana" {
+            member["role"] = json!("older_relative");
+        }
+    }
+    w.admin.set_policy(&household, &changed).await.unwrap();
+    assert!(
+        signed_out(&w.page(&browser.cookie, "").await),
+        "after a new role"
+    );
+
+    let browser = w.signed_in(&mut dana).await;
+    w.passkeys.revoke(&household, &dana.id()).await.unwrap();
+    assert!(
+        signed_out(&w.page(&browser.cookie, "").await),
+        "after a revocation"
+    );
+}
+
+async fn a_change_needs_the_pages_origin_and_the_sessions_csrf_token(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Csrf").await;
+    let (mut dana, _) = w.enrolled(&household, "dana").await;
+    let browser = w.signed_in(&mut dana).await;
+    let other = w.signed_in(&mut dana).await;
+
+    let refused = w
+        .sign_out(&browser, "https://evil.example", &browser.csrf)
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.raw);
+    let refused = w.sign_out(&browser, ORIGIN, "").await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.raw);
+    // Another session's token is not this one's.
+    let refused = w.sign_out(&browser, ORIGIN, &other.csrf).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.raw);
+    assert!(
+        !signed_out(&w.page(&browser.cookie, "").await),
+        "nothing changed"
+    );
+    // Two sign-ins are two sessions, each with its own id.
+    assert_ne!(browser.cookie, other.cookie);
+    assert_ne!(browser.csrf, other.csrf);
+    assert_eq!(
+        w.sign_out(&browser, ORIGIN, &browser.csrf).await.status,
+        StatusCode::OK
+    );
+    assert!(
+        !signed_out(&w.page(&other.cookie, "").await),
+        "the other session stands"
+    );
+}
+
+async fn the_views_show_the_households_records_escaped(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Views").await;
+    let (mut dana, _) = w.enrolled(&household, "dana").await;
+    let why = WhyService::new(w.stores.chains.clone(), w.h.clock.clone());
+    let caller = Caller::of_household(&household, Standing::Current);
+    for (action, reason) in [
+        (
+            "heating.lower",
+            "Nobody home until <script>alert(1)</script> six",
+        ),
+        ("lights.off", "Everyone said good night"),
+    ] {
+        why.record(
+            &caller,
+            NewDecision {
+                household_id: &household,
+                action,
+                reason,
+                inputs: &Map::new(),
+                approver: "dana",
+            },
+        )
+        .await
+        .unwrap();
+    }
+    let browser = w.signed_in(&mut dana).await;
+    let today = w.page(&browser.cookie, "").await;
+    assert!(today.raw.contains("lights.off") && today.raw.contains("heating.lower"));
+    assert!(
+        today.raw.contains("Nothing waits for a decision."),
+        "{}",
+        today.raw
+    );
+    assert!(
+        today.raw.contains("$0.00 spent of this week"),
+        "{}",
+        today.raw
+    );
+
+    let found = w.page(&browser.cookie, "?view=why&q=HOME+nobody").await;
+    assert_eq!(found.status, StatusCode::OK);
+    assert!(found.raw.contains("heating.lower") && !found.raw.contains("lights.off"));
+    assert!(found.raw.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(!found.raw.contains("<script>alert"));
+    assert!(found.raw.contains("the assistant's words"));
+
+    let longest = "a".repeat(SEARCH_MAX);
+    let at_limit = w
+        .page(&browser.cookie, &format!("?view=why&q={longest}"))
+        .await;
+    assert_eq!(at_limit.status, StatusCode::OK);
+    let past = w
+        .page(&browser.cookie, &format!("?view=why&q={longest}a"))
+        .await;
+    assert_eq!(past.status, StatusCode::BAD_REQUEST);
+    assert!(past.raw.contains("Use fewer words"));
+
+    for (view, shows) in [
+        ("orders", "Nothing was ordered yet."),
+        ("waiting", "Nothing waits for a decision."),
+        ("members", "Dana"),
+        ("devices", "No device keys"),
+        ("assistants", "No assistant is linked"),
+        ("rules", "Weekly budget"),
+    ] {
+        let page = w.page(&browser.cookie, &format!("?view={view}")).await;
+        assert_eq!(page.status, StatusCode::OK, "{view}: {}", page.raw);
+        assert!(page.raw.contains(shows), "{view}: {}", page.raw);
+        assert!(page.raw.contains(r#"aria-current="page""#), "{view}");
+    }
+    let unknown = w.page(&browser.cookie, "?view=nowhere").await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+}
+
+on_both_stores!(
+    a_member_signs_in_with_a_passkey_and_no_name,
+    a_challenge_signs_in_once,
+    a_passkey_signs_in_only_to_its_own_household,
+    a_deleted_households_passkeys_sign_in_nowhere,
+    a_passkey_enrolled_before_the_index_signs_in_once_listed,
+    revoked_pending_and_unknown_passkeys_are_told_what_to_do,
+    a_session_ends_at_sign_out_and_after_its_time,
+    revoking_unlinking_or_a_new_role_ends_a_session,
+    a_change_needs_the_pages_origin_and_the_sessions_csrf_token,
+    the_views_show_the_households_records_escaped,
+);
