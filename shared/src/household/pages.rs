@@ -49,7 +49,7 @@ impl Paths {
 fn render(paths: &Paths, status: StatusCode, title: &str, head: &str, body: &str) -> Response {
     let scripts = paths.scripts();
     let scripts: Vec<&str> = scripts.iter().map(String::as_str).collect();
-    shell(status, title, head, body, &scripts)
+    shell(status, title, head, body, &scripts, true)
 }
 
 /// The signed-out page: one button, `Sign in with a passkey`. `notice` says why a session

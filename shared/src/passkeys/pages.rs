@@ -206,18 +206,20 @@ pub fn notice(status: StatusCode, title: &str, detail: &str) -> Response {
 }
 
 fn page(status: StatusCode, title: &str, main: &str) -> Response {
-    shell(status, title, "", main, &["../page.js"])
+    shell(status, title, "", main, &["../page.js"], false)
 }
 
 /// A page in the passkey pages' style and policy: `head` (already escaped) is added to the
 /// head, `body` is the page's whole body, and `scripts` are loaded from Hearth's own origin
-/// in order (the ceremony's `page.js` first, where a page runs one).
+/// in order (the ceremony's `page.js` first, where a page runs one). `own_forms`: the page's
+/// forms may submit to its own origin (a search); otherwise no form submits anywhere.
 pub fn shell(
     status: StatusCode,
     title: &str,
     head: &str,
     body: &str,
     scripts: &[&str],
+    own_forms: bool,
 ) -> Response {
     let scripts: String = scripts
         .iter()
@@ -234,8 +236,9 @@ pub fn shell(
         title = escape(title),
     );
     let csp = format!(
-        "default-src 'none'; script-src 'self'; connect-src 'self'; style-src {}; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
-        *STYLE_HASH
+        "default-src 'none'; script-src 'self'; connect-src 'self'; style-src {}; form-action {}; frame-ancestors 'none'; base-uri 'none'",
+        *STYLE_HASH,
+        if own_forms { "'self'" } else { "'none'" }
     );
     let mut response = (status, body).into_response();
     let headers = response.headers_mut();

@@ -1,0 +1,162 @@
+// The household's page in real headless Chromium with CDP virtual authenticators: a guardian
+// enrols, then signs in at /household with "Sign in with a passkey" (no name typed) on a
+// phone-width page; the session cookie is HttpOnly and SameSite=Strict; Today shows the order
+// waiting and the newest decisions, Why finds a decision by its words and shows its reason as
+// text, Orders and Waiting list the order; every view passes axe-core (WCAG 2.2 AA, no serious
+// or critical violation) at 390 px and Today at 1280 px too; the menu and Sign out are reached
+// by keyboard; Sign out ends the session on the server; a child's pending passkey is told to
+// wait for a guardian. Screenshots at 390 px are the manual's.
+//
+// Usage: node tests/browser/household.mjs OUTPUT_DIR   (scripts/test runs it)
+
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { ROOT, chromium, FLAGS, HEARTH, addPhoneAuthenticator, check, startHearth, statusAfter } from "./lib.mjs";
+
+const OUT = resolve(process.argv[2] || join(ROOT, ".test-output", "browser-household"));
+mkdirSync(OUT, { recursive: true });
+const AXE = readFileSync(join(ROOT, ".tools", "npm", "node_modules", "axe-core", "axe.min.js"), "utf8");
+
+const { server, base, dataDir, log } = await startHearth({});
+process.on("exit", () => server.kill());
+const store = { HEARTH_DB: join(dataDir, "hearth.db"), HEARTH_DATA_DIR: dataDir, HEARTH_ADDR: new URL(base).host };
+function admin(...args) {
+  return JSON.parse(execFileSync(HEARTH, ["admin", ...args, "--json"], { env: { ...process.env, ...store } }).toString());
+}
+
+const policy = JSON.parse(readFileSync(join(ROOT, "data", "household.json"), "utf8"));
+delete policy.household_id;
+delete policy.name;
+const policyFile = join(dataDir, "policy.json");
+writeFileSync(policyFile, JSON.stringify(policy));
+const household = admin("household", "create", "The Parks", "--policy", policyFile).household_id;
+const token = admin("token", household).access_token;
+
+async function tool(name, args) {
+  const response = await fetch(`${base}/mcp`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json",
+      accept: "application/json, text/event-stream" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } }),
+  });
+  const result = (await response.json()).result;
+  check(result && !result.isError, `${name}: ${JSON.stringify(result)}`);
+  return result.structuredContent;
+}
+
+const profile = mkdtempSync(join(tmpdir(), "hearth-chromium-"));
+const context = await chromium.launchPersistentContext(profile, { executablePath: "/usr/bin/chromium", args: FLAGS, headless: true });
+const errors = [];
+async function device(width) {
+  const page = await context.newPage();
+  await page.setViewportSize({ width, height: 844 });
+  page.on("pageerror", (error) => errors.push(error.message));
+  await addPhoneAuthenticator(context, page);
+  return page;
+}
+
+/** axe-core over the page as shown: WCAG 2.0–2.2 A and AA rules, no serious or critical
+ * violation allowed. Run through the DevTools protocol, which the page's CSP does not govern. */
+async function accessible(page, what) {
+  await page.evaluate(AXE);
+  const result = await page.evaluate(() => axe.run(document, {
+    runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"] },
+  }));
+  const bad = result.violations.filter((violation) => ["serious", "critical"].includes(violation.impact));
+  check(bad.length === 0, `${what}: ${JSON.stringify(bad.map((v) => ({ id: v.id, nodes: v.nodes.map((n) => n.target) })))}`);
+  check(result.passes.some((rule) => rule.id === "color-contrast"), `${what}: contrast was checked`);
+}
+
+try {
+  const dana = await device(390);
+  const invite = admin("passkey", "invite", household, "dana");
+  const origin = new URL(invite.url).origin;
+  await dana.goto(invite.url);
+  let said = await statusAfter(dana, "Create passkey");
+  check(said.includes("ready"), `dana's enrolment: ${said}`);
+
+  // Something to show: an order from a host that signs nothing, and two decisions.
+  const order = await tool("propose_purchase", { product_id: "aa-batteries", variant_id: "4-pack", quantity: 1 });
+  check(order.status === "waiting_for_approval", JSON.stringify(order));
+  await tool("record_decision", { action: "heating.lower", reason: "Nobody home until six <b>tonight</b>", approver: "dana", inputs: {} });
+  await tool("record_decision", { action: "lights.off", reason: "Everyone said good night", approver: "chris", inputs: {} });
+
+  await dana.goto(`${origin}/household`);
+  check((await dana.textContent("h1")).includes("Your household"), "the sign-in page");
+  await accessible(dana, "sign-in page");
+  await dana.screenshot({ path: join(OUT, "household-sign-in-390.png"), fullPage: true });
+  await Promise.all([
+    dana.waitForURL(`${origin}/household`, { waitUntil: "load" }),
+    dana.getByRole("button", { name: "Sign in with a passkey", exact: true }).click(),
+  ]);
+  await dana.waitForSelector("text=Sign out");
+  const cookie = (await context.cookies(origin)).find((entry) => entry.name === "hearth_session");
+  check(cookie && cookie.httpOnly && cookie.sameSite === "Strict" && cookie.path === "/", `the cookie: ${JSON.stringify(cookie)}`);
+  check(!(await dana.evaluate(() => document.cookie)).includes("hearth_session"), "scripts cannot read the session");
+  const today = await dana.textContent("main");
+  check(today.includes("PowerCell AA Alkaline Batteries") && today.includes("lights.off"), `Today: ${today}`);
+  await accessible(dana, "Today at 390 px");
+  await dana.screenshot({ path: join(OUT, "household-today-390.png"), fullPage: true });
+
+  // Keyboard: from the top, Tab reaches every menu link and Sign out.
+  await dana.keyboard.press("Tab");
+  const reached = [];
+  for (let i = 0; i < 20; i++) {
+    reached.push(await dana.evaluate(() => document.activeElement?.textContent?.trim()));
+    await dana.keyboard.press("Tab");
+  }
+  for (const name of ["Today", "Why", "Orders", "Waiting", "Members", "Devices", "Assistants", "Rules", "Sign out"]) {
+    check(reached.includes(name), `${name} is not reached by keyboard: ${reached.join(", ")}`);
+  }
+
+  await dana.getByRole("link", { name: "Why", exact: true }).click();
+  await dana.fill("#q", "nobody home");
+  await dana.keyboard.press("Enter");
+  await dana.waitForURL(/view=why&q=nobody/);
+  const why = await dana.textContent("main");
+  check(why.includes("heating.lower") && !why.includes("lights.off"), `the search: ${why}`);
+  check(why.includes("<b>tonight</b>") && (await dana.locator("main b").count()) === 0, "a reason is shown as text, not markup");
+  await accessible(dana, "Why");
+  await dana.screenshot({ path: join(OUT, "household-why-390.png"), fullPage: true });
+
+  for (const [view, shows] of [["Orders", "PowerCell"], ["Waiting", "waiting for approval on a phone"],
+    ["Members", "Dana"], ["Devices", "device keys"], ["Assistants", "linked"], ["Rules", "Weekly budget"]]) {
+    await dana.getByRole("link", { name: view, exact: true }).click();
+    await dana.waitForURL(new RegExp(`view=${view.toLowerCase()}`));
+    check((await dana.textContent("main")).includes(shows), `${view}: ${await dana.textContent("main")}`);
+    await accessible(dana, view);
+    if (view === "Waiting") await dana.screenshot({ path: join(OUT, "household-waiting-390.png"), fullPage: true });
+  }
+  await dana.setViewportSize({ width: 1280, height: 800 });
+  await dana.getByRole("link", { name: "Today", exact: true }).click();
+  await accessible(dana, "Today at 1280 px");
+  await dana.screenshot({ path: join(OUT, "household-today-1280.png"), fullPage: true });
+
+  // Sign out ends the session on the server: the same cookie, sent again, opens nothing.
+  await Promise.all([
+    dana.waitForURL(`${origin}/household`, { waitUntil: "load" }),
+    dana.getByRole("button", { name: "Sign out", exact: true }).click(),
+  ]);
+  await dana.waitForSelector("text=Sign in with a passkey");
+  const replayed = await fetch(`${origin}/household`, { headers: { cookie: `hearth_session=${cookie.value}` } });
+  const replayedText = await replayed.text();
+  check(replayedText.includes("Sign in with a passkey") && replayedText.includes("session ended"), "the old cookie after sign-out");
+
+  // A child's passkey waits for a guardian, and says so at sign-in.
+  const mia = await device(390);
+  await mia.goto(admin("passkey", "invite", household, "mia").url);
+  said = await statusAfter(mia, "Create passkey");
+  check(said.includes("guardian approves"), `mia's enrolment: ${said}`);
+  await mia.goto(`${origin}/household`);
+  said = await statusAfter(mia, "Sign in with a passkey");
+  check(said.includes("waits for a guardian's approval"), `mia's sign-in: ${said}`);
+
+  check(errors.length === 0, `page errors: ${errors.join("; ")}`);
+  check(!log().includes(cookie.value), "the session id reached the log");
+  console.log("household page (390px and 1280px): sign-in with a discoverable passkey, HttpOnly SameSite=Strict cookie, Today, Why search, Orders, Waiting, Members, Devices, Assistants, Rules, axe-core on every view, keyboard reach, sign-out on the server, a pending passkey refused passed");
+} finally {
+  await context.close();
+  server.kill();
+}
