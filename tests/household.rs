@@ -601,7 +601,191 @@ async fn the_views_show_the_households_records_escaped(backend: Backend) {
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
 }
 
+/// A tool called with the household's token and no device (a host that signs nothing).
+async fn call(w: &World, token: &str, tool: &str, arguments: Value) -> Value {
+    let bearer = format!("Bearer {token}");
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments}});
+    let reply = request(
+        &w.h.router,
+        "POST",
+        "/mcp",
+        &[
+            ("authorization", bearer.as_str()),
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ],
+        &body.to_string(),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.raw);
+    assert_ne!(reply.body["result"]["isError"], true, "{}", reply.raw);
+    reply.body["result"]["structuredContent"].clone()
+}
+
+impl World {
+    /// A signed-in member's POST to a decision route.
+    async fn decide(&self, browser: &Browser, path: &str, body: &Value) -> Reply {
+        let cookie = format!("{COOKIE}={}", browser.cookie);
+        self.post(
+            path,
+            &[
+                ("origin", ORIGIN),
+                ("cookie", &cookie),
+                ("x-hearth-csrf", &browser.csrf),
+            ],
+            body,
+        )
+        .await
+    }
+}
+
+async fn a_waiting_order_is_approved_on_the_page_with_the_approval_statement(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Approving").await;
+    let (mut dana, _) = w.enrolled(&household, "dana").await;
+    let token = w.admin.token(&household, 30).await.unwrap().access_token;
+    let order = call(
+        &w,
+        &token,
+        "propose_purchase",
+        json!({"product_id": "aa-batteries", "variant_id": "4-pack", "quantity": 1}),
+    )
+    .await;
+    assert_eq!(order["status"], "waiting_for_approval", "{order}");
+    let request_id = order["request_id"].as_str().unwrap();
+    let browser = w.signed_in(&mut dana).await;
+    let waiting = w.page(&browser.cookie, "?view=waiting").await;
+    assert!(
+        waiting.raw.contains(r#"data-decide="approve""#),
+        "{}",
+        waiting.raw
+    );
+    assert!(waiting.raw.contains("PowerCell AA Alkaline Batteries"));
+    let path = format!("/household/decide/{request_id}");
+
+    // Without the session's CSRF token, nothing is asked.
+    let cookie = format!("{COOKIE}={}", browser.cookie);
+    let refused = w
+        .post(
+            &format!("{path}/challenge"),
+            &[("origin", ORIGIN), ("cookie", &cookie)],
+            &json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.raw);
+
+    let asked = w
+        .decide(
+            &browser,
+            &format!("{path}/challenge"),
+            &json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(asked.status, StatusCode::OK, "{}", asked.raw);
+    let statement = asked.body["statement"].as_str().unwrap().to_owned();
+    let lines: Vec<&str> = statement.lines().collect();
+    assert_eq!(lines[0], "hearth-approval/v1");
+    assert_eq!(lines[1], household);
+    assert_eq!(lines[2], request_id);
+    assert_eq!(lines[4], "approve");
+    assert_eq!(
+        asked.body["options"]["allowCredentials"][0]["id"],
+        dana.id(),
+        "only the signed-in member's passkeys"
+    );
+    let body = json!({
+        "decision": "approve",
+        "statement": statement,
+        "credential": dana.sign_request(&asked.body),
+    });
+    let decided = w.decide(&browser, &path, &body).await;
+    assert_eq!(decided.status, StatusCode::OK, "{}", decided.raw);
+    assert_eq!(decided.body["status"], "placed", "{}", decided.raw);
+    // Replayed, it decides nothing more.
+    let again = w.decide(&browser, &path, &body).await;
+    assert_eq!(again.status, StatusCode::GONE, "{}", again.raw);
+
+    let orders = w.page(&browser.cookie, "?view=orders").await;
+    assert!(orders.raw.contains("placed"), "{}", orders.raw);
+    assert!(orders.raw.contains("Receipt: entry"), "{}", orders.raw);
+    assert!(
+        orders.raw.contains(&format!("<pre>{statement}</pre>")),
+        "the statement, verbatim: {}",
+        orders.raw
+    );
+    let ledger = w.admin.export_ledger(&household).await.unwrap().entries;
+    let kept = ledger
+        .iter()
+        .find(|entry| entry["kind"] == "passkey_decision")
+        .expect("the decision is in the ledger");
+    assert_eq!(kept["approval"]["statement"], statement.as_str());
+}
+
+async fn another_members_passkey_cannot_decide_in_a_session(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Others").await;
+    let (mut dana, _) = w.enrolled(&household, "dana").await;
+    let token = w.admin.token(&household, 30).await.unwrap().access_token;
+    let order = call(
+        &w,
+        &token,
+        "propose_purchase",
+        json!({"product_id": "aa-batteries", "variant_id": "4-pack", "quantity": 1}),
+    )
+    .await;
+    let request_id = order["request_id"].as_str().unwrap();
+    let path = format!("/household/decide/{request_id}");
+    // Chris, a guardian too, has a passkey (approved by Dana's).
+    let (mut chris, pending) = w.enrolled(&household, "chris").await;
+    assert_eq!(pending.body["status"], "pending");
+    let page = w
+        .passkeys
+        .confirmation_link(&household, &chris.id())
+        .await
+        .unwrap();
+    let page = page.strip_prefix(ORIGIN).unwrap();
+    let asked = w
+        .post(
+            &format!("{page}/challenge"),
+            &[("origin", ORIGIN)],
+            &json!({"decision": "approve"}),
+        )
+        .await;
+    let confirm =
+        json!({"statement": asked.body["statement"], "credential": dana.sign_request(&asked.body)});
+    assert_eq!(
+        w.post(page, &[("origin", ORIGIN)], &confirm).await.status,
+        StatusCode::OK
+    );
+
+    let browser = w.signed_in(&mut dana).await;
+    let asked = w
+        .decide(
+            &browser,
+            &format!("{path}/challenge"),
+            &json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(asked.status, StatusCode::OK, "{}", asked.raw);
+    let body = json!({
+        "decision": "approve",
+        "statement": asked.body["statement"],
+        "credential": chris.sign_request(&asked.body),
+    });
+    let refused = w.decide(&browser, &path, &body).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.raw);
+    let ledger = w.admin.export_ledger(&household).await.unwrap().entries;
+    assert!(
+        ledger
+            .iter()
+            .all(|entry| entry["kind"] != "passkey_decision")
+    );
+}
+
 on_both_stores!(
+    a_waiting_order_is_approved_on_the_page_with_the_approval_statement,
+    another_members_passkey_cannot_decide_in_a_session,
     a_member_signs_in_with_a_passkey_and_no_name,
     a_challenge_signs_in_once,
     a_passkey_signs_in_only_to_its_own_household,

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use common::{Backend, Harness, Reply, request};
 use hearth_core::admin::Admin;
 use hearth_core::countersign::household::built_in_policy;
+use hearth_core::passkeys::approvals::LinkTo;
 use hearth_core::passkeys::{
     CHALLENGES_PER_LINK, INVITE_TTL_MS, MAX_OPEN_INVITES, MAX_PASSKEYS_PER_MEMBER, PasskeyError,
     Passkeys,
@@ -839,7 +840,12 @@ impl Approving {
 
     /// The hash of the proposal entry behind an approval link's token.
     async fn proposal_hash(&self, token: &str) -> String {
-        let (_, link) = self.w.passkeys.approval_link(token).await.unwrap();
+        let (_, link) = self
+            .w
+            .passkeys
+            .approval_link(LinkTo::Token(token))
+            .await
+            .unwrap();
         self.ledger()
             .await
             .iter()
@@ -1257,20 +1263,22 @@ async fn a_revocation_or_a_copy_between_check_and_write_is_refused(backend: Back
         .to_owned();
     let hash = a.proposal_hash(&token).await;
     let request = passkeys
-        .approval_request(&token, "approve", &hash, |_| true)
+        .approval_request(LinkTo::Token(&token), "approve", &hash, |_| true)
         .await
         .unwrap();
     let credential = a
         .dana
         .sign_request(&serde_json::to_value(&request).unwrap());
-    let (account, link) = passkeys.approval_link(&token).await.unwrap();
+    let (account, link) = passkeys.approval_link(LinkTo::Token(&token)).await.unwrap();
     let assertion = passkeys
         .check_signer(&account, &credential, &request.statement, |_| true)
         .await
         .unwrap();
     passkeys.revoke(&a.home, &a.dana.id()).await.unwrap();
     let nonce = link.nonce.unwrap().nonce;
-    let refused = passkeys.consume_approval(&token, &nonce, &assertion).await;
+    let refused = passkeys
+        .consume_approval(LinkTo::Token(&token), &nonce, &assertion)
+        .await;
     assert!(
         matches!(refused, Err(PasskeyError::Refused(_))),
         "{refused:?}"
@@ -1289,11 +1297,11 @@ async fn a_revocation_or_a_copy_between_check_and_write_is_refused(backend: Back
     let hash = a.proposal_hash(&token).await;
     let mut copy = a.mia.duplicate();
     let first = passkeys
-        .approval_request(&token, "approve", &hash, |_| true)
+        .approval_request(LinkTo::Token(&token), "approve", &hash, |_| true)
         .await
         .unwrap();
     let by_mia = a.mia.sign_request(&serde_json::to_value(&first).unwrap());
-    let (account, link) = passkeys.approval_link(&token).await.unwrap();
+    let (account, link) = passkeys.approval_link(LinkTo::Token(&token)).await.unwrap();
     let original = passkeys
         .check_signer(&account, &by_mia, &first.statement, |_| true)
         .await
@@ -1305,23 +1313,25 @@ async fn a_revocation_or_a_copy_between_check_and_write_is_refused(backend: Back
         .unwrap();
     let nonce = link.nonce.unwrap().nonce;
     passkeys
-        .consume_approval(&token, &nonce, &original)
+        .consume_approval(LinkTo::Token(&token), &nonce, &original)
         .await
         .unwrap();
     // The page asks again, so the copy's answer reaches a write with a fresh nonce.
     passkeys
-        .approval_request(&token, "approve", &hash, |_| true)
+        .approval_request(LinkTo::Token(&token), "approve", &hash, |_| true)
         .await
         .unwrap();
     let nonce = passkeys
-        .approval_link(&token)
+        .approval_link(LinkTo::Token(&token))
         .await
         .unwrap()
         .1
         .nonce
         .unwrap()
         .nonce;
-    let refused = passkeys.consume_approval(&token, &nonce, &copied).await;
+    let refused = passkeys
+        .consume_approval(LinkTo::Token(&token), &nonce, &copied)
+        .await;
     assert!(
         matches!(refused, Err(PasskeyError::Refused(_))),
         "{refused:?}"

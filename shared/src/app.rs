@@ -310,6 +310,20 @@ pub const ROUTES: &[Route] = &[
         Limit::Address,
     ),
     route(
+        "mcp",
+        "POST",
+        "/household/decide/{request_id}/challenge",
+        "the `hearth-approval/v1` statement deciding a waiting order for `{\"decision\"}`, for the signed-in member's passkeys; session, origin and `X-Hearth-CSRF` checked",
+        Limit::Address,
+    ),
+    route(
+        "mcp",
+        "POST",
+        "/household/decide/{request_id}",
+        "the signed decision (`{\"decision\", \"statement\", \"credential\"}`), applied as on the order's approval page",
+        Limit::Address,
+    ),
+    route(
         "oauth",
         "ANY",
         "/oauth/authorize",

@@ -4,7 +4,8 @@
 // waiting and the newest decisions, Why finds a decision by its words and shows its reason as
 // text, Orders and Waiting list the order; every view passes axe-core (WCAG 2.2 AA, no serious
 // or critical violation) at 390 px and Today at 1280 px too; the menu and Sign out are reached
-// by keyboard; Sign out ends the session on the server; a child's pending passkey is told to
+// by keyboard; the waiting order is approved inline, its hearth-approval/v1 statement shown
+// first and then kept on Orders; Sign out ends the session on the server; a child's pending passkey is told to
 // wait for a guardian. Screenshots at 390 px are the manual's.
 //
 // Usage: node tests/browser/household.mjs OUTPUT_DIR   (scripts/test runs it)
@@ -129,6 +130,22 @@ try {
     await accessible(dana, view);
     if (view === "Waiting") await dana.screenshot({ path: join(OUT, "household-waiting-390.png"), fullPage: true });
   }
+  // Approve the waiting order inline: the statement is shown, then the passkey signs it.
+  await dana.getByRole("link", { name: "Waiting", exact: true }).click();
+  await dana.getByRole("button", { name: "Approve PowerCell AA Alkaline Batteries", exact: true }).click();
+  await dana.waitForFunction(() => {
+    const text = document.querySelector(".decided")?.textContent || "";
+    return text && !text.startsWith("Waiting");
+  }, null, { timeout: 15000 });
+  said = await dana.textContent(".decided");
+  check(said.startsWith("Approved. Hearth ordered"), `the inline approval: ${said}`);
+  const signed = await dana.textContent(".statement");
+  check(signed.startsWith("hearth-approval/v1\n" + household + "\n" + order.request_id + "\n"), `the statement shown: ${signed}`);
+  await accessible(dana, "Waiting, decided");
+  await dana.screenshot({ path: join(OUT, "household-approved-390.png"), fullPage: true });
+  await dana.getByRole("link", { name: "Orders", exact: true }).click();
+  check((await dana.textContent("main")).includes(signed.trim()), "Orders shows the signed statement");
+
   await dana.setViewportSize({ width: 1280, height: 800 });
   await dana.getByRole("link", { name: "Today", exact: true }).click();
   await accessible(dana, "Today at 1280 px");

@@ -7,6 +7,11 @@
 //! - `POST /household/sign-in/options`: a sign-in challenge's request options.
 //! - `POST /household/sign-in`: the assertion (`{"credential"}`); sets the session cookie.
 //! - `POST /household/sign-out`: ends the session on the server and clears the cookie.
+//! - `POST /household/decide/{request_id}/challenge`: the `hearth-approval/v1` statement
+//!   deciding a waiting order for `{"decision"}`, for the signed-in member's passkeys;
+//!   `POST /household/decide/{request_id}` takes the signed decision. Both are the approval
+//!   page's own steps ([`crate::passkeys::http::decision_request`] and
+//!   [`crate::passkeys::http::decide`]), found by the request instead of a link's token.
 //!
 //! Every POST must come from the page's own origin (`Origin` compared exactly); one with a
 //! session must also carry its CSRF token in `X-Hearth-CSRF`. Every route goes through the
@@ -18,7 +23,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Query, State};
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -30,7 +35,10 @@ use super::sessions::SESSION_MAX_MS;
 use super::{HouseholdPage, PageError, Visitor};
 use crate::gate::Gate;
 use crate::passkeys::PasskeyError;
-use crate::passkeys::http::{BODY_LIMIT, answer, failure, field, json_body, refused, same_origin};
+use crate::passkeys::approvals::LinkTo;
+use crate::passkeys::http::{
+    BODY_LIMIT, answer, decision_of, failure, field, json_body, refused, same_origin,
+};
 use crate::passkeys::sign_in::SignInRefusal;
 
 /// The page's script.
@@ -109,6 +117,11 @@ pub fn router(page: Arc<HouseholdPage>, gate: &Gate) -> Router {
         .route("/household/sign-in/options", post(sign_in_options))
         .route("/household/sign-in", post(sign_in))
         .route("/household/sign-out", post(sign_out))
+        .route(
+            "/household/decide/{request_id}/challenge",
+            post(decision_challenge),
+        )
+        .route("/household/decide/{request_id}", post(decide))
         .layer(DefaultBodyLimit::max(BODY_LIMIT));
     crate::gate::limit(routes, gate, refused).with_state(Endpoint {
         page,
@@ -310,6 +323,71 @@ async fn sign_out(
     );
     endpoint.set_cookie(&mut response, "", 0);
     response
+}
+
+async fn decision_challenge(
+    State(endpoint): State<Endpoint>,
+    Path(request_id): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let visitor = match signed_in_change(&endpoint, &headers, &body).await {
+        Ok(visitor) => visitor,
+        Err(response) => return response,
+    };
+    let result = async {
+        let body = json_body(&body)?;
+        let decision = decision_of(&field(&body, "decision")?)?;
+        endpoint.page.may_decide(&visitor, &request_id).await?;
+        crate::passkeys::http::decision_request(
+            endpoint.page.passkeys(),
+            endpoint.page.countersign(),
+            LinkTo::Request {
+                household_id: &visitor.account.household_id,
+                request_id: &request_id,
+            },
+            decision,
+            |passkey| passkey.member_id == visitor.member.id,
+        )
+        .await
+    };
+    match result.await {
+        Ok(request) => answer(StatusCode::OK, json!(request)),
+        Err(error) => failure(&error),
+    }
+}
+
+async fn decide(
+    State(endpoint): State<Endpoint>,
+    Path(request_id): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let visitor = match signed_in_change(&endpoint, &headers, &body).await {
+        Ok(visitor) => visitor,
+        Err(response) => return response,
+    };
+    let result = async {
+        let body = json_body(&body)?;
+        crate::passkeys::http::decide(
+            endpoint.page.passkeys(),
+            endpoint.page.countersign(),
+            LinkTo::Request {
+                household_id: &visitor.account.household_id,
+                request_id: &request_id,
+            },
+            &body,
+            |passkey| passkey.member_id == visitor.member.id,
+        )
+        .await
+    };
+    match result.await {
+        Ok(outcome) => answer(
+            StatusCode::OK,
+            json!({"status": outcome.status, "message": outcome.message}),
+        ),
+        Err(error) => failure(&error),
+    }
 }
 
 /// The checks every change by a signed-in member passes: the page's own origin, a session

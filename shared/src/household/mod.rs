@@ -23,7 +23,7 @@ use crate::auth::Caller;
 use crate::countersign::CountersignService;
 use crate::countersign::household::Household;
 use crate::countersign::ledger::{Event, Request, Status};
-use crate::countersign::service::{ActivityOutput, CountersignError};
+use crate::countersign::service::{ActivityOutput, CountersignError, may_decide};
 use crate::passkeys::sign_in::{SignInRefusal, SignedIn};
 use crate::passkeys::{Member, PasskeyError, Passkeys, is_live};
 use crate::store::{AccountItem, StoreError};
@@ -147,6 +147,39 @@ impl HouseholdPage {
 
     pub fn passkeys(&self) -> &Arc<Passkeys> {
         &self.passkeys
+    }
+
+    pub fn countersign(&self) -> &Arc<CountersignService> {
+        &self.countersign
+    }
+
+    /// Refuses, in words for the page, a decision `visitor` may not make on `request_id`:
+    /// it does not wait for a phone, or someone already approved and a guardian must decide.
+    pub async fn may_decide(
+        &self,
+        visitor: &Visitor,
+        request_id: &str,
+    ) -> Result<(), PasskeyError> {
+        let waiting = self.waiting(visitor).await.map_err(|error| match error {
+            PageError::Unavailable(reason) => PasskeyError::Unavailable(reason),
+            other => PasskeyError::Refused(other.to_string()),
+        })?;
+        let request = waiting
+            .iter()
+            .find(|request| request.request_id == request_id && waits_for_a_passkey(request))
+            .ok_or_else(|| {
+                PasskeyError::Gone(
+                    "This order no longer waits for a decision here. Reload the page to see where it stands."
+                        .into(),
+                )
+            })?;
+        if may_decide(request, &visitor.member.id, visitor.member.guardian) {
+            Ok(())
+        } else {
+            Err(PasskeyError::Refused(
+                "A guardian decides this order now, on their own page.".into(),
+            ))
+        }
     }
 
     /// Signs in with a passkey's assertion: a new session, and its cookie's value.

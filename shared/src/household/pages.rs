@@ -10,6 +10,7 @@ use crate::clock::timestamp;
 use crate::countersign::household::Household;
 use crate::countersign::ledger::Request;
 use crate::countersign::money::dollars;
+use crate::countersign::service::may_decide;
 use crate::oauth::consent_page::escape;
 use crate::passkeys::pages::shell;
 use crate::passkeys::{Member, PasskeyView};
@@ -295,11 +296,35 @@ pub fn waiting(
     } else {
         let items: String = requests
             .iter()
-            .map(|request| format!("<li>{}</li>", request_summary(request, names)))
+            .map(|request| {
+                format!(
+                    r#"<li data-request="{id}">{summary}{controls}</li>"#,
+                    id = escape(&request.request_id),
+                    summary = request_summary(request, names),
+                    controls = decision_controls(visitor, request),
+                )
+            })
             .collect();
         format!(r#"<ul class="entries">{items}</ul>"#)
     };
     signed_in(paths, visitor, "waiting", "Waiting", &content)
+}
+
+/// What a member can do about a waiting request here: `Approve` and `Decline` when it waits
+/// for a phone and they may decide it; otherwise who decides it, and how.
+fn decision_controls(visitor: &Visitor, request: &Request) -> String {
+    if !super::waits_for_a_passkey(request) {
+        return r#"<p class="meta">It is answered by voice, to the assistant.</p>"#.into();
+    }
+    if !may_decide(request, &visitor.member.id, visitor.member.guardian) {
+        return r#"<p class="meta">A guardian decides it now, on their own page.</p>"#.into();
+    }
+    let title = escape(&request.proposal.title);
+    format!(
+        r#"<div class="actions"><button class="allow" type="button" data-decide="approve" aria-label="Approve {title}">Approve</button><button class="deny" type="button" data-decide="decline" aria-label="Decline {title}">Decline</button></div>
+<div class="signing" hidden><p class="meta">Your passkey signs exactly this:</p><pre class="statement"></pre></div>
+<p class="decided" role="status"></p>"#
+    )
 }
 
 fn request_summary(request: &Request, names: &[Member]) -> String {

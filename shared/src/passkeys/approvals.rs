@@ -21,19 +21,49 @@ use crate::store::{AccountItem, ApprovalLinkItem, NonceItem, token_hash};
 /// Links one household keeps at once: the requests that may wait, and no more.
 const MAX_LINKS: usize = crate::countersign::service::MAX_WAITING_APPROVALS;
 
+/// Which approval link: by a token of its page (the link a phone was sent), or by its
+/// request (the household's page, whose session says which household).
+#[derive(Debug, Clone, Copy)]
+pub enum LinkTo<'a> {
+    Token(&'a str),
+    Request {
+        household_id: &'a str,
+        request_id: &'a str,
+    },
+}
+
+impl<'a> LinkTo<'a> {
+    pub fn household_id(self) -> Result<&'a str, PasskeyError> {
+        match self {
+            LinkTo::Token(token) => split_token(token).map(|(household_id, _)| household_id),
+            LinkTo::Request { household_id, .. } => Ok(household_id),
+        }
+    }
+
+    /// Whether `link` is this one, and still open at `now_ms` under `generation`: until its
+    /// time (inclusive: the request waits exactly that long) and only under the generation
+    /// it was opened in.
+    fn finds(self, link: &ApprovalLinkItem, generation: u64, now_ms: i64) -> bool {
+        let named = match self {
+            LinkTo::Token(token) => holds(&link.token_hashes, &token_hash(token)),
+            LinkTo::Request { request_id, .. } => link.request_id == request_id,
+        };
+        named && link.expires_at_ms >= now_ms && link.generation == generation
+    }
+}
+
 impl Passkeys {
     pub fn approval_url(&self, token: &str) -> String {
         format!("{}/passkeys/approve/{token}", self.site.base_url)
     }
 
-    /// The account and the open link of `token`.
+    /// The account and the open link `to`.
     pub async fn approval_link(
         &self,
-        token: &str,
+        to: LinkTo<'_>,
     ) -> Result<(AccountItem, ApprovalLinkItem), PasskeyError> {
-        let (household_id, _) = split_token(token)?;
-        let account = self.accounts.get(household_id).await?;
-        let link = open_link(&account, token, self.now_ms())?.clone();
+        let account = self.accounts.get(to.household_id()?).await?;
+        let link = open_link(&account, to, self.now_ms())?.clone();
         Ok((account, link))
     }
 
@@ -41,12 +71,12 @@ impl Passkeys {
     /// through request options for the household's passkeys that `may_sign`.
     pub async fn approval_request(
         &self,
-        token: &str,
+        to: LinkTo<'_>,
         decision: &str,
         proposal_hash: &str,
         may_sign: impl Fn(&crate::store::PasskeyItem) -> bool,
     ) -> Result<SigningRequest, PasskeyError> {
-        let (household_id, _) = split_token(token)?;
+        let household_id = to.household_id()?;
         let nonce = URL_SAFE_NO_PAD.encode(os_bytes::<16>().map_err(|_| unavailable_randomness())?);
         let now = self.now_ms();
         let (request, _) = self
@@ -59,7 +89,7 @@ impl Passkeys {
                     ));
                 }
                 let household = account.household_id.clone();
-                let link = open_link_mut(account, token, now)?;
+                let link = open_link_mut(account, to, now)?;
                 super::count_challenge(&mut link.challenged_at_ms, now)?;
                 link.nonce = Some(NonceItem {
                     nonce: nonce.clone(),
@@ -83,16 +113,15 @@ impl Passkeys {
     /// checking again, in the same write, that the passkey is live and its counter moved on.
     pub async fn consume_approval(
         &self,
-        token: &str,
+        to: LinkTo<'_>,
         nonce: &str,
         assertion: &ceremony::Assertion,
     ) -> Result<(), PasskeyError> {
-        let (household_id, _) = split_token(token)?;
         let now = self.now_ms();
         let (used, _) = self
             .accounts
-            .update_with::<_, PasskeyError>(household_id, |account| {
-                let link = open_link_mut(account, token, now)?;
+            .update_with::<_, PasskeyError>(to.household_id()?, |account| {
+                let link = open_link_mut(account, to, now)?;
                 if link.nonce.as_ref().map(|stored| stored.nonce.as_str()) != Some(nonce) {
                     return Err(PasskeyError::Gone(
                         "This approval was already used. Start again if it is still needed.".into(),
@@ -105,15 +134,14 @@ impl Passkeys {
         used
     }
 
-    /// Closes the link of a settled request.
-    pub async fn close_link(&self, token: &str) -> Result<(), PasskeyError> {
-        let (household_id, _) = split_token(token)?;
+    /// Closes the link of a settled request, whatever its time.
+    pub async fn close_link(&self, to: LinkTo<'_>) -> Result<(), PasskeyError> {
         self.accounts
-            .update_with::<_, PasskeyError>(household_id, |account| {
-                let hash = token_hash(token);
+            .update_with::<_, PasskeyError>(to.household_id()?, |account| {
+                let generation = account.generation;
                 account
                     .approval_links
-                    .retain(|link| !holds(&link.token_hashes, &hash));
+                    .retain(|link| !to.finds(link, generation, i64::MIN));
                 Ok(())
             })
             .await?;
@@ -211,34 +239,26 @@ impl ApprovalLinks for Passkeys {
 
 fn open_link<'a>(
     account: &'a AccountItem,
-    token: &str,
+    to: LinkTo<'_>,
     now_ms: i64,
 ) -> Result<&'a ApprovalLinkItem, PasskeyError> {
     let generation = account.generation;
-    let hash = token_hash(token);
     account
         .approval_links
         .iter()
-        .find(|link| is_open(link, &hash, generation, now_ms))
+        .find(|link| to.finds(link, generation, now_ms))
         .ok_or_else(no_longer_waiting)
 }
 
 fn open_link_mut<'a>(
     account: &'a mut AccountItem,
-    token: &str,
+    to: LinkTo<'_>,
     now_ms: i64,
 ) -> Result<&'a mut ApprovalLinkItem, PasskeyError> {
     let generation = account.generation;
-    let hash = token_hash(token);
     account
         .approval_links
         .iter_mut()
-        .find(|link| is_open(link, &hash, generation, now_ms))
+        .find(|link| to.finds(link, generation, now_ms))
         .ok_or_else(no_longer_waiting)
-}
-
-/// A link works, for a token hashing to `hash`, until its time (inclusive: the request waits
-/// exactly that long) and only under the generation it was opened in.
-fn is_open(link: &ApprovalLinkItem, hash: &str, generation: u64, now_ms: i64) -> bool {
-    link.expires_at_ms >= now_ms && link.generation == generation && holds(&link.token_hashes, hash)
 }

@@ -25,13 +25,15 @@ use axum::routing::{get, post};
 use http::{StatusCode, header};
 use serde_json::{Value, json};
 
+use super::approvals::LinkTo;
 use super::push::PushMessage;
-use super::{Enrolled, PasskeyError, Passkeys, check_statement, pages, statement};
+use super::{Enrolled, PasskeyError, Passkeys, SigningRequest, check_statement, pages, statement};
 use crate::countersign::CountersignService;
 use crate::countersign::ledger::{ApprovalRecord, PasskeyDecision, Status};
 use crate::countersign::notify::{EnrolmentNotice, Notifier};
-use crate::countersign::service::ApprovalView;
+use crate::countersign::service::{ApprovalView, PasskeyOutcome};
 use crate::gate::{Gate, Refusal};
+use crate::store::PasskeyItem;
 
 /// The largest POST body: a WebAuthn answer is a few kilobytes.
 pub const BODY_LIMIT: usize = 16 * 1024;
@@ -285,9 +287,9 @@ async fn approval_page(
     Path(token): Path<String>,
 ) -> Response {
     let shown = async {
-        let (_, link) = passkeys.approval_link(&token).await?;
-        let (household_id, _) = super::split_token(&token)?;
-        waiting_view(&countersign, household_id, &link.request_id).await
+        let to = LinkTo::Token(&token);
+        let (_, link) = passkeys.approval_link(to).await?;
+        waiting_view(&countersign, to.household_id()?, &link.request_id).await
     };
     match shown.await {
         Ok(view) => pages::approval(&pages::OrderShown {
@@ -321,14 +323,14 @@ async fn approval_challenge(
     let result = async {
         same_origin(&passkeys, &headers)?;
         let decision = decision_of(&field(&json_body(&body)?, "decision")?)?;
-        let (_, link) = passkeys.approval_link(&token).await?;
-        let (household_id, _) = super::split_token(&token)?;
-        let view = waiting_view(&countersign, household_id, &link.request_id).await?;
-        passkeys
-            .approval_request(&token, decision.as_str(), &view.proposal_hash, |passkey| {
-                view.deciders.contains(&passkey.member_id)
-            })
-            .await
+        decision_request(
+            &passkeys,
+            &countersign,
+            LinkTo::Token(&token),
+            decision,
+            |_| true,
+        )
+        .await
     };
     match result.await {
         Ok(request) => answer(StatusCode::OK, json!(request)),
@@ -348,70 +350,14 @@ async fn approve(
 ) -> Response {
     let result = async {
         same_origin(&passkeys, &headers)?;
-        let body = json_body(&body)?;
-        let decision = decision_of(&field(&body, "decision")?)?;
-        let Value::String(statement_text) = field(&body, "statement")? else {
-            return Err(PasskeyError::Invalid("statement must be a string".into()));
-        };
-        let credential = field(&body, "credential")?;
-        let (account, link) = passkeys.approval_link(&token).await?;
-        let household_id = account.household_id.clone();
-        let view = waiting_view(&countersign, &household_id, &link.request_id).await?;
-        let nonce = link
-            .nonce
-            .clone()
-            .filter(|nonce| nonce.decision == decision.as_str())
-            .ok_or_else(|| PasskeyError::Invalid("Press Approve or Decline to start.".into()))?;
-        let expected = statement::approval(
-            &household_id,
-            &link.request_id,
-            &view.proposal_hash,
-            decision.as_str(),
-            &nonce.nonce,
-        );
-        check_statement(
-            &statement_text,
-            &expected,
-            &nonce,
-            crate::clock::unix_ms(passkeys.clock().now()),
-        )?;
-        let assertion = passkeys
-            .check_signer(&account, &credential, &statement_text, |passkey| {
-                view.deciders.contains(&passkey.member_id)
-            })
-            .await?;
-        let approver = account
-            .passkeys
-            .iter()
-            .find(|passkey| passkey.credential_id == assertion.credential_id)
-            .map(|passkey| passkey.member_id.clone())
-            .ok_or_else(|| {
-                PasskeyError::Refused("That passkey is not one of this household's.".into())
-            })?;
-        passkeys
-            .consume_approval(&token, &nonce.nonce, &assertion)
-            .await?;
-        let outcome = countersign
-            .decide_by_passkey(
-                &household_id,
-                &link.request_id,
-                &approver,
-                decision,
-                ApprovalRecord {
-                    statement: statement_text,
-                    credential_id: assertion.credential_id.clone(),
-                    authenticator_data: assertion.authenticator_data.clone(),
-                    client_data_json: assertion.client_data_json.clone(),
-                    signature: assertion.signature.clone(),
-                },
-            )
-            .await
-            .map_err(refused_by_guard)?;
-        if !outcome.status.is_waiting() {
-            passkeys.close_link(&token).await?;
-        }
-        tracing::info!(target: "hearth::passkeys", status = ?outcome.status, "a passkey decided an order");
-        Ok(outcome)
+        decide(
+            &passkeys,
+            &countersign,
+            LinkTo::Token(&token),
+            &json_body(&body)?,
+            |_| true,
+        )
+        .await
     };
     match result.await {
         Ok(outcome) => answer(
@@ -420,6 +366,100 @@ async fn approve(
         ),
         Err(error) => failure(&error),
     }
+}
+
+/// The `hearth-approval/v1` statement deciding the request of link `to`, with a fresh nonce,
+/// and request options for the passkeys that may decide it and that `signer` allows (the
+/// approval page allows every one; the household's page only the signed-in member's).
+pub async fn decision_request(
+    passkeys: &Passkeys,
+    countersign: &CountersignService,
+    to: LinkTo<'_>,
+    decision: PasskeyDecision,
+    signer: impl Fn(&PasskeyItem) -> bool,
+) -> Result<SigningRequest, PasskeyError> {
+    let (_, link) = passkeys.approval_link(to).await?;
+    let view = waiting_view(countersign, to.household_id()?, &link.request_id).await?;
+    passkeys
+        .approval_request(to, decision.as_str(), &view.proposal_hash, |passkey| {
+            view.deciders.contains(&passkey.member_id) && signer(passkey)
+        })
+        .await
+}
+
+/// Checks a signed decision (`{"decision", "statement", "credential"}`) on the request of
+/// link `to`, uses its nonce up, and hands it to the purchase guard, which applies it with the
+/// approver as the requester; a settled request's link closes.
+pub async fn decide(
+    passkeys: &Passkeys,
+    countersign: &CountersignService,
+    to: LinkTo<'_>,
+    body: &Value,
+    signer: impl Fn(&PasskeyItem) -> bool,
+) -> Result<PasskeyOutcome, PasskeyError> {
+    let decision = decision_of(&field(body, "decision")?)?;
+    let Value::String(statement_text) = field(body, "statement")? else {
+        return Err(PasskeyError::Invalid("statement must be a string".into()));
+    };
+    let credential = field(body, "credential")?;
+    let (account, link) = passkeys.approval_link(to).await?;
+    let household_id = account.household_id.clone();
+    let view = waiting_view(countersign, &household_id, &link.request_id).await?;
+    let nonce = link
+        .nonce
+        .clone()
+        .filter(|nonce| nonce.decision == decision.as_str())
+        .ok_or_else(|| PasskeyError::Invalid("Press Approve or Decline to start.".into()))?;
+    let expected = statement::approval(
+        &household_id,
+        &link.request_id,
+        &view.proposal_hash,
+        decision.as_str(),
+        &nonce.nonce,
+    );
+    check_statement(
+        &statement_text,
+        &expected,
+        &nonce,
+        crate::clock::unix_ms(passkeys.clock().now()),
+    )?;
+    let assertion = passkeys
+        .check_signer(&account, &credential, &statement_text, |passkey| {
+            view.deciders.contains(&passkey.member_id) && signer(passkey)
+        })
+        .await?;
+    let approver = account
+        .passkeys
+        .iter()
+        .find(|passkey| passkey.credential_id == assertion.credential_id)
+        .map(|passkey| passkey.member_id.clone())
+        .ok_or_else(|| {
+            PasskeyError::Refused("That passkey is not one of this household's.".into())
+        })?;
+    passkeys
+        .consume_approval(to, &nonce.nonce, &assertion)
+        .await?;
+    let outcome = countersign
+        .decide_by_passkey(
+            &household_id,
+            &link.request_id,
+            &approver,
+            decision,
+            ApprovalRecord {
+                statement: statement_text,
+                credential_id: assertion.credential_id.clone(),
+                authenticator_data: assertion.authenticator_data.clone(),
+                client_data_json: assertion.client_data_json.clone(),
+                signature: assertion.signature.clone(),
+            },
+        )
+        .await
+        .map_err(refused_by_guard)?;
+    if !outcome.status.is_waiting() {
+        passkeys.close_link(to).await?;
+    }
+    tracing::info!(target: "hearth::passkeys", status = ?outcome.status, "a passkey decided an order");
+    Ok(outcome)
 }
 
 /// The approval view of a request that still waits.
@@ -441,7 +481,7 @@ async fn waiting_view(
     Ok(view)
 }
 
-fn decision_of(value: &Value) -> Result<PasskeyDecision, PasskeyError> {
+pub fn decision_of(value: &Value) -> Result<PasskeyDecision, PasskeyError> {
     match value.as_str() {
         Some("approve") => Ok(PasskeyDecision::Approve),
         Some("decline") => Ok(PasskeyDecision::Decline),

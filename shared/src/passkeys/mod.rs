@@ -21,7 +21,7 @@
 //! household's policy, through the [`RosterOf`] the composition hands it, so that the purchase
 //! guard can use passkeys without passkeys depending on the purchase guard.
 
-mod approvals;
+pub mod approvals;
 pub mod ceremony;
 pub mod http;
 pub mod owners;

@@ -29,7 +29,7 @@ use crate::countersign::household::{HouseholdData, Role};
 use crate::countersign::judge::{Judgement, Verdict};
 use crate::countersign::ledger::{
     APPROVAL_WAIT, ApprovalRecord, ApprovalResult, Event, IntentRecord, LedgerError, NewEntry,
-    PasskeyDecision, PasskeyResolution, ProposalEvent, Status, Step, UNATTESTED, fresh_id,
+    PasskeyDecision, PasskeyResolution, ProposalEvent, Request, Status, Step, UNATTESTED, fresh_id,
 };
 use crate::countersign::notify::WaitingNotice;
 use crate::countersign::policy::{self, Order, Outcome};
@@ -87,6 +87,16 @@ pub struct ApprovalView {
     pub needs_guardian: bool,
     /// The members who may still decide it, with whether each is a guardian.
     pub deciders: Vec<String>,
+}
+
+/// Whether a member may still decide a request waiting for approval on a phone: anyone who
+/// has not approved it yet, and once someone has (a child), only a guardian.
+pub fn may_decide(request: &Request, member_id: &str, guardian: bool) -> bool {
+    !request
+        .approved_by
+        .iter()
+        .any(|approver| approver == member_id)
+        && (request.approved_by.is_empty() || guardian)
 }
 
 /// What a passkey decision did.
@@ -310,8 +320,7 @@ impl CountersignService {
             .household
             .members
             .iter()
-            .filter(|member| !request.approved_by.contains(&member.id))
-            .filter(|member| !needs_guardian || home.is_guardian(&member.id))
+            .filter(|member| may_decide(&request, &member.id, home.is_guardian(&member.id)))
             .map(|member| member.id.clone())
             .collect();
         let known = home.is_known_merchant(&request.proposal.merchant_id)

@@ -15,7 +15,7 @@ mod purchase;
 mod reports;
 mod search;
 
-pub use approval::{ApprovalLinks, ApprovalView, LinkRefusal, PasskeyOutcome};
+pub use approval::{ApprovalLinks, ApprovalView, LinkRefusal, PasskeyOutcome, may_decide};
 pub use output::*;
 
 use std::sync::Arc;
