@@ -9,9 +9,9 @@ PASSKEYS what `hearth admin passkey list HOUSEHOLD --json` printed ({"passkeys":
 the deployment's WebAuthn relying party id (HEARTH_PASSKEY_RP_ID) and ORIGIN the origin its
 pages are served on (for example https://hearth.example, or http://localhost:8790 locally).
 
-Every `passkey_decision` entry must carry an `approval` ({statement, credential_id,
-authenticator_data, client_data_json, signature}, every field but the statement base64url),
-and for each:
+Every `passkey_decision` and `household_action` entry must carry an `approval` ({statement,
+credential_id, authenticator_data, client_data_json, signature}, every field but the statement
+base64url), and for each:
 
 * every entry's `entry_hash` is the SHA-256 of its canonical JSON without that field (as
   verify_chain.py computes it), so the hashes the statements name mean something;
@@ -21,6 +21,9 @@ and for each:
   or `decline`), and a nonce used by no other approval;
 * an entry that placed an order (`result` `placed`, or an `order_id`) was an approval, and a
   decline declined;
+* a guardian's action on the household's page is six lines too: `hearth-household-action/v1`,
+  the entry's action, the household id, the entry's target, the time the page asked (RFC 3339,
+  at most five minutes before the entry) and a nonce used by no other statement;
 * the client data is a `webauthn.get` for exactly ORIGIN, not cross-origin, whose challenge is
   the base64url SHA-256 of the statement;
 * the authenticator data names ID (its first 32 bytes are SHA-256 of ID) and has the user
@@ -191,6 +194,50 @@ def public_key(passkey):
     raise Fail(f"passkey {passkey.get('credential_id')}: unknown algorithm {passkey.get('algorithm')!r}")
 
 
+def approval_of_request(entry, lines, proposals, where):
+    """A `hearth-approval/v1` statement checked against its passkey decision entry: the
+    statement's household and nonce."""
+    if len(lines) != 6 or lines[0] != "hearth-approval/v1":
+        raise Fail(f"{where}: the statement is not six lines of hearth-approval/v1")
+    _, household, request_id, proposal_hash, decision, nonce = lines
+    if request_id != entry.get("request_id"):
+        raise Fail(f"{where}: the statement names another request")
+    if proposals.get(request_id) is None:
+        raise Fail(f"{where}: the proposal of {request_id} is not earlier in the export")
+    if proposal_hash != proposals[request_id]:
+        raise Fail(f"{where}: the statement names another proposal entry")
+    if decision != entry.get("decision"):
+        raise Fail(f"{where}: the statement decides {decision!r}, the entry {entry.get('decision')!r}")
+    placed = entry.get("result") == "placed" or entry.get("order_id") is not None
+    if placed and decision != "approve":
+        raise Fail(f"{where}: an order placed on a {decision}")
+    if decision == "decline" and entry.get("result") != "declined":
+        raise Fail(f"{where}: a decline that did not decline")
+    return household, nonce
+
+
+# How long a household action's statement may have been waiting for its signature: the
+# ceremony's five minutes.
+ACTION_WINDOW = datetime.timedelta(minutes=5)
+
+
+def household_action(entry, lines, where):
+    """A `hearth-household-action/v1` statement checked against its household action entry:
+    the statement's household and nonce."""
+    if len(lines) != 6 or lines[0] != "hearth-household-action/v1":
+        raise Fail(f"{where}: the statement is not six lines of hearth-household-action/v1")
+    _, action, household, target, asked_at, nonce = lines
+    if action != entry.get("action"):
+        raise Fail(f"{where}: the statement does {action!r}, the entry {entry.get('action')!r}")
+    if target != entry.get("target"):
+        raise Fail(f"{where}: the statement names another target")
+    asked = instant(asked_at, f"{where}: the statement's time")
+    at = instant(entry.get("at"), f"{where}: at")
+    if not asked <= at <= asked + ACTION_WINDOW:
+        raise Fail(f"{where}: the action was kept more than five minutes after it was asked, or before")
+    return household, nonce
+
+
 def check(export, passkeys, rp_id, origin, household_id=None):
     entries = export.get("entries") if isinstance(export, dict) else None
     listed = passkeys.get("passkeys") if isinstance(passkeys, dict) else None
@@ -213,6 +260,8 @@ def check(export, passkeys, rp_id, origin, household_id=None):
         if approval is None:
             if entry.get("kind") == "passkey_decision":
                 raise Fail(f"{where}: a passkey decision without its approval")
+            if entry.get("kind") == "household_action":
+                raise Fail(f"{where}: a household action without its signed statement")
             continue
         if not isinstance(approval, dict):
             raise Fail(f"{where}: the approval is not an object")
@@ -220,25 +269,13 @@ def check(export, passkeys, rp_id, origin, household_id=None):
         if not isinstance(statement, str) or not statement.endswith("\n"):
             raise Fail(f"{where}: the statement does not end in a newline")
         lines = statement[:-1].split("\n")
-        if len(lines) != 6 or lines[0] != "hearth-approval/v1":
-            raise Fail(f"{where}: the statement is not six lines of hearth-approval/v1")
-        _, household, request_id, proposal_hash, decision, nonce = lines
+        if entry.get("kind") == "household_action":
+            household, nonce = household_action(entry, lines, where)
+        else:
+            household, nonce = approval_of_request(entry, lines, proposals, where)
         households.add(household)
         if len(households) > 1 or (household_id is not None and household != household_id):
             raise Fail(f"{where}: the statement names another household")
-        if request_id != entry.get("request_id"):
-            raise Fail(f"{where}: the statement names another request")
-        if proposals.get(request_id) is None:
-            raise Fail(f"{where}: the proposal of {request_id} is not earlier in the export")
-        if proposal_hash != proposals[request_id]:
-            raise Fail(f"{where}: the statement names another proposal entry")
-        if decision != entry.get("decision"):
-            raise Fail(f"{where}: the statement decides {decision!r}, the entry {entry.get('decision')!r}")
-        placed = entry.get("result") == "placed" or entry.get("order_id") is not None
-        if placed and decision != "approve":
-            raise Fail(f"{where}: an order placed on a {decision}")
-        if decision == "decline" and entry.get("result") != "declined":
-            raise Fail(f"{where}: a decline that did not decline")
         if nonce in nonces:
             raise Fail(f"{where}: the statement's nonce was used before")
         nonces.add(nonce)

@@ -180,6 +180,48 @@ def test_what_else_an_approval_must_agree_with():
     assert "another household" in verdict(export, passkeys, household="hh-ffffffffffffffffffffffffffffffff")
 
 
+def action_ledger(phone, action="revoke-passkey", target="Y3JlZC1vbGQ", asked="2026-12-02T09:00:00.000Z",
+                  at="2026-12-02T09:01:00.500Z", nonce="bm9uY2UtYQ"):
+    statement = f"hearth-household-action/v1\n{action}\n{HOUSEHOLD}\n{target}\n{asked}\n{nonce}\n"
+    entry = {"format": "countersign-ledger/1", "seq": 1, "prev": None, "at": at, "request_id": "ACT-0A1B2C3D4E",
+             "member_id": phone.member, "turn_id": f"passkey-{nonce}", "kind": "household_action",
+             "action": action, "target": target, "approval": phone.approve(statement)}
+    return {"entries": [sealed(entry)]}
+
+
+def test_a_guardians_household_action_checks_and_what_it_must_agree_with():
+    phone = Phone("ES256", "dana", "Y3JlZA")
+    passkeys = {"passkeys": [phone.listed()]}
+    export = action_ledger(phone)
+    assert verdict(export, passkeys) == "OK"
+    # The entry's action or target is not the statement's.
+    assert "does 'revoke-passkey'" in verdict(
+        {"entries": [sealed({k: v for k, v in dict(export["entries"][0], action="add-device-key").items()
+                             if k != "entry_hash"})]}, passkeys)
+    assert "another target" in verdict(
+        {"entries": [sealed({k: v for k, v in dict(export["entries"][0], target="other").items()
+                             if k != "entry_hash"})]}, passkeys)
+    # Kept five minutes after it was asked is in time; a moment later, or before it was asked, is not.
+    assert verdict(action_ledger(phone, at="2026-12-02T09:05:00.000Z"), passkeys) == "OK"
+    assert "five minutes" in verdict(action_ledger(phone, at="2026-12-02T09:05:00.001Z"), passkeys)
+    assert "five minutes" in verdict(action_ledger(phone, at="2026-12-02T08:59:59.999Z"), passkeys)
+    # Without its statement; another household; a nonce used twice; a forged signature.
+    assert "without its signed statement" in verdict(
+        {"entries": [sealed({k: v for k, v in export["entries"][0].items() if k not in ("entry_hash", "approval")})]},
+        passkeys)
+    assert "another household" in verdict(export, passkeys, household="hh-ffffffffffffffffffffffffffffffff")
+    twice = {"entries": [export["entries"][0], sealed(dict({k: v for k, v in export["entries"][0].items()
+                                                          if k != "entry_hash"}, seq=2))]}
+    assert "nonce was used before" in verdict(twice, passkeys)
+    impostor = Phone("ES256", "dana", phone.credential_id)
+    assert "does not verify" in verdict(export, {"passkeys": [impostor.listed()]})
+    # A statement of another kind under a household action entry.
+    approval_statement = ledger(phone)[1]
+    wrong_kind = dict({k: v for k, v in export["entries"][0].items() if k != "entry_hash"},
+                      approval=phone.approve(approval_statement))
+    assert "hearth-household-action/v1" in verdict({"entries": [sealed(wrong_kind)]}, passkeys)
+
+
 def test_the_command_prints_ok_or_fail_and_exits_0_1_or_2(tmp_path):
     phone = Phone("Ed25519", "dana", "Y3JlZA")
     export, _ = ledger(phone)

@@ -6,6 +6,8 @@
 pub const APPROVAL_V1: &str = "hearth-approval/v1";
 /// What a guardian signs to let a later passkey in.
 pub const ENROLMENT_V1: &str = "hearth-enrolment/v1";
+/// What a guardian signs to run the household from its page.
+pub const HOUSEHOLD_ACTION_V1: &str = "hearth-household-action/v1";
 
 /// `hearth-approval/v1`: a decision on one waiting request, bound to its proposal entry.
 pub fn approval(
@@ -37,6 +39,18 @@ pub fn enrolment(household_id: &str, member_id: &str, credential_id: &str, nonce
     ])
 }
 
+/// `hearth-household-action/v1`: a guardian does `action` to `target` in `household_id`, at
+/// `at` (RFC 3339, the server's time when the page asked).
+pub fn household_action(
+    action: &str,
+    household_id: &str,
+    target: &str,
+    at: &str,
+    nonce: &str,
+) -> String {
+    lines(&[HOUSEHOLD_ACTION_V1, action, household_id, target, at, nonce])
+}
+
 fn lines(fields: &[&str]) -> String {
     let mut text = String::new();
     for field in fields {
@@ -61,6 +75,20 @@ mod tests {
             )
         );
         assert_eq!(text.lines().count(), 6);
+    }
+
+    #[test]
+    fn a_household_action_names_the_action_the_household_the_target_and_the_time() {
+        assert_eq!(
+            household_action(
+                "revoke-passkey",
+                "hh-1",
+                "Y3JlZA",
+                "2026-12-05T00:00:00.000Z",
+                "bm9uY2U"
+            ),
+            "hearth-household-action/v1\nrevoke-passkey\nhh-1\nY3JlZA\n2026-12-05T00:00:00.000Z\nbm9uY2U\n"
+        );
     }
 
     #[test]

@@ -67,6 +67,11 @@ pub enum Event {
     /// The entry's `member_id` is the approver; its `turn_id` is `passkey-` and the
     /// statement's nonce.
     PasskeyDecision(Box<PasskeyResolution>),
+    /// A guardian ran the household from its page (a member invited, a passkey approved or
+    /// revoked, a device key added or revoked, an assistant unlinked), signed with their
+    /// passkey. The entry's `member_id` is the guardian; its `turn_id` is `passkey-` and the
+    /// statement's nonce.
+    HouseholdAction(Box<HouseholdActionEvent>),
     /// The operator started the household's ledger log anew (`hearth admin log reset`); the
     /// entry is the new log's first, and names the log it replaces.
     LogReset {
@@ -82,6 +87,18 @@ pub const OPERATOR: &str = "operator";
 /// proposed it); its `turn_id` is `call-` and ten hex digits, one per call. Who asks is
 /// known only when a member approves it with their passkey.
 pub const UNATTESTED: &str = "unattested";
+
+/// What a guardian did on the household's page, and the signed statement itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HouseholdActionEvent {
+    /// `invite-member`, `approve-passkey`, `revoke-passkey`, `add-device-key`,
+    /// `revoke-device-key` or `unlink-assistant`.
+    pub action: String,
+    /// What it was done to: a member id, a credential id, a device key id, a client id, or
+    /// `new` for a device key not yet made.
+    pub target: String,
+    pub approval: ApprovalRecord,
+}
 
 /// What a passkey decision says and did, and the signed approval itself.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -144,7 +161,7 @@ impl Event {
                 resolution.order_id.is_some()
             }
             Event::PasskeyDecision(resolution) => resolution.order_id.is_some(),
-            Event::ReadAloud { .. } | Event::LogReset { .. } => false,
+            Event::ReadAloud { .. } | Event::LogReset { .. } | Event::HouseholdAction(_) => false,
         }
     }
 }

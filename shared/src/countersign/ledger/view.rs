@@ -97,7 +97,7 @@ impl LedgerView {
                         }
                     }
                 }
-                Event::ReadAloud { .. } | Event::LogReset { .. } => {}
+                Event::ReadAloud { .. } | Event::LogReset { .. } | Event::HouseholdAction(_) => {}
                 Event::Confirmation(resolution) | Event::GuardianDecision(resolution) => {
                     if let Some(&i) = index.get(entry.request_id.as_str()) {
                         let request = &mut requests[i];
@@ -257,7 +257,8 @@ impl LedgerView {
                 Event::Confirmation(_)
                 | Event::GuardianDecision(_)
                 | Event::PasskeyDecision(_)
-                | Event::LogReset { .. } => false,
+                | Event::LogReset { .. }
+                | Event::HouseholdAction(_) => false,
             })
             .map(|entry| Question {
                 request_id: entry.request_id.clone(),

@@ -28,8 +28,9 @@ use crate::clock::unix_ms;
 use crate::countersign::household::{HouseholdData, Role};
 use crate::countersign::judge::{Judgement, Verdict};
 use crate::countersign::ledger::{
-    APPROVAL_WAIT, ApprovalRecord, ApprovalResult, Event, IntentRecord, LedgerError, NewEntry,
-    PasskeyDecision, PasskeyResolution, ProposalEvent, Request, Status, Step, UNATTESTED, fresh_id,
+    APPROVAL_WAIT, ApprovalRecord, ApprovalResult, Event, HouseholdActionEvent, IntentRecord,
+    LedgerError, NewEntry, PasskeyDecision, PasskeyResolution, ProposalEvent, Request, Status,
+    Step, UNATTESTED, fresh_id,
 };
 use crate::countersign::notify::WaitingNotice;
 use crate::countersign::policy::{self, Order, Outcome};
@@ -347,6 +348,51 @@ impl CountersignService {
             deciders,
             order: request.proposal,
         })
+    }
+
+    /// Keeps a guardian's signed action on the household's page in the ledger, verbatim, so
+    /// that it checks offline like an approval. Refused unless `guardian` is one by the
+    /// household's rules.
+    pub async fn record_household_action(
+        &self,
+        household_id: &str,
+        guardian: &str,
+        action: &str,
+        target: &str,
+        approval: ApprovalRecord,
+    ) -> Result<(), CountersignError> {
+        let caller = Caller::of_household(household_id, Standing::Current);
+        let home = self.home(&caller).await?;
+        let member = home.member(guardian).ok_or(Refusal::NotAMember)?.clone();
+        if !home.is_guardian(&member.id) {
+            return Err(Refusal::NotAGuardian { name: member.name }.into());
+        }
+        let nonce = approval
+            .statement
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .to_owned();
+        let request_id = fresh_id("ACT-");
+        let ((), appended) = self
+            .ledger
+            .transition(&caller, home.id(), &home.weeks, |_, _| {
+                Step::Append(
+                    NewEntry {
+                        request_id: request_id.clone(),
+                        member_id: member.id.clone(),
+                        turn_id: format!("passkey-{nonce}"),
+                        event: Event::HouseholdAction(Box::new(HouseholdActionEvent {
+                            action: action.to_owned(),
+                            target: target.to_owned(),
+                            approval: approval.clone(),
+                        })),
+                    },
+                    (),
+                )
+            })
+            .await?;
+        appended.map(|_| ()).ok_or_else(|| LedgerError::Busy.into())
     }
 
     /// Settles (or, for a child's approval, passes to a guardian) a request waiting for
