@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Writes the passkey routes' API Gateway fixtures (events/mcp/v2-passkey-*-ok.json) and the
-household account they are replayed against (events/passkey-household.json).
+"""Writes the passkey routes' and the household page's API Gateway fixtures
+(events/mcp/v2-passkey-*.json) and the household account they are replayed against
+(events/passkey-household.json): its passkeys, a sign-in challenge, and a signed-in session
+with a guardian's action waiting to be signed.
 
 The WebAuthn answers are made here with fixed keys, as an authenticator would: a registration
 with `none` attestation (ES256) for the invite's challenge, and an Ed25519 assertion by the
@@ -49,6 +51,11 @@ GUARDIAN_ID = sha("fixture guardian credential")[:16]
 PENDING_ID = sha("fixture pending credential")[:16]
 NEW_KEY = ec.derive_private_key(int.from_bytes(sha("fixture new key"), "big") % (2**255), ec.SECP256R1())
 NEW_ID = sha("fixture new credential")[:16]
+SIGN_IN_CHALLENGE = sha("fixture sign-in challenge")
+SESSION_ID = b64u(sha("fixture session"))
+CSRF = b64u(sha("fixture csrf"))
+ACTION_STATEMENT = (f"hearth-household-action/v1\nadd-device-key\n{HOUSEHOLD}\nnew\n2026-12-02T08:00:00.000Z\n"
+                    f"{b64u(sha('fixture action nonce')[:16])}\n")
 
 
 def spki(public_key) -> str:
@@ -99,8 +106,13 @@ def enrolment_statement() -> str:
 
 
 def assertion(statement: str) -> dict:
+    return assertion_over(hashlib.sha256(statement.encode()).digest())
+
+
+def assertion_over(challenge: bytes) -> dict:
+    """The guardian's passkey answering `challenge` (a statement's hash, or a sign-in's)."""
     auth = sha(HOST) + bytes([0x05]) + (0).to_bytes(4, "big")
-    data = client_data("webauthn.get", hashlib.sha256(statement.encode()).digest())
+    data = client_data("webauthn.get", challenge)
     signature = GUARDIAN.sign(auth + hashlib.sha256(data).digest())
     return {"id": b64u(GUARDIAN_ID), "rawId": b64u(GUARDIAN_ID), "type": "public-key",
             "response": {"clientDataJSON": b64u(data), "authenticatorData": b64u(auth),
@@ -124,12 +136,19 @@ def account() -> dict:
         "approval": {"token": APPROVE, "request_id": REQUEST_ID, "nonce": APPROVAL_NONCE},
         # The guardian's enrolment answered this push token; the phone subscribes with it.
         "push_grant": {"token_sha256": hashlib.sha256(PUSH.encode()).hexdigest()},
+        # The household page: a sign-in challenge given out, and the guardian's session, whose
+        # page asked to sign a new device key.
+        "sign_in": {"challenge": b64u(SIGN_IN_CHALLENGE)},
+        "session": {"id": SESSION_ID, "csrf": CSRF, "asked": ACTION_STATEMENT},
     }
 
 
-def event(name: str, method: str, path: str, body=None) -> dict:
+def event(name: str, method: str, path: str, body=None, signed_in=False) -> dict:
     headers = {"host": HOST, "user-agent": "Mozilla/5.0 (Linux; Android 14) Mobile", "x-forwarded-proto": "https",
                "x-forwarded-for": "203.0.113.7", "accept": "text/html" if method == "GET" else "application/json"}
+    if signed_in:
+        headers["cookie"] = f"__Host-hearth_session={SESSION_ID}"
+        headers["x-hearth-csrf"] = CSRF
     if body is not None:
         headers["content-type"] = "application/json"
         headers["origin"] = ORIGIN
@@ -175,6 +194,29 @@ def main():
         "v2-passkey-confirm-ok": event("v2-passkey-confirm-ok", "POST", f"/passkeys/confirm/{APPROVAL}",
                                        {"decision": "approve", "statement": statement, "credential": assertion(statement)}),
     }
+    decide = f"/household/decide/{REQUEST_ID}"
+    fixtures.update({
+        "v2-passkey-household-page": event("v2-passkey-household-page", "GET", "/household"),
+        "v2-passkey-household-today": event("v2-passkey-household-today", "GET", "/household", signed_in=True),
+        "v2-passkey-household-script": event("v2-passkey-household-script", "GET", "/household/page.js"),
+        "v2-passkey-household-sign-in-options": event("v2-passkey-household-sign-in-options", "POST",
+                                                      "/household/sign-in/options", {}),
+        "v2-passkey-household-sign-in-ok": event("v2-passkey-household-sign-in-ok", "POST", "/household/sign-in",
+                                                 {"credential": assertion_over(SIGN_IN_CHALLENGE)}),
+        "v2-passkey-household-sign-out-ok": event("v2-passkey-household-sign-out-ok", "POST", "/household/sign-out",
+                                                  {}, signed_in=True),
+        "v2-passkey-household-decide-challenge-ok": event("v2-passkey-household-decide-challenge-ok", "POST",
+                                                          f"{decide}/challenge", {"decision": "approve"}, signed_in=True),
+        "v2-passkey-household-decide-ok": event("v2-passkey-household-decide-ok", "POST", decide,
+                                                {"decision": "approve", "statement": "{{statement}}",
+                                                 "credential": "{{credential}}"}, signed_in=True),
+        "v2-passkey-household-act-challenge-ok": event("v2-passkey-household-act-challenge-ok", "POST",
+                                                       "/household/act/challenge",
+                                                       {"action": "add-device-key", "target": "new"}, signed_in=True),
+        "v2-passkey-household-act-ok": event("v2-passkey-household-act-ok", "POST", "/household/act",
+                                             {"statement": ACTION_STATEMENT, "credential": assertion(ACTION_STATEMENT)},
+                                             signed_in=True),
+    })
     for name, value in fixtures.items():
         write(EVENTS / "mcp" / f"{name}.json", value)
 

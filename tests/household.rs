@@ -783,7 +783,375 @@ async fn another_members_passkey_cannot_decide_in_a_session(backend: Backend) {
     );
 }
 
+impl World {
+    /// A guardian's action through the page: the statement asked for, then signed by
+    /// `signer`. The statement and the answer.
+    async fn act(
+        &self,
+        browser: &Browser,
+        signer: &mut SoftPasskey,
+        action: &str,
+        target: &str,
+    ) -> (String, Reply) {
+        let asked = self
+            .decide(
+                browser,
+                "/household/act/challenge",
+                &json!({"action": action, "target": target}),
+            )
+            .await;
+        if asked.status != StatusCode::OK {
+            return (String::new(), asked);
+        }
+        let statement = asked.body["statement"].as_str().unwrap().to_owned();
+        let body = json!({"statement": statement, "credential": signer.sign_request(&asked.body)});
+        let reply = self.decide(browser, "/household/act", &body).await;
+        (statement, reply)
+    }
+
+    /// Whether scripts/verify_approvals.py accepts the household's ledger and passkeys.
+    async fn verified_offline(&self, household: &str) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let export = dir.path().join("export.json");
+        let listed = dir.path().join("passkeys.json");
+        let entries = self.admin.export_ledger(household).await.unwrap().entries;
+        std::fs::write(&export, json!({"entries": entries}).to_string()).unwrap();
+        let passkeys = self.passkeys.list(household).await.unwrap();
+        std::fs::write(&listed, json!({"passkeys": passkeys}).to_string()).unwrap();
+        let output = std::process::Command::new("python3")
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/scripts/verify_approvals.py"
+            ))
+            .args([&export, &listed])
+            .args([
+                "--rp-id",
+                RP_ID,
+                "--origin",
+                ORIGIN,
+                "--household",
+                household,
+            ])
+            .output()
+            .expect("python3 runs the verifier");
+        String::from_utf8(output.stdout).unwrap()
+    }
+}
+
+async fn a_guardian_runs_the_household_with_signed_statements_kept_in_the_ledger(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Run").await;
+    let (mut dana, _) = w.enrolled(&household, "dana").await;
+    let browser = w.signed_in(&mut dana).await;
+
+    // An invite for Mia: the statement names it, the page gets a link and a QR code.
+    let (statement, invited) = w.act(&browser, &mut dana, "invite-member", "mia").await;
+    assert_eq!(invited.status, StatusCode::OK, "{}", invited.raw);
+    let lines: Vec<&str> = statement.lines().collect();
+    assert_eq!(lines.len(), 6, "{statement}");
+    assert_eq!(
+        &lines[..4],
+        &[
+            "hearth-household-action/v1",
+            "invite-member",
+            household.as_str(),
+            "mia"
+        ]
+    );
+    let url = invited.body["invite_url"].as_str().unwrap();
+    assert!(
+        url.starts_with(&format!("{ORIGIN}/passkeys/enrol/")),
+        "{url}"
+    );
+    assert!(
+        invited.body["qr_svg"]
+            .as_str()
+            .unwrap()
+            .starts_with("<svg role=\"img\"")
+    );
+
+    // Mia enrols from it; her passkey waits, and Dana approves it on the page.
+    let mut mia = SoftPasskey::es256(ORIGIN, RP_ID);
+    let page = url.strip_prefix(ORIGIN).unwrap();
+    let options = w
+        .post(
+            &format!("{page}/options"),
+            &[("origin", ORIGIN)],
+            &json!({}),
+        )
+        .await;
+    let created = w
+        .post(
+            page,
+            &[("origin", ORIGIN)],
+            &json!({"credential": mia.register(&options.body)}),
+        )
+        .await;
+    assert_eq!(created.body["status"], "pending", "{}", created.raw);
+    let members = w.page(&browser.cookie, "?view=members").await;
+    assert!(
+        members.raw.contains(r#"data-act="approve-passkey""#),
+        "{}",
+        members.raw
+    );
+    let (_, approved) = w
+        .act(&browser, &mut dana, "approve-passkey", &mia.id())
+        .await;
+    assert_eq!(approved.status, StatusCode::OK, "{}", approved.raw);
+    let mia_browser = w.signed_in(&mut mia).await;
+
+    // A member who is not a guardian sees no controls, and is refused if she asks anyway.
+    let hers = w.page(&mia_browser.cookie, "?view=members").await;
+    assert!(!hers.raw.contains("data-act="), "{}", hers.raw);
+    assert!(hers.raw.contains("guardians make changes"));
+    let (_, refused) = w.act(&mia_browser, &mut mia, "add-device-key", "new").await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.raw);
+    assert!(
+        refused.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("Only a guardian")
+    );
+
+    // A device key, shown once, then revoked.
+    let (_, added) = w.act(&browser, &mut dana, "add-device-key", "new").await;
+    assert_eq!(added.status, StatusCode::OK, "{}", added.raw);
+    let key_id = added.body["device_key_id"].as_str().unwrap().to_owned();
+    assert_eq!(added.body["device_key"].as_str().unwrap().len(), 64);
+    let devices = w.page(&browser.cookie, "?view=devices").await;
+    assert!(devices.raw.contains(&key_id));
+    assert!(
+        !devices
+            .raw
+            .contains(added.body["device_key"].as_str().unwrap()),
+        "shown once"
+    );
+    let (_, revoked) = w
+        .act(&browser, &mut dana, "revoke-device-key", &key_id)
+        .await;
+    assert_eq!(revoked.status, StatusCode::OK, "{}", revoked.raw);
+    assert!(
+        w.admin
+            .device_keys(&household)
+            .await
+            .unwrap()
+            .device_keys
+            .is_empty()
+    );
+
+    // Revoking Mia's passkey ends her session. Dana's only passkey cannot sign its own
+    // revocation.
+    let (_, revoked) = w
+        .act(&browser, &mut dana, "revoke-passkey", &mia.id())
+        .await;
+    assert_eq!(revoked.status, StatusCode::OK, "{}", revoked.raw);
+    assert!(signed_out(&w.page(&mia_browser.cookie, "").await));
+    let own_id = dana.id();
+    let (_, own) = w.act(&browser, &mut dana, "revoke-passkey", &own_id).await;
+    assert_eq!(own.status, StatusCode::FORBIDDEN, "{}", own.raw);
+    assert!(
+        own.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("Ask another guardian")
+    );
+
+    // Every action is in the ledger, verbatim, and checks offline.
+    let entries = w.admin.export_ledger(&household).await.unwrap().entries;
+    let actions: Vec<&str> = entries
+        .iter()
+        .filter(|entry| entry["kind"] == "household_action")
+        .map(|entry| entry["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "invite-member",
+            "approve-passkey",
+            "add-device-key",
+            "revoke-device-key",
+            "revoke-passkey"
+        ]
+    );
+    assert_eq!(entries[0]["approval"]["statement"], statement.as_str());
+    assert_eq!(w.verified_offline(&household).await, "OK\n");
+}
+
+async fn an_action_is_signed_once_for_what_was_asked_in_time(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Once").await;
+    let (mut dana, _) = w.enrolled(&household, "dana").await;
+    let browser = w.signed_in(&mut dana).await;
+    let ask =
+        |action: &'static str, target: &'static str| json!({"action": action, "target": target});
+
+    // Signed once: the same signed statement again does nothing.
+    let asked = w
+        .decide(
+            &browser,
+            "/household/act/challenge",
+            &ask("add-device-key", "new"),
+        )
+        .await;
+    let body =
+        json!({"statement": asked.body["statement"], "credential": dana.sign_request(&asked.body)});
+    assert_eq!(
+        w.decide(&browser, "/household/act", &body).await.status,
+        StatusCode::OK
+    );
+    let again = w.decide(&browser, "/household/act", &body).await;
+    assert_eq!(again.status, StatusCode::BAD_REQUEST, "{}", again.raw);
+    assert_eq!(
+        w.admin
+            .device_keys(&household)
+            .await
+            .unwrap()
+            .device_keys
+            .len(),
+        1
+    );
+
+    // Asked for one thing, then another: the first statement signs nothing.
+    let first = w
+        .decide(
+            &browser,
+            "/household/act/challenge",
+            &ask("invite-member", "mia"),
+        )
+        .await;
+    let _second = w
+        .decide(
+            &browser,
+            "/household/act/challenge",
+            &ask("invite-member", "leo"),
+        )
+        .await;
+    let body =
+        json!({"statement": first.body["statement"], "credential": dana.sign_request(&first.body)});
+    let refused = w.decide(&browser, "/household/act", &body).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.raw);
+
+    // Five minutes to sign, at the edge and one past.
+    for (wait, status) in [
+        (5 * 60 * 1000, StatusCode::OK),
+        (5 * 60 * 1000 + 1, StatusCode::FORBIDDEN),
+    ] {
+        let asked = w
+            .decide(
+                &browser,
+                "/household/act/challenge",
+                &ask("invite-member", "mia"),
+            )
+            .await;
+        w.advance_ms(wait);
+        let body = json!({"statement": asked.body["statement"], "credential": dana.sign_request(&asked.body)});
+        let reply = w.decide(&browser, "/household/act", &body).await;
+        assert_eq!(reply.status, status, "after {wait} ms: {}", reply.raw);
+    }
+
+    // What makes no sense now is refused before anything is signed.
+    for (action, target, status) in [
+        ("invite-member", "nobody", StatusCode::GONE),
+        ("revoke-device-key", "dk-none", StatusCode::GONE),
+        ("approve-passkey", "Y3JlZA", StatusCode::GONE),
+        (
+            "unlink-assistant",
+            "https://nobody.example/c.json",
+            StatusCode::GONE,
+        ),
+        ("add-device-key", "dk-chosen", StatusCode::BAD_REQUEST),
+        ("delete-household", "x", StatusCode::BAD_REQUEST),
+    ] {
+        let reply = w
+            .decide(
+                &browser,
+                "/household/act/challenge",
+                &json!({"action": action, "target": target}),
+            )
+            .await;
+        assert_eq!(reply.status, status, "{action} {target}: {}", reply.raw);
+    }
+    let ledger = w.admin.export_ledger(&household).await.unwrap().entries;
+    assert_eq!(
+        ledger
+            .iter()
+            .filter(|entry| entry["kind"] == "household_action")
+            .count(),
+        2,
+        "the device key and the invite in time"
+    );
+}
+
+async fn a_guardian_sees_and_unlinks_a_linked_assistant(backend: Backend) {
+    use common::oauth::{VERIFIER, challenge};
+    use hearth_core::linking::{CodeBinding, Linking};
+    let w = world(backend).await;
+    let household = w.household("Linked").await;
+    let (mut dana, _) = w.enrolled(&household, "dana").await;
+    let config = common::config_with(&[]);
+    let accounts = Arc::new(hearth_core::accounts::Accounts::new(
+        w.stores.accounts.clone(),
+        w.h.clock.clone(),
+    ));
+    let linking = Linking::new(w.stores.grants.clone(), accounts, w.h.clock.clone());
+    let (code, _) = linking.new_link_code(&household).await.unwrap();
+    let linked = linking.redeem_link_code(&code).await.unwrap().unwrap();
+    let redirect = "https://alexa.example/api/skill/link/M2TEST";
+    let authorization = linking
+        .issue_code(
+            CodeBinding {
+                client_id: common::CLIENT_ID.into(),
+                redirect_uri: redirect.into(),
+                code_challenge: challenge(VERIFIER),
+                scope: "mcp:service".into(),
+                resource: common::RESOURCE.into(),
+            },
+            &linked,
+        )
+        .await
+        .unwrap();
+    let jwt = config.jwt_keys().unwrap();
+    let tokens = linking
+        .exchange_code(
+            &jwt,
+            common::CLIENT_ID,
+            &authorization,
+            Some(redirect),
+            Some(VERIFIER),
+            Some(common::RESOURCE),
+        )
+        .await
+        .unwrap();
+
+    let browser = w.signed_in(&mut dana).await;
+    let page = w.page(&browser.cookie, "?view=assistants").await;
+    assert!(
+        page.raw.contains("configured by whoever runs Hearth"),
+        "{}",
+        page.raw
+    );
+    assert!(
+        page.raw.contains(r#"data-act="unlink-assistant""#),
+        "{}",
+        page.raw
+    );
+    let (_, unlinked) = w
+        .act(&browser, &mut dana, "unlink-assistant", common::CLIENT_ID)
+        .await;
+    assert_eq!(unlinked.status, StatusCode::OK, "{}", unlinked.raw);
+    let page = w.page(&browser.cookie, "?view=assistants").await;
+    assert!(page.raw.contains("No assistant is linked"), "{}", page.raw);
+    // Its refresh token no longer works.
+    let refreshed = linking
+        .refresh(&jwt, common::CLIENT_ID, &tokens.refresh_token, None, None)
+        .await;
+    assert!(refreshed.is_err(), "{refreshed:?}");
+}
+
 on_both_stores!(
+    a_guardian_runs_the_household_with_signed_statements_kept_in_the_ledger,
+    an_action_is_signed_once_for_what_was_asked_in_time,
+    a_guardian_sees_and_unlinks_a_linked_assistant,
     a_waiting_order_is_approved_on_the_page_with_the_approval_statement,
     another_members_passkey_cannot_decide_in_a_session,
     a_member_signs_in_with_a_passkey_and_no_name,

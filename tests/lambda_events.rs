@@ -6,8 +6,11 @@
 
 mod common;
 
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hearth_core::auth::Credentials;
 use hearth_core::speech::polly::Voice;
+use hearth_core::store::GrantStore;
 use hearth_testkit::moto::Moto;
 use lambda_http::request::LambdaRequest;
 use lambda_http::{Adapter, Context, LambdaEvent, Service};
@@ -109,11 +112,13 @@ async fn seed_passkey_household(
                 created_at_ms: now,
             }),
         }],
+        links: Vec::new(),
         created_at_ms: now - 120_000,
         revision: 1,
     };
     let store = std::sync::Arc::new(SqliteStore::open(db).unwrap());
     store.put_account(&account, None).await.unwrap();
+    seed_household_page(&*store, &spec, now).await;
     waiting_order(
         store,
         keys,
@@ -121,6 +126,65 @@ async fn seed_passkey_household(
         &text(&spec["approval"]["request_id"]),
     )
     .await
+}
+
+/// What the household page's fixtures act on: the guardian's passkey in the sign-in index, a
+/// sign-in challenge given out now, and the guardian's session, whose page asked to sign a new
+/// device key just now.
+async fn seed_household_page(store: &dyn GrantStore, spec: &Value, now: i64) {
+    use hearth_core::household::sessions::{Asked, Session};
+    use hearth_core::store::{GrantItem, GrantKind, KEPT_UNTIL_REMOVED_MS, token_hash};
+    let text = |value: &Value| value.as_str().unwrap().to_owned();
+    let household_id = text(&spec["household_id"]);
+    let guardian = text(&spec["guardian"]["credential_id"]);
+    let records = [
+        GrantItem {
+            kind: GrantKind::PasskeyOwner,
+            key: guardian.clone(),
+            body: json!({"household_id": household_id, "member_id": "dana"}).to_string(),
+            expires_at_ms: KEPT_UNTIL_REMOVED_MS,
+            revision: 1,
+        },
+        GrantItem {
+            kind: GrantKind::SignInChallenge,
+            key: hearth_core::chain::sha256_hex(
+                URL_SAFE_NO_PAD
+                    .decode(text(&spec["sign_in"]["challenge"]))
+                    .unwrap(),
+            ),
+            body: String::new(),
+            expires_at_ms: now + 5 * 60 * 1000,
+            revision: 1,
+        },
+        {
+            let session = Session {
+                household_id: household_id.clone(),
+                member_id: "dana".into(),
+                credential_id: guardian,
+                role: "parent".into(),
+                generation: 0,
+                created_at_ms: now,
+                seen_at_ms: now,
+                csrf: text(&spec["session"]["csrf"]),
+                asked: Some(Asked {
+                    action: "add-device-key".into(),
+                    target: "new".into(),
+                    statement: text(&spec["session"]["asked"]),
+                    asked_at_ms: now,
+                }),
+            };
+            GrantItem {
+                kind: GrantKind::HouseholdSession,
+                key: token_hash(&text(&spec["session"]["id"])),
+                body: serde_json::to_string(&session).unwrap(),
+                expires_at_ms: session.expires_at_ms(),
+                revision: 1,
+            }
+        },
+    ];
+    for record in &records {
+        store.put_grant(record, None, now).await.unwrap();
+    }
 }
 
 /// Appends an order of AA batteries proposed without a device, as the purchase guard writes

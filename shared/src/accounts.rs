@@ -20,7 +20,8 @@ use crate::clock::{Clock, unix_ms};
 use crate::random::os_bytes;
 use crate::secret::Secret;
 use crate::store::{
-    AccountItem, AccountStore, AccountSummary, DeviceKeyItem, RevokedFamily, StoreError,
+    AccountItem, AccountStore, AccountSummary, DeviceKeyItem, LinkItem, MAX_LINKS_KEPT,
+    RevokedFamily, StoreError,
 };
 
 /// Household ids are this prefix and 32 lowercase hex digits (128 random bits).
@@ -172,6 +173,7 @@ impl Accounts {
             passkeys: Vec::new(),
             passkey_invites: Vec::new(),
             approval_links: Vec::new(),
+            links: Vec::new(),
             created_at_ms: self.now_ms(),
             revision: 1,
         };
@@ -326,16 +328,37 @@ impl Accounts {
     /// Counts one more access token issued through account linking under `generation`, in one
     /// read and one write; [`AccountError::NotFound`] (and nothing written) when the household
     /// was unlinked since, or deleted.
+    /// `link` is the refresh-token family the token starts, kept for the household's page
+    /// (the newest [`MAX_LINKS_KEPT`]).
     pub async fn note_linked_token(
         &self,
         household_id: &str,
         generation: u64,
+        link: LinkItem,
     ) -> Result<(), AccountError> {
         self.update(household_id, |item| {
             if item.generation != generation {
                 return Err(AccountError::NotFound(household_id.to_owned()));
             }
             item.tokens_issued += 1;
+            if item.links.len() >= MAX_LINKS_KEPT {
+                item.links.remove(0);
+            }
+            item.links.push(link.clone());
+            Ok(())
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Forgets the links `gone` picks (their families were revoked).
+    pub async fn forget_links(
+        &self,
+        household_id: &str,
+        gone: impl Fn(&LinkItem) -> bool,
+    ) -> Result<(), AccountError> {
+        self.update(household_id, |item| {
+            item.links.retain(|link| !gone(link));
             Ok(())
         })
         .await?;
@@ -352,6 +375,7 @@ impl Accounts {
                 item.tokens_issued = 0;
                 // The new generation revokes every family's tokens at once.
                 item.revoked_families.clear();
+                item.links.clear();
                 Ok(revoked)
             })
             .await?;

@@ -324,6 +324,20 @@ pub const ROUTES: &[Route] = &[
         Limit::Address,
     ),
     route(
+        "mcp",
+        "POST",
+        "/household/act/challenge",
+        "a guardian's `{\"action\", \"target\"}` (`invite-member`, `approve-passkey`, `revoke-passkey`, `add-device-key`, `revoke-device-key`, `unlink-assistant`): the `hearth-household-action/v1` statement to sign and its request options",
+        Limit::Address,
+    ),
+    route(
+        "mcp",
+        "POST",
+        "/household/act",
+        "the signed statement (`{\"statement\", \"credential\"}`): kept in the ledger, then done",
+        Limit::Address,
+    ),
+    route(
         "oauth",
         "ANY",
         "/oauth/authorize",
@@ -979,6 +993,12 @@ fn mcp_routes(config: &Config, backing: &Backing, local: bool) -> Router {
         ),
         countersign.clone(),
         why,
+        Linking::new(
+            backing.stores.grants.clone(),
+            backing.accounts.clone(),
+            backing.clock.clone(),
+        ),
+        clients(config, backing),
     );
     router
         .merge(crate::passkeys::http::router(

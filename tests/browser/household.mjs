@@ -5,7 +5,9 @@
 // text, Orders and Waiting list the order; every view passes axe-core (WCAG 2.2 AA, no serious
 // or critical violation) at 390 px and Today at 1280 px too; the menu and Sign out are reached
 // by keyboard; the waiting order is approved inline, its hearth-approval/v1 statement shown
-// first and then kept on Orders; Sign out ends the session on the server; a child's pending passkey is told to
+// first and then kept on Orders; a guardian invites Mia from Members (the
+// hearth-household-action/v1 statement shown, then a link and a QR code); Sign out ends the
+// session on the server; a child's pending passkey is told to
 // wait for a guardian. Screenshots at 390 px are the manual's.
 //
 // Usage: node tests/browser/household.mjs OUTPUT_DIR   (scripts/test runs it)
@@ -68,6 +70,9 @@ async function accessible(page, what) {
   const bad = result.violations.filter((violation) => ["serious", "critical"].includes(violation.impact));
   check(bad.length === 0, `${what}: ${JSON.stringify(bad.map((v) => ({ id: v.id, nodes: v.nodes.map((n) => n.target) })))}`);
   check(result.passes.some((rule) => rule.id === "color-contrast"), `${what}: contrast was checked`);
+  // Mobile first: nothing wider than the screen.
+  const [scrolled, shown] = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+  check(scrolled <= shown, `${what}: ${scrolled} px wide on a ${shown} px screen`);
 }
 
 try {
@@ -146,6 +151,24 @@ try {
   await dana.getByRole("link", { name: "Orders", exact: true }).click();
   check((await dana.textContent("main")).includes(signed.trim()), "Orders shows the signed statement");
 
+  // A guardian's action: an invite for Mia from Members. The statement is shown, then the
+  // passkey signs it, then the link and its QR code.
+  await dana.getByRole("link", { name: "Members", exact: true }).click();
+  await dana.getByRole("button", { name: "Invite Mia to make a passkey", exact: true }).click();
+  await dana.waitForFunction(() => {
+    const text = document.getElementById("acted")?.textContent || "";
+    return text && !text.startsWith("Waiting");
+  }, null, { timeout: 15000 });
+  said = await dana.textContent("#acted");
+  check(said.startsWith("Invited"), `the invite: ${said}`);
+  const inviteStatement = await dana.textContent("#acting .statement");
+  check(inviteStatement.startsWith(`hearth-household-action/v1\ninvite-member\n${household}\nmia\n`), `the statement shown: ${inviteStatement}`);
+  check((await dana.locator("#shown svg[role=img]").count()) === 1, "a QR code is shown");
+  const miaInvite = await dana.getAttribute("#shown a", "href");
+  check(miaInvite.startsWith(`${origin}/passkeys/enrol/`), `the invite link: ${miaInvite}`);
+  await accessible(dana, "Members, an invite shown");
+  await dana.screenshot({ path: join(OUT, "household-invite-390.png"), fullPage: true });
+
   await dana.setViewportSize({ width: 1280, height: 800 });
   await dana.getByRole("link", { name: "Today", exact: true }).click();
   await accessible(dana, "Today at 1280 px");
@@ -163,7 +186,7 @@ try {
 
   // A child's passkey waits for a guardian, and says so at sign-in.
   const mia = await device(390);
-  await mia.goto(admin("passkey", "invite", household, "mia").url);
+  await mia.goto(miaInvite);
   said = await statusAfter(mia, "Create passkey");
   check(said.includes("guardian approves"), `mia's enrolment: ${said}`);
   await mia.goto(`${origin}/household`);

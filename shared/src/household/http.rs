@@ -13,6 +13,10 @@
 //!   page's own steps ([`crate::passkeys::http::decision_request`] and
 //!   [`crate::passkeys::http::decide`]), found by the request instead of a link's token.
 //!
+//! - `POST /household/act/challenge`: a guardian's `{"action", "target"}`; answers the
+//!   `hearth-household-action/v1` statement to sign and its request options (see
+//!   [`super::actions`]); `POST /household/act` takes the signed statement and does it.
+//!
 //! Every POST must come from the page's own origin (`Origin` compared exactly); one with a
 //! session must also carry its CSRF token in `X-Hearth-CSRF`. Every route goes through the
 //! gate before any store read. The cookie is `__Host-hearth_session` (Secure, HttpOnly,
@@ -30,6 +34,7 @@ use axum::routing::{get, post};
 use http::{HeaderValue, StatusCode, header};
 use serde_json::json;
 
+use super::actions::Action;
 use super::pages::{self, Paths};
 use super::sessions::SESSION_MAX_MS;
 use super::{HouseholdPage, PageError, Visitor};
@@ -122,6 +127,8 @@ pub fn router(page: Arc<HouseholdPage>, gate: &Gate) -> Router {
             post(decision_challenge),
         )
         .route("/household/decide/{request_id}", post(decide))
+        .route("/household/act/challenge", post(action_challenge))
+        .route("/household/act", post(act))
         .layer(DefaultBodyLimit::max(BODY_LIMIT));
     crate::gate::limit(routes, gate, refused).with_state(Endpoint {
         page,
@@ -215,11 +222,11 @@ async fn show(
             .map(|passkeys| pages::members(paths, &visitor, &names, &passkeys))
             .map_err(|error| ("members", "Members", PageError::from(error))),
         "devices" => Ok(pages::devices(paths, &visitor)),
-        "assistants" => Ok(pages::assistants(
-            paths,
-            &visitor,
-            visitor.account.is_linked(),
-        )),
+        "assistants" => page
+            .assistants(&visitor)
+            .await
+            .map(|linked| pages::assistants(paths, &visitor, &linked))
+            .map_err(|error| ("assistants", "Assistants", error)),
         "rules" => page
             .rules(&visitor)
             .await
@@ -386,6 +393,55 @@ async fn decide(
             StatusCode::OK,
             json!({"status": outcome.status, "message": outcome.message}),
         ),
+        Err(error) => failure(&error),
+    }
+}
+
+async fn action_challenge(
+    State(endpoint): State<Endpoint>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let visitor = match signed_in_change(&endpoint, &headers, &body).await {
+        Ok(visitor) => visitor,
+        Err(response) => return response,
+    };
+    let result = async {
+        let body = json_body(&body)?;
+        let action = match field(&body, "action")? {
+            serde_json::Value::String(name) => Action::parse(&name)?,
+            _ => return Err(PasskeyError::Invalid("action must be a string".into())),
+        };
+        let serde_json::Value::String(target) = field(&body, "target")? else {
+            return Err(PasskeyError::Invalid("target must be a string".into()));
+        };
+        endpoint.page.ask(&visitor, action, &target).await
+    };
+    match result.await {
+        Ok(request) => answer(StatusCode::OK, json!(request)),
+        Err(error) => failure(&error),
+    }
+}
+
+async fn act(
+    State(endpoint): State<Endpoint>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let visitor = match signed_in_change(&endpoint, &headers, &body).await {
+        Ok(visitor) => visitor,
+        Err(response) => return response,
+    };
+    let result = async {
+        let body = json_body(&body)?;
+        let serde_json::Value::String(statement) = field(&body, "statement")? else {
+            return Err(PasskeyError::Invalid("statement must be a string".into()));
+        };
+        let credential = field(&body, "credential")?;
+        endpoint.page.act(&visitor, &statement, &credential).await
+    };
+    match result.await {
+        Ok(done) => answer(StatusCode::OK, json!(done)),
         Err(error) => failure(&error),
     }
 }

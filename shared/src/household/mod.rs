@@ -10,6 +10,7 @@
 //! A session can read. It never approves or manages on its own: each such action is a fresh
 //! passkey signature over a statement shown first.
 
+pub mod actions;
 pub mod http;
 pub mod pages;
 pub mod sessions;
@@ -20,10 +21,12 @@ use serde_json::Value;
 
 use crate::accounts::{AccountError, Standing};
 use crate::auth::Caller;
+use crate::clients::{ClientKind, Clients};
 use crate::countersign::CountersignService;
 use crate::countersign::household::Household;
 use crate::countersign::ledger::{Event, Request, Status};
 use crate::countersign::service::{ActivityOutput, CountersignError, may_decide};
+use crate::linking::Linking;
 use crate::passkeys::sign_in::{SignInRefusal, SignedIn};
 use crate::passkeys::{Member, PasskeyError, Passkeys, is_live};
 use crate::store::{AccountItem, StoreError};
@@ -116,6 +119,18 @@ pub struct Decision {
     pub trace_id: String,
 }
 
+/// One linked assistant, as the Assistants view lists it.
+#[derive(Debug, Clone)]
+pub struct Assistant {
+    pub client_id: String,
+    /// As the client named itself (unverified unless the operator added it).
+    pub name: String,
+    /// How it came to be known.
+    pub registered: &'static str,
+    pub linked_at_ms: i64,
+    pub last_used_at_ms: i64,
+}
+
 /// One order of the ledger, with what proves it.
 pub struct Order {
     pub request: Request,
@@ -128,6 +143,10 @@ pub struct HouseholdPage {
     sessions: Sessions,
     countersign: Arc<CountersignService>,
     why: Arc<WhyService>,
+    /// Which assistants are linked, and unlinking one.
+    linking: Linking,
+    /// The linked assistants' names.
+    clients: Clients,
 }
 
 impl HouseholdPage {
@@ -136,13 +155,60 @@ impl HouseholdPage {
         sessions: Sessions,
         countersign: Arc<CountersignService>,
         why: Arc<WhyService>,
+        linking: Linking,
+        clients: Clients,
     ) -> Self {
         Self {
             passkeys,
             sessions,
             countersign,
             why,
+            linking,
+            clients,
         }
+    }
+
+    /// The assistants linked to the household, newest first, each with its name and how it
+    /// registered.
+    pub async fn assistants(&self, visitor: &Visitor) -> Result<Vec<Assistant>, PageError> {
+        let linked = self
+            .linking
+            .linked(&visitor.account.household_id)
+            .await
+            .map_err(|_| {
+                PageError::Unavailable(
+                    "Hearth cannot read the linked assistants right now. Try again in a minute."
+                        .into(),
+                )
+            })?;
+        let mut assistants: Vec<Assistant> = Vec::new();
+        for link in linked {
+            if let Some(known) = assistants
+                .iter_mut()
+                .find(|known| known.client_id == link.client_id)
+            {
+                known.last_used_at_ms = known.last_used_at_ms.max(link.last_used_at_ms);
+                continue;
+            }
+            let client = self.clients.find(&link.client_id).await.ok().flatten();
+            assistants.push(Assistant {
+                name: client.as_ref().map_or_else(
+                    || "An assistant no longer registered".to_owned(),
+                    |c| c.name.clone(),
+                ),
+                registered: client.map_or("no longer registered", |client| match client.kind {
+                    ClientKind::Configured => "configured by whoever runs Hearth",
+                    ClientKind::Operator => "added by whoever runs Hearth",
+                    ClientKind::Registration => "registered itself",
+                    ClientKind::Metadata => "named by its own metadata document",
+                    ClientKind::Imported => "imported",
+                }),
+                client_id: link.client_id,
+                linked_at_ms: link.linked_at_ms,
+                last_used_at_ms: link.last_used_at_ms,
+            });
+        }
+        Ok(assistants)
     }
 
     pub fn passkeys(&self) -> &Arc<Passkeys> {
@@ -231,7 +297,7 @@ impl HouseholdPage {
                 return Ok(None);
             }
         };
-        self.sessions.touch(&found).await?;
+        let found = self.sessions.touch(found).await?;
         Ok(Some(Visitor {
             found,
             account,

@@ -48,5 +48,63 @@ for (const button of document.querySelectorAll("button[data-decide]")) {
   button.addEventListener("click", () => decideOn(button));
 }
 
+// A guardian's action (invite, approve or revoke a passkey, add or revoke a device key,
+// unlink an assistant): the hearth-household-action/v1 statement is shown first, then signed by
+// their passkey; what it made (an invite's link and QR code, a device key) is shown once.
+async function act(button) {
+  const acting = document.getElementById("acting");
+  const acted = document.getElementById("acted");
+  const shown = document.getElementById("shown");
+  const controls = document.querySelectorAll("button[data-act]");
+  for (const other of controls) other.disabled = true;
+  shown.replaceChildren();
+  acted.className = "";
+  acted.textContent = "Waiting for your passkey…";
+  try {
+    const request = await post(householdPath + "/act/challenge",
+      { action: button.dataset.act, target: button.dataset.target });
+    acting.querySelector(".statement").textContent = request.statement;
+    acting.hidden = false;
+    const credential = await assert(request.options);
+    const done = await post(householdPath + "/act", { statement: request.statement, credential });
+    acted.textContent = done.message;
+    acted.className = "done";
+    show(shown, done);
+    for (const other of controls) if (other !== button) other.disabled = false;
+  } catch (error) {
+    const cancelled = error && error.name === "NotAllowedError";
+    acted.textContent = cancelled ? "Nothing was done: the passkey was not used. You can try again." : error.message;
+    for (const other of controls) other.disabled = false;
+  }
+}
+
+// What an action made, built as elements (never as markup from the answer, but the QR code's
+// SVG, which is parsed as SVG and adopted).
+function show(place, done) {
+  if (done.invite_url) {
+    const link = document.createElement("p");
+    const anchor = document.createElement("a");
+    anchor.href = done.invite_url;
+    anchor.textContent = done.invite_url;
+    link.append("The invite: ", anchor);
+    place.append(link);
+    if (done.qr_svg) {
+      const svg = new DOMParser().parseFromString(done.qr_svg, "image/svg+xml").documentElement;
+      if (svg.nodeName === "svg") place.append(document.importNode(svg, true));
+    }
+  }
+  if (done.device_key) {
+    const key = document.createElement("pre");
+    key.textContent = `${done.device_key_id}\n${done.device_key}`;
+    const label = document.createElement("p");
+    label.textContent = "The device key (its id, then the key), shown this once:";
+    place.append(label, key);
+  }
+}
+
+for (const button of document.querySelectorAll("button[data-act]")) {
+  button.addEventListener("click", () => act(button));
+}
+
 wire("sign-in", () => signIn());
 wire("sign-out", () => signOut());

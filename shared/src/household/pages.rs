@@ -5,7 +5,7 @@
 use axum::response::Response;
 use http::StatusCode;
 
-use super::{Decision, Order, Today, Visitor};
+use super::{Assistant, Decision, Order, Today, Visitor};
 use crate::clock::timestamp;
 use crate::countersign::household::Household;
 use crate::countersign::ledger::Request;
@@ -343,60 +343,111 @@ fn request_summary(request: &Request, names: &[Member]) -> String {
     )
 }
 
-/// Members: who is in the household, and their passkeys.
+/// Members: who is in the household, and their passkeys; a guardian invites a member,
+/// approves a waiting passkey and revokes one.
 pub fn members(
     paths: &Paths,
     visitor: &Visitor,
     names: &[Member],
     passkeys: &[PasskeyView],
 ) -> Response {
+    let guardian = visitor.member.guardian;
     let items: String = names
         .iter()
         .map(|member| {
-            let held: Vec<String> = passkeys
+            let held: String = passkeys
                 .iter()
                 .filter(|passkey| passkey.member_id == member.id)
                 .map(|passkey| {
-                    let state = if passkey.revoked_at.is_some() {
-                        "revoked"
+                    let (state, control) = if passkey.revoked_at.is_some() {
+                        ("revoked", None)
                     } else if passkey.suspect_at.is_some() {
-                        "suspect: signs nothing"
+                        (
+                            "suspect: signs nothing",
+                            Some(("revoke-passkey", "Revoke", "deny")),
+                        )
                     } else if passkey.pending {
-                        "waiting for a guardian"
+                        (
+                            "waiting for a guardian",
+                            Some(("approve-passkey", "Approve", "allow")),
+                        )
                     } else {
-                        "in use"
+                        ("in use", Some(("revoke-passkey", "Revoke", "deny")))
+                    };
+                    let made = passkey.created_at.get(..10).unwrap_or(&passkey.created_at);
+                    let control = match control {
+                        Some((action, label, class)) if guardian => {
+                            let extra = if action == "approve-passkey" {
+                                // A waiting passkey may also be turned away.
+                                act_button(
+                                    "revoke-passkey",
+                                    &passkey.credential_id,
+                                    "Revoke",
+                                    "deny",
+                                    &format!("Revoke {}'s passkey made {made}", member.name),
+                                )
+                            } else {
+                                String::new()
+                            };
+                            format!(
+                                r#"<div class="actions">{}{extra}</div>"#,
+                                act_button(
+                                    action,
+                                    &passkey.credential_id,
+                                    label,
+                                    class,
+                                    &format!("{label} {}'s passkey made {made}", member.name)
+                                )
+                            )
+                        }
+                        _ => String::new(),
                     };
                     format!(
-                        "{} passkey made {}, {}",
-                        escape(&passkey.algorithm),
-                        escape(passkey.created_at.get(..10).unwrap_or(&passkey.created_at)),
-                        state
+                        r#"<li>{algorithm} passkey made {made}, {state}{control}</li>"#,
+                        algorithm = escape(&passkey.algorithm),
+                        made = escape(made),
                     )
                 })
                 .collect();
             let held = if held.is_empty() {
-                "no passkey".to_owned()
+                "<p class=\"meta\">No passkey yet.</p>".to_owned()
             } else {
-                held.join("; ")
+                format!(r#"<ul class="meta">{held}</ul>"#)
+            };
+            let invite = if guardian {
+                format!(
+                    r#"<div class="actions">{}</div>"#,
+                    act_button(
+                        "invite-member",
+                        &member.id,
+                        "Invite",
+                        "allow",
+                        &format!("Invite {} to make a passkey", member.name)
+                    )
+                )
+            } else {
+                String::new()
             };
             format!(
-                r#"<li><strong>{name}</strong> ({role}{guardian})<br><span class="meta">{held}</span></li>"#,
+                r#"<li><strong>{name}</strong> ({role}{guardian_mark}){held}{invite}</li>"#,
                 name = escape(&member.name),
                 role = escape(&member.role),
-                guardian = if member.guardian { ", guardian" } else { "" },
+                guardian_mark = if member.guardian { ", guardian" } else { "" },
             )
         })
         .collect();
     let content = format!(
-        r#"<ul class="entries">{items}</ul>
-<p class="meta">{note}</p>"#,
-        note = guardians_note(visitor, "Inviting, approving and revoking passkeys"),
+        r#"<ul class="entries">{items}</ul>{note}{acting}"#,
+        note = guardians_note(visitor),
+        acting = acting(visitor),
     );
     signed_in(paths, visitor, "members", "Members", &content)
 }
 
-/// Devices: the keys the household's devices sign with.
+/// Devices: the keys the household's devices sign with; a guardian adds one (shown once) and
+/// revokes one.
 pub fn devices(paths: &Paths, visitor: &Visitor) -> Response {
+    let guardian = visitor.member.guardian;
     let keys = &visitor.account.device_keys;
     let list = if keys.is_empty() {
         "<p>No device keys. Orders through a host that signs nothing wait for a member's passkey.</p>".to_owned()
@@ -404,8 +455,16 @@ pub fn devices(paths: &Paths, visitor: &Visitor) -> Response {
         let items: String = keys
             .iter()
             .map(|key| {
+                let revoke = if guardian {
+                    format!(
+                        r#"<div class="actions">{}</div>"#,
+                        act_button("revoke-device-key", &key.key_id, "Revoke", "deny", &format!("Revoke device key {}", key.key_id))
+                    )
+                } else {
+                    String::new()
+                };
                 format!(
-                    r#"<li>Key <code>{id}</code><br><span class="meta">added {at}</span></li>"#,
+                    r#"<li>Key <code>{id}</code><br><span class="meta">added {at}</span>{revoke}</li>"#,
                     id = escape(&key.key_id),
                     at = escape(&crate::clock::timestamp_ms(key.created_at_ms)),
                 )
@@ -413,11 +472,80 @@ pub fn devices(paths: &Paths, visitor: &Visitor) -> Response {
             .collect();
         format!(r#"<ul class="entries">{items}</ul>"#)
     };
+    let add = if guardian {
+        format!(
+            r#"<div class="actions">{}</div>"#,
+            act_button(
+                "add-device-key",
+                super::actions::NEW,
+                "Add a device key",
+                "allow",
+                "Add a device key"
+            )
+        )
+    } else {
+        String::new()
+    };
     let content = format!(
-        r#"{list}<p class="meta">{}</p>"#,
-        guardians_note(visitor, "Adding and revoking device keys")
+        r#"{list}{add}{note}{acting}"#,
+        note = guardians_note(visitor),
+        acting = acting(visitor),
     );
     signed_in(paths, visitor, "devices", "Devices", &content)
+}
+
+/// Assistants: what is linked to the household; a guardian unlinks one.
+pub fn assistants(paths: &Paths, visitor: &Visitor, linked: &[Assistant]) -> Response {
+    let list = if linked.is_empty() {
+        "<p>No assistant is linked to this household.</p>".to_owned()
+    } else {
+        let items: String = linked
+            .iter()
+            .map(|assistant| {
+                let unlink = if visitor.member.guardian {
+                    format!(
+                        r#"<div class="actions">{}</div>"#,
+                        act_button("unlink-assistant", &assistant.client_id, "Unlink", "deny", &format!("Unlink {}", assistant.name))
+                    )
+                } else {
+                    String::new()
+                };
+                format!(
+                    r#"<li><strong>{name}</strong> <span class="unverified">(its own name)</span><br><span class="meta">{registered}; linked {linked}, last used {used}</span>{unlink}</li>"#,
+                    name = escape(&assistant.name),
+                    registered = escape(assistant.registered),
+                    linked = escape(&crate::clock::timestamp_ms(assistant.linked_at_ms)),
+                    used = escape(&crate::clock::timestamp_ms(assistant.last_used_at_ms)),
+                )
+            })
+            .collect();
+        format!(r#"<ul class="entries">{items}</ul>"#)
+    };
+    let content = format!(
+        r#"{list}{note}{acting}"#,
+        note = guardians_note(visitor),
+        acting = acting(visitor),
+    );
+    signed_in(paths, visitor, "assistants", "Assistants", &content)
+}
+
+/// A guardian's button for `action` on `target`; `label` is what a screen reader says.
+fn act_button(action: &str, target: &str, text: &str, class: &str, label: &str) -> String {
+    format!(
+        r#"<button class="{class}" type="button" data-act="{action}" data-target="{target}" aria-label="{label}">{text}</button>"#,
+        target = escape(target),
+        label = escape(label),
+    )
+}
+
+/// Where a guardian's action shows the statement it signs, and then what was done.
+fn acting(visitor: &Visitor) -> &'static str {
+    if visitor.member.guardian {
+        r#"<div id="acting" hidden><p class="meta">Your passkey signs exactly this:</p><pre class="statement"></pre></div>
+<p id="acted" role="status"></p><div id="shown"></div>"#
+    } else {
+        ""
+    }
 }
 
 /// Rules: the household's policy, read-only.
@@ -469,26 +597,12 @@ pub fn rules(paths: &Paths, visitor: &Visitor, rules: &Household, names: &[Membe
     signed_in(paths, visitor, "rules", "Rules", &content)
 }
 
-/// Assistants: what is linked to the household.
-pub fn assistants(paths: &Paths, visitor: &Visitor, linked: bool) -> Response {
-    let content = format!(
-        r#"<p>{}</p><p class="meta">{}</p>"#,
-        if linked {
-            "An assistant is linked to this household."
-        } else {
-            "No assistant is linked to this household."
-        },
-        guardians_note(visitor, "Seeing and unlinking each assistant")
-    );
-    signed_in(paths, visitor, "assistants", "Assistants", &content)
-}
-
-/// What a view's controls are today, and who may use them.
-fn guardians_note(visitor: &Visitor, what: &str) -> String {
+/// Who runs these views, for a member who is not a guardian.
+fn guardians_note(visitor: &Visitor) -> &'static str {
     if visitor.member.guardian {
-        format!("{what} is done by whoever runs Hearth for now, with hearth admin.")
+        r#"<p class="meta">Each change here is signed with your passkey, over what the page shows you first, and kept in the household's ledger.</p>"#
     } else {
-        format!("{what} is for the household's guardians.")
+        r#"<p class="meta">The household's guardians make changes here.</p>"#
     }
 }
 

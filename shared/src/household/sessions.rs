@@ -42,6 +42,19 @@ pub struct Session {
     pub seen_at_ms: i64,
     /// Sent back by the page with every change; compared in constant time.
     pub csrf: String,
+    /// The guardian's action the page asked to sign last, until it is signed or replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked: Option<Asked>,
+}
+
+/// A household action the page was given to sign: its statement, kept with the session so
+/// that one signature carries it out once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Asked {
+    pub action: String,
+    pub target: String,
+    pub statement: String,
+    pub asked_at_ms: i64,
 }
 
 impl Session {
@@ -93,6 +106,7 @@ impl Sessions {
             created_at_ms: now,
             seen_at_ms: now,
             csrf: random()?,
+            asked: None,
         };
         self.grants
             .put_grant(&record(&token_hash(&id), &session, 1), None, now)
@@ -128,26 +142,56 @@ impl Sessions {
     }
 
     /// Moves the idle deadline on, at most once every [`REFRESH_AFTER_MS`]. A write raced by
-    /// another request of the same session is left to that one.
-    pub async fn touch(&self, found: &Found) -> Result<(), StoreError> {
+    /// another request of the same session is left to that one. Answers the session as it
+    /// now stands.
+    pub async fn touch(&self, found: Found) -> Result<Found, StoreError> {
         let now = self.now_ms();
         if now - found.session.seen_at_ms < REFRESH_AFTER_MS {
-            return Ok(());
+            return Ok(found);
         }
         let mut session = found.session.clone();
         session.seen_at_ms = now;
-        match self
-            .grants
+        match self.rewrite(&found, session).await {
+            Ok(written) => Ok(written),
+            Err(StoreError::Conflict) => Ok(found),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Keeps `asked` as the action the page waits to have signed, in place of any other.
+    pub async fn ask(&self, found: &Found, asked: Asked) -> Result<Found, StoreError> {
+        let mut session = found.session.clone();
+        session.asked = Some(asked);
+        self.rewrite(found, session).await
+    }
+
+    /// Takes the asked action out of the session, once: of two requests with the same
+    /// signature, one finds it and the other [`StoreError::Conflict`].
+    pub async fn take_asked(&self, found: &Found) -> Result<Option<Asked>, StoreError> {
+        let mut session = found.session.clone();
+        let asked = session.asked.take();
+        if asked.is_some() {
+            self.rewrite(found, session).await?;
+        }
+        Ok(asked)
+    }
+
+    /// Writes `session` over the revision `found` read.
+    async fn rewrite(&self, found: &Found, session: Session) -> Result<Found, StoreError> {
+        let now = self.now_ms();
+        let revision = found.revision + 1;
+        self.grants
             .put_grant(
-                &record(&found.key, &session, found.revision + 1),
+                &record(&found.key, &session, revision),
                 Some(found.revision),
                 now,
             )
-            .await
-        {
-            Ok(()) | Err(StoreError::Conflict) => Ok(()),
-            Err(error) => Err(error),
-        }
+            .await?;
+        Ok(Found {
+            session,
+            revision,
+            key: found.key.clone(),
+        })
     }
 
     /// Ends the session: no later request finds it.
@@ -216,6 +260,7 @@ mod tests {
             created_at_ms: created,
             seen_at_ms: seen,
             csrf: "x".repeat(43),
+            asked: None,
         }
     }
 

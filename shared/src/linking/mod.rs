@@ -39,7 +39,7 @@ use crate::auth::jwt::{LEEWAY_SECS, TOKEN_LIFETIME_SECS};
 use crate::auth::{JwtKeys, Scope, Scopes};
 use crate::clock::{Clock, unix_ms};
 use crate::random::RandomFailed;
-use crate::store::{AccountItem, GrantItem, GrantKind, GrantStore, StoreError};
+use crate::store::{AccountItem, GrantItem, GrantKind, GrantStore, LinkItem, StoreError};
 use secrets::{
     authorization_code_key, link_code_key, new_authorization_code, new_family_id, new_link_code,
     normalize_link_code, parse_minted_refresh_token, parse_refresh_token, refresh_token_v3,
@@ -273,6 +273,15 @@ pub struct FamilyRead {
     account: Option<AccountRead>,
 }
 
+/// A client linked to a household, as the household's page lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Linked {
+    pub client_id: String,
+    pub linked_at_ms: i64,
+    /// When it last refreshed its tokens (or was linked, if it never has).
+    pub last_used_at_ms: i64,
+}
+
 /// A household's account as read ahead of a refresh.
 struct AccountRead {
     household_id: String,
@@ -473,7 +482,15 @@ impl Linking {
         }
         // Still linked under the code's generation? Counted as a token issued if so.
         self.accounts
-            .note_linked_token(&body.household_id, body.generation)
+            .note_linked_token(
+                &body.household_id,
+                body.generation,
+                LinkItem {
+                    family_id: family_id.clone(),
+                    client_id: client_id.to_owned(),
+                    linked_at_ms: now_ms,
+                },
+            )
             .await?;
         let scope = Scopes::parse(&body.binding.scope)
             .map_err(|_| LinkingError::Unavailable("a stored code is unreadable".into()))?;
@@ -674,6 +691,60 @@ impl Linking {
             self.revoke_family(&family_id, &verified.subject).await?;
         }
         Ok(())
+    }
+
+    /// The refresh-token families still live that linking started for `household_id`, newest
+    /// first: which client, when it was linked, and when it last refreshed its tokens.
+    pub async fn linked(&self, household_id: &str) -> Result<Vec<Linked>, LinkingError> {
+        let account = self.accounts.get(household_id).await?;
+        let now_ms = self.now_ms();
+        let mut linked = Vec::new();
+        for link in account.links.iter().rev() {
+            let Some(item) = self
+                .grants
+                .grant(GrantKind::RefreshFamily, &link.family_id, now_ms)
+                .await?
+            else {
+                continue;
+            };
+            let family: FamilyBody = from_json(&item.body)?;
+            let revoked = account
+                .revoked_families
+                .iter()
+                .any(|gone| gone.family_id == link.family_id);
+            if family.revoked || revoked || family.generation != account.generation {
+                continue;
+            }
+            linked.push(Linked {
+                client_id: link.client_id.clone(),
+                linked_at_ms: link.linked_at_ms,
+                last_used_at_ms: family.rotated_at_ms,
+            });
+        }
+        Ok(linked)
+    }
+
+    /// Ends every refresh-token family `client_id` holds for `household_id` (and the access
+    /// tokens they issued), and forgets them: the client must link again. Answers how many.
+    pub async fn end_client(
+        &self,
+        household_id: &str,
+        client_id: &str,
+    ) -> Result<usize, LinkingError> {
+        let account = self.accounts.get(household_id).await?;
+        let families: Vec<String> = account
+            .links
+            .iter()
+            .filter(|link| link.client_id == client_id)
+            .map(|link| link.family_id.clone())
+            .collect();
+        for family_id in &families {
+            self.revoke_family(family_id, household_id).await?;
+        }
+        self.accounts
+            .forget_links(household_id, |link| link.client_id == client_id)
+            .await?;
+        Ok(families.len())
     }
 
     /// Revokes a family: its access tokens through the account (first, so they stop even if

@@ -512,6 +512,42 @@ impl Passkeys {
         Ok(self.confirmation_url(&token))
     }
 
+    /// Lets the pending passkey `credential_id` in, on a guardian's signed household action
+    /// (the household's page) whose statement the caller has checked: what its approval
+    /// page's `Approve` does. Answers the member whose passkey it is.
+    pub async fn let_in(
+        &self,
+        household_id: &str,
+        credential_id: &str,
+    ) -> Result<String, PasskeyError> {
+        let (member_id, _) = self
+            .accounts
+            .update_with::<_, PasskeyError>(household_id, |account| {
+                let generation = account.generation;
+                let passkey = account
+                    .passkeys
+                    .iter_mut()
+                    .find(|passkey| {
+                        passkey.credential_id == credential_id
+                            && is_live(passkey)
+                            && passkey
+                                .pending
+                                .as_ref()
+                                .is_some_and(|waiting| waiting.generation == generation)
+                    })
+                    .ok_or_else(|| {
+                        PasskeyError::Gone(
+                            "That passkey no longer waits for a guardian: reload the page to see where it stands."
+                                .into(),
+                        )
+                    })?;
+                passkey.pending = None;
+                Ok(passkey.member_id.clone())
+            })
+            .await?;
+        Ok(member_id)
+    }
+
     /// What the enrolment page for `token` shows, if the invite still works.
     pub async fn enrolment_view(&self, token: &str) -> Result<EnrolmentView, PasskeyError> {
         let (household_id, _) = split_token(token)?;

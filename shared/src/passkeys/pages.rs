@@ -27,7 +27,7 @@ header{background:#3d5a40;color:#fff;padding:.6rem 1.25rem}header p{margin:0}\
 nav ul{display:flex;flex-wrap:wrap;gap:.4rem;list-style:none;padding:0;margin:.6rem 0 0}nav li{margin:0}\
 nav a{display:inline-block;color:#fff;padding:.35rem .6rem;border-radius:.3rem;text-decoration:none;border:1px solid #c9d6ca}\
 nav a[aria-current=page]{background:#fff;color:#1d1b16}\
-a{color:#2c4a30}\
+a{color:#2c4a30;overflow-wrap:anywhere}#shown svg{max-width:100%;height:auto}\
 h2{font-size:1.15rem;margin:1.4rem 0 .5rem}\
 .entries{list-style:none;padding:0}.entries>li{background:#fff;border:1px solid #d8d3c7;border-radius:.4rem;padding:.6rem .8rem;margin:.5rem 0}\
 .meta{font-size:.9rem;color:#555}\

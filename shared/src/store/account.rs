@@ -10,6 +10,19 @@ use serde_json::Value;
 
 use super::StoreError;
 
+/// The most links an account keeps: past it, the oldest is forgotten (its tokens still work
+/// until they expire or are revoked; the page no longer lists it).
+pub const MAX_LINKS_KEPT: usize = 20;
+
+/// One refresh-token family started by account linking: which client, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkItem {
+    pub family_id: String,
+    pub client_id: String,
+    pub linked_at_ms: i64,
+}
+
 /// One household account.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -40,6 +53,11 @@ pub struct AccountItem {
     /// The approval pages of requests proposed without a device, while they may be decided.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approval_links: Vec<ApprovalLinkItem>,
+    /// The refresh-token families account linking started under the current generation, the
+    /// newest [`MAX_LINKS_KEPT`]: which assistants are linked, for the household's page.
+    /// Absent from accounts stored before the household's page.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<LinkItem>,
     pub created_at_ms: i64,
     /// Raised by every write; a write names the revision it read.
     pub revision: u64,

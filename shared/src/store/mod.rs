@@ -24,9 +24,9 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 
 pub use account::{
-    AccountItem, AccountStore, AccountSummary, ApprovalLinkItem, DeviceKeyItem,
-    MAX_TOKENS_PER_LINK, NonceItem, PasskeyInviteItem, PasskeyItem, PendingEnrolmentItem,
-    PushGrantItem, PushSubscriptionItem, RevokedFamily, token_hash,
+    AccountItem, AccountStore, AccountSummary, ApprovalLinkItem, DeviceKeyItem, LinkItem,
+    MAX_LINKS_KEPT, MAX_TOKENS_PER_LINK, NonceItem, PasskeyInviteItem, PasskeyItem,
+    PendingEnrolmentItem, PushGrantItem, PushSubscriptionItem, RevokedFamily, token_hash,
 };
 pub use client::{AssertionKeys, ClientItem, ClientOrigin, ClientStore, KeptDocument};
 pub use cosigned::{Cosigned, CosignedStore};

@@ -12,8 +12,8 @@ use hearth_core::store::{
     AccountItem, AccountStore, AccountSummary, Append, ApprovalLinkItem, ChainKey, ChainStore,
     ClientItem, ClientOrigin, ClientStore, Cosigned, CosignedStore, Counter, CounterStore,
     DeviceKeyItem, GrantItem, GrantKind, GrantStore, Head, KnownWindow, LOG_RETIREMENT_MS, Landed,
-    LogAppend, LogBase, LogHead, MOST_APPENDS_TOGETHER, NonceItem, PasskeyInviteItem, PasskeyItem,
-    PendingEnrolmentItem, RevokedFamily, StoreError, Taken, Winner,
+    LinkItem, LogAppend, LogBase, LogHead, MOST_APPENDS_TOGETHER, NonceItem, PasskeyInviteItem,
+    PasskeyItem, PendingEnrolmentItem, RevokedFamily, StoreError, Taken, Winner,
 };
 use hearth_core::transparency::LogKeys;
 use hearth_core::why::record::NewDecision;
@@ -626,6 +626,11 @@ fn account(household_id: &str, name: &str, revision: u64) -> AccountItem {
             generation: 0,
             nonce: None,
             challenged_at_ms: vec![NOW],
+        }],
+        links: vec![LinkItem {
+            family_id: "fam-2".into(),
+            client_id: "https://assistant.example/client.json".into(),
+            linked_at_ms: NOW,
         }],
         created_at_ms: NOW,
         revision,
