@@ -201,7 +201,7 @@ pub const ROUTES: &[Route] = &[
         "mcp",
         "GET",
         "/passkeys/sw.js",
-        "the service worker that shows a pushed message and opens its link",
+        "the service worker that shows a pushed message and opens its link (it caches nothing); `Service-Worker-Allowed` lets the household page register it over `/household`",
         Limit::Address,
     ),
     route(
@@ -286,6 +286,27 @@ pub const ROUTES: &[Route] = &[
         "GET",
         "/household/page.js",
         "the household page's script (it runs over `/passkeys/page.js`)",
+        Limit::Address,
+    ),
+    route(
+        "mcp",
+        "GET",
+        "/household/manifest.webmanifest",
+        "the household page's web app manifest (it installs to a home screen)",
+        Limit::Address,
+    ),
+    route(
+        "mcp",
+        "GET",
+        "/household/icon.svg",
+        "the household page's icon",
+        Limit::Address,
+    ),
+    route(
+        "mcp",
+        "POST",
+        "/household/push",
+        "the signed-in phone's Web Push subscription (`PushSubscription.toJSON()`); what waits then opens on the household page; session, origin and `X-Hearth-CSRF` checked",
         Limit::Address,
     ),
     route(

@@ -8,12 +8,15 @@
 // first and then kept on Orders; a guardian invites Mia from Members (the
 // hearth-household-action/v1 statement shown, then a link and a QR code); Sign out ends the
 // session on the server; a child's pending passkey is told to
-// wait for a guardian. Screenshots at 390 px are the manual's.
+// wait for a guardian; the page installs (manifest, icon, the service worker over /household,
+// nothing cached) and a push about a waiting order opens it there. Screenshots at 390 px are
+// the manual's.
 //
 // Usage: node tests/browser/household.mjs OUTPUT_DIR   (scripts/test runs it)
 
-import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createInterface } from "node:readline";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { ROOT, chromium, FLAGS, HEARTH, addPhoneAuthenticator, check, startHearth, statusAfter } from "./lib.mjs";
@@ -22,8 +25,22 @@ const OUT = resolve(process.argv[2] || join(ROOT, ".test-output", "browser-house
 mkdirSync(OUT, { recursive: true });
 const AXE = readFileSync(join(ROOT, ".tools", "npm", "node_modules", "axe-core", "axe.min.js"), "utf8");
 
-const { server, base, dataDir, log } = await startHearth({});
-process.on("exit", () => server.kill());
+// A loopback push service that decrypts what Hearth pushes, as the phone would (RFC 8291).
+const pushed = join(mkdtempSync(join(tmpdir(), "hearth-push-")), "pushed.jsonl");
+const receiver = spawn(join(ROOT, ".venv", "bin", "python"), [join(ROOT, "tests", "python", "push_receiver.py"), pushed],
+  { stdio: ["ignore", "pipe", "inherit"] });
+const subscription = JSON.parse(await new Promise((done) => {
+  createInterface({ input: receiver.stdout }).once("line", done);
+}));
+function pushes() {
+  return existsSync(pushed) ? readFileSync(pushed, "utf8").trim().split("\n").filter(Boolean).map(JSON.parse) : [];
+}
+
+const { server, base, dataDir, log } = await startHearth({ HEARTH_PUSH_ALLOW_HTTP_LOOPBACK: "true" });
+process.on("exit", () => {
+  server.kill();
+  receiver.kill();
+});
 const store = { HEARTH_DB: join(dataDir, "hearth.db"), HEARTH_DATA_DIR: dataDir, HEARTH_ADDR: new URL(base).host };
 function admin(...args) {
   return JSON.parse(execFileSync(HEARTH, ["admin", ...args, "--json"], { env: { ...process.env, ...store } }).toString());
@@ -77,6 +94,11 @@ async function accessible(page, what) {
 
 try {
   const dana = await device(390);
+  // Headless Chromium reaches no real push service: the phone's PushManager hands out the
+  // loopback receiver's subscription.
+  await dana.addInitScript((sub) => {
+    PushManager.prototype.subscribe = async function () { return { toJSON: () => sub }; };
+  }, subscription);
   const invite = admin("passkey", "invite", household, "dana");
   const origin = new URL(invite.url).origin;
   await dana.goto(invite.url);
@@ -105,6 +127,25 @@ try {
   check(today.includes("PowerCell AA Alkaline Batteries") && today.includes("lights.off"), `Today: ${today}`);
   await accessible(dana, "Today at 390 px");
   await dana.screenshot({ path: join(OUT, "household-today-390.png"), fullPage: true });
+
+  // Installable: Chromium finds nothing missing (manifest, icon, a service worker over the
+  // page), the worker controls the page once registered, and nothing is cached.
+  const cdp = await context.newCDPSession(dana);
+  await dana.reload();
+  await dana.waitForFunction(() => navigator.serviceWorker.controller !== null, null, { timeout: 15000 });
+  const { installabilityErrors } = await cdp.send("Page.getInstallabilityErrors");
+  check(installabilityErrors.length === 0, `installability: ${JSON.stringify(installabilityErrors)}`);
+  const worker = await dana.evaluate(async () => ({
+    script: navigator.serviceWorker.controller.scriptURL, caches: await caches.keys(),
+  }));
+  check(worker.script.endsWith("/passkeys/sw.js") && worker.caches.length === 0, `the worker: ${JSON.stringify(worker)}`);
+  // Notify this phone, then an order waits: the push opens this page on it.
+  said = await statusAfter(dana, "Notify this phone");
+  check(said.includes("will be told"), `notifications: ${said}`);
+  const towels = await tool("propose_purchase", { product_id: "paper-towels", variant_id: "6-rolls", quantity: 1 });
+  const opened = pushes().find((push) => push.payload?.url?.includes("/household"));
+  check(opened && opened.payload.url === `${origin}/household?view=waiting#request-${towels.request_id}`,
+    `the push opens the household page: ${JSON.stringify(pushes())}`);
 
   // Keyboard: from the top, Tab reaches every menu link and Sign out.
   await dana.keyboard.press("Tab");
@@ -199,4 +240,5 @@ try {
 } finally {
   await context.close();
   server.kill();
+  receiver.kill();
 }

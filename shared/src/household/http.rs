@@ -4,6 +4,11 @@
 //!   its `view` query names (`today`, the default, `why` with `q` to search, `orders`,
 //!   `waiting`, `members`, `devices`, `assistants`, `rules`).
 //! - `GET /household/page.js`: the page's script (over the passkey pages' `page.js`).
+//! - `GET /household/manifest.webmanifest` and `GET /household/icon.svg`: what installs the
+//!   page to a home screen. The passkey pages' service worker (`/passkeys/sw.js`, served with
+//!   `Service-Worker-Allowed`) controls it: it shows pushes and caches nothing.
+//! - `POST /household/push`: subscribes the signed-in phone to Web Push
+//!   (`PushSubscription.toJSON()`); what waits then opens on this page.
 //! - `POST /household/sign-in/options`: a sign-in challenge's request options.
 //! - `POST /household/sign-in`: the assertion (`{"credential"}`); sets the session cookie.
 //! - `POST /household/sign-out`: ends the session on the server and clears the cookie.
@@ -115,10 +120,13 @@ impl Endpoint {
 
 /// The household page's routes, every one behind `gate` before any store read.
 pub fn router(page: Arc<HouseholdPage>, gate: &Gate) -> Router {
-    let base_path = base_path(&page.passkeys().site().base_url);
+    let base_path = page.passkeys().site().base_path();
     let routes = Router::new()
         .route("/household", get(show))
         .route("/household/page.js", get(|| async { script() }))
+        .route("/household/manifest.webmanifest", get(manifest))
+        .route("/household/icon.svg", get(|| async { icon() }))
+        .route("/household/push", post(subscribe))
         .route("/household/sign-in/options", post(sign_in_options))
         .route("/household/sign-in", post(sign_in))
         .route("/household/sign-out", post(sign_out))
@@ -130,21 +138,88 @@ pub fn router(page: Arc<HouseholdPage>, gate: &Gate) -> Router {
         .route("/household/act/challenge", post(action_challenge))
         .route("/household/act", post(act))
         .layer(DefaultBodyLimit::max(BODY_LIMIT));
-    crate::gate::limit(routes, gate, refused).with_state(Endpoint {
-        page,
-        paths: Arc::new(Paths { base_path }),
-    })
+    let paths = Arc::new(Paths {
+        base_path,
+        push_key: page.passkeys().push_key().map(str::to_owned),
+    });
+    crate::gate::limit(routes, gate, refused).with_state(Endpoint { page, paths })
 }
 
-/// The path part of the pages' base URL (`/prod` under an API Gateway stage, else empty).
-fn base_path(base_url: &str) -> String {
-    let after_scheme = base_url
-        .split_once("://")
-        .map_or(base_url, |(_, rest)| rest);
-    after_scheme
-        .find('/')
-        .map(|at| after_scheme[at..].trim_end_matches('/').to_owned())
-        .unwrap_or_default()
+/// The household page's web app manifest: it opens the page standalone, within its own path.
+async fn manifest(State(endpoint): State<Endpoint>) -> Response {
+    let base = &endpoint.paths.base_path;
+    let mut response = serde_json::to_string_pretty(&json!({
+        "name": "Hearth: your household",
+        "short_name": "Hearth",
+        "description": "What the assistant did and why, what it bought, and what waits for you.",
+        "start_url": format!("{base}/household"),
+        "scope": format!("{base}/household"),
+        "display": "standalone",
+        "background_color": "#f6f4ef",
+        "theme_color": "#3d5a40",
+        "icons": [{
+            "src": format!("{base}/household/icon.svg"),
+            "sizes": "any",
+            "type": "image/svg+xml",
+            "purpose": "any",
+        }],
+    }))
+    .unwrap_or_default()
+    .into_response();
+    static_headers(&mut response, "application/manifest+json");
+    response
+}
+
+/// The page's icon: a hearth's flame in a house, in the page's colours.
+const ICON: &str = r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 512 512"><rect width="512" height="512" rx="96" fill="#3d5a40"/><path d="M256 88 432 232v192H80V232z" fill="#f6f4ef"/><path d="M256 196c40 48 72 86 72 132a72 72 0 0 1-144 0c0-30 16-54 36-74 4 26 14 40 30 46-8-40 0-72 6-104z" fill="#a36a00"/></svg>"##;
+
+fn icon() -> Response {
+    let mut response = ICON.into_response();
+    static_headers(&mut response, "image/svg+xml");
+    response
+}
+
+fn static_headers(response: &mut Response, content_type: &'static str) {
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=300"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+}
+
+async fn subscribe(
+    State(endpoint): State<Endpoint>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let visitor = match signed_in_change(&endpoint, &headers, &body).await {
+        Ok(visitor) => visitor,
+        Err(response) => return response,
+    };
+    let result = async {
+        let body = json_body(&body)?;
+        let session = visitor.session();
+        endpoint
+            .page
+            .passkeys()
+            .subscribe_household_page(&session.household_id, &session.credential_id, &body)
+            .await
+    };
+    match result.await {
+        Ok(()) => {
+            tracing::info!(target: "hearth::household", "a phone subscribed to notifications from the household page");
+            answer(
+                StatusCode::CREATED,
+                json!({"status": "subscribed", "message": "This phone will be told when something waits for you, and it opens here."}),
+            )
+        }
+        Err(error) => failure(&error),
+    }
 }
 
 fn script() -> Response {
@@ -477,19 +552,4 @@ async fn signed_in_change(
         ));
     }
     Ok(visitor)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::base_path;
-
-    #[test]
-    fn the_base_path_is_the_stage_prefix_or_nothing() {
-        assert_eq!(base_path("http://localhost:8790"), "");
-        assert_eq!(
-            base_path("https://abc.execute-api.us-east-1.amazonaws.com/prod"),
-            "/prod"
-        );
-        assert_eq!(base_path("https://hearth.example/prod/"), "/prod");
-    }
 }

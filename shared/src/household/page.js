@@ -106,5 +106,47 @@ for (const button of document.querySelectorAll("button[data-act]")) {
   button.addEventListener("click", () => act(button));
 }
 
+// The passkey pages' service worker, registered over this page's own path (it is served with
+// Service-Worker-Allowed for it): it shows what is pushed and opens its page, and caches
+// nothing, so nothing of the household is kept on the phone.
+const workerScript = householdPath.replace(/\/household$/, "") + "/passkeys/sw.js";
+
+function registerWorker() {
+  return navigator.serviceWorker.register(workerScript, { scope: householdPath });
+}
+
+if ("serviceWorker" in navigator && document.querySelector('main[data-page^="household"]')) {
+  registerWorker().catch(() => {});
+}
+
+// Notify this phone: a push subscription under Hearth's VAPID key, kept on the signed-in
+// passkey; what waits then opens on this page.
+async function notifyHere(button) {
+  button.disabled = true;
+  say("Asking this phone…");
+  try {
+    const registration = await registerWorker();
+    const subscription = await registration.pushManager.subscribe({
+      userVisibleOnly: true,
+      applicationServerKey: fromBase64url(button.dataset.key),
+    });
+    const answer = await post(householdPath + "/push", subscription.toJSON());
+    button.hidden = true;
+    say(answer.message, true);
+  } catch (error) {
+    say(error && error.name === "NotAllowedError" ? "Notifications were not allowed on this phone." : error.message);
+    button.disabled = false;
+  }
+}
+
+const notifyButton = document.getElementById("notify-household");
+if (notifyButton) {
+  if ("serviceWorker" in navigator && "PushManager" in window) {
+    notifyButton.addEventListener("click", () => notifyHere(notifyButton));
+  } else {
+    notifyButton.hidden = true;
+  }
+}
+
 wire("sign-in", () => signIn());
 wire("sign-out", () => signOut());

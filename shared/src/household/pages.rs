@@ -12,7 +12,7 @@ use crate::countersign::ledger::Request;
 use crate::countersign::money::dollars;
 use crate::countersign::service::may_decide;
 use crate::oauth::consent_page::escape;
-use crate::passkeys::pages::shell;
+use crate::passkeys::pages::{Policy, shell};
 use crate::passkeys::{Member, PasskeyView};
 
 /// The views of a signed-in page, by their `view` query value and their name in the menu.
@@ -32,6 +32,8 @@ pub const VIEWS: [(&str, &str); 8] = [
 /// `/prod` under an API Gateway stage).
 pub struct Paths {
     pub base_path: String,
+    /// The VAPID public key phones subscribe under, when Web Push is configured.
+    pub push_key: Option<String>,
 }
 
 impl Paths {
@@ -45,12 +47,20 @@ impl Paths {
     fn page(&self) -> String {
         format!("{}/household", self.base_path)
     }
+
+    /// What installs the page to a home screen: its manifest and colour.
+    fn installable(&self) -> String {
+        format!(
+            r##"<link rel="manifest" href="{}/household/manifest.webmanifest"><meta name="theme-color" content="#3d5a40">"##,
+            escape(&self.base_path)
+        )
+    }
 }
 
 fn render(paths: &Paths, status: StatusCode, title: &str, head: &str, body: &str) -> Response {
     let scripts = paths.scripts();
     let scripts: Vec<&str> = scripts.iter().map(String::as_str).collect();
-    shell(status, title, head, body, &scripts, true)
+    shell(status, title, head, body, &scripts, Policy::Household)
 }
 
 /// The signed-out page: one button, `Sign in with a passkey`. `notice` says why a session
@@ -63,7 +73,7 @@ pub fn sign_in(paths: &Paths, notice: Option<&str>) -> Response {
         paths,
         StatusCode::OK,
         "Your household on Hearth",
-        "",
+        &paths.installable(),
         &format!(
             r#"<main data-page="household-sign-in">
 <h1>Your household on Hearth</h1>
@@ -97,8 +107,9 @@ fn signed_in(paths: &Paths, visitor: &Visitor, view: &str, title: &str, content:
         "member"
     };
     let head = format!(
-        r#"<meta name="hearth-csrf" content="{}">"#,
-        escape(&visitor.session().csrf)
+        r#"<meta name="hearth-csrf" content="{}">{}"#,
+        escape(&visitor.session().csrf),
+        paths.installable()
     );
     render(
         paths,
@@ -177,8 +188,15 @@ pub fn today(paths: &Paths, visitor: &Visitor, today: &Today, names: &[Member]) 
             paths.page()
         )
     };
+    let notify = match &paths.push_key {
+        Some(key) => format!(
+            r#"<div class="actions"><button id="notify-household" class="deny" type="button" data-key="{}">Notify this phone</button></div>"#,
+            escape(key)
+        ),
+        None => String::new(),
+    };
     let content = format!(
-        r#"<h2>Waiting</h2>{waiting}
+        r#"{notify}<h2>Waiting</h2>{waiting}
 <h2>This week</h2><p>{spent} {placed} placed, {stopped} stopped.</p>
 <h2>Newest decisions</h2>{decisions}
 <p><a href="{page}?view=why">Every decision</a></p>"#,
@@ -298,7 +316,7 @@ pub fn waiting(
             .iter()
             .map(|request| {
                 format!(
-                    r#"<li data-request="{id}">{summary}{controls}</li>"#,
+                    r#"<li id="request-{id}" data-request="{id}">{summary}{controls}</li>"#,
                     id = escape(&request.request_id),
                     summary = request_summary(request, names),
                     controls = decision_controls(visitor, request),

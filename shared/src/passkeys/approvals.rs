@@ -204,7 +204,13 @@ impl ApprovalLinks for Passkeys {
         Ok(self.approval_url(&token))
     }
 
-    async fn announce(&self, household_id: &str, url: &str, guardians_only: bool) {
+    async fn announce(
+        &self,
+        household_id: &str,
+        request_id: &str,
+        url: &str,
+        guardians_only: bool,
+    ) {
         self.push_to(
             household_id,
             |member| !guardians_only || member.guardian,
@@ -213,6 +219,7 @@ impl ApprovalLinks for Passkeys {
                 body: "An order waits for your approval.".into(),
                 url: url.to_owned(),
             },
+            Some(self.household_waiting_url(request_id)),
         )
         .await;
     }

@@ -53,9 +53,13 @@ pub fn router(
     countersign: Arc<CountersignService>,
     gate: &Gate,
 ) -> Router {
+    let base_path = passkeys.site().base_path();
     let routes = Router::new()
         .route("/passkeys/page.js", get(|| async { pages::script() }))
-        .route("/passkeys/sw.js", get(|| async { pages::service_worker() }))
+        .route(
+            "/passkeys/sw.js",
+            get(move || async move { pages::service_worker(&base_path) }),
+        )
         .route("/passkeys/push/{token}", post(subscribe))
         .route("/passkeys/enrol/{token}", get(enrolment_page).post(enrol))
         .route("/passkeys/enrol/{token}/options", post(creation_options))
@@ -173,6 +177,7 @@ async fn enrol(
                             body: "A new passkey waits for a guardian's approval.".into(),
                             url: url.clone(),
                         },
+                        Some(passkeys.household_view_url("members")),
                     )
                     .await;
             }

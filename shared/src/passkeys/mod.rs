@@ -195,6 +195,18 @@ pub struct PasskeySite {
     pub base_url: String,
 }
 
+impl PasskeySite {
+    /// The path part of the base URL: `/prod` under an API Gateway stage, else empty.
+    pub fn base_path(&self) -> String {
+        let url = self.base_url.as_str();
+        let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+        after_scheme
+            .find('/')
+            .map(|at| after_scheme[at..].trim_end_matches('/').to_owned())
+            .unwrap_or_default()
+    }
+}
+
 pub struct Passkeys {
     accounts: Arc<Accounts>,
     /// Which household each credential id belongs to, for sign-in.
@@ -312,14 +324,59 @@ impl Passkeys {
         Ok(())
     }
 
+    /// Subscribes the phone signed in to the household's page with passkey `credential_id` to
+    /// `subscription` (`PushSubscription.toJSON()`): what waits opens on that page.
+    pub async fn subscribe_household_page(
+        &self,
+        household_id: &str,
+        credential_id: &str,
+        body: &Value,
+    ) -> Result<(), PasskeyError> {
+        let pusher = self.push.clone().ok_or_else(|| {
+            PasskeyError::Unavailable("This Hearth does not send notifications.".into())
+        })?;
+        let mut subscription = pusher.subscription(body, self.now_ms())?;
+        subscription.opens_household = true;
+        self.accounts
+            .update_with::<_, PasskeyError>(household_id, |account| {
+                let passkey = account
+                    .passkeys
+                    .iter_mut()
+                    .find(|passkey| passkey.credential_id == credential_id && is_live(passkey))
+                    .ok_or_else(|| {
+                        PasskeyError::Refused("That passkey was revoked. Sign in again.".into())
+                    })?;
+                passkey.push = Some(subscription.clone());
+                Ok(())
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// The household page's view of what waits, where a phone that subscribed from it is sent
+    /// for `request_id`.
+    pub fn household_waiting_url(&self, request_id: &str) -> String {
+        format!(
+            "{}#request-{request_id}",
+            self.household_view_url("waiting")
+        )
+    }
+
+    /// One view of the household's page.
+    pub fn household_view_url(&self, view: &str) -> String {
+        format!("{}/household?view={view}", self.site.base_url)
+    }
+
     /// Pushes `message` to the subscribed phones of the household's live passkeys whose
     /// member `who` picks, together, within the push budget; drops subscriptions their push
-    /// service says are gone.
+    /// service says are gone. A phone subscribed from the household's page is sent to
+    /// `on_household_page` instead of the message's link, when there is one.
     pub async fn push_to(
         &self,
         household_id: &str,
         who: impl Fn(&Member) -> bool,
         message: PushMessage,
+        on_household_page: Option<String>,
     ) {
         let Some(pusher) = &self.push else {
             return;
@@ -344,7 +401,18 @@ impl Passkeys {
         if subscriptions.is_empty() {
             return;
         }
-        let gone = push::send_all(pusher, subscriptions, message).await;
+        let (to_page, to_link): (Vec<_>, Vec<_>) = subscriptions
+            .into_iter()
+            .partition(|subscription| subscription.opens_household && on_household_page.is_some());
+        let on_page = PushMessage {
+            url: on_household_page.unwrap_or_default(),
+            ..message.clone()
+        };
+        let (mut gone, on_page_gone) = tokio::join!(
+            push::send_all(pusher, to_link, message),
+            push::send_all(pusher, to_page, on_page)
+        );
+        gone.extend(on_page_gone);
         if !gone.is_empty() {
             let dropped = self
                 .accounts
@@ -1223,4 +1291,29 @@ fn timestamp(ms: i64) -> String {
                 .ok()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(base_url: &str) -> PasskeySite {
+        PasskeySite {
+            site: Site {
+                rp_id: "localhost".into(),
+                origin: "http://localhost:8790".into(),
+            },
+            base_url: base_url.into(),
+        }
+    }
+
+    #[test]
+    fn the_base_path_is_the_stage_prefix_or_nothing() {
+        assert_eq!(site("http://localhost:8790").base_path(), "");
+        assert_eq!(
+            site("https://abc.execute-api.us-east-1.amazonaws.com/prod").base_path(),
+            "/prod"
+        );
+        assert_eq!(site("https://hearth.example/prod/").base_path(), "/prod");
+    }
 }

@@ -206,20 +206,29 @@ pub fn notice(status: StatusCode, title: &str, detail: &str) -> Response {
 }
 
 fn page(status: StatusCode, title: &str, main: &str) -> Response {
-    shell(status, title, "", main, &["../page.js"], false)
+    shell(status, title, "", main, &["../page.js"], Policy::Ceremony)
+}
+
+/// What a page's Content-Security-Policy allows beyond the ceremony pages' own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// A link's page: no form submits anywhere.
+    Ceremony,
+    /// The household's page: its search form submits to its own origin, and its manifest and
+    /// icon load from there (it installs to a home screen).
+    Household,
 }
 
 /// A page in the passkey pages' style and policy: `head` (already escaped) is added to the
 /// head, `body` is the page's whole body, and `scripts` are loaded from Hearth's own origin
-/// in order (the ceremony's `page.js` first, where a page runs one). `own_forms`: the page's
-/// forms may submit to its own origin (a search); otherwise no form submits anywhere.
+/// in order (the ceremony's `page.js` first, where a page runs one).
 pub fn shell(
     status: StatusCode,
     title: &str,
     head: &str,
     body: &str,
     scripts: &[&str],
-    own_forms: bool,
+    policy: Policy,
 ) -> Response {
     let scripts: String = scripts
         .iter()
@@ -235,10 +244,13 @@ pub fn shell(
 {scripts}</body></html>"#,
         title = escape(title),
     );
+    let more = match policy {
+        Policy::Ceremony => "form-action 'none'",
+        Policy::Household => "form-action 'self'; manifest-src 'self'; img-src 'self'",
+    };
     let csp = format!(
-        "default-src 'none'; script-src 'self'; connect-src 'self'; style-src {}; form-action {}; frame-ancestors 'none'; base-uri 'none'",
+        "default-src 'none'; script-src 'self'; connect-src 'self'; style-src {}; {more}; frame-ancestors 'none'; base-uri 'none'",
         *STYLE_HASH,
-        if own_forms { "'self'" } else { "'none'" }
     );
     let mut response = (status, body).into_response();
     let headers = response.headers_mut();
@@ -263,9 +275,17 @@ pub fn script() -> Response {
     javascript(SCRIPT)
 }
 
-/// The service worker, served from `/passkeys/` so that its scope covers the pages.
-pub fn service_worker() -> Response {
-    javascript(SERVICE_WORKER)
+/// The service worker, served from `/passkeys/` so that its scope covers the pages, and
+/// allowed every scope under `base_path` (the deployment's stage prefix, or nothing), so that
+/// the household's page at `{base_path}/household` can register it too.
+pub fn service_worker(base_path: &str) -> Response {
+    let mut response = javascript(SERVICE_WORKER);
+    if let Ok(allowed) = HeaderValue::from_str(&format!("{base_path}/")) {
+        response
+            .headers_mut()
+            .insert("service-worker-allowed", allowed);
+    }
+    response
 }
 
 fn javascript(source: &'static str) -> Response {

@@ -152,6 +152,7 @@ impl Pusher {
             p256dh: URL_SAFE_NO_PAD.encode(point),
             auth: URL_SAFE_NO_PAD.encode(secret),
             created_at_ms: now_ms,
+            opens_household: false,
         })
     }
 

@@ -161,6 +161,10 @@ pub struct PushSubscriptionItem {
     pub p256dh: String,
     pub auth: String,
     pub created_at_ms: i64,
+    /// Subscribed from the household's page (installed on the phone): what waits opens there,
+    /// not on its own approval link.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub opens_household: bool,
 }
 
 impl fmt::Debug for PushSubscriptionItem {

@@ -55,8 +55,9 @@ pub trait ApprovalLinks: Send + Sync {
     /// with is kept only as a hash); `None` once it is closed.
     async fn reopen(&self, household_id: &str, request_id: &str) -> Option<String>;
     /// Tells the members' phones (only the guardians' when `guardians_only`) that the page
-    /// at `url` waits for them, before answering, within a short budget.
-    async fn announce(&self, household_id: &str, url: &str, guardians_only: bool);
+    /// at `url` waits for them (a phone that subscribed from the household's page is sent
+    /// there, to `request_id`), before answering, within a short budget.
+    async fn announce(&self, household_id: &str, request_id: &str, url: &str, guardians_only: bool);
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -240,7 +241,7 @@ impl CountersignService {
                 })?;
             self.announce(home, &output.order, &request_id, None, &url)
                 .await;
-            links.announce(home.id(), &url, false).await;
+            links.announce(home.id(), &request_id, &url, false).await;
             output.approval_url = Some(url);
         }
         Ok(output)
@@ -551,7 +552,7 @@ impl CountersignService {
         {
             self.announce(&home, &outcome.order, request_id, Some(member.role), &url)
                 .await;
-            links.announce(household_id, &url, true).await;
+            links.announce(household_id, request_id, &url, true).await;
         }
         Ok(outcome)
     }
