@@ -11,9 +11,10 @@ use hearth_core::clock::ManualClock;
 use hearth_core::store::{
     AccountItem, AccountStore, AccountSummary, Append, ApprovalLinkItem, ChainKey, ChainStore,
     ClientItem, ClientOrigin, ClientStore, Cosigned, CosignedStore, Counter, CounterStore,
-    DeviceKeyItem, GrantItem, GrantKind, GrantStore, Head, KnownWindow, LOG_RETIREMENT_MS, Landed,
-    LinkItem, LogAppend, LogBase, LogHead, MOST_APPENDS_TOGETHER, NonceItem, PasskeyInviteItem,
-    PasskeyItem, PendingEnrolmentItem, RevokedFamily, StoreError, Taken, Winner,
+    DeviceKeyItem, GrantItem, GrantKind, GrantStore, Head, KEPT_UNTIL_REMOVED_MS, KnownWindow,
+    LOG_RETIREMENT_MS, Landed, LinkItem, LogAppend, LogBase, LogHead, MOST_APPENDS_TOGETHER,
+    NonceItem, PasskeyInviteItem, PasskeyItem, PendingEnrolmentItem, RevokedFamily, StoreError,
+    Taken, Winner,
 };
 use hearth_core::transparency::LogKeys;
 use hearth_core::why::record::NewDecision;
@@ -1041,6 +1042,34 @@ pub async fn an_expired_grant_reads_as_absent_and_can_be_replaced(backend: Backe
     );
 }
 
+pub async fn a_grant_kept_until_removed_outlives_every_clock(backend: Backend) {
+    let grants = backend.grants.as_ref();
+    let item = grant(GrantKind::PasskeyOwner, "Y3JlZA", 1, KEPT_UNTIL_REMOVED_MS);
+    assert!(grants.claim_grant(&item, NOW).await.unwrap());
+    // Read back a century on, it is still there, and another body cannot take its key.
+    let century = NOW + 100 * 365 * 24 * HOUR;
+    assert_eq!(
+        grants
+            .grant(GrantKind::PasskeyOwner, "Y3JlZA", century)
+            .await
+            .unwrap(),
+        Some(item.clone())
+    );
+    let other = GrantItem {
+        body: "another household".into(),
+        ..item.clone()
+    };
+    assert!(!grants.claim_grant(&other, century).await.unwrap());
+    // Until it is removed.
+    assert!(
+        grants
+            .delete_grant(GrantKind::PasskeyOwner, "Y3JlZA", 1, century)
+            .await
+            .unwrap()
+    );
+    assert!(grants.claim_grant(&other, century).await.unwrap());
+}
+
 pub async fn a_grant_delete_is_a_single_use_claim(backend: Backend) {
     let grants = backend.grants.clone();
     let item = grant(GrantKind::LinkCode, "k3", 4, NOW + HOUR);
@@ -2017,6 +2046,7 @@ macro_rules! contract_tests {
                 a_grant_is_written_once_and_then_only_over_its_revision,
                 an_expired_grant_reads_as_absent_and_can_be_replaced,
                 a_grant_delete_is_a_single_use_claim,
+                a_grant_kept_until_removed_outlives_every_clock,
                 a_client_is_written_once_then_over_its_revision_and_listed,
                 a_registration_expires_and_its_id_can_be_taken_again,
                 a_claim_keeps_its_first_body_until_it_expires,
