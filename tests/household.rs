@@ -601,6 +601,18 @@ async fn the_views_show_the_households_records_escaped(backend: Backend) {
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
 }
 
+/// AA batteries proposed through a host that signs nothing: the order waits for a passkey.
+async fn batteries_waiting(w: &World, household: &str) -> Value {
+    let token = w.admin.token(household, 30).await.unwrap().access_token;
+    call(
+        w,
+        &token,
+        "propose_purchase",
+        json!({"product_id": "aa-batteries", "variant_id": "4-pack", "quantity": 1}),
+    )
+    .await
+}
+
 /// A tool called with the household's token and no device (a host that signs nothing).
 async fn call(w: &World, token: &str, tool: &str, arguments: Value) -> Value {
     let bearer = format!("Bearer {token}");
@@ -644,14 +656,7 @@ async fn a_waiting_order_is_approved_on_the_page_with_the_approval_statement(bac
     let w = world(backend).await;
     let household = w.household("Approving").await;
     let (mut dana, _) = w.enrolled(&household, "dana").await;
-    let token = w.admin.token(&household, 30).await.unwrap().access_token;
-    let order = call(
-        &w,
-        &token,
-        "propose_purchase",
-        json!({"product_id": "aa-batteries", "variant_id": "4-pack", "quantity": 1}),
-    )
-    .await;
+    let order = batteries_waiting(&w, &household).await;
     assert_eq!(order["status"], "waiting_for_approval", "{order}");
     let request_id = order["request_id"].as_str().unwrap();
     let browser = w.signed_in(&mut dana).await;
@@ -726,14 +731,7 @@ async fn another_members_passkey_cannot_decide_in_a_session(backend: Backend) {
     let w = world(backend).await;
     let household = w.household("Others").await;
     let (mut dana, _) = w.enrolled(&household, "dana").await;
-    let token = w.admin.token(&household, 30).await.unwrap().access_token;
-    let order = call(
-        &w,
-        &token,
-        "propose_purchase",
-        json!({"product_id": "aa-batteries", "variant_id": "4-pack", "quantity": 1}),
-    )
-    .await;
+    let order = batteries_waiting(&w, &household).await;
     let request_id = order["request_id"].as_str().unwrap();
     let path = format!("/household/decide/{request_id}");
     // Chris, a guardian too, has a passkey (approved by Dana's).

@@ -34,7 +34,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use http::{HeaderValue, StatusCode, header};
 use serde_json::json;
@@ -49,6 +49,7 @@ use crate::passkeys::approvals::LinkTo;
 use crate::passkeys::http::{
     BODY_LIMIT, answer, decision_of, failure, field, json_body, refused, same_origin,
 };
+use crate::passkeys::pages::static_asset;
 use crate::passkeys::sign_in::SignInRefusal;
 
 /// The page's script.
@@ -148,7 +149,7 @@ pub fn router(page: Arc<HouseholdPage>, gate: &Gate) -> Router {
 /// The household page's web app manifest: it opens the page standalone, within its own path.
 async fn manifest(State(endpoint): State<Endpoint>) -> Response {
     let base = &endpoint.paths.base_path;
-    let mut response = serde_json::to_string_pretty(&json!({
+    let manifest = serde_json::to_string_pretty(&json!({
         "name": "Hearth: your household",
         "short_name": "Hearth",
         "description": "What the assistant did and why, what it bought, and what waits for you.",
@@ -164,43 +165,23 @@ async fn manifest(State(endpoint): State<Endpoint>) -> Response {
             "purpose": "any",
         }],
     }))
-    .unwrap_or_default()
-    .into_response();
-    static_headers(&mut response, "application/manifest+json");
-    response
+    .unwrap_or_default();
+    static_asset(manifest, "application/manifest+json")
 }
 
 /// The page's icon: a hearth's flame in a house, in the page's colours.
 const ICON: &str = r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 512 512"><rect width="512" height="512" rx="96" fill="#3d5a40"/><path d="M256 88 432 232v192H80V232z" fill="#f6f4ef"/><path d="M256 196c40 48 72 86 72 132a72 72 0 0 1-144 0c0-30 16-54 36-74 4 26 14 40 30 46-8-40 0-72 6-104z" fill="#a36a00"/></svg>"##;
 
 fn icon() -> Response {
-    let mut response = ICON.into_response();
-    static_headers(&mut response, "image/svg+xml");
-    response
-}
-
-fn static_headers(response: &mut Response, content_type: &'static str) {
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    headers.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=300"),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
+    static_asset(ICON, "image/svg+xml")
 }
 
 async fn subscribe(
     State(endpoint): State<Endpoint>,
     headers: HeaderMap,
     body: axum::body::Bytes,
-) -> Response {
-    let visitor = match signed_in_change(&endpoint, &headers, &body).await {
-        Ok(visitor) => visitor,
-        Err(response) => return response,
-    };
+) -> Result<Response, Response> {
+    let visitor = signed_in_change(&endpoint, &headers, &body).await?;
     let result = async {
         let body = json_body(&body)?;
         let session = visitor.session();
@@ -210,34 +191,15 @@ async fn subscribe(
             .subscribe_household_page(&session.household_id, &session.credential_id, &body)
             .await
     };
-    match result.await {
-        Ok(()) => {
-            tracing::info!(target: "hearth::household", "a phone subscribed to notifications from the household page");
-            answer(
-                StatusCode::CREATED,
-                json!({"status": "subscribed", "message": "This phone will be told when something waits for you, and it opens here."}),
-            )
-        }
-        Err(error) => failure(&error),
-    }
+    let subscribed = result.await.map(|()| {
+        tracing::info!(target: "hearth::household", "a phone subscribed to notifications from the household page");
+        json!({"status": "subscribed", "message": "This phone will be told when something waits for you, and it opens here."})
+    });
+    Ok(reply(subscribed, StatusCode::CREATED))
 }
 
 fn script() -> Response {
-    let mut response = SCRIPT.into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/javascript; charset=utf-8"),
-    );
-    headers.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=300"),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    response
+    static_asset(SCRIPT, "text/javascript; charset=utf-8")
 }
 
 async fn show(
@@ -391,20 +353,17 @@ async fn sign_out(
     State(endpoint): State<Endpoint>,
     headers: HeaderMap,
     body: axum::body::Bytes,
-) -> Response {
-    let visitor = match signed_in_change(&endpoint, &headers, &body).await {
-        Ok(visitor) => visitor,
-        Err(response) => return response,
-    };
+) -> Result<Response, Response> {
+    let visitor = signed_in_change(&endpoint, &headers, &body).await?;
     if let Err(error) = endpoint.page.sign_out(&visitor).await {
-        return failure(&PasskeyError::Unavailable(error.to_string()));
+        return Err(failure(&PasskeyError::Unavailable(error.to_string())));
     }
     let mut response = answer(
         StatusCode::OK,
         json!({"status": "signed_out", "message": "Signed out."}),
     );
     endpoint.set_cookie(&mut response, "", 0);
-    response
+    Ok(response)
 }
 
 async fn decision_challenge(
@@ -412,11 +371,8 @@ async fn decision_challenge(
     Path(request_id): Path<String>,
     headers: HeaderMap,
     body: axum::body::Bytes,
-) -> Response {
-    let visitor = match signed_in_change(&endpoint, &headers, &body).await {
-        Ok(visitor) => visitor,
-        Err(response) => return response,
-    };
+) -> Result<Response, Response> {
+    let visitor = signed_in_change(&endpoint, &headers, &body).await?;
     let result = async {
         let body = json_body(&body)?;
         let decision = decision_of(&field(&body, "decision")?)?;
@@ -433,10 +389,7 @@ async fn decision_challenge(
         )
         .await
     };
-    match result.await {
-        Ok(request) => answer(StatusCode::OK, json!(request)),
-        Err(error) => failure(&error),
-    }
+    Ok(reply(result.await, StatusCode::OK))
 }
 
 async fn decide(
@@ -444,11 +397,8 @@ async fn decide(
     Path(request_id): Path<String>,
     headers: HeaderMap,
     body: axum::body::Bytes,
-) -> Response {
-    let visitor = match signed_in_change(&endpoint, &headers, &body).await {
-        Ok(visitor) => visitor,
-        Err(response) => return response,
-    };
+) -> Result<Response, Response> {
+    let visitor = signed_in_change(&endpoint, &headers, &body).await?;
     let result = async {
         let body = json_body(&body)?;
         crate::passkeys::http::decide(
@@ -463,24 +413,18 @@ async fn decide(
         )
         .await
     };
-    match result.await {
-        Ok(outcome) => answer(
-            StatusCode::OK,
-            json!({"status": outcome.status, "message": outcome.message}),
-        ),
-        Err(error) => failure(&error),
-    }
+    let said = result
+        .await
+        .map(|outcome| json!({"status": outcome.status, "message": outcome.message}));
+    Ok(reply(said, StatusCode::OK))
 }
 
 async fn action_challenge(
     State(endpoint): State<Endpoint>,
     headers: HeaderMap,
     body: axum::body::Bytes,
-) -> Response {
-    let visitor = match signed_in_change(&endpoint, &headers, &body).await {
-        Ok(visitor) => visitor,
-        Err(response) => return response,
-    };
+) -> Result<Response, Response> {
+    let visitor = signed_in_change(&endpoint, &headers, &body).await?;
     let result = async {
         let body = json_body(&body)?;
         let action = match field(&body, "action")? {
@@ -492,21 +436,15 @@ async fn action_challenge(
         };
         endpoint.page.ask(&visitor, action, &target).await
     };
-    match result.await {
-        Ok(request) => answer(StatusCode::OK, json!(request)),
-        Err(error) => failure(&error),
-    }
+    Ok(reply(result.await, StatusCode::OK))
 }
 
 async fn act(
     State(endpoint): State<Endpoint>,
     headers: HeaderMap,
     body: axum::body::Bytes,
-) -> Response {
-    let visitor = match signed_in_change(&endpoint, &headers, &body).await {
-        Ok(visitor) => visitor,
-        Err(response) => return response,
-    };
+) -> Result<Response, Response> {
+    let visitor = signed_in_change(&endpoint, &headers, &body).await?;
     let result = async {
         let body = json_body(&body)?;
         let serde_json::Value::String(statement) = field(&body, "statement")? else {
@@ -515,8 +453,13 @@ async fn act(
         let credential = field(&body, "credential")?;
         endpoint.page.act(&visitor, &statement, &credential).await
     };
-    match result.await {
-        Ok(done) => answer(StatusCode::OK, json!(done)),
+    Ok(reply(result.await, StatusCode::OK))
+}
+
+/// A change's answer: `answered` as JSON with `status`, or the refusal the page shows.
+fn reply<T: serde::Serialize>(answered: Result<T, PasskeyError>, status: StatusCode) -> Response {
+    match answered {
+        Ok(body) => answer(status, json!(body)),
         Err(error) => failure(&error),
     }
 }

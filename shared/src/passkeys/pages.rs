@@ -289,12 +289,14 @@ pub fn service_worker(base_path: &str) -> Response {
 }
 
 fn javascript(source: &'static str) -> Response {
-    let mut response = source.into_response();
+    static_asset(source, "text/javascript; charset=utf-8")
+}
+
+/// A file built into the binary, cached briefly (it changes with releases).
+pub fn static_asset(body: impl Into<axum::body::Body>, content_type: &'static str) -> Response {
+    let mut response = body.into().into_response();
     let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/javascript; charset=utf-8"),
-    );
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     headers.insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static("public, max-age=300"),

@@ -91,6 +91,11 @@ pub struct ApprovalView {
     pub deciders: Vec<String>,
 }
 
+/// A signed statement's nonce: its last line (every statement ends with one).
+fn nonce_of(statement: &str) -> String {
+    statement.lines().last().unwrap_or_default().to_owned()
+}
+
 /// Whether a member may still decide a request waiting for approval on a phone: anyone who
 /// has not approved it yet, and once someone has (a child), only a guardian.
 pub fn may_decide(request: &Request, member_id: &str, guardian: bool) -> bool {
@@ -368,12 +373,7 @@ impl CountersignService {
         if !home.is_guardian(&member.id) {
             return Err(Refusal::NotAGuardian { name: member.name }.into());
         }
-        let nonce = approval
-            .statement
-            .lines()
-            .last()
-            .unwrap_or_default()
-            .to_owned();
+        let nonce = nonce_of(&approval.statement);
         let request_id = fresh_id("ACT-");
         let ((), appended) = self
             .ledger
@@ -410,12 +410,7 @@ impl CountersignService {
         let caller = Caller::of_household(household_id, Standing::Current);
         let home = self.home(&caller).await?;
         let member = home.member(approver).ok_or(Refusal::NotAMember)?.clone();
-        let nonce = approval
-            .statement
-            .lines()
-            .last()
-            .unwrap_or_default()
-            .to_owned();
+        let nonce = nonce_of(&approval.statement);
         let (outcome, appended) = self
             .ledger
             .transition(&caller, home.id(), &home.weeks, |view, now| {
