@@ -11,6 +11,8 @@ mod common;
 
 use std::sync::Arc;
 
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use common::{Backend, Harness, Reply, request};
 use hearth_core::accounts::Standing;
 use hearth_core::admin::Admin;
@@ -1129,6 +1131,11 @@ async fn a_guardian_sees_and_unlinks_a_linked_assistant(backend: Backend) {
         page.raw
     );
     assert!(
+        !page.raw.contains("unlink-all"),
+        "the list is whole: {}",
+        page.raw
+    );
+    assert!(
         page.raw.contains(r#"data-act="unlink-assistant""#),
         "{}",
         page.raw
@@ -1144,9 +1151,125 @@ async fn a_guardian_sees_and_unlinks_a_linked_assistant(backend: Backend) {
         .refresh(&jwt, common::CLIENT_ID, &tokens.refresh_token, None, None)
         .await;
     assert!(refreshed.is_err(), "{refreshed:?}");
+
+    // Twenty links are kept; the twenty-first forgets the oldest, which the page can then
+    // neither list nor unlink: it says so, and offers to unlink every assistant.
+    let mut kept = Vec::new();
+    for _ in 0..21 {
+        let (code, _) = linking.new_link_code(&household).await.unwrap();
+        let linked = linking.redeem_link_code(&code).await.unwrap().unwrap();
+        let authorization = linking
+            .issue_code(
+                CodeBinding {
+                    client_id: common::CLIENT_ID.into(),
+                    redirect_uri: redirect.into(),
+                    code_challenge: challenge(VERIFIER),
+                    scope: "mcp:service".into(),
+                    resource: common::RESOURCE.into(),
+                },
+                &linked,
+            )
+            .await
+            .unwrap();
+        kept.push(
+            linking
+                .exchange_code(
+                    &jwt,
+                    common::CLIENT_ID,
+                    &authorization,
+                    Some(redirect),
+                    Some(VERIFIER),
+                    Some(common::RESOURCE),
+                )
+                .await
+                .unwrap(),
+        );
+    }
+    let account = w
+        .stores
+        .accounts
+        .account(&household)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(account.links.len(), hearth_core::store::MAX_LINKS_KEPT);
+    assert!(!account.links_complete);
+    let page = w.page(&browser.cookie, "?view=assistants").await;
+    assert!(
+        page.raw.contains("may have been linked before"),
+        "{}",
+        page.raw
+    );
+    assert!(
+        page.raw.contains(r#"data-act="unlink-all""#),
+        "{}",
+        page.raw
+    );
+    let (_, all) = w.act(&browser, &mut dana, "unlink-all", "all").await;
+    assert_eq!(all.status, StatusCode::OK, "{}", all.raw);
+    // Every family is refused, the forgotten one too, and the page's sessions have ended.
+    for tokens in &kept {
+        let refreshed = linking
+            .refresh(&jwt, common::CLIENT_ID, &tokens.refresh_token, None, None)
+            .await;
+        assert!(refreshed.is_err(), "{refreshed:?}");
+    }
+    assert!(signed_out(&w.page(&browser.cookie, "").await));
+    let browser = w.signed_in(&mut dana).await;
+    let page = w.page(&browser.cookie, "?view=assistants").await;
+    assert!(page.raw.contains("No assistant is linked") && !page.raw.contains("unlink-all"));
+}
+
+async fn a_passkey_left_pending_before_an_unlink_is_not_approved_on_the_page(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Stale").await;
+    let (mut dana, _) = w.enrolled(&household, "dana").await;
+    let (mia, pending) = w.enrolled(&household, "mia").await;
+    assert_eq!(pending.body["status"], "pending");
+    w.admin.unlink(&household).await.unwrap();
+    let browser = w.signed_in(&mut dana).await;
+    let (_, refused) = w
+        .act(&browser, &mut dana, "approve-passkey", &mia.id())
+        .await;
+    assert_eq!(refused.status, StatusCode::GONE, "{}", refused.raw);
+    let ledger = w.admin.export_ledger(&household).await.unwrap().entries;
+    assert!(
+        ledger
+            .iter()
+            .all(|entry| entry["kind"] != "household_action")
+    );
+}
+
+async fn a_forged_sign_in_learns_nothing_of_the_passkeys_state(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Forged").await;
+    let (mut dana, _) = w.enrolled(&household, "dana").await;
+    let (mut mia, _) = w.enrolled(&household, "mia").await;
+    w.passkeys.revoke(&household, &dana.id()).await.unwrap();
+    for passkey in [&mut dana, &mut mia] {
+        let mut credential = w.assertion(passkey).await;
+        let signature = credential["response"]["signature"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let mut bytes = URL_SAFE_NO_PAD.decode(&signature).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        credential["response"]["signature"] = json!(URL_SAFE_NO_PAD.encode(bytes));
+        let reply = w.sign_in_with(&credential).await;
+        assert_eq!(reply.status, StatusCode::FORBIDDEN, "{}", reply.raw);
+        assert_eq!(reply.body["error"], "refused", "{}", reply.raw);
+        assert!(
+            !reply.raw.contains("revoked") && !reply.raw.contains("waits"),
+            "{}",
+            reply.raw
+        );
+    }
 }
 
 on_both_stores!(
+    a_passkey_left_pending_before_an_unlink_is_not_approved_on_the_page,
+    a_forged_sign_in_learns_nothing_of_the_passkeys_state,
     a_guardian_runs_the_household_with_signed_statements_kept_in_the_ledger,
     an_action_is_signed_once_for_what_was_asked_in_time,
     a_guardian_sees_and_unlinks_a_linked_assistant,

@@ -113,6 +113,7 @@ async fn seed_passkey_household(
             }),
         }],
         links: Vec::new(),
+        links_complete: true,
         created_at_ms: now - 120_000,
         revision: 1,
     };

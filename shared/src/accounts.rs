@@ -174,6 +174,7 @@ impl Accounts {
             passkey_invites: Vec::new(),
             approval_links: Vec::new(),
             links: Vec::new(),
+            links_complete: true,
             created_at_ms: self.now_ms(),
             revision: 1,
         };
@@ -343,6 +344,7 @@ impl Accounts {
             item.tokens_issued += 1;
             if item.links.len() >= MAX_LINKS_KEPT {
                 item.links.remove(0);
+                item.links_complete = false;
             }
             item.links.push(link.clone());
             Ok(())
@@ -376,6 +378,7 @@ impl Accounts {
                 // The new generation revokes every family's tokens at once.
                 item.revoked_families.clear();
                 item.links.clear();
+                item.links_complete = true;
                 Ok(revoked)
             })
             .await?;
@@ -407,6 +410,8 @@ impl Accounts {
                 item.generation += 1;
                 item.tokens_issued = 0;
                 item.revoked_families.clear();
+                item.links.clear();
+                item.links_complete = true;
                 return Ok(());
             }
             item.revoked_families.push(RevokedFamily {

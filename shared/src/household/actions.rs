@@ -40,19 +40,25 @@ pub enum Action {
     AddDeviceKey,
     RevokeDeviceKey,
     UnlinkAssistant,
+    /// Every assistant at once (a new generation): what the operator's `hearth admin unlink`
+    /// does, for when the Assistants list may be incomplete.
+    UnlinkAll,
 }
 
 /// The target of an action on something not made yet (a device key).
 pub const NEW: &str = "new";
+/// The target of an action on every assistant.
+pub const ALL: &str = "all";
 
 impl Action {
-    pub const ALL: [Action; 6] = [
+    pub const ALL: [Action; 7] = [
         Action::InviteMember,
         Action::ApprovePasskey,
         Action::RevokePasskey,
         Action::AddDeviceKey,
         Action::RevokeDeviceKey,
         Action::UnlinkAssistant,
+        Action::UnlinkAll,
     ];
 
     /// Its name in statements, the ledger and requests.
@@ -64,6 +70,7 @@ impl Action {
             Action::AddDeviceKey => "add-device-key",
             Action::RevokeDeviceKey => "revoke-device-key",
             Action::UnlinkAssistant => "unlink-assistant",
+            Action::UnlinkAll => "unlink-all",
         }
     }
 
@@ -112,6 +119,10 @@ impl Done {
 
 fn only_guardians() -> PasskeyError {
     PasskeyError::Refused("Only a guardian of this household can do that. Ask one of them.".into())
+}
+
+fn too_late() -> PasskeyError {
+    PasskeyError::Refused("That took longer than five minutes. Start again.".into())
 }
 
 fn busy(_: StoreError) -> PasskeyError {
@@ -209,9 +220,7 @@ impl HouseholdPage {
         }
         let now = self.now_ms();
         if now - asked.asked_at_ms > CEREMONY_TIMEOUT_MS {
-            return Err(PasskeyError::Refused(
-                "That took longer than five minutes. Start again.".into(),
-            ));
+            return Err(too_late());
         }
         let action = Action::parse(&asked.action)?;
         let household_id = visitor.account.household_id.clone();
@@ -230,7 +239,8 @@ impl HouseholdPage {
             })
             .await?;
         used?;
-        self.countersign
+        let kept = self
+            .countersign
             .record_household_action(
                 &household_id,
                 &visitor.member.id,
@@ -243,9 +253,13 @@ impl HouseholdPage {
                     client_data_json: assertion.client_data_json.clone(),
                     signature: assertion.signature.clone(),
                 },
+                (asked.asked_at_ms, CEREMONY_TIMEOUT_MS),
             )
             .await
             .map_err(|error| PasskeyError::Unavailable(error.say()))?;
+        if !kept {
+            return Err(too_late());
+        }
         tracing::info!(target: "hearth::household", action = action.as_str(), "a guardian acted on the household's page");
         self.carry_out(&household_id, action, &asked.target).await
     }
@@ -271,8 +285,14 @@ impl HouseholdPage {
                 }
             }
             Action::ApprovePasskey => {
+                // A passkey left pending from before an unlink waits no more.
                 let waiting = account.passkeys.iter().any(|passkey| {
-                    passkey.credential_id == target && is_live(passkey) && passkey.pending.is_some()
+                    passkey.credential_id == target
+                        && is_live(passkey)
+                        && passkey
+                            .pending
+                            .as_ref()
+                            .is_some_and(|waiting| waiting.generation == account.generation)
                 });
                 if !waiting {
                     return Err(gone("That passkey does not wait for a guardian."));
@@ -308,6 +328,13 @@ impl HouseholdPage {
             Action::UnlinkAssistant => {
                 if !account.links.iter().any(|link| link.client_id == target) {
                     return Err(gone("That assistant is not linked any more."));
+                }
+            }
+            Action::UnlinkAll => {
+                if target != ALL {
+                    return Err(PasskeyError::Invalid(format!(
+                        "unlinking every assistant names {ALL:?}"
+                    )));
                 }
             }
         }
@@ -371,6 +398,12 @@ impl HouseholdPage {
                 Ok(Done::said(
                     "Unlinked. That assistant must be linked again to act for the household."
                         .into(),
+                ))
+            }
+            Action::UnlinkAll => {
+                accounts.unlink(household_id).await?;
+                Ok(Done::said(
+                    "Every assistant is unlinked, and every session of this page has ended, yours too: sign in again to go on.".into(),
                 ))
             }
         }

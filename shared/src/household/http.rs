@@ -262,7 +262,11 @@ async fn show(
         "assistants" => page
             .assistants(&visitor)
             .await
-            .map(|linked| pages::assistants(paths, &visitor, &linked))
+            .map(|linked| {
+                let account = &visitor.account;
+                let complete = account.links_complete || !account.is_linked();
+                pages::assistants(paths, &visitor, &linked, complete)
+            })
             .map_err(|error| ("assistants", "Assistants", error)),
         "rules" => page
             .rules(&visitor)

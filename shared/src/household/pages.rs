@@ -512,8 +512,15 @@ pub fn devices(paths: &Paths, visitor: &Visitor) -> Response {
     signed_in(paths, visitor, "devices", "Devices", &content)
 }
 
-/// Assistants: what is linked to the household; a guardian unlinks one.
-pub fn assistants(paths: &Paths, visitor: &Visitor, linked: &[Assistant]) -> Response {
+/// Assistants: what is linked to the household; a guardian unlinks one, or every one when the
+/// list may miss some (`complete` false: links older than the list, or forgotten past its
+/// length).
+pub fn assistants(
+    paths: &Paths,
+    visitor: &Visitor,
+    linked: &[Assistant],
+    complete: bool,
+) -> Response {
     let list = if linked.is_empty() {
         "<p>No assistant is linked to this household.</p>".to_owned()
     } else {
@@ -539,8 +546,29 @@ pub fn assistants(paths: &Paths, visitor: &Visitor, linked: &[Assistant]) -> Res
             .collect();
         format!(r#"<ul class="entries">{items}</ul>"#)
     };
+    let incomplete = if complete {
+        String::new()
+    } else {
+        let all = if visitor.member.guardian {
+            format!(
+                r#"<div class="actions">{}</div>"#,
+                act_button(
+                    "unlink-all",
+                    super::actions::ALL,
+                    "Unlink every assistant",
+                    "deny",
+                    "Unlink every assistant, and end every session of this page"
+                )
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            r#"<p class="warning" role="note">Some assistants may have been linked before Hearth kept this list, and are not shown. Unlinking every assistant is the way to be sure none is left; each must then be linked again.</p>{all}"#
+        )
+    };
     let content = format!(
-        r#"{list}{note}{acting}"#,
+        r#"{list}{incomplete}{note}{acting}"#,
         note = guardians_note(visitor),
         acting = acting(visitor),
     );

@@ -8,7 +8,7 @@
 //! under: the passkey revoked, suspect or gone, the household unlinked (its generation
 //! raised), or the member's role changed. The first two are the record's expiry (DynamoDB's
 //! TTL or the SQLite sweep removes it later, and no read returns it once passed); the rest are
-//! checked against the account on every request ([`super::HouseholdPage::session`]).
+//! checked against the account on every request ([`super::HouseholdPage::visitor`]).
 
 use std::sync::Arc;
 
@@ -26,8 +26,8 @@ pub const SESSION_MAX_MS: i64 = 12 * 60 * 60 * 1000;
 /// How long a session lives after its last request.
 pub const SESSION_IDLE_MS: i64 = 30 * 60 * 1000;
 /// A request writes the session's new idle deadline only when the last write is older than
-/// this: a page opening several views in a minute costs one write, and the idle timeout is
-/// late by a minute at most.
+/// this: a page opening several views in a minute costs one write, and a session may end up
+/// to a minute before 30 idle minutes have passed (never after).
 pub const REFRESH_AFTER_MS: i64 = 60 * 1000;
 
 /// One session as stored.

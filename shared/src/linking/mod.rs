@@ -480,18 +480,6 @@ impl Linking {
             }
             Err(error) => return Err(error.into()),
         }
-        // Still linked under the code's generation? Counted as a token issued if so.
-        self.accounts
-            .note_linked_token(
-                &body.household_id,
-                body.generation,
-                LinkItem {
-                    family_id: family_id.clone(),
-                    client_id: client_id.to_owned(),
-                    linked_at_ms: now_ms,
-                },
-            )
-            .await?;
         let scope = Scopes::parse(&body.binding.scope)
             .map_err(|_| LinkingError::Unavailable("a stored code is unreadable".into()))?;
         let mut family = FamilyBody {
@@ -514,7 +502,30 @@ impl Linking {
             expires_at_ms: now_ms + REFRESH_IDLE_MS,
             revision: 1,
         };
+        // The family first, then the account's note of it: a household page's Unlink that
+        // reads the note always finds the family there to revoke.
         self.grants.put_grant(&family_item, None, now_ms).await?;
+        // Still linked under the code's generation? Counted as a token issued if so; if not,
+        // the family just written is removed (its tokens were never handed out).
+        let noted = self
+            .accounts
+            .note_linked_token(
+                &body.household_id,
+                body.generation,
+                LinkItem {
+                    family_id: family_id.clone(),
+                    client_id: client_id.to_owned(),
+                    linked_at_ms: now_ms,
+                },
+            )
+            .await;
+        if let Err(error) = noted {
+            let _ = self
+                .grants
+                .delete_grant(GrantKind::RefreshFamily, &family_id, 1, now_ms)
+                .await;
+            return Err(error.into());
+        }
         Ok(self.tokens(jwt, &family, &family_id, refresh_token, scope))
     }
 

@@ -712,7 +712,7 @@ impl Passkeys {
             Some(_) => Some(format!("{household_id}.{}", random_token()?)),
             None => None,
         };
-        let (enrolled, _) = self
+        let enrolled = self
             .accounts
             .update_with::<_, PasskeyError>(household_id, |account| {
                 let stored = open_invite(account, token, now)?;
@@ -769,7 +769,24 @@ impl Passkeys {
                     push_token: push_token.clone(),
                 })
             })
-            .await?;
+            .await;
+        if enrolled.is_err() {
+            // Nothing stored: the claim made for it is not kept either, unless the household
+            // already holds that credential (enrolled before, whose entry it is).
+            let held = self.accounts.get(household_id).await.map(|account| {
+                account
+                    .passkeys
+                    .iter()
+                    .any(|passkey| passkey.credential_id == created.credential_id)
+            });
+            if let Ok(false) = held {
+                let _ = self
+                    .owners
+                    .forget(&created.credential_id, household_id, now)
+                    .await;
+            }
+        }
+        let (enrolled, _) = enrolled?;
         Ok(enrolled)
     }
 

@@ -14,7 +14,9 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{CeremonyError, PasskeyError, Passkeys, ceremony, settle_use, unavailable_randomness};
+use super::{
+    CeremonyError, PasskeyError, Passkeys, StoredKey, ceremony, settle_use, unavailable_randomness,
+};
 use crate::chain::sha256_hex;
 use crate::random::os_bytes;
 use crate::store::{GrantItem, GrantKind};
@@ -123,6 +125,23 @@ impl Passkeys {
             .iter()
             .find(|passkey| passkey.credential_id == credential_id)
             .ok_or(SignInRefusal::Unknown)?;
+        // The signature first: what state a passkey is in is told only to its holder. A
+        // counter that went backwards is left to the full check below, which marks it.
+        let key = StoredKey {
+            credential_id: &passkey.credential_id,
+            algorithm: &passkey.algorithm,
+            public_key_spki: &passkey.public_key_spki,
+            sign_count: passkey.sign_count,
+            backup_eligible: passkey.backup_eligible,
+        };
+        match self
+            .site
+            .site
+            .verify_assertion(&challenge, &key, credential)
+        {
+            Ok(_) | Err(CeremonyError::CounterWentBack { .. }) => {}
+            Err(error) => return Err(PasskeyError::from(error).into()),
+        }
         if passkey.revoked_at_ms.is_some() {
             return Err(SignInRefusal::Revoked);
         }

@@ -58,6 +58,11 @@ pub struct AccountItem {
     /// Absent from accounts stored before the household's page.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<LinkItem>,
+    /// Whether `links` names every family linking started under this generation: true from
+    /// the account's creation or its last unlink, false once a link was forgotten past
+    /// [`MAX_LINKS_KEPT`] (and on accounts stored before the list existed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub links_complete: bool,
     pub created_at_ms: i64,
     /// Raised by every write; a write names the revision it read.
     pub revision: u64,

@@ -633,6 +633,7 @@ fn account(household_id: &str, name: &str, revision: u64) -> AccountItem {
             client_id: "https://assistant.example/client.json".into(),
             linked_at_ms: NOW,
         }],
+        links_complete: false,
         created_at_ms: NOW,
         revision,
     }

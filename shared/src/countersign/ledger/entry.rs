@@ -92,7 +92,7 @@ pub const UNATTESTED: &str = "unattested";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HouseholdActionEvent {
     /// `invite-member`, `approve-passkey`, `revoke-passkey`, `add-device-key`,
-    /// `revoke-device-key` or `unlink-assistant`.
+    /// `revoke-device-key`, `unlink-assistant` or `unlink-all`.
     pub action: String,
     /// What it was done to: a member id, a credential id, a device key id, a client id, or
     /// `new` for a device key not yet made.

@@ -358,7 +358,9 @@ impl CountersignService {
 
     /// Keeps a guardian's signed action on the household's page in the ledger, verbatim, so
     /// that it checks offline like an approval. Refused unless `guardian` is one by the
-    /// household's rules.
+    /// household's rules. `false`, with nothing kept, when the entry would be stamped more
+    /// than `within_ms` after `asked_at_ms`, when the page asked for the signature: the offline
+    /// check holds the entry's own time to that window.
     pub async fn record_household_action(
         &self,
         household_id: &str,
@@ -366,7 +368,8 @@ impl CountersignService {
         action: &str,
         target: &str,
         approval: ApprovalRecord,
-    ) -> Result<(), CountersignError> {
+        (asked_at_ms, within_ms): (i64, i64),
+    ) -> Result<bool, CountersignError> {
         let caller = Caller::of_household(household_id, Standing::Current);
         let home = self.home(&caller).await?;
         let member = home.member(guardian).ok_or(Refusal::NotAMember)?.clone();
@@ -375,9 +378,12 @@ impl CountersignService {
         }
         let nonce = nonce_of(&approval.statement);
         let request_id = fresh_id("ACT-");
-        let ((), appended) = self
+        let (in_time, appended) = self
             .ledger
-            .transition(&caller, home.id(), &home.weeks, |_, _| {
+            .transition(&caller, home.id(), &home.weeks, |_, now| {
+                if unix_ms(now) - asked_at_ms > within_ms {
+                    return Step::Leave(false);
+                }
                 Step::Append(
                     NewEntry {
                         request_id: request_id.clone(),
@@ -389,11 +395,14 @@ impl CountersignService {
                             approval: approval.clone(),
                         })),
                     },
-                    (),
+                    true,
                 )
             })
             .await?;
-        appended.map(|_| ()).ok_or_else(|| LedgerError::Busy.into())
+        if in_time && appended.is_none() {
+            return Err(LedgerError::Busy.into());
+        }
+        Ok(in_time)
     }
 
     /// Settles (or, for a child's approval, passes to a guardian) a request waiting for
