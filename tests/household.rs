@@ -1267,7 +1267,59 @@ async fn a_forged_sign_in_learns_nothing_of_the_passkeys_state(backend: Backend)
     }
 }
 
+async fn the_pages_limits_hold_at_the_limit_and_refuse_one_past(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Limits").await;
+    let (mut dana, _) = w.enrolled(&household, "dana").await;
+    let browser = w.signed_in(&mut dana).await;
+
+    // A POST body of 16 KiB is read (and refused for what it says); one byte more is not read.
+    let limit = hearth_core::passkeys::http::BODY_LIMIT;
+    let padded = |length: usize| {
+        let mut body = String::from(r#"{"credential":""#);
+        body.push_str(&"a".repeat(length - body.len() - 2));
+        body.push_str(r#""}"#);
+        assert_eq!(body.len(), length);
+        body
+    };
+    let headers = [("content-type", "application/json"), ("origin", ORIGIN)];
+    let at = request(
+        &w.h.router,
+        "POST",
+        "/household/sign-in",
+        &headers,
+        &padded(limit),
+    )
+    .await;
+    assert_eq!(at.status, StatusCode::BAD_REQUEST, "{}", at.raw);
+    let past = request(
+        &w.h.router,
+        "POST",
+        "/household/sign-in",
+        &headers,
+        &padded(limit + 1),
+    )
+    .await;
+    assert_eq!(past.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", past.raw);
+
+    // Ten device keys, the most a household keeps: the eleventh is refused before anything is
+    // signed.
+    for _ in 0..hearth_core::accounts::MAX_DEVICE_KEYS {
+        let (_, added) = w.act(&browser, &mut dana, "add-device-key", "new").await;
+        assert_eq!(added.status, StatusCode::OK, "{}", added.raw);
+    }
+    let (_, full) = w.act(&browser, &mut dana, "add-device-key", "new").await;
+    assert_eq!(full.status, StatusCode::CONFLICT, "{}", full.raw);
+    assert!(
+        full.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("Revoke one first")
+    );
+}
+
 on_both_stores!(
+    the_pages_limits_hold_at_the_limit_and_refuse_one_past,
     a_passkey_left_pending_before_an_unlink_is_not_approved_on_the_page,
     a_forged_sign_in_learns_nothing_of_the_passkeys_state,
     a_guardian_runs_the_household_with_signed_statements_kept_in_the_ledger,
