@@ -6,7 +6,6 @@ use axum::response::Response;
 use http::StatusCode;
 
 use super::{Assistant, Decision, Order, Today, Visitor};
-use crate::clock::timestamp;
 use crate::countersign::household::Household;
 use crate::countersign::ledger::Request;
 use crate::countersign::money::dollars;
@@ -14,6 +13,61 @@ use crate::countersign::service::may_decide;
 use crate::oauth::consent_page::escape;
 use crate::passkeys::pages::{Policy, shell};
 use crate::passkeys::{Member, PasskeyView};
+
+/// Times as the household reads them: in its own time zone (its rules' `time_zone`), e.g.
+/// `Sat 5 Dec 2026, 09:14 EST`; UTC where the zone is unknown.
+pub struct When(jiff::tz::TimeZone);
+
+impl When {
+    pub fn of(visitor: &Visitor) -> Self {
+        let zone = visitor
+            .account
+            .policy
+            .as_ref()
+            .and_then(|policy| policy.get("time_zone"))
+            .and_then(serde_json::Value::as_str)
+            .and_then(|name| jiff::tz::TimeZone::get(name).ok())
+            .unwrap_or(jiff::tz::TimeZone::UTC);
+        Self(zone)
+    }
+
+    fn format(&self, instant: Option<jiff::Timestamp>, pattern: &str) -> String {
+        instant.map_or_else(String::new, |instant| {
+            instant
+                .to_zoned_datetime(self.0.clone())
+                .strftime(pattern)
+                .to_string()
+        })
+    }
+
+    /// An instant in Unix milliseconds.
+    pub fn at_ms(&self, ms: i64) -> String {
+        self.format(
+            jiff::Timestamp::from_millisecond(ms).ok(),
+            "%a %-d %b %Y, %H:%M %Z",
+        )
+    }
+
+    pub fn at(&self, time: time::OffsetDateTime) -> String {
+        self.at_ms(crate::clock::unix_ms(time))
+    }
+
+    /// An instant as stored (RFC 3339), or the text itself if it is not one.
+    pub fn at_text(&self, text: &str) -> String {
+        match text.parse::<jiff::Timestamp>() {
+            Ok(instant) => self.format(Some(instant), "%a %-d %b %Y, %H:%M %Z"),
+            Err(_) => text.to_owned(),
+        }
+    }
+
+    /// The day of an instant as stored.
+    pub fn day_text(&self, text: &str) -> String {
+        match text.parse::<jiff::Timestamp>() {
+            Ok(instant) => self.format(Some(instant), "%-d %b %Y"),
+            Err(_) => text.to_owned(),
+        }
+    }
+}
 
 /// The views of a signed-in page, by their `view` query value and their name in the menu.
 /// The last four are the guardians' (others see them read-only).
@@ -203,7 +257,7 @@ pub fn today(paths: &Paths, visitor: &Visitor, today: &Today, names: &[Member]) 
         spent = escape(&spent),
         placed = activity.placed.len(),
         stopped = activity.stopped.len(),
-        decisions = decision_list(&today.decisions),
+        decisions = decision_list(&today.decisions, &When::of(visitor)),
         page = paths.page(),
     );
     signed_in(paths, visitor, "today", "Today", &content)
@@ -233,12 +287,12 @@ pub fn why(paths: &Paths, visitor: &Visitor, decisions: &[Decision], words: &str
         words = escape(words),
         max = super::SEARCH_MAX,
         found = escape(&found),
-        list = decision_list(decisions),
+        list = decision_list(decisions, &When::of(visitor)),
     );
     signed_in(paths, visitor, "why", "Why", &content)
 }
 
-fn decision_list(decisions: &[Decision]) -> String {
+fn decision_list(decisions: &[Decision], when: &When) -> String {
     if decisions.is_empty() {
         return "<p>No decisions are kept yet.</p>".into();
     }
@@ -252,7 +306,7 @@ fn decision_list(decisions: &[Decision]) -> String {
                 action = escape(&decision.action),
                 reason = escape(&decision.reason),
                 approver = escape(&decision.approver),
-                at = escape(&decision.recorded_at),
+                at = escape(&when.at_text(&decision.recorded_at)),
                 trace = escape(decision.trace_id.get(..12).unwrap_or(&decision.trace_id)),
             )
         })
@@ -262,6 +316,7 @@ fn decision_list(decisions: &[Decision]) -> String {
 
 /// Orders: the ledger, newest first, each with its receipt and its signed approvals.
 pub fn orders(paths: &Paths, visitor: &Visitor, orders: &[Order], names: &[Member]) -> Response {
+    let when = When::of(visitor);
     let content = if orders.is_empty() {
         "<p>Nothing was ordered yet.</p>".to_owned()
     } else {
@@ -273,7 +328,7 @@ pub fn orders(paths: &Paths, visitor: &Visitor, orders: &[Order], names: &[Membe
                     Some(placed) => format!(
                         r#"<p class="meta">Order {order_id}, placed {at}. Receipt: entry {seq} of the ledger window of {window}, hash <code>{hash}</code></p>"#,
                         order_id = escape(&placed.order_id),
-                        at = escape(&timestamp(placed.at)),
+                        at = escape(&when.at(placed.at)),
                         seq = placed.receipt.seq,
                         window = escape(&placed.receipt.window),
                         hash = escape(&placed.receipt.entry_hash),
@@ -293,7 +348,7 @@ pub fn orders(paths: &Paths, visitor: &Visitor, orders: &[Order], names: &[Membe
                     .collect();
                 format!(
                     r#"<li>{summary}{receipt}{approvals}</li>"#,
-                    summary = request_summary(request, names),
+                    summary = request_summary(request, names, &when),
                 )
             })
             .collect();
@@ -309,6 +364,7 @@ pub fn waiting(
     requests: &[Request],
     names: &[Member],
 ) -> Response {
+    let when = When::of(visitor);
     let content = if requests.is_empty() {
         "<p>Nothing waits for a decision.</p>".to_owned()
     } else {
@@ -318,7 +374,7 @@ pub fn waiting(
                 format!(
                     r#"<li id="request-{id}" data-request="{id}">{summary}{controls}</li>"#,
                     id = escape(&request.request_id),
-                    summary = request_summary(request, names),
+                    summary = request_summary(request, names, &when),
                     controls = decision_controls(visitor, request),
                 )
             })
@@ -345,7 +401,7 @@ fn decision_controls(visitor: &Visitor, request: &Request) -> String {
     )
 }
 
-fn request_summary(request: &Request, names: &[Member]) -> String {
+fn request_summary(request: &Request, names: &[Member], when: &When) -> String {
     let proposal = &request.proposal;
     format!(
         r#"<strong>{title}</strong>, {variant}<br>{quantity} × {unit} = {total}, from {merchant}<br><span class="meta">{status}; asked by {who}, {at}</span>"#,
@@ -357,7 +413,7 @@ fn request_summary(request: &Request, names: &[Member]) -> String {
         merchant = escape(&proposal.merchant),
         status = escape(request.status.spoken()),
         who = escape(&name_of(names, &request.member_id)),
-        at = escape(&timestamp(request.proposed_at)),
+        at = escape(&when.at(request.proposed_at)),
     )
 }
 
@@ -369,6 +425,7 @@ pub fn members(
     names: &[Member],
     passkeys: &[PasskeyView],
 ) -> Response {
+    let when = When::of(visitor);
     let guardian = visitor.member.guardian;
     let items: String = names
         .iter()
@@ -392,7 +449,7 @@ pub fn members(
                     } else {
                         ("in use", Some(("revoke-passkey", "Revoke", "deny")))
                     };
-                    let made = passkey.created_at.get(..10).unwrap_or(&passkey.created_at);
+                    let made = when.day_text(&passkey.created_at);
                     let control = match control {
                         Some((action, label, class)) if guardian => {
                             let extra = if action == "approve-passkey" {
@@ -423,7 +480,7 @@ pub fn members(
                     format!(
                         r#"<li>{algorithm} passkey made {made}, {state}{control}</li>"#,
                         algorithm = escape(&passkey.algorithm),
-                        made = escape(made),
+                        made = escape(&made),
                     )
                 })
                 .collect();
@@ -465,6 +522,7 @@ pub fn members(
 /// Devices: the keys the household's devices sign with; a guardian adds one (shown once) and
 /// revokes one.
 pub fn devices(paths: &Paths, visitor: &Visitor) -> Response {
+    let when = When::of(visitor);
     let guardian = visitor.member.guardian;
     let keys = &visitor.account.device_keys;
     let list = if keys.is_empty() {
@@ -484,7 +542,7 @@ pub fn devices(paths: &Paths, visitor: &Visitor) -> Response {
                 format!(
                     r#"<li>Key <code>{id}</code><br><span class="meta">added {at}</span>{revoke}</li>"#,
                     id = escape(&key.key_id),
-                    at = escape(&crate::clock::timestamp_ms(key.created_at_ms)),
+                    at = escape(&when.at_ms(key.created_at_ms)),
                 )
             })
             .collect();
@@ -521,6 +579,7 @@ pub fn assistants(
     linked: &[Assistant],
     complete: bool,
 ) -> Response {
+    let when = When::of(visitor);
     let list = if linked.is_empty() {
         "<p>No assistant is linked to this household.</p>".to_owned()
     } else {
@@ -539,8 +598,8 @@ pub fn assistants(
                     r#"<li><strong>{name}</strong> <span class="unverified">(its own name)</span><br><span class="meta">{registered}; linked {linked}, last used {used}</span>{unlink}</li>"#,
                     name = escape(&assistant.name),
                     registered = escape(assistant.registered),
-                    linked = escape(&crate::clock::timestamp_ms(assistant.linked_at_ms)),
-                    used = escape(&crate::clock::timestamp_ms(assistant.last_used_at_ms)),
+                    linked = escape(&when.at_ms(assistant.linked_at_ms)),
+                    used = escape(&when.at_ms(assistant.last_used_at_ms)),
                 )
             })
             .collect();
@@ -659,5 +718,23 @@ fn name_of(names: &[Member], member_id: &str) -> String {
             .iter()
             .find(|member| member.id == id)
             .map_or_else(|| id.to_owned(), |member| member.name.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::When;
+
+    #[test]
+    fn times_read_in_the_households_own_zone() {
+        let new_york = When(jiff::tz::TimeZone::get("America/New_York").unwrap());
+        assert_eq!(
+            new_york.at_text("2026-12-05T14:30:00.000Z"),
+            "Sat 5 Dec 2026, 09:30 EST"
+        );
+        assert_eq!(new_york.day_text("2026-12-05T02:00:00.000Z"), "4 Dec 2026");
+        let utc = When(jiff::tz::TimeZone::UTC);
+        assert_eq!(utc.at_ms(0), "Thu 1 Jan 1970, 00:00 UTC");
+        assert_eq!(utc.at_text("not a time"), "not a time");
     }
 }
