@@ -85,6 +85,7 @@ enum Command {
         household: String,
         credential_id: String,
     },
+    PasskeyIndex(Option<String>),
     Backup(std::path::PathBuf),
     Restore(std::path::PathBuf),
 }
@@ -234,6 +235,7 @@ fn command_of(command: AdminCommand) -> Result<Command, String> {
                 household,
                 credential_id,
             },
+            PasskeyCommand::Index { household } => Command::PasskeyIndex(household),
             PasskeyCommand::ApprovalLink {
                 household,
                 credential_id,
@@ -318,7 +320,8 @@ async fn execute(command: Command, settings: &[(&'static str, String)]) -> anyho
         Command::PasskeyInvite { .. }
         | Command::PasskeyList(_)
         | Command::PasskeyRevoke { .. }
-        | Command::PasskeyApprovalLink { .. } => {
+        | Command::PasskeyApprovalLink { .. }
+        | Command::PasskeyIndex(_) => {
             unreachable!("passkey commands are answered by passkey_command")
         }
         Command::Unlink(household) => serde_json::to_value(admin.unlink(&household).await?),
@@ -384,6 +387,25 @@ async fn passkey_command(config: &Config, command: &Command) -> anyhow::Result<O
         Command::PasskeyList(household) => {
             let passkeys = hearth_core::app::admin_passkeys(config).await?;
             json!({"passkeys": passkeys.list(household).await?})
+        }
+        Command::PasskeyIndex(household) => {
+            let passkeys = hearth_core::app::admin_passkeys(config).await?;
+            let households = match household {
+                Some(household) => vec![household.clone()],
+                None => hearth_core::app::admin(config)
+                    .await?
+                    .list()
+                    .await?
+                    .households
+                    .into_iter()
+                    .map(|summary| summary.household_id)
+                    .collect(),
+            };
+            let mut indexed = hearth_core::passkeys::owners::Indexed::default();
+            for household in &households {
+                indexed.add(passkeys.index(household).await?);
+            }
+            json!({"households": households.len(), "added": indexed.added, "held_elsewhere": indexed.held_elsewhere})
         }
         Command::PasskeyRevoke {
             household,

@@ -442,6 +442,9 @@ pub enum PasskeyCommand {
         #[arg(allow_hyphen_values = true)]
         credential_id: String,
     },
+    /// Add the passkeys of every household (or of one) to the household page's sign-in index
+    /// where they are missing: run once after upgrading to the household's page
+    Index { household: Option<String> },
 }
 
 #[derive(Debug, Subcommand)]

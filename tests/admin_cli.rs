@@ -718,6 +718,15 @@ fn passkey_commands_invite_list_and_revoke() {
     }
     let listed = admin(&env, &["passkey", "list", household, "--json"]).json();
     assert_eq!(listed, serde_json::json!({"passkeys": []}));
+    // The sign-in index, for every household and for one: nothing to add without passkeys.
+    let every = admin(&env, &["passkey", "index", "--json"]).json();
+    assert_eq!(every["added"], 0, "{every}");
+    assert!(every["households"].as_u64().unwrap() >= 1, "{every}");
+    let one = admin(&env, &["passkey", "index", household, "--json"]).json();
+    assert_eq!(
+        one,
+        serde_json::json!({"households": 1, "added": 0, "held_elsewhere": 0})
+    );
     for args in [
         &["passkey", "invite", household, "--json"][..],
         &["passkey", "list", "--json"],

@@ -335,7 +335,7 @@ async fn a_deleted_households_passkeys_sign_in_nowhere(backend: Backend) {
     assert_eq!(moved.status, StatusCode::CREATED, "{}", moved.raw);
 }
 
-async fn a_passkey_enrolled_before_the_index_signs_in_once_listed(backend: Backend) {
+async fn a_passkey_enrolled_before_the_index_signs_in_once_indexed(backend: Backend) {
     let w = world(backend).await;
     let household = w.household("Older").await;
     let (mut dana, _) = w.enrolled(&household, "dana").await;
@@ -360,7 +360,25 @@ async fn a_passkey_enrolled_before_the_index_signs_in_once_listed(backend: Backe
         w.sign_in_with(&credential).await.body["error"],
         "unknown_passkey"
     );
-    // `hearth admin passkey list` writes the entries its household lacks.
+    // `hearth admin passkey index` writes the entries its household lacks, once.
+    let indexed = w.passkeys.index(&household).await.unwrap();
+    assert_eq!((indexed.added, indexed.held_elsewhere), (1, 0));
+    assert_eq!(w.passkeys.index(&household).await.unwrap().added, 0);
+    let credential = w.assertion(&mut dana).await;
+    assert_eq!(w.sign_in_with(&credential).await.status, StatusCode::OK);
+    // So does `hearth admin passkey list`, for the household it lists.
+    let entry = w
+        .stores
+        .grants
+        .grant(GrantKind::PasskeyOwner, &dana.id(), now)
+        .await
+        .unwrap()
+        .unwrap();
+    w.stores
+        .grants
+        .delete_grant(GrantKind::PasskeyOwner, &dana.id(), entry.revision, now)
+        .await
+        .unwrap();
     w.passkeys.list(&household).await.unwrap();
     let credential = w.assertion(&mut dana).await;
     assert_eq!(w.sign_in_with(&credential).await.status, StatusCode::OK);
@@ -1331,7 +1349,7 @@ on_both_stores!(
     a_challenge_signs_in_once,
     a_passkey_signs_in_only_to_its_own_household,
     a_deleted_households_passkeys_sign_in_nowhere,
-    a_passkey_enrolled_before_the_index_signs_in_once_listed,
+    a_passkey_enrolled_before_the_index_signs_in_once_indexed,
     revoked_pending_and_unknown_passkeys_are_told_what_to_do,
     a_session_ends_at_sign_out_and_after_its_time,
     revoking_unlinking_or_a_new_role_ends_a_session,

@@ -46,7 +46,7 @@ use crate::store::{
     PendingEnrolmentItem, PushGrantItem, token_hash,
 };
 use ceremony::{Assertion, CEREMONY_TIMEOUT_MS, CeremonyError, Site, StoredKey};
-use owners::{Owner, PasskeyOwners};
+use owners::{Indexed, Owner, PasskeyOwners};
 use push::{PushMessage, Pusher};
 
 /// Passkeys one member may hold at once (pending ones included, revoked ones not).
@@ -252,31 +252,43 @@ impl Passkeys {
     /// Adds the owner entries the index lacks for `passkeys` of `household_id` (those enrolled
     /// before it existed). A refusal (another household claimed the id first) is logged, not fatal:
     /// the passkey then cannot sign in, and every other use of it goes on.
-    async fn index_owners(&self, household_id: &str, passkeys: &[PasskeyItem]) {
+    async fn index_owners(
+        &self,
+        household_id: &str,
+        passkeys: &[PasskeyItem],
+    ) -> Result<Indexed, PasskeyError> {
         let now = self.now_ms();
+        let mut indexed = Indexed::default();
         for passkey in passkeys {
             let owner = Owner {
                 household_id: household_id.to_owned(),
                 member_id: passkey.member_id.clone(),
             };
-            if let Ok(Some(known)) = self.owners.owner(&passkey.credential_id, now).await
-                && known == owner
-            {
+            if self.owners.owner(&passkey.credential_id, now).await? == Some(owner.clone()) {
                 continue;
             }
-            if self
-                .owners
-                .claim(&passkey.credential_id, &owner, now)
-                .await
-                .is_err()
-            {
-                tracing::warn!(
-                    target: "hearth::passkeys",
-                    household = %household_id,
-                    "a passkey's owner entry could not be written; it cannot sign in to the household page"
-                );
+            match self.owners.claim(&passkey.credential_id, &owner, now).await {
+                Ok(()) => indexed.added += 1,
+                Err(PasskeyError::Invalid(_)) => {
+                    indexed.held_elsewhere += 1;
+                    tracing::warn!(
+                        target: "hearth::passkeys",
+                        household = %household_id,
+                        "a passkey's owner entry is another household's; it cannot sign in to the household page"
+                    );
+                }
+                Err(other) => return Err(other),
             }
         }
+        Ok(indexed)
+    }
+
+    /// Adds the household's passkeys to the sign-in index where they are missing
+    /// (`hearth admin passkey index`).
+    pub async fn index(&self, household_id: &str) -> Result<Indexed, PasskeyError> {
+        let account = self.accounts.get(household_id).await?;
+        self.index_owners(&account.household_id, &account.passkeys)
+            .await
     }
 
     /// The same passkeys, pushing what waits to subscribed phones.
@@ -512,7 +524,9 @@ impl Passkeys {
     /// Writes the owner entries of passkeys enrolled before the sign-in index existed.
     pub async fn list(&self, household_id: &str) -> Result<Vec<PasskeyView>, PasskeyError> {
         let account = self.accounts.get(household_id).await?;
-        self.index_owners(&account.household_id, &account.passkeys)
+        // Best effort: a listing does not fail for the index.
+        let _ = self
+            .index_owners(&account.household_id, &account.passkeys)
             .await;
         Ok(account
             .passkeys
@@ -970,7 +984,8 @@ impl Passkeys {
         match self.site.site.verify_assertion(challenge, &key, credential) {
             Ok(assertion) => {
                 // One read: a passkey enrolled before the sign-in index gets its entry here.
-                self.index_owners(&account.household_id, std::slice::from_ref(passkey))
+                let _ = self
+                    .index_owners(&account.household_id, std::slice::from_ref(passkey))
                     .await;
                 Ok(assertion)
             }

@@ -17,6 +17,23 @@ use serde::{Deserialize, Serialize};
 use super::PasskeyError;
 use crate::store::{GrantItem, GrantKind, GrantStore, KEPT_UNTIL_REMOVED_MS, StoreError};
 
+/// What indexing a household's passkeys did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Indexed {
+    /// Entries written (the passkey had none).
+    pub added: usize,
+    /// Passkeys whose credential id another household's entry holds: they cannot sign in to
+    /// the household's page until that entry goes.
+    pub held_elsewhere: usize,
+}
+
+impl Indexed {
+    pub fn add(&mut self, other: Indexed) {
+        self.added += other.added;
+        self.held_elsewhere += other.held_elsewhere;
+    }
+}
+
 /// Where a credential belongs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Owner {
