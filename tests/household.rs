@@ -1100,9 +1100,46 @@ async fn an_action_is_signed_once_for_what_was_asked_in_time(backend: Backend) {
     );
 }
 
-async fn a_guardian_sees_and_unlinks_a_linked_assistant(backend: Backend) {
+/// Links `household` to the configured client as the consent page and token endpoint would:
+/// a link code redeemed, an authorization code issued and exchanged.
+async fn link_once(
+    linking: &hearth_core::linking::Linking,
+    jwt: &hearth_core::auth::JwtKeys,
+    household: &str,
+) -> hearth_core::linking::Tokens {
     use common::oauth::{VERIFIER, challenge};
-    use hearth_core::linking::{CodeBinding, Linking};
+    let (code, _) = linking.new_link_code(household).await.unwrap();
+    let linked = linking.redeem_link_code(&code).await.unwrap().unwrap();
+    let authorization = linking
+        .issue_code(
+            hearth_core::linking::CodeBinding {
+                client_id: common::CLIENT_ID.into(),
+                redirect_uri: LINKED_REDIRECT.into(),
+                code_challenge: challenge(VERIFIER),
+                scope: "mcp:service".into(),
+                resource: common::RESOURCE.into(),
+            },
+            &linked,
+        )
+        .await
+        .unwrap();
+    linking
+        .exchange_code(
+            jwt,
+            common::CLIENT_ID,
+            &authorization,
+            Some(LINKED_REDIRECT),
+            Some(VERIFIER),
+            Some(common::RESOURCE),
+        )
+        .await
+        .unwrap()
+}
+
+const LINKED_REDIRECT: &str = "https://alexa.example/api/skill/link/M2TEST";
+
+async fn a_guardian_sees_and_unlinks_a_linked_assistant(backend: Backend) {
+    use hearth_core::linking::Linking;
     let w = world(backend).await;
     let household = w.household("Linked").await;
     let (mut dana, _) = w.enrolled(&household, "dana").await;
@@ -1112,34 +1149,8 @@ async fn a_guardian_sees_and_unlinks_a_linked_assistant(backend: Backend) {
         w.h.clock.clone(),
     ));
     let linking = Linking::new(w.stores.grants.clone(), accounts, w.h.clock.clone());
-    let (code, _) = linking.new_link_code(&household).await.unwrap();
-    let linked = linking.redeem_link_code(&code).await.unwrap().unwrap();
-    let redirect = "https://alexa.example/api/skill/link/M2TEST";
-    let authorization = linking
-        .issue_code(
-            CodeBinding {
-                client_id: common::CLIENT_ID.into(),
-                redirect_uri: redirect.into(),
-                code_challenge: challenge(VERIFIER),
-                scope: "mcp:service".into(),
-                resource: common::RESOURCE.into(),
-            },
-            &linked,
-        )
-        .await
-        .unwrap();
     let jwt = config.jwt_keys().unwrap();
-    let tokens = linking
-        .exchange_code(
-            &jwt,
-            common::CLIENT_ID,
-            &authorization,
-            Some(redirect),
-            Some(VERIFIER),
-            Some(common::RESOURCE),
-        )
-        .await
-        .unwrap();
+    let tokens = link_once(&linking, &jwt, &household).await;
 
     let browser = w.signed_in(&mut dana).await;
     let page = w.page(&browser.cookie, "?view=assistants").await;
@@ -1174,34 +1185,7 @@ async fn a_guardian_sees_and_unlinks_a_linked_assistant(backend: Backend) {
     // neither list nor unlink: it says so, and offers to unlink every assistant.
     let mut kept = Vec::new();
     for _ in 0..21 {
-        let (code, _) = linking.new_link_code(&household).await.unwrap();
-        let linked = linking.redeem_link_code(&code).await.unwrap().unwrap();
-        let authorization = linking
-            .issue_code(
-                CodeBinding {
-                    client_id: common::CLIENT_ID.into(),
-                    redirect_uri: redirect.into(),
-                    code_challenge: challenge(VERIFIER),
-                    scope: "mcp:service".into(),
-                    resource: common::RESOURCE.into(),
-                },
-                &linked,
-            )
-            .await
-            .unwrap();
-        kept.push(
-            linking
-                .exchange_code(
-                    &jwt,
-                    common::CLIENT_ID,
-                    &authorization,
-                    Some(redirect),
-                    Some(VERIFIER),
-                    Some(common::RESOURCE),
-                )
-                .await
-                .unwrap(),
-        );
+        kept.push(link_once(&linking, &jwt, &household).await);
     }
     let account = w
         .stores

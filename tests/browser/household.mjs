@@ -14,27 +14,18 @@
 //
 // Usage: node tests/browser/household.mjs OUTPUT_DIR   (scripts/test runs it)
 
-import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { createInterface } from "node:readline";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { ROOT, chromium, FLAGS, HEARTH, addPhoneAuthenticator, check, startHearth, statusAfter } from "./lib.mjs";
+import { ROOT, chromium, FLAGS, HEARTH, addPhoneAuthenticator, check, startHearth, startPushReceiver, statusAfter } from "./lib.mjs";
 
 const OUT = resolve(process.argv[2] || join(ROOT, ".test-output", "browser-household"));
 mkdirSync(OUT, { recursive: true });
 const AXE = readFileSync(join(ROOT, ".tools", "npm", "node_modules", "axe-core", "axe.min.js"), "utf8");
 
-// A loopback push service that decrypts what Hearth pushes, as the phone would (RFC 8291).
-const pushed = join(mkdtempSync(join(tmpdir(), "hearth-push-")), "pushed.jsonl");
-const receiver = spawn(join(ROOT, ".venv", "bin", "python"), [join(ROOT, "tests", "python", "push_receiver.py"), pushed],
-  { stdio: ["ignore", "pipe", "inherit"] });
-const subscription = JSON.parse(await new Promise((done) => {
-  createInterface({ input: receiver.stdout }).once("line", done);
-}));
-function pushes() {
-  return existsSync(pushed) ? readFileSync(pushed, "utf8").trim().split("\n").filter(Boolean).map(JSON.parse) : [];
-}
+// A loopback push service that decrypts what Hearth pushes, as the phone would.
+const { receiver, subscription, pushes } = await startPushReceiver();
 
 const { server, base, dataDir, log } = await startHearth({ HEARTH_PUSH_ALLOW_HTTP_LOOPBACK: "true" });
 process.on("exit", () => {

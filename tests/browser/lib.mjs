@@ -3,7 +3,8 @@
 // loopback port.
 
 import { spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { createInterface } from "node:readline";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -73,4 +74,19 @@ export async function startHearth(env) {
   }
   server.kill();
   throw new Error("the server did not start: " + log);
+}
+
+/** Starts a loopback push service that decrypts what Hearth pushes, as a phone would (RFC 8291,
+ * tests/python/push_receiver.py). Resolves with the process, the subscription a phone would
+ * hand out, and a function answering every message received so far. */
+export async function startPushReceiver() {
+  const pushed = join(mkdtempSync(join(tmpdir(), "hearth-push-")), "pushed.jsonl");
+  const receiver = spawn(join(ROOT, ".venv", "bin", "python"), [join(ROOT, "tests", "python", "push_receiver.py"), pushed],
+    { stdio: ["ignore", "pipe", "inherit"] });
+  const subscription = JSON.parse(await new Promise((done) => {
+    createInterface({ input: receiver.stdout }).once("line", done);
+  }));
+  const pushes = () => (existsSync(pushed)
+    ? readFileSync(pushed, "utf8").trim().split("\n").filter(Boolean).map(JSON.parse) : []);
+  return { receiver, subscription, pushes };
 }

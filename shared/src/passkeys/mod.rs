@@ -974,21 +974,12 @@ impl Passkeys {
                 "That passkey's owner cannot approve this: a guardian must.".into(),
             ));
         }
-        let key = StoredKey {
-            credential_id: &passkey.credential_id,
-            algorithm: &passkey.algorithm,
-            public_key_spki: &passkey.public_key_spki,
-            sign_count: passkey.sign_count,
-            backup_eligible: passkey.backup_eligible,
-        };
-        match self.site.site.verify_assertion(challenge, &key, credential) {
-            Ok(assertion) => {
-                // One read: a passkey enrolled before the sign-in index gets its entry here.
-                let _ = self
-                    .index_owners(&account.household_id, std::slice::from_ref(passkey))
-                    .await;
-                Ok(assertion)
-            }
+        match self
+            .site
+            .site
+            .verify_assertion(challenge, &stored_key(passkey), credential)
+        {
+            Ok(assertion) => Ok(assertion),
             Err(error @ CeremonyError::CounterWentBack { .. }) => {
                 let now = self.now_ms();
                 self.accounts
@@ -1106,6 +1097,17 @@ pub fn signers(account: &AccountItem, may_sign: impl Fn(&PasskeyItem) -> bool) -
         .filter(|passkey| is_live(passkey) && passkey.pending.is_none() && may_sign(passkey))
         .map(|passkey| passkey.credential_id.clone())
         .collect()
+}
+
+/// What the ceremony checks an assertion of `passkey` against.
+pub(crate) fn stored_key(passkey: &PasskeyItem) -> StoredKey<'_> {
+    StoredKey {
+        credential_id: &passkey.credential_id,
+        algorithm: &passkey.algorithm,
+        public_key_spki: &passkey.public_key_spki,
+        sign_count: passkey.sign_count,
+        backup_eligible: passkey.backup_eligible,
+    }
 }
 
 pub(crate) fn is_live(passkey: &PasskeyItem) -> bool {

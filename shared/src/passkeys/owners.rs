@@ -7,8 +7,9 @@
 //! id another household claimed first is refused, so nobody can point a victim's credential id
 //! at their own household and lock the victim out of signing in. An entry whose account write
 //! then failed points at a household without that passkey, and a sign-in through it is refused
-//! like any unknown passkey. Passkeys enrolled before the index existed are added the next
-//! time they sign something, or when `hearth admin passkey list` lists their household.
+//! like any unknown passkey. Passkeys enrolled before the index existed are added by
+//! `hearth admin passkey index` (once, after the upgrade), or when `hearth admin passkey list`
+//! lists their household.
 
 use std::sync::Arc;
 

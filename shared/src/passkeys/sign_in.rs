@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    CeremonyError, PasskeyError, Passkeys, StoredKey, ceremony, settle_use, unavailable_randomness,
+    CeremonyError, PasskeyError, Passkeys, ceremony, settle_use, stored_key, unavailable_randomness,
 };
 use crate::chain::sha256_hex;
 use crate::random::os_bytes;
@@ -127,17 +127,10 @@ impl Passkeys {
             .ok_or(SignInRefusal::Unknown)?;
         // The signature first: what state a passkey is in is told only to its holder. A
         // counter that went backwards is left to the full check below, which marks it.
-        let key = StoredKey {
-            credential_id: &passkey.credential_id,
-            algorithm: &passkey.algorithm,
-            public_key_spki: &passkey.public_key_spki,
-            sign_count: passkey.sign_count,
-            backup_eligible: passkey.backup_eligible,
-        };
         match self
             .site
             .site
-            .verify_assertion(&challenge, &key, credential)
+            .verify_assertion(&challenge, &stored_key(passkey), credential)
         {
             Ok(_) | Err(CeremonyError::CounterWentBack { .. }) => {}
             Err(error) => return Err(PasskeyError::from(error).into()),
