@@ -123,7 +123,7 @@ if ("serviceWorker" in navigator && document.querySelector('main[data-page^="hou
 // passkey; what waits then opens on this page.
 async function notifyHere(button) {
   button.disabled = true;
-  say("Asking this phone…");
+  say("Waiting for this phone…");
   try {
     const registration = await registerWorker();
     const subscription = await registration.pushManager.subscribe({
