@@ -1,11 +1,12 @@
-// The simulated device's own check of the household's transparency log, in the browser:
-// the checkpoint's Ed25519 signature (WebCrypto) against the key the server publishes, its
-// witnesses' cosignatures (C2SP tlog-cosignature v1) against the published witness policy,
-// every retained record's inclusion proof, and the consistency of the newest checkpoint with
-// the one the device kept from its last look (RFC 9162 sections 2.1.3.2 and 2.1.4.2). The
-// device keeps that checkpoint in memory for the page's life, as a real device would keep it
-// on disk, and with it the origin it saw: a new log id or epoch is named as a warning, since
-// nothing proves the history before it.
+// A device's own check of a household's transparency logs in the browser, shared by the
+// demo's simulated device and the household page's phone: the checkpoint's Ed25519
+// signature (WebCrypto) against a published key, its witnesses' cosignatures (C2SP
+// tlog-cosignature v1) under the witness policy, every retained record's inclusion proof, and
+// the consistency of the newest checkpoint with one kept from an earlier look (RFC 9162
+// sections 2.1.3.2 and 2.1.4.2). What to keep is the caller's: the demo's device keeps the
+// checkpoint in memory for the page's life, and names a new log id or epoch as a warning,
+// since nothing proves the history before it; the household page pins it in the phone's
+// storage (shared/src/household/check.js).
 "use strict";
 
 (function () {
@@ -53,11 +54,16 @@
     return { text, signatures, origin: lines[0], size: Number(lines[1]), root: fromBase64(lines[2]) };
   }
 
-  // The keys of GET /.well-known/hearth/log-keys, ready for WebCrypto.
-  async function loadKeys() {
-    const answer = await fetch("/.well-known/hearth/log-keys");
+  // The keys of GET /.well-known/hearth/log-keys (under `base`, the deployment's base path),
+  // ready for WebCrypto.
+  async function loadKeys(base) {
+    const answer = await fetch((base || "") + "/.well-known/hearth/log-keys");
     if (!answer.ok) throw new Error("the server publishes no log key");
-    const { keys } = await answer.json();
+    return importKeys((await answer.json()).keys);
+  }
+
+  // Published keys ({vkey} each, as /.well-known/hearth/log-keys lists them) for WebCrypto.
+  function importKeys(keys) {
     return Promise.all(keys.map(async ({ vkey }) => {
       const [name, id, key] = [vkey.split("+")[0], vkey.split("+")[1], vkey.split("+").slice(2).join("+")];
       const raw = fromBase64(key).slice(1);
@@ -81,8 +87,8 @@
 
   // The witness policy the server publishes (C2SP tlog-policy text), parsed, with each
   // witness's key ready for WebCrypto; null when it names no witness (its quorum is "none").
-  async function loadPolicy() {
-    const answer = await fetch("/.well-known/hearth/witness-policy");
+  async function loadPolicy(base) {
+    const answer = await fetch((base || "") + "/.well-known/hearth/witness-policy");
     if (!answer.ok) throw new Error("the witness policy could not be read");
     const policy = await parsePolicy(await answer.text());
     return policy.quorum === null && policy.witnesses.size === 0 ? null : policy;
@@ -192,6 +198,32 @@
     if (!same(sr, newRoot)) throw new Error("the consistency proof does not reach the new root");
   }
 
+  // Checks a window's signed checkpoint against `keys`, its witnesses' cosignatures under
+  // `policy` (null: none asked for), and every inclusion proof, the newest being the log's
+  // last leaf. Returns the checkpoint, the entries proved (by hash) and who cosigned; raises,
+  // naming what failed, otherwise.
+  async function checkWindow(trace, keys, policy) {
+    if (!trace.checkpoint) throw new Error("the server signs no checkpoint");
+    const now = await verifiedCheckpoint(trace.checkpoint, keys);
+    let cosigned = [];
+    if (policy) {
+      const witnessed = await witnessesOf(now, policy);
+      cosigned = witnessed.cosigned;
+      const who = cosigned.join(", ") || "no known witness";
+      if (!witnessed.met) throw new Error("witness quorum not met: cosigned by " + who);
+    }
+    const proofs = trace.inclusion_proofs || [];
+    for (const proof of proofs) {
+      const leaf = await leafHash(fromHex(proof.entry));
+      const root = await rootFromInclusion(proof.index, now.size, leaf, proof.path.map(fromBase64));
+      if (!root || !same(root, now.root)) throw new Error("entry " + proof.index + " is not in the signed log");
+    }
+    if (proofs.length && proofs[proofs.length - 1].index !== now.size - 1) {
+      throw new Error("the newest entries were removed from the trace");
+    }
+    return { checkpoint: now, proved: new Map(proofs.map((proof) => [proof.entry, proof.index])), cosigned };
+  }
+
   // Checks a trace's checkpoint and inclusion proofs, then the consistency with `kept` (the
   // checkpoint seen last, or null) through `proveHistory(fromSize)`. Returns {ok, text,
   // checkpoint}: the checkpoint to keep next, whatever the verdict.
@@ -199,24 +231,10 @@
     try {
       if (!trace.checkpoint) return { ok: false, text: "the server signs no checkpoint", checkpoint: kept };
       const keys = await loadKeys();
-      const now = await verifiedCheckpoint(trace.checkpoint, keys);
-      const policy = await loadPolicy();
-      let vouched = "";
-      if (policy) {
-        const witnessed = await witnessesOf(now, policy);
-        const who = witnessed.cosigned.join(", ") || "no known witness";
-        if (!witnessed.met) throw new Error("witness quorum not met: cosigned by " + who);
-        vouched = "; cosigned by " + who;
-      }
-      const proofs = trace.inclusion_proofs || [];
-      for (const proof of proofs) {
-        const leaf = await leafHash(fromHex(proof.entry));
-        const root = await rootFromInclusion(proof.index, now.size, leaf, proof.path.map(fromBase64));
-        if (!root || !same(root, now.root)) throw new Error("entry " + proof.index + " is not in the signed log");
-      }
-      if (proofs.length && proofs[proofs.length - 1].index !== now.size - 1) {
-        throw new Error("the newest entries were removed from the trace");
-      }
+      const window = await checkWindow(trace, keys, await loadPolicy());
+      const now = window.checkpoint;
+      const vouched = window.cosigned.length ? "; cosigned by " + window.cosigned.join(", ") : "";
+      const proofs = window.proved.size;
       let since = "";
       let warning = null;
       if (kept && kept.origin !== now.origin) {
@@ -236,7 +254,7 @@
       return {
         ok: true,
         warning,
-        text: "signed checkpoint of " + now.size + " entries, " + proofs.length + " inclusion proof(s) checked" + vouched + since,
+        text: "signed checkpoint of " + now.size + " entries, " + proofs + " inclusion proof(s) checked" + vouched + since,
         checkpoint: now,
       };
     } catch (error) {
@@ -244,5 +262,8 @@
     }
   }
 
-  window.HearthLog = { checkTrace, checkConsistency, rootFromInclusion, parseNote, parsePolicy, witnessesOf, newOrigin };
+  window.HearthLog = {
+    checkTrace, checkWindow, checkConsistency, rootFromInclusion, verifiedCheckpoint, parseNote, parsePolicy,
+    witnessesOf, newOrigin, loadKeys, importKeys, fromBase64,
+  };
 })();

@@ -798,6 +798,42 @@ pub async fn window_proofs(
     })
 }
 
+/// A chain's retained window as a reader checks it on its own: every record with its hash
+/// field, the anchor before the first, and each record's inclusion proof against the chain's
+/// signed checkpoint (`None` without a log key, or while the chain has no signed log).
+#[derive(Debug, Clone)]
+pub struct ProvenWindow {
+    pub anchor: Option<String>,
+    pub records: Vec<serde_json::Value>,
+    pub log: Option<WindowProofs>,
+}
+
+/// The inclusion proofs of `snapshot`'s records in `key`'s log (`log` as read with the
+/// window), or `None` where there is nothing to prove them against: no key, or no signed log.
+pub async fn prove_window(
+    store: &dyn ChainStore,
+    keys: Option<&LogKeys>,
+    kind: LogKind,
+    key: &ChainKey,
+    snapshot: &crate::store::Snapshot,
+    log: Option<LogHead>,
+) -> Result<Option<WindowProofs>, ProofError> {
+    let Some(keys) = keys else {
+        return Ok(None);
+    };
+    let hashes: Vec<&str> = snapshot.records.iter().map(|r| r.hash.as_str()).collect();
+    let read = LogRead {
+        log,
+        named: snapshot.head.log_id.clone(),
+    };
+    let base = snapshot.head.log_base.as_ref();
+    match window_proofs(store, keys, kind, key, read, base, &hashes).await {
+        Ok(proofs) => Ok(Some(proofs)),
+        Err(ProofError::NoLog) => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
 /// Each entry's inclusion proof by its plan, from `hashes`, checked against the signed root
 /// of the tree of `size` (entries from leaf `first` on).
 fn prove_entries(

@@ -2,8 +2,8 @@
 // /usr/bin/chromium), its flags, a check that throws, and a local Hearth server on a free
 // loopback port.
 
-import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -54,11 +54,12 @@ export function freePort() {
   });
 }
 
-/** Starts target/debug/hearth with `env` over a fresh data directory; resolves once
- * /healthz answers, with the process, its base URL and its data directory. */
-export async function startHearth(env) {
-  const port = await freePort();
-  const dataDir = mkdtempSync(join(tmpdir(), "hearth-browser-"));
+/** Starts target/debug/hearth with `env` over a fresh data directory (or `dataDir`, on `port`:
+ * a restart, where the browser keeps what it stored for the origin); resolves once /healthz
+ * answers, with the process, its base URL and its data directory. */
+export async function startHearth(env, { port: givenPort, dataDir: givenDir } = {}) {
+  const port = givenPort || await freePort();
+  const dataDir = givenDir || mkdtempSync(join(tmpdir(), "hearth-browser-"));
   const server = spawn(HEARTH, [], {
     env: { ...process.env, ...env, HEARTH_ADDR: `127.0.0.1:${port}`, HEARTH_DATA_DIR: dataDir },
     stdio: ["ignore", "ignore", "pipe"],
@@ -89,4 +90,34 @@ export async function startPushReceiver() {
   const pushes = () => (existsSync(pushed)
     ? readFileSync(pushed, "utf8").trim().split("\n").filter(Boolean).map(JSON.parse) : []);
   return { receiver, subscription, pushes };
+}
+
+/** A household on the server at `base`, whose data directory is `dataDir` and whose store and
+ * keys `env` names (the server's own): `admin(...)` runs `hearth admin … --json` against them,
+ * the household is made with data/household.json's rules, and `tool(name, args)` calls its MCP
+ * tools through a household token, answering their structured content. */
+export function householdOn(base, dataDir, env, name) {
+  const store = { ...env, HEARTH_DATA_DIR: dataDir, HEARTH_ADDR: new URL(base).host,
+    ...(env.HEARTH_TABLE ? {} : { HEARTH_DB: join(dataDir, "hearth.db") }) };
+  const admin = (...args) => JSON.parse(execFileSync(HEARTH, ["admin", ...args, "--json"],
+    { env: { ...process.env, ...store } }).toString());
+  const policy = JSON.parse(readFileSync(join(ROOT, "data", "household.json"), "utf8"));
+  delete policy.household_id;
+  delete policy.name;
+  const policyFile = join(dataDir, "policy.json");
+  writeFileSync(policyFile, JSON.stringify(policy));
+  const id = admin("household", "create", name, "--policy", policyFile).household_id;
+  const token = admin("token", id).access_token;
+  async function tool(toolName, args) {
+    const response = await fetch(`${base}/mcp`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json",
+        accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: toolName, arguments: args } }),
+    });
+    const result = (await response.json()).result;
+    check(result && !result.isError, `${toolName}: ${JSON.stringify(result)}`);
+    return result.structuredContent;
+  }
+  return { id, admin, tool, store };
 }

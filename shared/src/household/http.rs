@@ -3,10 +3,17 @@
 //! - `GET /household`: the page. Signed out, `Sign in with a passkey`; signed in, the view
 //!   its `view` query names (`today`, the default, `why` with `q` to search, `orders`,
 //!   `waiting`, `members`, `devices`, `assistants`, `rules`).
-//! - `GET /household/page.js`: the page's script (over the passkey pages' `page.js`).
+//! - `GET /household/page.js`: the page's script (over the passkey pages' `page.js`), and
+//!   `GET /household/check.js`: its check of the history it shows, on the phone (over the demo
+//!   device's `canonical.js` and `tlog.js`).
 //! - `GET /household/manifest.webmanifest` and `GET /household/icon.svg`: what installs the
 //!   page to a home screen. The passkey pages' service worker (`/passkeys/sw.js`, served with
 //!   `Service-Worker-Allowed`) controls it: it shows pushes and caches nothing.
+//! - `GET /household/log/{log}` (`decisions` or `ledger`): the log's retained records, each
+//!   with its inclusion proof, and its signed checkpoint; `GET
+//!   /household/log/{log}/history?from_size=N`: the checkpoint now and the consistency proof
+//!   from the tree of `N` entries. The page's script checks both on the phone, against the
+//!   keys and witness policy it pinned (see [`super::evidence`]).
 //! - `POST /household/push`: subscribes the signed-in phone to Web Push
 //!   (`PushSubscription.toJSON()`); what waits then opens on this page.
 //! - `POST /household/sign-in/options`: a sign-in challenge's request options.
@@ -51,9 +58,12 @@ use crate::passkeys::http::{
 };
 use crate::passkeys::pages::static_asset;
 use crate::passkeys::sign_in::SignInRefusal;
+use crate::transparency::LogKind;
 
 /// The page's script.
 const SCRIPT: &str = include_str!("page.js");
+/// The page's check of its history on the phone (over the demo device's verification code).
+const CHECK: &str = include_str!("check.js");
 
 /// The session cookie's name over https.
 pub const SECURE_COOKIE: &str = "__Host-hearth_session";
@@ -125,8 +135,11 @@ pub fn router(page: Arc<HouseholdPage>, gate: &Gate) -> Router {
     let routes = Router::new()
         .route("/household", get(show))
         .route("/household/page.js", get(|| async { script() }))
+        .route("/household/check.js", get(|| async { check_script() }))
         .route("/household/manifest.webmanifest", get(manifest))
         .route("/household/icon.svg", get(|| async { icon() }))
+        .route("/household/log/{log}", get(log_evidence))
+        .route("/household/log/{log}/history", get(log_history))
         .route("/household/push", post(subscribe))
         .route("/household/sign-in/options", post(sign_in_options))
         .route("/household/sign-in", post(sign_in))
@@ -198,8 +211,82 @@ async fn subscribe(
     Ok(reply(subscribed, StatusCode::CREATED))
 }
 
+/// A signed-in member's read of `log`: the visitor, or the JSON refusal.
+async fn signed_in_read(
+    endpoint: &Endpoint,
+    headers: &HeaderMap,
+    log: &str,
+) -> Result<(Visitor, LogKind), Response> {
+    let visitor = match endpoint.visitor(headers).await {
+        Ok(Some(visitor)) => visitor,
+        Ok(None) => return Err(signed_out()),
+        Err(error) => return Err(failure(&PasskeyError::Unavailable(error.to_string()))),
+    };
+    let kind = LogKind::parse(log).ok_or_else(|| {
+        answer(
+            StatusCode::NOT_FOUND,
+            json!({"error": "not_found", "message": "A household keeps two logs: decisions and ledger."}),
+        )
+    })?;
+    Ok((visitor, kind))
+}
+
+/// What a read of the evidence answers when it failed.
+fn evidence_failure(error: PageError) -> Response {
+    let (status, code) = match &error {
+        PageError::Invalid(_) => (StatusCode::BAD_REQUEST, "invalid"),
+        PageError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+        // The stored records disagree with their own signed log: the request was fine, the
+        // history is not.
+        PageError::Broken(_) => (StatusCode::CONFLICT, "untrusted_history"),
+    };
+    answer(status, json!({"error": code, "message": error.to_string()}))
+}
+
+async fn log_evidence(
+    State(endpoint): State<Endpoint>,
+    Path(log): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, Response> {
+    let (visitor, kind) = signed_in_read(&endpoint, &headers, &log).await?;
+    let evidence = endpoint
+        .page
+        .evidence(&visitor, kind)
+        .await
+        .map_err(evidence_failure)?;
+    Ok(answer(StatusCode::OK, json!(evidence)))
+}
+
+async fn log_history(
+    State(endpoint): State<Endpoint>,
+    Path(log): Path<String>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, Response> {
+    let (visitor, kind) = signed_in_read(&endpoint, &headers, &log).await?;
+    let from_size = query
+        .get("from_size")
+        .and_then(|size| size.parse::<u64>().ok())
+        .ok_or_else(|| {
+            answer(
+                StatusCode::BAD_REQUEST,
+                json!({"error": "invalid", "message": "from_size must be the number of entries in the checkpoint this phone kept."}),
+            )
+        })?;
+    let history = endpoint
+        .page
+        .history(&visitor, kind, from_size)
+        .await
+        .map_err(evidence_failure)?;
+    Ok(answer(StatusCode::OK, json!(history)))
+}
+
 fn script() -> Response {
     static_asset(SCRIPT, "text/javascript; charset=utf-8")
+}
+
+fn check_script() -> Response {
+    static_asset(CHECK, "text/javascript; charset=utf-8")
 }
 
 async fn show(
@@ -480,12 +567,7 @@ async fn signed_in_change(
         .map_err(|error| failure(&error))?;
     let visitor = match endpoint.visitor(headers).await {
         Ok(Some(visitor)) => visitor,
-        Ok(None) => {
-            return Err(answer(
-                StatusCode::UNAUTHORIZED,
-                json!({"error": "signed_out", "message": "Your session ended. Reload the page and sign in again."}),
-            ));
-        }
+        Ok(None) => return Err(signed_out()),
         Err(error) => return Err(failure(&PasskeyError::Unavailable(error.to_string()))),
     };
     let token = headers
@@ -499,4 +581,11 @@ async fn signed_in_change(
         ));
     }
     Ok(visitor)
+}
+
+fn signed_out() -> Response {
+    answer(
+        StatusCode::UNAUTHORIZED,
+        json!({"error": "signed_out", "message": "Your session ended. Reload the page and sign in again."}),
+    )
 }

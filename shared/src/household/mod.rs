@@ -5,12 +5,14 @@
 //! - [`HouseholdPage`]: the session checked against the household's account on every
 //!   request, and the views, each read through the services that own the data (the decision
 //!   memory, the purchase ledger, the passkeys), as a reader of this household alone.
+//! - [`evidence`]: each log's records and proofs, which the page's script checks on the phone.
 //! - [`pages`] renders; [`http`] serves, behind the same gate as every page.
 //!
 //! A session can read. It never approves or manages on its own: each such action is a fresh
 //! passkey signature over a statement shown first.
 
 pub mod actions;
+pub mod evidence;
 pub mod http;
 pub mod pages;
 pub mod sessions;
@@ -32,6 +34,10 @@ use crate::passkeys::{Member, PasskeyError, Passkeys, is_live};
 use crate::store::{AccountItem, StoreError};
 use crate::why::WhyService;
 use sessions::{Found, Session, Sessions};
+
+/// How every warning about the household's records begins, whether Hearth's own check or the
+/// phone's found the fault; never shown where the checks pass.
+pub const UNTRUSTED: &str = "This history cannot be trusted: ";
 
 /// How many decisions the Today view shows.
 pub const NEWEST_DECISIONS: usize = 5;
@@ -96,7 +102,7 @@ impl From<CountersignError> for PageError {
         match &error {
             CountersignError::Ledger(crate::countersign::ledger::LedgerError::Tampered {
                 ..
-            }) => PageError::Broken(error.say()),
+            }) => PageError::Broken(format!("{UNTRUSTED}{}", error.say())),
             CountersignError::Ledger(_) => PageError::Unavailable(error.say()),
             CountersignError::Refused(_) => PageError::Invalid(error.say()),
         }
@@ -345,7 +351,7 @@ impl HouseholdPage {
             .await
             .map_err(|error| match error {
                 crate::why::WhyError::Integrity(problem) => PageError::Broken(format!(
-                    "The decision memory fails its check ({problem}). Ask whoever runs Hearth to look at it; nothing here can be relied on until then."
+                    "{UNTRUSTED}the decision memory fails Hearth's own check ({problem}). Ask whoever runs Hearth to look at it; nothing here can be relied on until then."
                 )),
                 crate::why::WhyError::NotFound(_) => PageError::Invalid(String::new()),
                 _ => PageError::Unavailable(

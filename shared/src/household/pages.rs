@@ -91,9 +91,14 @@ pub struct Paths {
 }
 
 impl Paths {
-    fn scripts(&self) -> [String; 2] {
+    /// The passkey pages' steps, the demo device's verification code (shared, not copied),
+    /// the page's own check of its history, and its own steps.
+    fn scripts(&self) -> [String; 5] {
         [
             format!("{}/passkeys/page.js", self.base_path),
+            format!("{}/demo/canonical.js", self.base_path),
+            format!("{}/demo/tlog.js", self.base_path),
+            format!("{}/household/check.js", self.base_path),
             format!("{}/household/page.js", self.base_path),
         ]
     }
@@ -175,16 +180,27 @@ fn signed_in(paths: &Paths, visitor: &Visitor, view: &str, title: &str, content:
 <p><strong>{household}</strong>, signed in as {member} ({role})</p>
 <nav aria-label="Household"><ul>{menu}</ul></nav>
 </header>
-<main data-page="household" data-view="{view}">
+<main data-page="household" data-view="{view}" data-household="{household_id}">
 <h1>{title}</h1>
 {content}
 <div class="actions"><button id="sign-out" class="signout" type="button">Sign out</button></div>
 <p id="status" role="status"></p>
 </main>"#,
             household = escape(&visitor.account.name),
+            household_id = escape(&visitor.account.household_id),
             member = escape(&visitor.member.name),
             title = escape(title),
         ),
+    )
+}
+
+/// History the phone checks for itself (`check.js`): `content` from the household's `logs`
+/// (`decisions`, `ledger`, or both), after the line that says how the check went. Until the
+/// check has run, nothing says it passed.
+fn checked_history(logs: &str, content: &str) -> String {
+    format!(
+        r#"<p id="history-check" class="meta" role="status" data-verdict="checking">Checking this history on this phone…</p>
+<section data-history="{logs}">{content}</section>"#
     )
 }
 
@@ -227,7 +243,8 @@ pub fn today(paths: &Paths, visitor: &Visitor, today: &Today, names: &[Member]) 
             .iter()
             .map(|item| {
                 format!(
-                    r#"<li><strong>{title}</strong>, {quantity} × {unit} = {total}<br><span class="meta">{status}, asked by {who}</span></li>"#,
+                    r#"<li data-log="ledger" data-request="{id}"><strong>{title}</strong>, {quantity} × {unit} = {total}<br><span class="meta">{status}, asked by {who}</span></li>"#,
+                    id = escape(&item.request_id),
                     title = escape(&item.order.title),
                     quantity = item.order.quantity,
                     unit = dollars(item.order.unit_price_cents),
@@ -249,15 +266,19 @@ pub fn today(paths: &Paths, visitor: &Visitor, today: &Today, names: &[Member]) 
         ),
         None => String::new(),
     };
-    let content = format!(
-        r#"{notify}<h2>Waiting</h2>{waiting}
+    let history = format!(
+        r#"<h2>Waiting</h2>{waiting}
 <h2>This week</h2><p>{spent} {placed} placed, {stopped} stopped.</p>
-<h2>Newest decisions</h2>{decisions}
-<p><a href="{page}?view=why">Every decision</a></p>"#,
+<h2>Newest decisions</h2>{decisions}"#,
         spent = escape(&spent),
         placed = activity.placed.len(),
         stopped = activity.stopped.len(),
         decisions = decision_list(&today.decisions, &When::of(visitor)),
+    );
+    let content = format!(
+        r#"{notify}{history}
+<p><a href="{page}?view=why">Every decision</a></p>"#,
+        history = checked_history("ledger decisions", &history),
         page = paths.page(),
     );
     signed_in(paths, visitor, "today", "Today", &content)
@@ -287,7 +308,7 @@ pub fn why(paths: &Paths, visitor: &Visitor, decisions: &[Decision], words: &str
         words = escape(words),
         max = super::SEARCH_MAX,
         found = escape(&found),
-        list = decision_list(decisions, &When::of(visitor)),
+        list = checked_history("decisions", &decision_list(decisions, &When::of(visitor))),
     );
     signed_in(paths, visitor, "why", "Why", &content)
 }
@@ -300,9 +321,10 @@ fn decision_list(decisions: &[Decision], when: &When) -> String {
         .iter()
         .map(|decision| {
             format!(
-                r#"<li><strong>{action}</strong>
+                r#"<li data-log="decisions" data-entry="{entry}"><strong>{action}</strong>
 <p class="quote"><span class="unverified">Reason, in the assistant's words:</span> {reason}</p>
 <p class="meta">Approved by {approver} (as the assistant says), {at}. Trace {trace}</p></li>"#,
+                entry = escape(&decision.trace_id),
                 action = escape(&decision.action),
                 reason = escape(&decision.reason),
                 approver = escape(&decision.approver),
@@ -347,14 +369,21 @@ pub fn orders(paths: &Paths, visitor: &Visitor, orders: &[Order], names: &[Membe
                     })
                     .collect();
                 format!(
-                    r#"<li>{summary}{receipt}{approvals}</li>"#,
+                    r#"<li data-log="ledger" data-request="{id}">{summary}{receipt}{approvals}</li>"#,
+                    id = escape(&request.request_id),
                     summary = request_summary(request, names, &when),
                 )
             })
             .collect();
         format!(r#"<ul class="entries">{items}</ul>"#)
     };
-    signed_in(paths, visitor, "orders", "Orders", &content)
+    signed_in(
+        paths,
+        visitor,
+        "orders",
+        "Orders",
+        &checked_history("ledger", &content),
+    )
 }
 
 /// Waiting: each request that waits, with its product, quantity and price.
@@ -372,7 +401,7 @@ pub fn waiting(
             .iter()
             .map(|request| {
                 format!(
-                    r#"<li id="request-{id}" data-request="{id}">{summary}{controls}</li>"#,
+                    r#"<li id="request-{id}" data-log="ledger" data-request="{id}">{summary}{controls}</li>"#,
                     id = escape(&request.request_id),
                     summary = request_summary(request, names, &when),
                     controls = decision_controls(visitor, request),
@@ -381,7 +410,13 @@ pub fn waiting(
             .collect();
         format!(r#"<ul class="entries">{items}</ul>"#)
     };
-    signed_in(paths, visitor, "waiting", "Waiting", &content)
+    signed_in(
+        paths,
+        visitor,
+        "waiting",
+        "Waiting",
+        &checked_history("ledger", &content),
+    )
 }
 
 /// What a member can do about a waiting request here: `Approve` and `Decline` when it waits

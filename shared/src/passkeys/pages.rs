@@ -23,6 +23,7 @@ const EXTRA_STYLE: &str = "#status{min-height:1.5em;margin-top:1rem}\
 .order{background:#fff;border:1px solid #d8d3c7;border-radius:.4rem;padding:.4rem 1rem}\
 .order dt{font-weight:600;margin-top:.4rem}.order dd{margin:0}\
 .warning{background:#fff4d6;border-left:4px solid #a36a00;padding:.6rem .8rem}\
+.notice{background:#e8eef5;border-left:4px solid #35577a;padding:.6rem .8rem}\
 header{background:#3d5a40;color:#fff;padding:.6rem 1.25rem}header p{margin:0}\
 nav ul{display:flex;flex-wrap:wrap;gap:.4rem;list-style:none;padding:0;margin:.6rem 0 0}nav li{margin:0}\
 nav a{display:inline-block;color:#fff;padding:.35rem .6rem;border-radius:.3rem;text-decoration:none;border:1px solid #c9d6ca}\

@@ -17,9 +17,11 @@ use crate::auth::Caller;
 use crate::auth::attestation::HostClaim;
 use crate::chain::{self, IntegrityError, Sealed};
 use crate::clock::{Clock, unix_ms};
-use crate::store::{APPEND_BUDGET, ChainKey, ChainRead, ChainStore, HotChains, LogRead, Snapshot};
+use crate::store::{
+    APPEND_BUDGET, ChainKey, ChainRead, ChainStore, HotChains, LogHead, LogRead, Snapshot,
+};
 use crate::transparency::{
-    self, LogKeys, LogKind, ProofError, WindowProofs, history, history_leaves, window_proofs,
+    self, LogKeys, LogKind, ProofError, ProvenWindow, WindowProofs, history, history_leaves,
 };
 use crate::witnessing::Witnesses;
 
@@ -336,9 +338,37 @@ impl WhyService {
         household_id: &str,
         trace_id: &str,
     ) -> Result<Trace, WhyError> {
+        let (key, snapshot, log_head) = self.read_window(caller, household_id).await?;
+        let index = find_trace(&snapshot.records, trace_id)?;
+        let window = self.prove(&key, &snapshot, log_head).await?;
+        Ok(Trace {
+            trace_id: snapshot.records[index].hash.clone(),
+            anchor: window.anchor,
+            records: window.records,
+            log: window.log,
+        })
+    }
+
+    /// The verified retained chain, each record with its inclusion proof: what the household
+    /// page's phone checks for itself.
+    pub async fn window(
+        &self,
+        caller: &Caller,
+        household_id: &str,
+    ) -> Result<ProvenWindow, WhyError> {
+        let (key, snapshot, log_head) = self.read_window(caller, household_id).await?;
+        self.prove(&key, &snapshot, log_head).await
+    }
+
+    /// The household's live window, verified, and its log head, in one read (the proofs add
+    /// one batch read), made beside admission when the HTTP layer could (see
+    /// `read_ahead_with_log`).
+    async fn read_window(
+        &self,
+        caller: &Caller,
+        household_id: &str,
+    ) -> Result<(ChainKey, Snapshot, Option<LogHead>), WhyError> {
         let key = chain_key(caller, household_id)?;
-        // One read gives the window and the log head both (the proofs add one batch read),
-        // made beside admission when the HTTP layer could (see `read_ahead_with_log`).
         let (snapshot, log_head) = match caller.read_ahead_with_log_of(&key) {
             Some(read) => read,
             None => {
@@ -349,47 +379,45 @@ impl WhyService {
         };
         let snapshot = snapshot.ok_or_else(no_decisions)?;
         self.verified(&snapshot)?;
-        let index = find_trace(&snapshot.records, trace_id)?;
+        Ok((key, snapshot, log_head))
+    }
+
+    /// `snapshot`'s records as JSON with their inclusion proofs, cosigned by the witnesses
+    /// that answered.
+    async fn prove(
+        &self,
+        key: &ChainKey,
+        snapshot: &Snapshot,
+        log_head: Option<LogHead>,
+    ) -> Result<ProvenWindow, WhyError> {
         let records = snapshot
             .records
             .iter()
             .enumerate()
             .map(|(index, sealed)| to_json(sealed, index))
             .collect::<Result<Vec<_>, _>>()?;
-        let log = match &self.log_keys {
-            None => None,
-            Some(keys) => {
-                let hashes: Vec<&str> = snapshot.records.iter().map(|r| r.hash.as_str()).collect();
-                let read = LogRead {
-                    log: log_head,
-                    named: snapshot.head.log_id.clone(),
-                };
-                match window_proofs(
-                    self.store.as_ref(),
-                    keys,
-                    LogKind::Decisions,
-                    &key,
-                    read,
-                    snapshot.head.log_base.as_ref(),
-                    &hashes,
-                )
-                .await
-                {
-                    Ok(mut proofs) => {
-                        if let Some(witnesses) = &self.witnesses {
-                            proofs.checkpoint = witnesses.attach(&key, &proofs.checkpoint).await;
-                        }
-                        Some(proofs)
-                    }
-                    Err(ProofError::NoLog) => None,
-                    Err(ProofError::Store(error)) => return Err(error.into()),
-                    Err(error) => return Err(WhyError::LogMismatch(error.to_string())),
+        let proved = transparency::prove_window(
+            self.store.as_ref(),
+            self.log_keys.as_deref(),
+            LogKind::Decisions,
+            key,
+            snapshot,
+            log_head,
+        )
+        .await;
+        let log = match proved {
+            Ok(Some(mut proofs)) => {
+                if let Some(witnesses) = &self.witnesses {
+                    proofs.checkpoint = witnesses.attach(key, &proofs.checkpoint).await;
                 }
+                Some(proofs)
             }
+            Ok(None) => None,
+            Err(ProofError::Store(error)) => return Err(error.into()),
+            Err(error) => return Err(WhyError::LogMismatch(error.to_string())),
         };
-        Ok(Trace {
-            trace_id: snapshot.records[index].hash.clone(),
-            anchor: snapshot.head.anchor,
+        Ok(ProvenWindow {
+            anchor: snapshot.head.anchor.clone(),
             records,
             log,
         })
@@ -406,9 +434,18 @@ impl WhyService {
         from_size: u64,
     ) -> Result<(String, Vec<String>), WhyError> {
         let key = chain_key(caller, household_id)?;
-        // Like every other read of the ledger, its history is for a signed speaker: it tells
-        // when, and how often, the household bought.
-        if kind == LogKind::Ledger && !matches!(caller.host, HostClaim::Verified(_)) {
+        // Like every other read of the ledger, its history is for a signed speaker, or a
+        // reader granted the household's purchase records without one (a token holding
+        // `countersign:read`, a member on the household page): it tells when, and how often,
+        // the household bought.
+        let reads_without_device = caller
+            .household
+            .as_ref()
+            .is_some_and(|household| household.reads_without_device && household.id == key.name);
+        if kind == LogKind::Ledger
+            && !matches!(caller.host, HostClaim::Verified(_))
+            && !reads_without_device
+        {
             return Err(WhyError::NoSpeaker);
         }
         let key = log_chain_key(&caller.scope, &key.name, kind);

@@ -32,8 +32,8 @@ use crate::store::{
     Snapshot, StoreError,
 };
 use crate::transparency::{
-    self, Lifetime, LogKeys, LogKind, ProofCheck, ProofError, check_proof, check_window, grow,
-    logged,
+    self, Lifetime, LogKeys, LogKind, ProofCheck, ProofError, ProvenWindow, check_proof,
+    check_window, grow, logged,
 };
 use crate::witnessing::{Signed, Witnesses};
 
@@ -150,6 +150,57 @@ impl Ledger {
     ) -> Result<LedgerView, LedgerError> {
         let snapshot = self.load(caller, household_id).await?;
         verified(household_id, snapshot)
+    }
+
+    /// The household's verified ledger, every entry with its inclusion proof against the
+    /// ledger's signed checkpoint (cosigned by the witnesses that answered): what the
+    /// household page's phone checks for itself. `None` before the first entry.
+    pub async fn proven_window(
+        &self,
+        caller: &Caller,
+        household_id: &str,
+    ) -> Result<Option<ProvenWindow>, LedgerError> {
+        let key = chain_key(caller, household_id);
+        let (snapshot, log) = self
+            .store
+            .load_for_append(&key, unix_ms(self.clock.now()))
+            .await?;
+        let Some(snapshot) = snapshot else {
+            return Ok(None);
+        };
+        let records = verified(household_id, Some(snapshot.clone()))?
+            .records
+            .iter()
+            .map(|sealed| sealed.to_json(HASH_FIELD))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| {
+                LedgerError::LogTampered(format!("an entry is unreadable: {error}"))
+            })?;
+        let proved = transparency::prove_window(
+            self.store.as_ref(),
+            self.log_keys.as_deref(),
+            LogKind::Ledger,
+            &key,
+            &snapshot,
+            log,
+        )
+        .await;
+        let log = match proved {
+            Ok(Some(mut proofs)) => {
+                if let Some(witnesses) = &self.witnesses {
+                    proofs.checkpoint = witnesses.attach(&key, &proofs.checkpoint).await;
+                }
+                Some(proofs)
+            }
+            Ok(None) => None,
+            Err(ProofError::Store(error)) => return Err(error.into()),
+            Err(error) => return Err(LedgerError::LogTampered(error.to_string())),
+        };
+        Ok(Some(ProvenWindow {
+            anchor: snapshot.head.anchor.clone(),
+            records,
+            log,
+        }))
     }
 
     /// The household's ledger and its check, without failing on a broken chain: for the

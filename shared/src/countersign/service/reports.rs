@@ -17,7 +17,7 @@ use crate::countersign::ledger::{
 };
 use crate::countersign::money::dollars;
 use crate::countersign::refusal::Refusal;
-use crate::transparency::ProofCheck;
+use crate::transparency::{ProofCheck, ProvenWindow};
 
 impl CountersignService {
     /// This week's orders, stops and waiting requests, rebuilt from the ledger, with the
@@ -105,6 +105,17 @@ impl CountersignService {
         let view = self.ledger.read(caller, home.id()).await?;
         let requests = view.requests(self.ledger.now());
         Ok((view, requests))
+    }
+
+    /// The household's ledger with every entry's inclusion proof, for a reader to check on
+    /// its own (the household page's phone); `None` before the first entry.
+    pub async fn ledger_window(
+        &self,
+        caller: &Caller,
+    ) -> Result<Option<ProvenWindow>, CountersignError> {
+        let home = self.home(caller).await?;
+        self.reader(caller, &home)?;
+        Ok(self.ledger.proven_window(caller, home.id()).await?)
     }
 
     /// Recomputes the whole hash chain and names the first altered entry.
