@@ -143,7 +143,7 @@ def account() -> dict:
     }
 
 
-def event(name: str, method: str, path: str, body=None, signed_in=False) -> dict:
+def event(name: str, method: str, path: str, body=None, signed_in=False, query="") -> dict:
     headers = {"host": HOST, "user-agent": "Mozilla/5.0 (Linux; Android 14) Mobile", "x-forwarded-proto": "https",
                "x-forwarded-for": "203.0.113.7", "accept": "text/html" if method == "GET" else "application/json"}
     if signed_in:
@@ -153,7 +153,7 @@ def event(name: str, method: str, path: str, body=None, signed_in=False) -> dict
         headers["content-type"] = "application/json"
         headers["origin"] = ORIGIN
     fixture = {
-        "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": "", "headers": headers,
+        "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": query, "headers": headers,
         "requestContext": {"accountId": "123456789012", "apiId": "abc123xyz", "domainName": HOST, "domainPrefix": "abc123xyz",
                            "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "203.0.113.7",
                                     "userAgent": headers["user-agent"]},
@@ -199,6 +199,11 @@ def main():
         "v2-passkey-household-page": event("v2-passkey-household-page", "GET", "/household"),
         "v2-passkey-household-today": event("v2-passkey-household-today", "GET", "/household", signed_in=True),
         "v2-passkey-household-script": event("v2-passkey-household-script", "GET", "/household/page.js"),
+        "v2-passkey-household-check-script": event("v2-passkey-household-check-script", "GET", "/household/check.js"),
+        "v2-passkey-household-log-ok": event("v2-passkey-household-log-ok", "GET", "/household/log/ledger", signed_in=True),
+        "v2-passkey-household-log-history-ok": event("v2-passkey-household-log-history-ok", "GET",
+                                                     "/household/log/ledger/history", signed_in=True,
+                                                     query="from_size=0"),
         "v2-passkey-household-manifest": event("v2-passkey-household-manifest", "GET", "/household/manifest.webmanifest"),
         "v2-passkey-household-icon": event("v2-passkey-household-icon", "GET", "/household/icon.svg"),
         "v2-passkey-household-push-ok": event("v2-passkey-household-push-ok", "POST", "/household/push", {

@@ -1320,7 +1320,112 @@ async fn the_pages_limits_hold_at_the_limit_and_refuse_one_past(backend: Backend
     );
 }
 
+impl World {
+    /// A signed-in member's GET of `path` (no cookie with `None`).
+    async fn get(&self, browser: Option<&Browser>, path: &str) -> Reply {
+        let cookie = browser.map(|browser| format!("{COOKIE}={}", browser.cookie));
+        let headers: Vec<(&str, &str)> = cookie.iter().map(|c| ("cookie", c.as_str())).collect();
+        request(&self.h.router, "GET", path, &headers, "").await
+    }
+}
+
+/// What the phone checks: each log's retained records, each with its inclusion proof against
+/// the signed checkpoint, and the consistency proof from the size the phone pinned (at the
+/// log's size, and refused one past it), for a signed-in member of the household only.
+async fn the_phone_reads_each_logs_records_with_their_proofs(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Evidence").await;
+    let (mut dana, _) = w.enrolled(&household, "dana").await;
+    let token = w.admin.token(&household, 30).await.unwrap().access_token;
+    for action in ["heating.lower", "lights.off"] {
+        call(
+            &w,
+            &token,
+            "record_decision",
+            json!({"action": action, "reason": "because", "approver": "dana", "inputs": {}}),
+        )
+        .await;
+    }
+    batteries_waiting(&w, &household).await;
+    for path in [
+        "/household/log/decisions",
+        "/household/log/decisions/history?from_size=0",
+    ] {
+        let signed_out = w.get(None, path).await;
+        assert_eq!(signed_out.status, StatusCode::UNAUTHORIZED, "{path}");
+        assert_eq!(signed_out.body["error"], "signed_out");
+    }
+    let browser = w.signed_in(&mut dana).await;
+
+    for (log, field, held) in [("decisions", "trace_id", 2), ("ledger", "entry_hash", 1)] {
+        let evidence = w
+            .get(Some(&browser), &format!("/household/log/{log}"))
+            .await;
+        assert_eq!(evidence.status, StatusCode::OK, "{}", evidence.raw);
+        let body = &evidence.body;
+        assert_eq!(body["log"], log);
+        assert_eq!(body["household_id"], household.as_str());
+        assert_eq!(body["hash_field"], field);
+        let records = body["records"].as_array().unwrap();
+        let proofs = body["inclusion_proofs"].as_array().unwrap();
+        assert_eq!(records.len(), held, "{}", evidence.raw);
+        assert_eq!(proofs.len(), held, "every record is proved");
+        for (record, proof) in records.iter().zip(proofs) {
+            assert_eq!(record[field], proof["entry"]);
+        }
+        let checkpoint = body["checkpoint"].as_str().unwrap();
+        assert_eq!(checkpoint.lines().nth(1), Some(held.to_string().as_str()));
+        assert!(checkpoint.contains("/hearth/") && checkpoint.contains(&format!("/{log}/")));
+    }
+
+    // The consistency proof from the size the phone pinned: at the log's size (nothing to
+    // prove), from an earlier size, and refused one past the log, which only a rollback or a
+    // fork would give.
+    let history = |size: &str| format!("/household/log/decisions/history?from_size={size}");
+    let at = w.get(Some(&browser), &history("2")).await;
+    assert_eq!(at.status, StatusCode::OK, "{}", at.raw);
+    assert_eq!(at.body["consistency"], json!([]));
+    let earlier = w.get(Some(&browser), &history("1")).await;
+    assert_eq!(earlier.status, StatusCode::OK, "{}", earlier.raw);
+    assert_eq!(earlier.body["consistency"].as_array().unwrap().len(), 1);
+    let past = w.get(Some(&browser), &history("3")).await;
+    assert_eq!(past.status, StatusCode::BAD_REQUEST, "{}", past.raw);
+    assert!(
+        past.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("truncated or forked")
+    );
+    for size in ["", "-1", "two", "18446744073709551616"] {
+        let refused = w.get(Some(&browser), &history(size)).await;
+        assert_eq!(
+            refused.status,
+            StatusCode::BAD_REQUEST,
+            "{size}: {}",
+            refused.raw
+        );
+    }
+    // The ledger's history too: the page reads the household's purchases without a device.
+    let ledger = w
+        .get(Some(&browser), "/household/log/ledger/history?from_size=0")
+        .await;
+    assert_eq!(ledger.status, StatusCode::OK, "{}", ledger.raw);
+    let unknown = w.get(Some(&browser), "/household/log/receipts").await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND, "{}", unknown.raw);
+
+    // Another household's member reads their own logs, never these.
+    let other = w.household("Elsewhere").await;
+    let (mut eve, _) = w.enrolled(&other, "dana").await;
+    let eve = w.signed_in(&mut eve).await;
+    let theirs = w.get(Some(&eve), "/household/log/decisions").await;
+    assert_eq!(theirs.status, StatusCode::OK, "{}", theirs.raw);
+    assert_eq!(theirs.body["household_id"], other.as_str());
+    assert_eq!(theirs.body["records"], json!([]));
+    assert!(theirs.body.get("checkpoint").is_none());
+}
+
 on_both_stores!(
+    the_phone_reads_each_logs_records_with_their_proofs,
     the_pages_limits_hold_at_the_limit_and_refuse_one_past,
     a_passkey_left_pending_before_an_unlink_is_not_approved_on_the_page,
     a_forged_sign_in_learns_nothing_of_the_passkeys_state,

@@ -291,6 +291,27 @@ pub const ROUTES: &[Route] = &[
     route(
         "mcp",
         "GET",
+        "/household/check.js",
+        "the household page's check of the history it shows, on the phone (it runs over `/demo/canonical.js` and `/demo/tlog.js`)",
+        Limit::Address,
+    ),
+    route(
+        "mcp",
+        "GET",
+        "/household/log/{log}",
+        "the signed-in member's household log (`decisions` or `ledger`): its retained records, each with its inclusion proof, and its signed checkpoint with the witnesses' cosignatures, for the page to check; 409 `untrusted_history` when Hearth's own check of it fails",
+        Limit::Address,
+    ),
+    route(
+        "mcp",
+        "GET",
+        "/household/log/{log}/history",
+        "the log's signed checkpoint now and the consistency proof from `?from_size=`, the size of the checkpoint the phone pinned",
+        Limit::Address,
+    ),
+    route(
+        "mcp",
+        "GET",
         "/household/manifest.webmanifest",
         "the household page's web app manifest (it installs to a home screen)",
         Limit::Address,

@@ -161,6 +161,12 @@ try {
   seen = await visit("why");
   check(seen.text.includes(UNTRUSTED) && !seen.text.includes("good morning"), `the edited record: ${seen.text}`);
   check(!seen.text.includes("Checked on this phone"), `the edited record is marked as checked: ${seen.text}`);
+  const refused = await phone.evaluate(async () => {
+    const answer = await fetch("/household/log/decisions");
+    return { status: answer.status, body: await answer.json() };
+  });
+  check(refused.status === 409 && refused.body.error === "untrusted_history"
+    && refused.body.message.startsWith(UNTRUSTED), `the edited record's evidence: ${JSON.stringify(refused)}`);
   tamper("edit", "Everyone said good morning", "Everyone said good night");
   trusted(await visit("why"), "the record edited back");
 
