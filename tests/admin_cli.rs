@@ -529,6 +529,24 @@ fn the_log_commands_answer_in_json_and_a_reset_needs_yes() {
         .collect();
     assert_eq!(logs, ["decisions", "ledger"]);
     assert!(answer["reset"][0]["entry"].as_str().unwrap().len() == 64);
+    // The ledger's new log starts with its own reset, then records the decision log's, which
+    // outlives the decision window: what a phone that pinned the old decision log finds.
+    let export = admin(&env, &["ledger", "export", &household, "--json"]);
+    assert_eq!(export.code, 0, "{}{}", export.stdout, export.stderr);
+    let entries = export.json()["entries"].clone();
+    let kinds: Vec<&str> = entries
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["log_reset", "decision_log_reset"], "{entries}");
+    let recorded = &entries[1];
+    assert_eq!(recorded["member_id"], "operator");
+    assert!(
+        recorded["origin"].as_str().unwrap().ends_with("/decisions/1"),
+        "{recorded}"
+    );
 
     for args in [
         &["log-key", "re-sign", "--json"][..],

@@ -360,6 +360,23 @@ impl Admin {
                 "a log reset needs HEARTH_LOG_KEY and MCP_RESOURCE_URL".into(),
             )
         })?;
+        let ledger =
+            Ledger::new(self.chains.clone(), self.clock.clone()).with_log_keys(Some(keys.clone()));
+        // The ledger first: a decision log reset is then recorded in the new ledger log, where
+        // a phone can prove it.
+        let ledger_reset = if only.is_none_or(|kind| kind == LogKind::Ledger) {
+            let appended = ledger
+                .reset_log(caller, household_id, weeks)
+                .await
+                .map_err(|error| AdminError::Invalid(format!("the ledger log: {error}")))?;
+            Some(LogReset {
+                log: LogKind::Ledger.as_str(),
+                entry: appended.receipt.entry_hash,
+                replaced: Value::Null,
+            })
+        } else {
+            None
+        };
         let mut reset = Vec::new();
         if only.is_none_or(|kind| kind == LogKind::Decisions) {
             let record = WhyService::new(self.chains.clone(), self.clock.clone())
@@ -367,24 +384,37 @@ impl Admin {
                 .reset_log(caller, household_id)
                 .await
                 .map_err(|error| AdminError::Invalid(format!("the decision log: {error}")))?;
+            let inputs = &record["inputs"];
+            let text = |field: &str| inputs[field].as_str().map(str::to_owned);
+            let replaced = crate::transparency::Replaced {
+                log_id: text("previous_log_id"),
+                origin: text("previous_origin"),
+                size: inputs["previous_size"].as_u64(),
+            };
+            let origin = record["tlog_proof"]
+                .as_str()
+                .and_then(|proof| crate::tlog::checkpoint::parse_proof(proof).ok())
+                .and_then(|proof| proof.checkpoint.lines().next().map(str::to_owned))
+                .unwrap_or_default();
+            // A household account's page checks its logs on the phone; a credential's chains
+            // have no page, and may have no ledger to record it in.
+            if caller.household.is_some() {
+                ledger
+                    .record_decision_log_reset(caller, household_id, weeks, &replaced, origin)
+                    .await
+                    .map_err(|error| {
+                        AdminError::Invalid(format!(
+                            "the decision log was started anew, but the ledger could not record it: {error}"
+                        ))
+                    })?;
+            }
             reset.push(LogReset {
                 log: LogKind::Decisions.as_str(),
                 entry: record["trace_id"].as_str().unwrap_or_default().to_owned(),
                 replaced: record["inputs"].clone(),
             });
         }
-        if only.is_none_or(|kind| kind == LogKind::Ledger) {
-            let appended = Ledger::new(self.chains.clone(), self.clock.clone())
-                .with_log_keys(Some(keys))
-                .reset_log(caller, household_id, weeks)
-                .await
-                .map_err(|error| AdminError::Invalid(format!("the ledger log: {error}")))?;
-            reset.push(LogReset {
-                log: LogKind::Ledger.as_str(),
-                entry: appended.receipt.entry_hash,
-                replaced: Value::Null,
-            });
-        }
+        reset.extend(ledger_reset);
         Ok(reset)
     }
 

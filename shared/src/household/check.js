@@ -18,7 +18,12 @@
 (function () {
   const main = document.querySelector('main[data-page="household"]');
   const status = document.getElementById("history-check");
-  if (!main || !status || !window.HearthLog || !window.HearthCanonical) return;
+  if (!main || !status) return;
+  if (!window.HearthLog || !window.HearthCanonical) {
+    status.dataset.verdict = "error";
+    status.textContent = "Not checked: the page's checking code did not load. Reload the page in a minute.";
+    return;
+  }
   const pagePath = location.pathname.replace(/\/+$/, "");
   const base = pagePath.replace(/\/household$/, "");
   const storageKey = "hearth.pins." + main.dataset.household;
@@ -108,9 +113,10 @@
   }
 
   // The reset the new log records in its first entry, if it names the log this phone kept.
-  function recordedReset(log, evidence, window, kept) {
-    const first = evidence.records.find((record) => window.proved.get(record[evidence.hash_field]) === 0);
-    if (!first) return null;
+  // A decision log's first entry leaves its window within days; the ledger records the reset
+  // too, and keeps it a year (`fromLedger`).
+  async function recordedReset(log, evidence, window, kept, fromLedger) {
+    const first = evidence.records.find((record) => window.proved.get(record[evidence.hash_field]) === 0) || {};
     const named = (id, origin) => id === logIdOf(kept.origin) || origin === kept.origin;
     if (log === "ledger" && first.kind === "log_reset" && named(first.previous_log_id, first.previous_origin)) {
       return { at: first.at, size: first.previous_size };
@@ -120,11 +126,22 @@
         && named(inputs.previous_log_id, inputs.previous_origin)) {
       return { at: first.recorded_at, size: inputs.previous_size };
     }
-    return null;
+    return log === "decisions" ? fromLedger(kept, window.checkpoint) : null;
+  }
+
+  // The ledger's record of a decision log reset: a proved entry naming the log this phone kept
+  // and the one it now sees.
+  function decisionResetIn(ledger, kept, now) {
+    if (!ledger.window) return null;
+    const entry = ledger.evidence.records.find((record) => record.kind === "decision_log_reset"
+      && ledger.window.proved.has(record.entry_hash)
+      && identity(record.origin) === identity(now.origin)
+      && (record.previous_log_id === logIdOf(kept.origin) || record.previous_origin === kept.origin));
+    return entry ? { at: entry.at, size: entry.previous_size } : null;
   }
 
   // One log, checked: its records and proofs, and how they stand to the checkpoint kept.
-  async function checkLog(log, kept, keys, policy) {
+  async function checkLog(log, kept, keys, policy, fromLedger) {
     const name = NAMES[log];
     for (let attempt = 0; attempt < 3; attempt++) {
       const { body: evidence, text } = await read(pagePath + "/log/" + log);
@@ -142,7 +159,7 @@
       const result = { log, evidence, window };
       if (!kept) return result;
       if (identity(kept.origin) !== identity(now.origin)) {
-        result.reset = recordedReset(log, evidence, window, kept);
+        result.reset = await recordedReset(log, evidence, window, kept, fromLedger);
         if (!result.reset) throw new Untrusted("a new " + name + " replaced the one this phone kept, and it records no reset");
         return result;
       }
@@ -252,8 +269,8 @@
 
   const entries = (count) => count + (count === 1 ? " entry" : " entries");
 
-  function summary(results, cosigned) {
-    const parts = logs.map((log) => {
+  function summary(ran, results, cosigned) {
+    const parts = ran.map((log) => {
       const result = results[log];
       if (result.empty) return "the " + NAMES[log] + " holds nothing yet";
       const size = result.window.checkpoint.size;
@@ -277,9 +294,19 @@
     const policy = parsed.quorum === null && parsed.witnesses.size === 0 ? null : parsed;
     const shape = witnessShape(policyText);
     const publicKeys = published.map((key) => key.public_key);
+    const checking = {};
+    const checked = (log) => {
+      checking[log] = checking[log] || checkLog(log, pins && pins.logs[log], keys, policy, fromLedger);
+      return checking[log];
+    };
+    const fromLedger = async (kept, now) => decisionResetIn(await checked("ledger"), kept, now);
+    for (const log of logs) await checked(log);
+    // The ledger may have been checked for a decision log's reset, on a view that shows none of
+    // it: it is pinned, and named, like the others.
     const results = {};
-    for (const log of logs) results[log] = await checkLog(log, pins && pins.logs[log], keys, policy);
-    if (logs.some((log) => results[log].unsigned)) {
+    for (const log of Object.keys(checking)) results[log] = await checking[log];
+    const ran = [...logs, ...Object.keys(results).filter((log) => !logs.includes(log))];
+    if (ran.some((log) => results[log].unsigned)) {
       bindEntries(results);
       status.className = "meta";
       status.dataset.verdict = "unchecked";
@@ -293,7 +320,7 @@
       witnesses: pins ? pins.witnesses : shape,
       logs: Object.assign({}, pins && pins.logs),
     };
-    for (const log of logs) {
+    for (const log of ran) {
       const window = results[log].window;
       if (!window) continue;
       const now = window.checkpoint;
@@ -305,10 +332,10 @@
     if (!keyWarnings.length) next.keys = publicKeys;
     if (!witnessWarnings.length) next.witnesses = shape;
     keep(next);
-    const cosigned = [...new Set(logs.flatMap((log) => (results[log].window ? results[log].window.cosigned : [])))].sort();
+    const cosigned = [...new Set(ran.flatMap((log) => (results[log].window ? results[log].window.cosigned : [])))].sort();
     status.className = "done";
     status.dataset.verdict = "checked";
-    status.textContent = "\u2713 " + summary(results, cosigned)
+    status.textContent = "\u2713 " + summary(ran, results, cosigned)
       + (unchecked ? " " + entries(unchecked) + " from before the signed log " + (unchecked === 1 ? "is" : "are") + " marked as not checked." : "");
     if (keyWarnings.length) {
       notice("warning", keyWarnings.join(" ") + " If whoever runs Hearth did not announce a new key, ask them before you trust it.", {
@@ -323,7 +350,7 @@
         run: () => keep(Object.assign(readPins(), { witnesses: shape })),
       });
     }
-    for (const log of logs) {
+    for (const log of ran) {
       const reset = results[log].reset;
       if (!reset) continue;
       const when = reset.at ? new Date(reset.at).toLocaleString() : "a while ago";

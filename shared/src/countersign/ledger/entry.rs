@@ -79,6 +79,22 @@ pub enum Event {
         previous_origin: Option<String>,
         previous_size: Option<u64>,
     },
+    /// The operator started the household's decision log anew (`hearth admin log reset`). The
+    /// new decision log's first entry says so too, but a decision window keeps days; the
+    /// ledger keeps a year, so a phone that pinned the old decision log long ago still finds
+    /// here why it was replaced, and by which log.
+    DecisionLogReset(Box<DecisionLogReset>),
+}
+
+/// What a `decision_log_reset` entry says: the decision log replaced (as `log_reset` names
+/// the ledger's), and the new one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecisionLogReset {
+    pub previous_log_id: Option<String>,
+    pub previous_origin: Option<String>,
+    pub previous_size: Option<u64>,
+    /// The new decision log's origin.
+    pub origin: String,
 }
 
 /// Who a `log_reset` entry's `member_id` and `turn_id` name: no member spoke.
@@ -161,7 +177,10 @@ impl Event {
                 resolution.order_id.is_some()
             }
             Event::PasskeyDecision(resolution) => resolution.order_id.is_some(),
-            Event::ReadAloud { .. } | Event::LogReset { .. } | Event::HouseholdAction(_) => false,
+            Event::ReadAloud { .. }
+            | Event::LogReset { .. }
+            | Event::DecisionLogReset(_)
+            | Event::HouseholdAction(_) => false,
         }
     }
 }

@@ -282,6 +282,44 @@ impl Ledger {
         appended.ok_or(LedgerError::Busy)
     }
 
+    /// Records in the ledger that the operator started the household's decision log anew,
+    /// replacing `replaced`, as the log of `origin` (see [`Event::DecisionLogReset`]).
+    pub async fn record_decision_log_reset(
+        &self,
+        caller: &Caller,
+        household_id: &str,
+        weeks: &Weeks,
+        replaced: &transparency::Replaced,
+        origin: String,
+    ) -> Result<Appended, LedgerError> {
+        let request_id = fresh_id("RESET-");
+        let ((), appended) = self
+            .transition_logged(
+                caller,
+                household_id,
+                weeks,
+                |_, _| {
+                    Step::Append(
+                        NewEntry {
+                            request_id: request_id.clone(),
+                            member_id: OPERATOR.into(),
+                            turn_id: OPERATOR.into(),
+                            event: Event::DecisionLogReset(Box::new(DecisionLogReset {
+                                previous_log_id: replaced.log_id.clone(),
+                                previous_origin: replaced.origin.clone(),
+                                previous_size: replaced.size,
+                                origin: origin.clone(),
+                            })),
+                        },
+                        (),
+                    )
+                },
+                false,
+            )
+            .await?;
+        appended.ok_or(LedgerError::Busy)
+    }
+
     /// [`Self::transition`], growing the log, or starting it over (`start_over`); the new
     /// checkpoint goes to the witnesses once the ledger's turn is over.
     async fn transition_logged<T>(

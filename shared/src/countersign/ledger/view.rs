@@ -97,7 +97,10 @@ impl LedgerView {
                         }
                     }
                 }
-                Event::ReadAloud { .. } | Event::LogReset { .. } | Event::HouseholdAction(_) => {}
+                Event::ReadAloud { .. }
+                | Event::LogReset { .. }
+                | Event::DecisionLogReset(_)
+                | Event::HouseholdAction(_) => {}
                 Event::Confirmation(resolution) | Event::GuardianDecision(resolution) => {
                     if let Some(&i) = index.get(entry.request_id.as_str()) {
                         let request = &mut requests[i];
@@ -258,6 +261,7 @@ impl LedgerView {
                 | Event::GuardianDecision(_)
                 | Event::PasskeyDecision(_)
                 | Event::LogReset { .. }
+                | Event::DecisionLogReset(_)
                 | Event::HouseholdAction(_) => false,
             })
             .map(|entry| Question {
