@@ -544,7 +544,10 @@ fn the_log_commands_answer_in_json_and_a_reset_needs_yes() {
     let recorded = &entries[1];
     assert_eq!(recorded["member_id"], "operator");
     assert!(
-        recorded["origin"].as_str().unwrap().ends_with("/decisions/1"),
+        recorded["origin"]
+            .as_str()
+            .unwrap()
+            .ends_with("/decisions/1"),
         "{recorded}"
     );
 

@@ -14,11 +14,10 @@
 //
 // Usage: node tests/browser/household.mjs OUTPUT_DIR   (scripts/test runs it)
 
-import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { ROOT, chromium, FLAGS, HEARTH, addPhoneAuthenticator, check, startHearth, startPushReceiver, statusAfter } from "./lib.mjs";
+import { ROOT, chromium, FLAGS, addPhoneAuthenticator, check, householdOn, startHearth, startPushReceiver, statusAfter } from "./lib.mjs";
 
 const OUT = resolve(process.argv[2] || join(ROOT, ".test-output", "browser-household"));
 mkdirSync(OUT, { recursive: true });
@@ -32,30 +31,7 @@ process.on("exit", () => {
   server.kill();
   receiver.kill();
 });
-const store = { HEARTH_DB: join(dataDir, "hearth.db"), HEARTH_DATA_DIR: dataDir, HEARTH_ADDR: new URL(base).host };
-function admin(...args) {
-  return JSON.parse(execFileSync(HEARTH, ["admin", ...args, "--json"], { env: { ...process.env, ...store } }).toString());
-}
-
-const policy = JSON.parse(readFileSync(join(ROOT, "data", "household.json"), "utf8"));
-delete policy.household_id;
-delete policy.name;
-const policyFile = join(dataDir, "policy.json");
-writeFileSync(policyFile, JSON.stringify(policy));
-const household = admin("household", "create", "The Parks", "--policy", policyFile).household_id;
-const token = admin("token", household).access_token;
-
-async function tool(name, args) {
-  const response = await fetch(`${base}/mcp`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json",
-      accept: "application/json, text/event-stream" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } }),
-  });
-  const result = (await response.json()).result;
-  check(result && !result.isError, `${name}: ${JSON.stringify(result)}`);
-  return result.structuredContent;
-}
+const { id: household, admin, tool } = householdOn(base, dataDir, {}, "The Parks");
 
 const profile = mkdtempSync(join(tmpdir(), "hearth-chromium-"));
 const context = await chromium.launchPersistentContext(profile, { executablePath: "/usr/bin/chromium", args: FLAGS, headless: true });

@@ -255,31 +255,13 @@ impl Ledger {
             read.named.as_deref(),
             read.log.as_ref(),
         );
-        let request_id = fresh_id("RESET-");
-        let ((), appended) = self
-            .transition_logged(
-                caller,
-                household_id,
-                weeks,
-                |_, _| {
-                    Step::Append(
-                        NewEntry {
-                            request_id: request_id.clone(),
-                            member_id: OPERATOR.into(),
-                            turn_id: OPERATOR.into(),
-                            event: Event::LogReset {
-                                previous_log_id: replaced.log_id.clone(),
-                                previous_origin: replaced.origin.clone(),
-                                previous_size: replaced.size,
-                            },
-                        },
-                        (),
-                    )
-                },
-                true,
-            )
-            .await?;
-        appended.ok_or(LedgerError::Busy)
+        let event = Event::LogReset {
+            previous_log_id: replaced.log_id,
+            previous_origin: replaced.origin,
+            previous_size: replaced.size,
+        };
+        self.append_by_operator(caller, household_id, weeks, event, true)
+            .await
     }
 
     /// Records in the ledger that the operator started the household's decision log anew,
@@ -292,29 +274,39 @@ impl Ledger {
         replaced: &transparency::Replaced,
         origin: String,
     ) -> Result<Appended, LedgerError> {
-        let request_id = fresh_id("RESET-");
+        let event = Event::DecisionLogReset(Box::new(DecisionLogReset {
+            previous_log_id: replaced.log_id.clone(),
+            previous_origin: replaced.origin.clone(),
+            previous_size: replaced.size,
+            origin,
+        }));
+        self.append_by_operator(caller, household_id, weeks, event, false)
+            .await
+    }
+
+    /// Appends `event` as the operator's (no member spoke), starting the log over with it when
+    /// `start_over`.
+    async fn append_by_operator(
+        &self,
+        caller: &Caller,
+        household_id: &str,
+        weeks: &Weeks,
+        event: Event,
+        start_over: bool,
+    ) -> Result<Appended, LedgerError> {
+        let entry = NewEntry {
+            request_id: fresh_id("RESET-"),
+            member_id: OPERATOR.into(),
+            turn_id: OPERATOR.into(),
+            event,
+        };
         let ((), appended) = self
             .transition_logged(
                 caller,
                 household_id,
                 weeks,
-                |_, _| {
-                    Step::Append(
-                        NewEntry {
-                            request_id: request_id.clone(),
-                            member_id: OPERATOR.into(),
-                            turn_id: OPERATOR.into(),
-                            event: Event::DecisionLogReset(Box::new(DecisionLogReset {
-                                previous_log_id: replaced.log_id.clone(),
-                                previous_origin: replaced.origin.clone(),
-                                previous_size: replaced.size,
-                                origin: origin.clone(),
-                            })),
-                        },
-                        (),
-                    )
-                },
-                false,
+                |_, _| Step::Append(entry.clone(), ()),
+                start_over,
             )
             .await?;
         appended.ok_or(LedgerError::Busy)
