@@ -41,7 +41,8 @@ struct World {
 }
 
 async fn world(backend: Backend) -> World {
-    let config = common::config_with(&[]);
+    // Account linking is configured, so the consent page offers a guardian's passkey too.
+    let config = common::config_with(&[("MCP_REDIRECT_URIS", LINK_REDIRECTS)]);
     let (h, admin, stores) = common::operated_with_stores(
         &config,
         backend,
@@ -1424,7 +1425,294 @@ async fn the_phone_reads_each_logs_records_with_their_proofs(backend: Backend) {
     assert!(theirs.body.get("checkpoint").is_none());
 }
 
+/// Where the configured client may be sent: linking's stories use both.
+const LINK_REDIRECTS: &str =
+    "https://alexa.example/api/skill/link/M2TEST,https://alexa.example/api/skill/link/OTHER";
+const OTHER_REDIRECT: &str = "https://alexa.example/api/skill/link/OTHER";
+
+/// One authorization request's consent page, as a browser holds it.
+struct ConsentPage {
+    raw: String,
+    cookie: String,
+    fields: std::collections::HashMap<String, String>,
+}
+
+impl World {
+    /// Opens the consent page for the configured client, sending it to `redirect_uri`.
+    async fn consent(&self, redirect_uri: &str) -> ConsentPage {
+        self.consent_for(common::CLIENT_ID, redirect_uri).await
+    }
+
+    /// Opens the consent page for `client_id`, sending it to `redirect_uri`.
+    async fn consent_for(&self, client_id: &str, redirect_uri: &str) -> ConsentPage {
+        use common::oauth::{VERIFIER, challenge, encode_pairs, hidden_fields};
+        let query = encode_pairs(&[
+            ("response_type", "code"),
+            ("client_id", client_id),
+            ("redirect_uri", redirect_uri),
+            ("state", "linking-state"),
+            ("code_challenge", &challenge(VERIFIER)),
+            ("code_challenge_method", "S256"),
+            ("resource", common::RESOURCE),
+            ("scope", "mcp:service"),
+        ]);
+        let page = request(
+            &self.h.router,
+            "GET",
+            &format!("/oauth/authorize?{query}"),
+            &[],
+            "",
+        )
+        .await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.raw);
+        let cookie = page
+            .header("set-cookie")
+            .split(';')
+            .next()
+            .unwrap()
+            .to_owned();
+        ConsentPage {
+            fields: hidden_fields(&page.raw),
+            raw: page.raw,
+            cookie,
+        }
+    }
+
+    /// The passkey request options for `page`'s request.
+    async fn link_options(&self, page: &ConsentPage) -> Reply {
+        let body = common::oauth::encode(&page.fields);
+        request(
+            &self.h.router,
+            "POST",
+            "/oauth/authorize/passkey",
+            &[
+                ("content-type", "application/x-www-form-urlencoded"),
+                ("origin", ORIGIN),
+            ],
+            &body,
+        )
+        .await
+    }
+
+    /// Submits `page`'s form with a passkey's answer instead of a link code.
+    async fn link_with(&self, page: &ConsentPage, answer: &Value) -> Reply {
+        let mut fields = page.fields.clone();
+        fields.insert("decision".into(), "allow".into());
+        fields.insert("passkey".into(), answer.to_string());
+        request(
+            &self.h.router,
+            "POST",
+            "/oauth/authorize",
+            &[
+                ("content-type", "application/x-www-form-urlencoded"),
+                ("origin", ORIGIN),
+                ("cookie", &page.cookie),
+            ],
+            &common::oauth::encode(&fields),
+        )
+        .await
+    }
+}
+
+/// The `code` a consent form's redirect carries, if it redirected with one.
+fn linked_code(reply: &Reply) -> Option<String> {
+    let location = url::Url::parse(reply.header("location")).ok()?;
+    location
+        .query_pairs()
+        .find(|(name, _)| name == "code")
+        .map(|(_, code)| code.into_owned())
+}
+
+async fn a_guardian_links_an_assistant_with_a_passkey_and_no_code(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Linking").await;
+    let (mut dana, _) = w.enrolled(&household, "dana").await;
+    let page = w.consent(LINKED_REDIRECT).await;
+    // The link-code form is unchanged and first; the passkey is offered after it.
+    let code_form = page
+        .raw
+        .find(r#"<form method="post" action="authorize">"#)
+        .unwrap();
+    let passkey_form = page.raw.find(r#"id="passkey-form""#).unwrap();
+    assert!(code_form < passkey_form);
+    assert!(page.raw[code_form..passkey_form].contains(r#"id="link_code""#));
+    assert!(page.raw[code_form..passkey_form].contains("Link household"));
+    assert!(page.raw.contains("Sign in with a passkey"));
+
+    let options = w.link_options(&page).await;
+    assert_eq!(options.status, StatusCode::OK, "{}", options.raw);
+    assert_eq!(
+        options.body["allowCredentials"],
+        json!([]),
+        "no passkey is named"
+    );
+    let answer = dana.sign(options.body["challenge"].as_str().unwrap());
+    let linked = w.link_with(&page, &answer).await;
+    assert_eq!(linked.status, StatusCode::SEE_OTHER, "{}", linked.raw);
+    assert!(linked.header("location").starts_with(LINKED_REDIRECT));
+    let code = linked_code(&linked).expect("an authorization code");
+
+    // The code is the household's, as a link code's would be.
+    let exchanged = request(
+        &w.h.router,
+        "POST",
+        "/oauth/token",
+        &[
+            ("content-type", "application/x-www-form-urlencoded"),
+            (
+                "authorization",
+                &format!(
+                    "Basic {}",
+                    base64::engine::general_purpose::STANDARD.encode(format!(
+                        "{}:{}",
+                        common::CLIENT_ID,
+                        common::CLIENT_SECRET
+                    ))
+                ),
+            ),
+        ],
+        &common::oauth::encode_pairs(&[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", LINKED_REDIRECT),
+            ("code_verifier", common::oauth::VERIFIER),
+            ("resource", common::RESOURCE),
+        ]),
+    )
+    .await;
+    assert_eq!(exchanged.status, StatusCode::OK, "{}", exchanged.raw);
+    let token = exchanged.body["access_token"].as_str().unwrap().to_owned();
+    let recorded = call(
+        &w,
+        &token,
+        "record_decision",
+        json!({"action": "link.test", "reason": "linked with a passkey", "approver": "dana", "inputs": {}}),
+    )
+    .await;
+    assert_eq!(recorded["household_id"], household.as_str());
+}
+
+async fn a_passkey_links_only_the_request_it_was_asked_for_once(backend: Backend) {
+    let w = world(backend).await;
+    let household = w.household("Refusing").await;
+    let (mut dana, _) = w.enrolled(&household, "dana").await;
+    let refused = |reply: &Reply, words: &str| {
+        assert_eq!(reply.header("location"), "", "it linked: {}", reply.raw);
+        assert!(reply.raw.contains(words), "{words}: {}", reply.raw);
+    };
+
+    // Replayed: the challenge is used by the first answer.
+    let page = w.consent(LINKED_REDIRECT).await;
+    let options = w.link_options(&page).await;
+    let answer = dana.sign(options.body["challenge"].as_str().unwrap());
+    assert_eq!(
+        w.link_with(&page, &answer).await.status,
+        StatusCode::SEE_OTHER
+    );
+    let replayed = w.link_with(&page, &answer).await;
+    assert_eq!(replayed.status, StatusCode::BAD_REQUEST);
+    refused(&replayed, "already used");
+
+    // Bound to another redirect URI, or to another client: the answer is for that request.
+    let other = w.consent(OTHER_REDIRECT).await;
+    let options = w.link_options(&other).await;
+    let answer = dana.sign(options.body["challenge"].as_str().unwrap());
+    let elsewhere = w.link_with(&page, &answer).await;
+    assert_eq!(
+        elsewhere.status,
+        StatusCode::BAD_REQUEST,
+        "{}",
+        elsewhere.raw
+    );
+    refused(&elsewhere, "answered another request");
+    let another =
+        hearth_core::clients::Clients::new(w.stores.clients.clone(), None, w.h.clock.clone())
+            .add("Another Assistant", &[LINKED_REDIRECT.to_owned()], true)
+            .await
+            .unwrap();
+    let theirs = w.consent_for(&another.client_id, LINKED_REDIRECT).await;
+    let options = w.link_options(&theirs).await;
+    assert_eq!(options.status, StatusCode::OK, "{}", options.raw);
+    let answer = dana.sign(options.body["challenge"].as_str().unwrap());
+    let page = w.consent(LINKED_REDIRECT).await;
+    let mismatched = w.link_with(&page, &answer).await;
+    assert_eq!(
+        mismatched.status,
+        StatusCode::BAD_REQUEST,
+        "{}",
+        mismatched.raw
+    );
+    refused(&mismatched, "answered another request");
+
+    // A household page's sign-in answer links nothing, and a link's answer signs in nowhere.
+    let sign_in = w.assertion(&mut dana).await;
+    let page = w.consent(LINKED_REDIRECT).await;
+    refused(
+        &w.link_with(&page, &sign_in).await,
+        "answered another request",
+    );
+    let options = w.link_options(&page).await;
+    let answer = dana.sign(options.body["challenge"].as_str().unwrap());
+    let signed_in = w.sign_in_with(&answer).await;
+    assert_eq!(
+        signed_in.status,
+        StatusCode::BAD_REQUEST,
+        "{}",
+        signed_in.raw
+    );
+    assert_eq!(signed_in.body["error"], "other_request");
+
+    // A child's passkey, approved and in use, links nothing.
+    let browser = w.signed_in(&mut dana).await;
+    let (mut mia, _) = w.enrolled(&household, "mia").await;
+    let (_, approved) = w
+        .act(&browser, &mut dana, "approve-passkey", &mia.id())
+        .await;
+    assert_eq!(approved.status, StatusCode::OK, "{}", approved.raw);
+    let page = w.consent(LINKED_REDIRECT).await;
+    let options = w.link_options(&page).await;
+    let answer = mia.sign(options.body["challenge"].as_str().unwrap());
+    let child = w.link_with(&page, &answer).await;
+    assert_eq!(child.status, StatusCode::FORBIDDEN, "{}", child.raw);
+    refused(&child, "Only a guardian");
+
+    // The challenge is asked from the page's own origin, for a request Hearth accepts.
+    let page = w.consent(LINKED_REDIRECT).await;
+    let body = common::oauth::encode(&page.fields);
+    let foreign = request(
+        &w.h.router,
+        "POST",
+        "/oauth/authorize/passkey",
+        &[
+            ("content-type", "application/x-www-form-urlencoded"),
+            ("origin", "https://attacker.example"),
+        ],
+        &body,
+    )
+    .await;
+    assert_eq!(foreign.status, StatusCode::FORBIDDEN, "{}", foreign.raw);
+    let mut unknown = page.fields.clone();
+    unknown.insert(
+        "redirect_uri".into(),
+        "https://attacker.example/callback".into(),
+    );
+    let unknown = request(
+        &w.h.router,
+        "POST",
+        "/oauth/authorize/passkey",
+        &[
+            ("content-type", "application/x-www-form-urlencoded"),
+            ("origin", ORIGIN),
+        ],
+        &common::oauth::encode(&unknown),
+    )
+    .await;
+    assert_eq!(unknown.status, StatusCode::BAD_REQUEST, "{}", unknown.raw);
+}
+
 on_both_stores!(
+    a_guardian_links_an_assistant_with_a_passkey_and_no_code,
+    a_passkey_links_only_the_request_it_was_asked_for_once,
     the_phone_reads_each_logs_records_with_their_proofs,
     the_pages_limits_hold_at_the_limit_and_refuse_one_past,
     a_passkey_left_pending_before_an_unlink_is_not_approved_on_the_page,

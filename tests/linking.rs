@@ -252,12 +252,22 @@ async fn a_household_links_through_the_consent_page_and_uses_its_own_token(backe
     let other = w.household("Next Door").await;
     let code = w.link_code(&household).await;
     let consent = w.consent(&authorize_query(&[])).await;
-    // The page says what is granted, works without script, and is locked down.
+    // The page says what is granted, and is locked down. Its link code works without script;
+    // the passkey's ceremony loads this origin's scripts and asks it for a challenge, and the
+    // policy allows that and no more (no inline script, nothing from elsewhere).
     assert!(consent.page.raw.contains("Link your household to Hearth"));
     assert!(consent.page.raw.contains("propose purchases"));
-    assert!(!consent.page.raw.contains("<script"));
+    let scripts: Vec<&str> = consent.page.raw.split("<script src=\"").skip(1).collect();
+    assert_eq!(scripts.len(), 2, "{}", consent.page.raw);
+    assert!(scripts[0].starts_with("../passkeys/page.js\" defer></script>"));
+    assert!(scripts[1].starts_with("consent.js\" defer></script>"));
     let csp = consent.page.header("content-security-policy");
     assert!(csp.contains("default-src 'none'"), "{csp}");
+    assert!(
+        csp.contains("script-src 'self'; connect-src 'self';"),
+        "{csp}"
+    );
+    assert!(!csp.contains("unsafe"), "{csp}");
     assert!(
         csp.contains("form-action 'self' https://alexa.example"),
         "{csp}"

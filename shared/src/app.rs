@@ -1161,6 +1161,19 @@ fn oauth_routes(config: &Config, backing: &Backing, local: bool) -> Router {
         config.urls.clone(),
     )
     .with_linking(linking, attempts)
+    .with_passkeys(
+        household_data(config)
+            .ok()
+            .and_then(|household| {
+                passkeys(
+                    config,
+                    backing.accounts.clone(),
+                    backing.stores.grants.clone(),
+                    &household,
+                )
+            })
+            .map(Arc::new),
+    )
     .with_registration(AttemptLimiter::new(
         backing.stores.counters.clone(),
         backing.clock.clone(),

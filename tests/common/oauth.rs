@@ -33,8 +33,9 @@ pub fn encode_pairs(fields: &[(&str, &str)]) -> String {
     body.finish()
 }
 
-/// The hidden inputs of a rendered consent page, unescaped.
+/// The hidden inputs of a rendered consent page's first form (the link code's), unescaped.
 pub fn hidden_fields(html: &str) -> HashMap<String, String> {
+    let html = html.split("</form>").next().unwrap_or(html);
     let unescape = |value: &str| {
         value
             .replace("&quot;", "\"")

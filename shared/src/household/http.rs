@@ -57,7 +57,7 @@ use crate::passkeys::http::{
     BODY_LIMIT, answer, decision_of, failure, field, json_body, refused, same_origin,
 };
 use crate::passkeys::pages::static_asset;
-use crate::passkeys::sign_in::SignInRefusal;
+use crate::passkeys::sign_in::{Purpose, SignInRefusal};
 use crate::transparency::LogKind;
 
 /// The page's script.
@@ -392,7 +392,7 @@ async fn sign_in_options(
     if let Err(error) = same_origin(passkeys, &headers).and_then(|()| json_body(&body)) {
         return failure(&error);
     }
-    match passkeys.sign_in_options().await {
+    match passkeys.sign_in_options(Purpose::HouseholdPage).await {
         Ok(options) => answer(StatusCode::OK, options),
         Err(error) => failure(&error),
     }
@@ -430,6 +430,7 @@ async fn sign_in(
                 SignInRefusal::Stale | SignInRefusal::Failed(_) => {
                     (StatusCode::BAD_REQUEST, "expired_challenge")
                 }
+                SignInRefusal::OtherRequest => (StatusCode::BAD_REQUEST, "other_request"),
             };
             tracing::info!(target: "hearth::household", code, "a household page sign-in was refused");
             answer(

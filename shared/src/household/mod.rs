@@ -29,7 +29,7 @@ use crate::countersign::household::Household;
 use crate::countersign::ledger::{Event, Request, Status};
 use crate::countersign::service::{ActivityOutput, CountersignError, may_decide};
 use crate::linking::Linking;
-use crate::passkeys::sign_in::{SignInRefusal, SignedIn};
+use crate::passkeys::sign_in::{Purpose, SignInRefusal, SignedIn};
 use crate::passkeys::{Member, PasskeyError, Passkeys, is_live};
 use crate::store::{AccountItem, StoreError};
 use crate::why::WhyService;
@@ -256,7 +256,10 @@ impl HouseholdPage {
 
     /// Signs in with a passkey's assertion: a new session, and its cookie's value.
     pub async fn sign_in(&self, credential: &Value) -> Result<(String, Session), SignInRefusal> {
-        let signed_in: SignedIn = self.passkeys.sign_in(credential).await?;
+        let signed_in: SignedIn = self
+            .passkeys
+            .sign_in(credential, Purpose::HouseholdPage)
+            .await?;
         self.sessions.start(&signed_in).await.map_err(|_| {
             SignInRefusal::Failed(PasskeyError::Unavailable(
                 "Hearth cannot reach its storage right now. Try again in a minute.".into(),

@@ -27,9 +27,11 @@ use super::consent_page::{self, ConsentFields};
 use super::form::{Form, MAX_FORM_BYTES};
 use crate::auth::Scopes;
 use crate::clients::ClientError;
-use crate::linking::CodeBinding;
 use crate::linking::pkce::check_challenge;
+use crate::linking::{CodeBinding, LinkedHousehold};
 use crate::media::{has_media_type, read_body};
+use crate::passkeys::PasskeyError;
+use crate::passkeys::sign_in::{Purpose, SignInRefusal};
 use crate::random::os_bytes;
 use crate::ratelimit::Admission;
 use crate::telemetry::RequestLog;
@@ -310,6 +312,64 @@ impl OAuthEndpoint {
         }
     }
 
+    /// The household whose guardian answered this request's passkey challenge (`answer`, the
+    /// assertion as JSON), or the status and words for the consent page. The challenge binds
+    /// the request's client, redirect URI and PKCE challenge, and is used once; a member who
+    /// is not a guardian links nothing.
+    async fn household_of_guardian(
+        &self,
+        request: &AuthorizeRequest,
+        answer: &str,
+    ) -> Result<LinkedHousehold, (StatusCode, String)> {
+        let passkeys = self.passkeys.as_ref().ok_or_else(|| {
+            (
+                StatusCode::NOT_FOUND,
+                "Linking with a passkey is not set up on this Hearth. Use a link code.".to_owned(),
+            )
+        })?;
+        let credential: serde_json::Value = serde_json::from_str(answer).map_err(|_| {
+            (
+                StatusCode::BAD_REQUEST,
+                "The passkey's answer could not be read. Press Sign in with a passkey again."
+                    .to_owned(),
+            )
+        })?;
+        let purpose = Purpose::Link {
+            client_id: &request.client_id,
+            redirect_uri: &request.redirect_uri,
+            code_challenge: &request.code_challenge,
+        };
+        let signed_in = passkeys
+            .sign_in(&credential, purpose)
+            .await
+            .map_err(|refusal| {
+                let status = match &refusal {
+                    SignInRefusal::Unknown
+                    | SignInRefusal::Revoked
+                    | SignInRefusal::Pending
+                    | SignInRefusal::Suspect => StatusCode::FORBIDDEN,
+                    SignInRefusal::Failed(PasskeyError::Unavailable(_)) => {
+                        StatusCode::SERVICE_UNAVAILABLE
+                    }
+                    SignInRefusal::Stale
+                    | SignInRefusal::OtherRequest
+                    | SignInRefusal::Failed(_) => StatusCode::BAD_REQUEST,
+                };
+                (status, refusal.to_string())
+            })?;
+        if !signed_in.guardian {
+            return Err((
+                StatusCode::FORBIDDEN,
+                "Only a guardian of the household can link an assistant. Ask a guardian to press Sign in with a passkey here, or use a link code.".to_owned(),
+            ));
+        }
+        tracing::info!(target: "hearth::linking", "a guardian linked their household with a passkey");
+        Ok(LinkedHousehold {
+            household_id: signed_in.household_id,
+            generation: signed_in.generation,
+        })
+    }
+
     fn consent_page(
         &self,
         request: &AuthorizeRequest,
@@ -332,6 +392,7 @@ impl OAuthEndpoint {
             code_challenge: &request.code_challenge,
             resource: &request.resource,
             csrf: &csrf,
+            passkeys: self.passkeys.is_some() && self.linking.is_some(),
         };
         consent_page::consent(&fields, problem, status)
     }
@@ -352,6 +413,70 @@ impl OAuthEndpoint {
             urls.authorization_path()
         ))
         .ok()
+    }
+}
+
+/// `POST /oauth/authorize/passkey`: request options for a guardian's passkey, over a
+/// challenge bound to the authorization request the body repeats (the consent form's fields,
+/// form-encoded), asked from the page's own origin. The challenge grants nothing by itself:
+/// its answer goes back with the consent form, CSRF token and all.
+pub async fn passkey_options(
+    endpoint: &OAuthEndpoint,
+    request: Request,
+    log: &mut RequestLog,
+) -> Response {
+    use crate::passkeys::http::{answer, failure, same_origin};
+    log.method(Some("oauth/authorize/passkey"));
+    let refused = |status: StatusCode, code: &str, message: &str| {
+        answer(
+            status,
+            serde_json::json!({"error": code, "message": message}),
+        )
+    };
+    let Some(passkeys) = &endpoint.passkeys else {
+        return refused(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "Linking with a passkey is not set up on this Hearth. Use a link code.",
+        );
+    };
+    if let Err(error) = same_origin(passkeys, request.headers()) {
+        return failure(&error);
+    }
+    if !has_media_type(request.headers(), "application/x-www-form-urlencoded") {
+        return refused(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "invalid_request",
+            "Send the consent form's fields, form-encoded.",
+        );
+    }
+    let (parts, body) = request.into_parts();
+    let Some(bytes) = read_body(&parts.headers, body, MAX_FORM_BYTES).await else {
+        return refused(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request",
+            &format!("The form is longer than {MAX_FORM_BYTES} bytes."),
+        );
+    };
+    let authorize_request = match Form::parse(&bytes) {
+        Ok(form) => endpoint.authorize_request(&form).await.ok(),
+        Err(_) => None,
+    };
+    let Some(authorize_request) = authorize_request else {
+        return refused(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "This link request cannot be used. Start linking again from the app that sent you here.",
+        );
+    };
+    let purpose = Purpose::Link {
+        client_id: &authorize_request.client_id,
+        redirect_uri: &authorize_request.redirect_uri,
+        code_challenge: &authorize_request.code_challenge,
+    };
+    match passkeys.sign_in_options(purpose).await {
+        Ok(options) => answer(StatusCode::OK, options),
+        Err(error) => failure(&error),
     }
 }
 
@@ -482,13 +607,21 @@ async fn submit(endpoint: &OAuthEndpoint, request: Request) -> Response {
             StatusCode::BAD_REQUEST,
         );
     }
-    let Some(entered) = form.get("link_code") else {
-        return endpoint.consent_page(
-            &authorize_request,
-            nonce,
-            Some("Enter the link code to link your household."),
-            StatusCode::BAD_REQUEST,
-        );
+    // A guardian's passkey answer (the page's second form), else the link code.
+    let proof = match (
+        form.get("passkey").filter(|answer| !answer.is_empty()),
+        form.get("link_code"),
+    ) {
+        (Some(answer), _) => Proof::Passkey(answer),
+        (None, Some(entered)) => Proof::LinkCode(entered),
+        (None, None) => {
+            return endpoint.consent_page(
+                &authorize_request,
+                nonce,
+                Some("Enter the link code to link your household."),
+                StatusCode::BAD_REQUEST,
+            );
+        }
     };
     let (Some(linking), Some(attempts)) = (&endpoint.linking, &endpoint.link_code_attempts) else {
         return endpoint.refuse(Refusal::Page(
@@ -522,24 +655,28 @@ async fn submit(endpoint: &OAuthEndpoint, request: Request) -> Response {
             );
         }
     }
-    let household = match linking.redeem_link_code(entered).await {
-        Ok(Some(household)) => household,
-        Ok(None) => {
-            return endpoint.consent_page(
-                &authorize_request,
-                nonce,
-                Some("That link code is not valid. It may be mistyped, used already, or older than 15 minutes."),
-                StatusCode::BAD_REQUEST,
-            );
+    let household = match proof {
+        Proof::Passkey(answer) => {
+            match endpoint
+                .household_of_guardian(&authorize_request, answer)
+                .await
+            {
+                Ok(household) => household,
+                Err((status, problem)) => {
+                    return endpoint.consent_page(
+                        &authorize_request,
+                        nonce,
+                        Some(&problem),
+                        status,
+                    );
+                }
+            }
         }
-        Err(error) => {
-            tracing::warn!(%error, "a link code could not be checked");
-            return endpoint.consent_page(
-                &authorize_request,
-                nonce,
-                Some("The server cannot check link codes right now. Try again in a minute."),
-                StatusCode::SERVICE_UNAVAILABLE,
-            );
+        Proof::LinkCode(entered) => {
+            match redeem(endpoint, linking, &authorize_request, nonce, entered).await {
+                Ok(household) => household,
+                Err(page) => return *page,
+            }
         }
     };
     match linking
@@ -564,6 +701,41 @@ async fn submit(endpoint: &OAuthEndpoint, request: Request) -> Response {
                     ),
                 ],
             )
+        }
+    }
+}
+
+/// What a consent form offers for the household it links.
+enum Proof<'a> {
+    /// A guardian's passkey assertion (JSON) over this request's `hearth-link/v1` challenge.
+    Passkey(&'a str),
+    LinkCode(&'a str),
+}
+
+/// The household a link code names, or the consent page saying why not.
+async fn redeem(
+    endpoint: &OAuthEndpoint,
+    linking: &crate::linking::Linking,
+    authorize_request: &AuthorizeRequest,
+    nonce: &str,
+    entered: &str,
+) -> Result<LinkedHousehold, Box<Response>> {
+    match linking.redeem_link_code(entered).await {
+        Ok(Some(household)) => Ok(household),
+        Ok(None) => Err(Box::new(endpoint.consent_page(
+            authorize_request,
+            nonce,
+            Some("That link code is not valid. It may be mistyped, used already, or older than 15 minutes."),
+            StatusCode::BAD_REQUEST,
+        ))),
+        Err(error) => {
+            tracing::warn!(%error, "a link code could not be checked");
+            Err(Box::new(endpoint.consent_page(
+                authorize_request,
+                nonce,
+                Some("The server cannot check link codes right now. Try again in a minute."),
+                StatusCode::SERVICE_UNAVAILABLE,
+            )))
         }
     }
 }

@@ -1,5 +1,8 @@
-//! The consent page's HTML: server-rendered, no script, one inline style block allowed by its
-//! hash in a strict Content-Security-Policy. Every value from the request is escaped.
+//! The consent page's HTML: server-rendered, one inline style block allowed by its hash in a
+//! strict Content-Security-Policy. Every value from the request is escaped. The link-code
+//! form works with no script; where members' passkeys are configured, a second form offers
+//! `Sign in with a passkey`, which needs this origin's scripts (the passkey pages' ceremony
+//! and `consent.js`).
 
 use std::sync::LazyLock;
 
@@ -41,6 +44,8 @@ pub struct ConsentFields<'a> {
     pub code_challenge: &'a str,
     pub resource: &'a str,
     pub csrf: &'a str,
+    /// Members' passkeys are configured: the page offers `Sign in with a passkey` too.
+    pub passkeys: bool,
 }
 
 /// Where the redirect URI sends the person: a website's host (with the port, when it has one)
@@ -116,12 +121,30 @@ pub fn consent(fields: &ConsentFields<'_>, problem: Option<&str>, status: Status
     .map(|(name, value)| hidden_input(name, value))
     .chain(fields.state.map(|state| hidden_input("state", state)))
     .collect::<String>();
+    let (passkey, scripts) = if fields.passkeys {
+        (
+            format!(
+                r#"<form method="post" action="authorize" id="passkey-form" data-options="authorize/passkey">
+{hidden}
+<input type="hidden" name="decision" value="allow">
+<input type="hidden" name="passkey" value="">
+<h2>Or a guardian links it with a passkey</h2>
+<p class="small">A guardian of your household signs in with the passkey on their phone: no code needed. Only a guardian's passkey links a household.</p>
+<div class="actions"><button class="deny" type="button" id="passkey-link">Sign in with a passkey</button></div>
+<p id="status" role="status"></p>
+</form>"#
+            ),
+            r#"<script src="../passkeys/page.js" defer></script><script src="consent.js" defer></script>"#,
+        )
+    } else {
+        (String::new(), "")
+    };
     let body = format!(
         r#"<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">
 <title>Link your household to Hearth</title>
-<style>{STYLE}</style></head>
+<style>{STYLE}</style>{scripts}</head>
 <body><main>
 <h1>Link your household to Hearth</h1>
 <p><strong><bdi>{client}</bdi></strong>{unverified} asks to act for your household through Hearth. If you allow it, it may:</p>
@@ -140,6 +163,7 @@ pub fn consent(fields: &ConsentFields<'_>, problem: Option<&str>, status: Status
 <button class="deny" type="submit" name="decision" value="deny" formnovalidate>Deny</button>
 </div>
 </form>
+{passkey}
 <p class="small">You can unlink at any time: <code>hearth admin unlink</code> stops every token at once.</p>
 </main></body></html>"#,
         client = escape(fields.client_name),
@@ -154,7 +178,15 @@ pub fn consent(fields: &ConsentFields<'_>, problem: Option<&str>, status: Status
             .map(|warning| format!(r#"<p class="problem" role="note">{}</p>"#, escape(warning)))
             .unwrap_or_default(),
     );
-    page(status, body, &destination.form_action)
+    page(status, body, &destination.form_action, fields.passkeys)
+}
+
+/// The consent page's script for `Sign in with a passkey` (over the passkey pages' `page.js`).
+pub fn script() -> Response {
+    crate::passkeys::pages::static_asset(
+        include_str!("consent.js"),
+        "text/javascript; charset=utf-8",
+    )
 }
 
 /// A page that ends the flow without a redirect: the request cannot be trusted to say where
@@ -183,12 +215,20 @@ pub fn problem(status: StatusCode, title: &str, detail: &str) -> Response {
         title = escape(title),
         detail = escape(detail),
     );
-    page(status, body, "")
+    page(status, body, "", false)
 }
 
-fn page(status: StatusCode, body: String, redirect_origin: &str) -> Response {
+/// The page with its policy: nothing but its own style, and forms to itself and to the
+/// redirect target. With `passkeys`, also this origin's scripts (the passkey ceremony and its
+/// step) and requests to it (the challenge): what the ceremony needs, and no more.
+fn page(status: StatusCode, body: String, redirect_origin: &str, passkeys: bool) -> Response {
+    let ceremony = if passkeys {
+        " script-src 'self'; connect-src 'self';"
+    } else {
+        ""
+    };
     let csp = format!(
-        "default-src 'none'; style-src {}; form-action 'self' {redirect_origin}; frame-ancestors 'none'; base-uri 'none'",
+        "default-src 'none'; style-src {};{ceremony} form-action 'self' {redirect_origin}; frame-ancestors 'none'; base-uri 'none'",
         *STYLE_HASH
     );
     let mut response = (status, body).into_response();

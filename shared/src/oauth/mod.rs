@@ -1,4 +1,5 @@
-//! The OAuth function: `GET`/`POST /oauth/authorize` (account linking's consent page),
+//! The OAuth function: `GET`/`POST /oauth/authorize` (account linking's consent page, with
+//! `POST /oauth/authorize/passkey` and `GET /oauth/consent.js` for a guardian's passkey),
 //! `POST /oauth/token`, `POST /oauth/revoke` (RFC 7009), `POST /oauth/register` (RFC 7591),
 //! `POST /oauth/judge` (judge token exchange) and
 //! `GET /.well-known/oauth-authorization-server`.
@@ -25,7 +26,7 @@ use std::time::Instant;
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
-use axum::routing::any;
+use axum::routing::{any, get, post};
 use http::{HeaderValue, Method, StatusCode, header};
 use serde_json::json;
 
@@ -43,6 +44,7 @@ use crate::config::PublicUrls;
 use crate::gate::{self, Gate};
 use crate::linking::{Linking, LinkingError, Tokens};
 use crate::media::{has_media_type, read_body};
+use crate::passkeys::Passkeys;
 use crate::ratelimit::AttemptLimiter;
 use crate::telemetry::{RequestLog, request_id};
 
@@ -61,6 +63,9 @@ pub struct OAuthEndpoint {
     registrations: Option<AttemptLimiter>,
     /// Signs the consent form's CSRF tokens; derived from the token-signing key.
     consent_key: Option<ConsentKey>,
+    /// Members' passkeys, when configured: a guardian's links a household without a code
+    /// ([`OAuthEndpoint::with_passkeys`]).
+    passkeys: Option<Arc<Passkeys>>,
 }
 
 impl OAuthEndpoint {
@@ -84,7 +89,15 @@ impl OAuthEndpoint {
                 .jwt_secret
                 .as_ref()
                 .map(|secret| ConsentKey::derive(secret.expose().as_bytes())),
+            passkeys: None,
         }
+    }
+
+    /// The same endpoint offering `Sign in with a passkey` on its consent page: a guardian's
+    /// fresh assertion over a challenge bound to the request links the household at once.
+    pub fn with_passkeys(mut self, passkeys: Option<Arc<Passkeys>>) -> Self {
+        self.passkeys = passkeys;
+        self
     }
 
     /// The same endpoint with account linking: authorization codes are sent only to a known
@@ -160,12 +173,35 @@ pub fn router(endpoint: Arc<OAuthEndpoint>, path_inserted: bool) -> Router {
         &endpoint.gate,
         consent_page::refused,
     );
-    consent.merge(judge).merge(fetched).with_state(endpoint)
+    // The consent page's passkey steps: its script, and a challenge for one request.
+    let passkey = gate::limit(
+        Router::new()
+            .route(
+                "/oauth/consent.js",
+                get(|| async { consent_page::script() }),
+            )
+            .route("/oauth/authorize/passkey", post(passkey_options)),
+        &endpoint.gate,
+        refused_in_json,
+    );
+    consent
+        .merge(passkey)
+        .merge(judge)
+        .merge(fetched)
+        .with_state(endpoint)
 }
 
 /// The gate's refusal in RFC 6749's error shape.
 fn refused_in_json(refusal: gate::Refusal, _request: &Request) -> Response {
     OAuthError::refused(refusal).into_response()
+}
+
+async fn passkey_options(State(endpoint): State<Arc<OAuthEndpoint>>, request: Request) -> Response {
+    let started = Instant::now();
+    let mut log = RequestLog::new(request_id(&request));
+    let response = authorize::passkey_options(&endpoint, request, &mut log).await;
+    log.finish(response.status(), started.elapsed());
+    response
 }
 
 async fn authorize_route(State(endpoint): State<Arc<OAuthEndpoint>>, request: Request) -> Response {

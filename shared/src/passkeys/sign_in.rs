@@ -7,7 +7,11 @@
 //!
 //! A challenge is kept as a short-lived store record under its SHA-256, for the ceremony's
 //! five minutes, and deleted by the sign-in that answers it (one conditional delete), so an
-//! assertion signs in once. What the passkey may do once signed in is the household page's.
+//! assertion signs in once. A sign-in is for one [`Purpose`]: the household page's, whose
+//! challenge is random, or linking one authorization request, whose challenge is the SHA-256
+//! of a `hearth-link/v1` statement naming the request's client, redirect URI and PKCE
+//! challenge, so that the signature itself says which link it allowed. An answer for one
+//! purpose never signs in for another.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -17,6 +21,8 @@ use serde_json::Value;
 use super::{
     CeremonyError, PasskeyError, Passkeys, ceremony, settle_use, stored_key, unavailable_randomness,
 };
+use sha2::Digest;
+
 use crate::chain::sha256_hex;
 use crate::random::os_bytes;
 use crate::store::{GrantItem, GrantKind};
@@ -58,6 +64,12 @@ pub enum SignInRefusal {
     /// The challenge was used, never issued, or its five minutes passed.
     #[error("That sign-in took too long or was already used. Press Sign in with a passkey again.")]
     Stale,
+    /// The challenge was made for another purpose: another link request, or the household
+    /// page.
+    #[error(
+        "That passkey answered another request. Start again from the page that asked, and press Sign in with a passkey there."
+    )]
+    OtherRequest,
     #[error("{0}")]
     Failed(PasskeyError),
 }
@@ -68,16 +80,66 @@ impl From<PasskeyError> for SignInRefusal {
     }
 }
 
+/// What a sign-in is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose<'a> {
+    /// The household page: a session follows.
+    HouseholdPage,
+    /// Linking a household to the assistant of one authorization request, at once.
+    Link {
+        client_id: &'a str,
+        redirect_uri: &'a str,
+        code_challenge: &'a str,
+    },
+}
+
+/// The first line of a link's statement.
+pub const LINK_STATEMENT: &str = "hearth-link/v1";
+
+impl Purpose<'_> {
+    /// The statement a challenge for this purpose is made from, with `nonce`; none for the
+    /// household page, whose challenge is the nonce itself.
+    fn statement(&self, nonce: &str) -> Option<String> {
+        match self {
+            Purpose::HouseholdPage => None,
+            Purpose::Link {
+                client_id,
+                redirect_uri,
+                code_challenge,
+            } => Some(format!(
+                "{LINK_STATEMENT}\n{client_id}\n{redirect_uri}\n{code_challenge}\n{nonce}\n"
+            )),
+        }
+    }
+
+    /// Whether `kept` (a challenge record's body) was made for this purpose.
+    fn made(&self, kept: &str) -> bool {
+        match kept
+            .rsplit_once('\n')
+            .and_then(|(head, _)| head.rsplit_once('\n'))
+        {
+            Some((_, nonce)) => self.statement(nonce).as_deref() == Some(kept),
+            None => *self == Purpose::HouseholdPage && kept.is_empty(),
+        }
+    }
+}
+
 impl Passkeys {
-    /// Request options for a sign-in: a fresh challenge, kept for the ceremony's five
-    /// minutes; no credentials listed, so any of this relying party's passkeys may answer.
-    pub async fn sign_in_options(&self) -> Result<Value, PasskeyError> {
-        let challenge = os_bytes::<32>().map_err(|_| unavailable_randomness())?;
+    /// Request options for a sign-in for `purpose`: a fresh challenge, kept for the
+    /// ceremony's five minutes; no credentials listed, so any of this relying party's
+    /// passkeys may answer.
+    pub async fn sign_in_options(&self, purpose: Purpose<'_>) -> Result<Value, PasskeyError> {
+        let nonce = os_bytes::<32>().map_err(|_| unavailable_randomness())?;
+        let statement = purpose.statement(&URL_SAFE_NO_PAD.encode(nonce));
+        let challenge: Vec<u8> = match &statement {
+            Some(statement) => sha2::Sha256::digest(statement.as_bytes()).to_vec(),
+            None => nonce.to_vec(),
+        };
         let now = self.now_ms();
         let record = GrantItem {
             kind: GrantKind::SignInChallenge,
-            key: sha256_hex(challenge),
-            body: String::new(),
+            key: sha256_hex(&challenge),
+            body: statement.unwrap_or_default(),
             expires_at_ms: now + ceremony::CEREMONY_TIMEOUT_MS,
             revision: 1,
         };
@@ -88,9 +150,14 @@ impl Passkeys {
         Ok(self.site.site.request_options(&challenge, &[]))
     }
 
-    /// Checks a sign-in assertion and answers who signed in. The challenge is used up first,
-    /// whatever follows; the passkey's counter and last use are written as for a signature.
-    pub async fn sign_in(&self, credential: &Value) -> Result<SignedIn, SignInRefusal> {
+    /// Checks a sign-in assertion for `purpose` and answers who signed in. The challenge is
+    /// used up first, whatever follows; the passkey's counter and last use are written as for
+    /// a signature.
+    pub async fn sign_in(
+        &self,
+        credential: &Value,
+        purpose: Purpose<'_>,
+    ) -> Result<SignedIn, SignInRefusal> {
         let now = self.now_ms();
         let challenge = challenge_answered(credential)?;
         let key = sha256_hex(&challenge);
@@ -107,6 +174,9 @@ impl Passkeys {
             .map_err(|_| store_unavailable())?;
         if !claimed {
             return Err(SignInRefusal::Stale);
+        }
+        if !purpose.made(&record.body) {
+            return Err(SignInRefusal::OtherRequest);
         }
         let credential_id =
             ceremony::assertion_credential_id(credential).map_err(PasskeyError::from)?;
