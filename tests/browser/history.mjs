@@ -6,12 +6,17 @@
 // - rolled back to an older signed state: the server cannot tell, the phone can, and the
 //   history is replaced by "This history cannot be trusted", naming how the log shrank;
 // - a stored record edited: Hearth's own check refuses it, and the page says the same words;
+// - every signed log forgotten, the records kept: the phone that kept a checkpoint refuses
+//   them, where a first visit would only say nothing is signed;
 // - a record changed on its way to the phone (the page's own answer rewritten in the browser):
-//   the phone finds it alone, by the record's hash.
+//   the phone finds it alone, by the record's hash;
+// - a rollback followed by a log reset: the reset names fewer entries than the phone saw.
 //
 // Then the log key is rotated by the manual's steps (no warning), an earlier key the phone
-// never saw is trusted (a warning, until "Trust this change"), and the logs are reset with
-// `hearth admin log reset` (shown as a reset, not as tampering).
+// never saw is trusted, and a rotation the phone saw no step of is done (each a warning and no
+// check mark, until "Trust this change"), and the logs are reset with `hearth admin log reset`
+// (shown as a reset, not as tampering, also when the decision log's own record of it has left
+// its window and only the ledger's remains).
 //
 // With HEARTH_TABLE and AWS_ENDPOINT_URL set the server and the admin commands use DynamoDB;
 // otherwise SQLite.
@@ -106,6 +111,12 @@ function trusted(seen, what) {
   check(!seen.text.includes(UNTRUSTED), `${what} says "${UNTRUSTED}": ${seen.text}`);
 }
 
+/** Checked, but under a key or witnesses the phone has not accepted: a warning, no mark. */
+function unaccepted(seen, what) {
+  check(seen.verdict === "unaccepted" && seen.line.startsWith("Not yet trusted"), `${what}: ${JSON.stringify(seen)}`);
+  check(!seen.text.includes("Checked on this phone") && !seen.text.includes(UNTRUSTED), `${what}: ${seen.text}`);
+}
+
 function distrusted(seen, what, names) {
   check(seen.text.includes(`${UNTRUSTED}: ${names}`), `${what}: ${JSON.stringify(seen)}`);
   check(!seen.text.includes("Checked on this phone"), `${what} is marked as checked: ${seen.text}`);
@@ -175,6 +186,15 @@ try {
   tamper("edit", "Everyone said good morning", "Everyone said good night");
   trusted(await visit("why"), "the record edited back");
 
+  // Every signed log forgotten, the records kept: nothing left to check them against, which
+  // the phone that kept a checkpoint does not take for a server that signs nothing.
+  const signed = join(OUT, `signed-${Date.now()}.store`);
+  tamper("snapshot", signed);
+  tamper("forget-log");
+  distrusted(await visit("why"), "the forgotten log", "the decisions log comes with no signed checkpoint");
+  tamper("restore", signed);
+  trusted(await visit("why"), "the log put back");
+
   // A record changed on its way to the phone: only the phone's own check is left to find it.
   await phone.route("**/household/log/decisions", async (route) => {
     const answer = await route.fetch();
@@ -212,6 +232,7 @@ try {
   // An earlier key this phone never saw, now trusted: a warning until the member trusts it.
   await restart({ ...KEY_TWO, HEARTH_LOG_KEY_NAMES_PREVIOUS: strangerVkey("127.0.0.1/hearth-log/v7") });
   seen = await visit("today");
+  unaccepted(seen, "the unseen key");
   check(seen.notices.some((note) => note.includes("an earlier log key this phone never saw")), `the unseen key: ${JSON.stringify(seen)}`);
   await phone.screenshot({ path: join(OUT, "history-key-warning-390.png"), fullPage: true });
   await phone.getByRole("button", { name: "Trust this change", exact: true }).click();
@@ -227,7 +248,7 @@ try {
   admin("log-key", "re-sign", "--all");
   await restart(KEY_THREE);
   seen = await visit("today");
-  trusted(seen, "an unannounced key");
+  unaccepted(seen, "an unannounced key");
   check(seen.notices.some((note) => note.includes("no key this phone knew is published")), `the unannounced key: ${JSON.stringify(seen)}`);
   await phone.getByRole("button", { name: "Trust this change", exact: true }).click();
   check((await visit("today")).notices.length === 0, "the unannounced key, once trusted, still warns");
@@ -239,6 +260,19 @@ try {
   check(seen.notices.filter((note) => note.includes("started a new")).length === 2, `the reset: ${JSON.stringify(seen)}`);
   seen = await visit("today");
   check(seen.notices.length === 0, `the reset is told again: ${seen.notices}`);
+
+  // A rollback, then a reset: the reset names the size the log had when it was reset, fewer
+  // entries than the phone saw, so it does not explain the rollback away.
+  const beforeRollback = join(OUT, `before-rollback-${Date.now()}.store`);
+  tamper("snapshot", beforeRollback);
+  await home.tool("record_decision", { action: "blinds.close", reason: "Sunset", approver: "dana", inputs: {} });
+  trusted(await visit("why"), "one more decision");
+  tamper("restore", beforeRollback);
+  admin("log", "reset", home.id, "--log", "decisions", "--yes");
+  distrusted(await visit("why"), "a reset after a rollback", "the decisions log was reset from");
+  // The phone keeps its pins; a member who is told to go on clears them (a new first visit).
+  await phone.evaluate((id) => localStorage.removeItem("hearth.pins." + id), home.id);
+  trusted(await visit("why"), "a first visit again");
 
   // A decision log reset whose first entry has left the decision window (it keeps 25): the
   // ledger's record of it, kept a year, still explains it.
@@ -252,7 +286,7 @@ try {
   check(seen.line.includes("orders ledger"), `the ledger checked for the reset is named: ${seen.line}`);
   check((await visit("why")).notices.length === 0, "the reset is told again");
   check(errors.length === 0, `page errors: ${errors.join("; ")}`);
-  console.log(`household history checked on the phone (${process.env.HEARTH_TABLE ? "DynamoDB" : "SQLite"}): a rollback, an edited record and a record changed on its way each refused; a key rotation by the manual's steps, an unseen key warned of, and a log reset shown as a reset`);
+  console.log(`household history checked on the phone (${process.env.HEARTH_TABLE ? "DynamoDB" : "SQLite"}): a rollback, an edited record, a forgotten log, a record changed on its way and a reset after a rollback each refused; a key rotation by the manual's steps, unseen and unannounced keys warned of until trusted, and log resets shown as resets`);
 } catch (error) {
   console.error(hearth.log());
   throw error;

@@ -6,6 +6,8 @@ itself, so the browser tests can show what the household page's phone then says:
                      or back to a newer one
   edit OLD NEW       replace the text OLD with NEW in every stored chain record holding it,
                      leaving its hash as it was
+  forget-log         remove every chain's signed log (its head, its stored hashes, and the
+                     window's note of it), keeping the records: a history with nothing signed
 
 With HEARTH_DB (SQLite), or HEARTH_TABLE and AWS_ENDPOINT_URL (DynamoDB), as the server.
 The server may keep running: SQLite's backup API copies under the database's own locks, and
@@ -112,8 +114,31 @@ def edit(old, new):
     return f"{edited} records"
 
 
+# The window head's attributes that name or hold its log (see docs/src/reference/dynamodb.md).
+LOG_ATTRIBUTES = ["log_id", "log_base_size", "log_base", "log_head_id", "log_epoch", "log_size",
+                  "log_frontier", "log_checkpoint", "log_expires_at_ms"]
+
+
+def forget_log():
+    if os.environ.get("HEARTH_TABLE"):
+        client, table = dynamodb()
+        forgotten = 0
+        for item in scan(client, table):
+            if item["sk"]["S"] == "head" and "log_epoch" in item:
+                for name in LOG_ATTRIBUTES:
+                    item.pop(name, None)
+                client.put_item(TableName=table, Item=item)
+                forgotten += 1
+        return f"{forgotten} logs"
+    with sqlite3.connect(os.environ["HEARTH_DB"], timeout=10) as db:
+        forgotten = db.execute("DELETE FROM chain_logs").rowcount
+        db.execute("DELETE FROM log_hashes")
+        db.execute("UPDATE chain_heads SET log_id = NULL, log_base_size = NULL, log_base = NULL")
+    return f"{forgotten} logs"
+
+
 def main(command, *args):
-    done = {"snapshot": snapshot, "restore": restore, "edit": edit}[command](*args)
+    done = {"snapshot": snapshot, "restore": restore, "edit": edit, "forget-log": forget_log}[command](*args)
     print(f"{command}: {done}")
 
 

@@ -35,6 +35,9 @@
 
   // A failed check: the history is replaced by the warning.
   class Untrusted extends Error {}
+  // The page is older than the evidence it is checked against: it is loaded again, once.
+  class Stale extends Error {}
+  const RECHECKED = "hearth.rechecked";
 
   function readPins() {
     try {
@@ -45,7 +48,13 @@
     }
   }
 
+  // Another tab may have pinned a later checkpoint of the same log meanwhile: it stays.
   function keep(pins) {
+    const stored = readPins();
+    for (const [log, pin] of Object.entries((stored && stored.logs) || {})) {
+      const mine = pins.logs[log];
+      if (mine && identity(mine.origin) === identity(pin.origin) && pin.size > mine.size) pins.logs[log] = pin;
+    }
     localStorage.setItem(storageKey, JSON.stringify(pins));
   }
 
@@ -140,6 +149,27 @@
     return entry ? { at: entry.at, size: entry.previous_size } : null;
   }
 
+  // A log whose window keeps nothing now (a decision window ends 72 hours after it began)
+  // must still extend the checkpoint kept: its size then.
+  async function stillExtends(log, kept, keys) {
+    const name = NAMES[log];
+    let history;
+    try {
+      history = (await read(pagePath + "/log/" + log + "/history?from_size=" + kept.size)).body;
+    } catch (error) {
+      if (error instanceof Untrusted) throw error;
+      throw new Untrusted("the " + name + " this phone kept is gone (" + error.message.replace(/\.$/, "") + ")");
+    }
+    try {
+      const newest = await HearthLog.verifiedCheckpoint(history.checkpoint, keys);
+      if (identity(newest.origin) !== identity(kept.origin)) throw new Error("it is another log, and records no reset");
+      await HearthLog.checkConsistency(kept.size, HearthLog.fromBase64(kept.root), newest.size, newest.root, history.consistency.map(HearthLog.fromBase64));
+      return newest;
+    } catch (error) {
+      throw new Untrusted("the " + name + " does not extend what this phone saw before: " + error.message);
+    }
+  }
+
   // One log, checked: its records and proofs, and how they stand to the checkpoint kept.
   async function checkLog(log, kept, keys, policy, fromLedger) {
     const name = NAMES[log];
@@ -147,8 +177,14 @@
       const { body: evidence, text } = await read(pagePath + "/log/" + log);
       const chain = await HearthCanonical.verifyTrace(text, evidence.hash_field);
       if (!chain.ok) throw new Untrusted("in the " + name + ", " + chain.problem);
-      if (!evidence.records.length) return { log, evidence, empty: true };
-      if (!evidence.checkpoint) return { log, evidence, unsigned: true };
+      if (!evidence.checkpoint) {
+        // Nothing signed to check against. That is a server without a log key, or a household
+        // with nothing yet, unless this phone kept a signed checkpoint of this log: then the
+        // log must still be there, extending it, and records must come with it.
+        if (!kept) return { log, evidence, empty: !evidence.records.length, unsigned: evidence.records.length > 0 };
+        if (evidence.records.length) throw new Untrusted("the " + name + " comes with no signed checkpoint, though this phone kept one");
+        return { log, evidence, empty: true, newest: await stillExtends(log, kept, keys) };
+      }
       let window;
       try {
         window = await HearthLog.checkWindow(evidence, keys, policy);
@@ -161,6 +197,12 @@
       if (identity(kept.origin) !== identity(now.origin)) {
         result.reset = await recordedReset(log, evidence, window, kept, fromLedger);
         if (!result.reset) throw new Untrusted("a new " + name + " replaced the one this phone kept, and it records no reset");
+        // A reset names the size the old log had: smaller than this phone saw, it was rolled
+        // back first.
+        if (!(result.reset.size >= kept.size)) {
+          throw new Untrusted("the " + name + " was reset from " + (result.reset.size === undefined || result.reset.size === null
+            ? "a log whose head was gone" : result.reset.size + " entries") + ", fewer than the " + kept.size + " this phone saw");
+        }
         return result;
       }
       const keptRoot = HearthLog.fromBase64(kept.root);
@@ -209,8 +251,13 @@
       }
       const shown = (item.querySelector("strong") || {}).textContent;
       if (!records.length || words === undefined) {
+        // Recorded since the page was made, and the entry shown left the window: the page is
+        // older than the evidence. It is made again once before this counts as a failure.
+        if (!sessionStorage.getItem(RECHECKED)) throw new Stale();
         throw new Untrusted("the page shows an entry of the " + NAMES[item.dataset.log] + " that is not among its records");
       }
+      // As the browser reads the page's text: line ends as line feeds, NUL replaced.
+      words = words.replace(/\r\n?/g, "\n").replace(/\0/g, "\uFFFD");
       if (shown !== words) {
         throw new Untrusted("the page shows an entry of the " + NAMES[item.dataset.log] + " in other words than its record");
       }
@@ -272,7 +319,10 @@
   function summary(ran, results, cosigned) {
     const parts = ran.map((log) => {
       const result = results[log];
-      if (result.empty) return "the " + NAMES[log] + " holds nothing yet";
+      if (result.newest) {
+        return "the " + NAMES[log] + " (" + entries(result.newest.size) + ", none kept in its window now)";
+      }
+      if (result.empty) return "the " + NAMES[log] + " (nothing yet)";
       const size = result.window.checkpoint.size;
       const extended = result.extends !== undefined ? ", extending the " + result.extends + " this phone saw before" : "";
       return "the " + NAMES[log] + " (" + entries(size) + extended + ")";
@@ -321,34 +371,47 @@
       logs: Object.assign({}, pins && pins.logs),
     };
     for (const log of ran) {
-      const window = results[log].window;
-      if (!window) continue;
-      const now = window.checkpoint;
+      const result = results[log];
+      const now = result.window ? result.window.checkpoint : result.newest;
+      if (!now) continue;
       next.logs[log] = { origin: now.origin, size: now.size, root: toBase64(now.root) };
     }
+    sessionStorage.removeItem(RECHECKED);
     const keyWarnings = pins ? keyChanges(pins.keys, published) : [];
     const witnessWarnings = pins && pins.witnesses ? witnessChanges(pins.witnesses, shape) : [];
-    // Changes the phone can account for move the pins on by themselves.
-    if (!keyWarnings.length) next.keys = publicKeys;
-    if (!witnessWarnings.length) next.witnesses = shape;
-    keep(next);
     const cosigned = [...new Set(ran.flatMap((log) => (results[log].window ? results[log].window.cosigned : [])))].sort();
-    status.className = "done";
-    status.dataset.verdict = "checked";
-    status.textContent = "\u2713 " + summary(ran, results, cosigned)
-      + (unchecked ? " " + entries(unchecked) + " from before the signed log " + (unchecked === 1 ? "is" : "are") + " marked as not checked." : "");
-    if (keyWarnings.length) {
-      notice("warning", keyWarnings.join(" ") + " If whoever runs Hearth did not announce a new key, ask them before you trust it.", {
-        label: "Trust this change",
-        run: () => keep(Object.assign(readPins(), { keys: publicKeys })),
-      });
-    }
-    if (witnessWarnings.length) {
-      notice("warning", "The witnesses who vouch for this household's logs changed since this phone last looked. " + witnessWarnings.join(" ")
-        + " If whoever runs Hearth did not announce it, ask them before you trust it.", {
-        label: "Trust this change",
-        run: () => keep(Object.assign(readPins(), { witnesses: shape })),
-      });
+    if (keyWarnings.length || witnessWarnings.length) {
+      // Checked only under keys or witnesses the member has not accepted: no mark, and the
+      // pins stay where they were until they do.
+      status.className = "warning";
+      status.dataset.verdict = "unaccepted";
+      status.textContent = "Not yet trusted: this history checks out under a change this phone has not accepted (below).";
+      const accept = (change) => () => {
+        keep(Object.assign(readPins(), change));
+        location.reload();
+      };
+      if (keyWarnings.length) {
+        notice("warning", keyWarnings.join(" ") + " If whoever runs Hearth did not announce a new key, ask them before you trust it.", {
+          label: "Trust this change",
+          run: accept({ keys: publicKeys }),
+        });
+      }
+      if (witnessWarnings.length) {
+        notice("warning", "The witnesses who vouch for this household's logs changed since this phone last looked. " + witnessWarnings.join(" ")
+          + " If whoever runs Hearth did not announce it, ask them before you trust it.", {
+          label: "Trust this change",
+          run: accept({ witnesses: shape }),
+        });
+      }
+    } else {
+      // Changes the phone can account for move the pins on by themselves.
+      next.keys = publicKeys;
+      next.witnesses = shape;
+      keep(next);
+      status.className = "done";
+      status.dataset.verdict = "checked";
+      status.textContent = "\u2713 " + summary(ran, results, cosigned)
+        + (unchecked ? " " + entries(unchecked) + " from before the signed log " + (unchecked === 1 ? "is" : "are") + " marked as not checked." : "");
     }
     for (const log of ran) {
       const reset = results[log].reset;
@@ -361,12 +424,23 @@
   }
 
   run().catch((error) => {
-    if (error instanceof Untrusted) {
+    if (error instanceof Stale) {
+      sessionStorage.setItem(RECHECKED, "1");
+      location.reload();
+    } else if (error instanceof Untrusted) {
       untrusted(error.message);
     } else {
+      // What could not be checked is not shown.
+      const why = error && error.message ? error.message : "the check could not run. Reload the page.";
+      for (const section of sections) {
+        const note = document.createElement("p");
+        note.className = "meta";
+        note.textContent = "This history is hidden until this phone can check it. Reload the page in a minute.";
+        section.replaceChildren(note);
+      }
       status.className = "meta";
       status.dataset.verdict = "error";
-      status.textContent = "Not checked: " + (error && error.message ? error.message : "the check could not run. Reload the page.");
+      status.textContent = "Not checked: " + why;
     }
   });
 })();

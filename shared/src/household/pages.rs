@@ -268,18 +268,20 @@ pub fn today(paths: &Paths, visitor: &Visitor, today: &Today, names: &[Member]) 
     };
     let history = format!(
         r#"<h2>Waiting</h2>{waiting}
-<h2>This week</h2><p>{spent} {placed} placed, {stopped} stopped.</p>
 <h2>Newest decisions</h2>{decisions}"#,
+        decisions = decision_list(&today.decisions, &When::of(visitor)),
+    );
+    // The week's figures are Hearth's sums over the ledger, not entries: outside what the
+    // phone marks as checked.
+    let content = format!(
+        r#"{notify}{history}
+<p><a href="{page}?view=why">Every decision</a></p>
+<h2>This week</h2><p>{spent} {placed} placed, {stopped} stopped.</p>"#,
+        history = checked_history("ledger decisions", &history),
+        page = paths.page(),
         spent = escape(&spent),
         placed = activity.placed.len(),
         stopped = activity.stopped.len(),
-        decisions = decision_list(&today.decisions, &When::of(visitor)),
-    );
-    let content = format!(
-        r#"{notify}{history}
-<p><a href="{page}?view=why">Every decision</a></p>"#,
-        history = checked_history("ledger decisions", &history),
-        page = paths.page(),
     );
     signed_in(paths, visitor, "today", "Today", &content)
 }
