@@ -388,6 +388,20 @@ pub const ROUTES: &[Route] = &[
     ),
     route(
         "oauth",
+        "POST",
+        "/oauth/authorize/passkey",
+        "request options for a guardian's passkey on the consent page: the consent form's fields, form-encoded, from the page's own origin; the challenge is the SHA-256 of a `hearth-link/v1` statement naming the request's client, redirect URI and PKCE challenge",
+        Limit::Address,
+    ),
+    route(
+        "oauth",
+        "GET",
+        "/oauth/consent.js",
+        "the consent page's script for `Sign in with a passkey` (it runs over `/passkeys/page.js`)",
+        Limit::Address,
+    ),
+    route(
+        "oauth",
         "ANY",
         "/oauth/token",
         "the token endpoint: client credentials, authorization code, refresh token",

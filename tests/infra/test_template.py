@@ -203,7 +203,8 @@ def test_the_speech_function_reads_household_accounts_and_counts_rates_only():
 
 def test_the_oauth_function_reaches_counters_linking_records_accounts_and_clients_only():
     # Tokens and codes live in grant# items of their own kinds (link codes, authorization
-    # codes, refresh families, used assertion ids, failed document fetches), and no other kind;
+    # codes, refresh families, used assertion ids, failed document fetches, the consent page's
+    # passkey challenges), and no other kind; a guardian's passkey's household is read;
     # a link or revoked family writes the account and its index entry (one transaction); a
     # registration or a kept metadata document (with a signing client's keys) writes the client
     # and its index entry (one transaction), never deletes one; counters as everywhere. No
@@ -212,8 +213,10 @@ def test_the_oauth_function_reaches_counters_linking_records_accounts_and_client
         (["dynamodb:ConditionCheckItem", "dynamodb:UpdateItem"], ["rate#*"]),
         (
             ["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem"],
-            ["grant#link#*", "grant#code#*", "grant#family#*", "grant#jti#*", "grant#docfail#*"],
+            ["grant#link#*", "grant#code#*", "grant#family#*", "grant#jti#*", "grant#docfail#*",
+             "grant#signin#*"],
         ),
+        (["dynamodb:GetItem"], ["grant#passkey#*"]),
         (["dynamodb:GetItem", "dynamodb:PutItem"], ["account#*", "accounts"]),
         (["dynamodb:GetItem", "dynamodb:PutItem"], ["client#*", "clients"]),
     ], key=str)

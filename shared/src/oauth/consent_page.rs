@@ -16,7 +16,7 @@ use crate::auth::{Scope, Scopes};
 
 pub(crate) const STYLE: &str = "body{font:17px/1.45 system-ui,sans-serif;margin:0;background:#f6f4ef;color:#1d1b16}\
 main{max-width:32rem;margin:0 auto;padding:1.25rem}\
-h1{font-size:1.35rem;margin:.5rem 0 1rem}\
+h1{font-size:1.35rem;margin:.5rem 0 1rem}h2{font-size:1.1rem;margin:1.6rem 0 .4rem}\
 ul{padding-left:1.2rem}li{margin:.3rem 0}\
 label{display:block;font-weight:600;margin:1.2rem 0 .4rem}\
 input[type=text]{box-sizing:border-box;width:100%;font:1.3rem ui-monospace,monospace;letter-spacing:.08em;padding:.6rem;border:2px solid #8a8578;border-radius:.4rem;text-transform:uppercase}\
