@@ -4,7 +4,8 @@
 // - each log's retained records hash to what they say and link up (HearthCanonical), and
 //   each is in the log under a checkpoint signed by a published log key, cosigned by the
 //   witnesses the published policy asks for (HearthLog.checkWindow);
-// - every entry the page shows is among those records, under the same words;
+// - every entry the page shows is among those records, under the same words (a decision's
+//   action; an order's product, quantity and prices);
 // - on the first visit the phone pins, in this browser's storage, the log keys, the
 //   witnesses and each log's newest checkpoint; on every later visit the log must extend the
 //   pinned checkpoint (a consistency proof), and the pins move on.
@@ -94,6 +95,8 @@
   }
 
   const toBase64 = (bytes) => btoa(String.fromCharCode(...bytes));
+  // Cents as the page writes them (countersign::money::dollars).
+  const dollars = (cents) => "$" + Math.floor(cents / 100) + "." + String(cents % 100).padStart(2, "0");
   const same = (a, b) => a.length === b.length && a.every((byte, i) => byte === b[i]);
 
   // What changed in the published keys since the pins, as warnings: a rotation is published
@@ -248,6 +251,11 @@
         records = evidence.records.filter((record) => record.request_id === item.dataset.request);
         const proposal = records.find((record) => record.kind === "proposal");
         words = proposal && proposal.title;
+        // The quantity and prices shown are the proposal's own.
+        if (proposal && !item.textContent.includes(proposal.quantity + " \u00d7 " + dollars(proposal.unit_price_cents)
+            + " = " + dollars(proposal.total_cents))) {
+          throw new Untrusted("the page shows an order of the orders ledger at another quantity or price than its record");
+        }
       }
       const shown = (item.querySelector("strong") || {}).textContent;
       if (!records.length || words === undefined) {
