@@ -50,6 +50,7 @@ enum Command {
         days: u32,
     },
     LinkCode(String),
+    SignupLink,
     LogKey,
     /// `None`: every household.
     ResignLogs(Option<String>),
@@ -180,6 +181,7 @@ fn command_of(command: AdminCommand) -> Result<Command, String> {
             Command::Restore(path)
         }
         AdminCommand::LinkCode { household } => Command::LinkCode(household),
+        AdminCommand::SignupLink => Command::SignupLink,
         AdminCommand::LogKey { command: None } => Command::LogKey,
         AdminCommand::LogKey {
             command: Some(LogKeyCommand::Resign { household, .. }),
@@ -272,6 +274,10 @@ async fn execute(command: Command, settings: &[(&'static str, String)]) -> anyho
         }
         _ => {}
     }
+    if matches!(command, Command::SignupLink) {
+        let links = hearth_core::app::admin_signup_links(&config).await?;
+        return Ok(serde_json::to_value(links.create().await?)?);
+    }
     if let Some(value) = client_command(&config, &command).await? {
         return Ok(value);
     }
@@ -303,6 +309,7 @@ async fn execute(command: Command, settings: &[(&'static str, String)]) -> anyho
             serde_json::to_value(admin.token(&household, days).await?)
         }
         Command::LinkCode(household) => serde_json::to_value(admin.link_code(&household).await?),
+        Command::SignupLink => unreachable!("signup-link is answered before the store is opened"),
         Command::LogKey => serde_json::to_value(admin.log_key()?),
         Command::ResignLogs(household) => {
             serde_json::to_value(admin.resign_logs(household.as_deref()).await?)

@@ -376,6 +376,9 @@ pub enum AdminCommand {
     },
     /// A one-time link code for the consent page (15 minutes)
     LinkCode { household: String },
+    /// A single-use sign-up link (7 days): whoever opens it makes one household and becomes
+    /// its first guardian (needs HEARTH_SIGNUP=invite or open, as the server has it)
+    SignupLink,
     /// The verifier key of the households' logs; `re-sign` signs log heads again with the
     /// current key and host
     LogKey {

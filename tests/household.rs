@@ -1406,6 +1406,19 @@ async fn the_phone_reads_each_logs_records_with_their_proofs(backend: Backend) {
             refused.raw
         );
     }
+    // A household token holding countersign:read (what account linking grants) proves the
+    // ledger's history too, as it reads the ledger itself without a device.
+    let proved = call(
+        &w,
+        &token,
+        "prove_history",
+        json!({"log": "ledger", "from_size": 0}),
+    )
+    .await;
+    assert_eq!(
+        proved["checkpoint"].as_str().unwrap().lines().nth(1),
+        Some("1")
+    );
     // The ledger's history too: the page reads the household's purchases without a device.
     let ledger = w
         .get(Some(&browser), "/household/log/ledger/history?from_size=0")

@@ -114,6 +114,7 @@ async fn seed_passkey_household(
         }],
         links: Vec::new(),
         links_complete: true,
+        signup_expires_at_ms: None,
         created_at_ms: now - 120_000,
         revision: 1,
     };

@@ -156,6 +156,29 @@ impl Accounts {
         name: &str,
         policy: Option<Value>,
     ) -> Result<AccountItem, AccountError> {
+        self.create_until(household_id, name, policy, None).await
+    }
+
+    /// Creates household `household_id` as [`Accounts::create`] does, for sign-up: it reads
+    /// as absent from `expires_at_ms` on unless a token is issued to it first.
+    pub async fn create_unlinked(
+        &self,
+        household_id: &str,
+        name: &str,
+        policy: Value,
+        expires_at_ms: i64,
+    ) -> Result<AccountItem, AccountError> {
+        self.create_until(household_id, name, Some(policy), Some(expires_at_ms))
+            .await
+    }
+
+    async fn create_until(
+        &self,
+        household_id: &str,
+        name: &str,
+        policy: Option<Value>,
+        signup_expires_at_ms: Option<i64>,
+    ) -> Result<AccountItem, AccountError> {
         check_name(name)?;
         if !is_household_id(household_id) {
             return Err(AccountError::Invalid(format!(
@@ -175,6 +198,7 @@ impl Accounts {
             approval_links: Vec::new(),
             links: Vec::new(),
             links_complete: true,
+            signup_expires_at_ms,
             created_at_ms: self.now_ms(),
             revision: 1,
         };
@@ -187,14 +211,31 @@ impl Accounts {
         if !is_household_id(household_id) {
             return Err(AccountError::NotFound(household_id.to_owned()));
         }
-        self.store
-            .account(household_id)
+        self.read(household_id)
             .await?
             .ok_or_else(|| AccountError::NotFound(household_id.to_owned()))
     }
 
+    /// The stored account, unless it is a sign-up that expired unlinked (which the store may
+    /// not have deleted yet).
+    async fn read(&self, household_id: &str) -> Result<Option<AccountItem>, StoreError> {
+        let now_ms = self.now_ms();
+        Ok(self
+            .store
+            .account(household_id)
+            .await?
+            .filter(|item| item.is_live(now_ms)))
+    }
+
     pub async fn list(&self) -> Result<Vec<AccountSummary>, AccountError> {
-        Ok(self.store.accounts().await?)
+        let now_ms = self.now_ms();
+        let mut households = self.store.accounts().await?;
+        households.retain(|household| {
+            household
+                .signup_expires_at_ms
+                .is_none_or(|expires_at_ms| now_ms < expires_at_ms)
+        });
+        Ok(households)
     }
 
     /// Reads the household, lets `change` edit it and writes it back on condition that
@@ -312,7 +353,7 @@ impl Accounts {
         if !is_household_id(household_id) {
             return Ok(None);
         }
-        self.store.account(household_id).await
+        self.read(household_id).await
     }
 
     /// Counts one more access token for the household and returns the generation to put in it.
@@ -320,6 +361,8 @@ impl Accounts {
         let (generation, _) = self
             .update(household_id, |item| {
                 item.tokens_issued += 1;
+                // A household made by sign-up is kept from its first token on.
+                item.signup_expires_at_ms = None;
                 Ok(item.generation)
             })
             .await?;
@@ -342,6 +385,7 @@ impl Accounts {
                 return Err(AccountError::NotFound(household_id.to_owned()));
             }
             item.tokens_issued += 1;
+            item.signup_expires_at_ms = None;
             if item.links.len() >= MAX_LINKS_KEPT {
                 item.links.remove(0);
                 item.links_complete = false;
@@ -447,7 +491,7 @@ impl Accounts {
         if let Some(standing) = remembered_standing(true) {
             return standing;
         }
-        match self.store.account(household_id).await {
+        match self.read(household_id).await {
             Ok(item) => {
                 let read = Remembered::of(item.as_ref(), now_ms);
                 let standing = read.standing(generation, family);
@@ -494,7 +538,9 @@ fn os_random<const N: usize>() -> Result<[u8; N], AccountError> {
     os_bytes().map_err(|failed| AccountError::Unavailable(failed.to_string()))
 }
 
-fn check_name(name: &str) -> Result<(), AccountError> {
+/// Checks a display name: 1 to [`NAME_MAX_CHARS`] characters once trimmed, none a control
+/// character.
+pub fn check_name(name: &str) -> Result<(), AccountError> {
     let length = name.trim().chars().count();
     if length == 0 || length > NAME_MAX_CHARS || name.chars().any(char::is_control) {
         return Err(AccountError::Invalid(format!(

@@ -380,6 +380,29 @@ pub const ROUTES: &[Route] = &[
         Limit::Address,
     ),
     route(
+        "mcp",
+        "GET",
+        "/household/signup",
+        "the sign-up page: name a household, become its first guardian with a passkey (`HEARTH_SIGNUP`; 404 when `off`; an operator's link carries its token in the fragment) ([Opening sign-up](../self-hosting/signup.md))",
+        Limit::Address,
+    ),
+    route(
+        "mcp",
+        "POST",
+        "/household/signup",
+        "`{\"household_name\", \"member_name\", \"time_zone\", \"invite\"}` from the pages' origin: makes the household and answers its first guardian's `enrolment_url` (201)",
+        Limit::AddressAndAttempts(
+            "3 sign-ups a day per address, `HEARTH_SIGNUP_PER_DAY` for everyone",
+        ),
+    ),
+    route(
+        "mcp",
+        "GET",
+        "/household/signup.js",
+        "the script the sign-up page and the consent page's **Create a household** share",
+        Limit::Address,
+    ),
+    route(
         "oauth",
         "ANY",
         "/oauth/authorize",
@@ -1056,6 +1079,13 @@ fn mcp_routes(config: &Config, backing: &Backing, local: bool) -> Router {
         ),
         clients(config, backing),
     );
+    let signup = crate::household::signup::Signup::new(
+        config.signup,
+        passkeys.clone(),
+        backing.stores.grants.clone(),
+        backing.stores.counters.clone(),
+        backing.household.catalogue.clone(),
+    );
     router
         .merge(crate::passkeys::http::router(
             passkeys,
@@ -1064,6 +1094,28 @@ fn mcp_routes(config: &Config, backing: &Backing, local: bool) -> Router {
             &gate,
         ))
         .merge(crate::household::http::router(Arc::new(household), &gate))
+        .merge(crate::household::signup_http::router(
+            Arc::new(signup),
+            &gate,
+        ))
+}
+
+/// The operator's sign-up links (`hearth admin signup-link`), over the configured store.
+pub async fn admin_signup_links(
+    config: &Config,
+) -> anyhow::Result<crate::household::signup::SignupLinks> {
+    if config.signup.mode == crate::config::SignupMode::Off {
+        anyhow::bail!(
+            "sign-up links work only where the server runs with HEARTH_SIGNUP=invite (or open); set it here as the server has it"
+        );
+    }
+    let passkeys = admin_passkeys(config).await?;
+    let stores = existing_stores(config).await?;
+    Ok(crate::household::signup::SignupLinks::new(
+        stores.grants,
+        Arc::new(SystemClock),
+        passkeys.site().base_url.clone(),
+    ))
 }
 
 /// The members' passkeys, where there is a public URL to serve their pages under.
@@ -1188,6 +1240,7 @@ fn oauth_routes(config: &Config, backing: &Backing, local: bool) -> Router {
             })
             .map(Arc::new),
     )
+    .with_signup(config.signup.mode)
     .with_registration(AttemptLimiter::new(
         backing.stores.counters.clone(),
         backing.clock.clone(),

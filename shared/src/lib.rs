@@ -39,6 +39,7 @@ pub mod forwarded;
 pub mod fuzzing;
 pub mod gate;
 pub mod household;
+pub mod html;
 pub mod http_server;
 pub mod json_endpoint;
 pub mod linking;

@@ -166,10 +166,20 @@ impl AttemptLimiter {
 
     /// Counts one attempt from `ip` (unknown addresses share one counter).
     pub async fn attempt(&self, ip: Option<IpAddr>) -> Admission {
+        let ip_key = network_key(ip);
+        self.count(&format!("{}/ip/{ip_key}", self.name)).await
+    }
+
+    /// Counts one attempt against the one counter every address shares: a cap on the whole
+    /// deployment (sign-ups a day).
+    pub async fn attempt_by_anyone(&self) -> Admission {
+        self.count(&format!("{}/all", self.name)).await
+    }
+
+    async fn count(&self, key: &str) -> Admission {
         let now_ms = unix_ms(self.clock.now());
         let window = Window::containing(now_ms, self.window_ms);
-        let ip_key = network_key(ip);
-        let counter = window.counter(&format!("{}/ip/{ip_key}", self.name), self.limit);
+        let counter = window.counter(key, self.limit);
         match self.counters.take(&[counter], window.end_ms, now_ms).await {
             Ok(Taken::Granted) => Admission::Admitted,
             Ok(Taken::Refused { .. }) => Admission::Limited {

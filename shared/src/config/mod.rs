@@ -156,6 +156,9 @@ pub struct Config {
     /// Metadata Document's URL. Off, the metadata says nothing of it, a URL client id is
     /// refused naming the setting, and hosts fall back to registration.
     pub cimd: bool,
+    /// `HEARTH_SIGNUP` and `HEARTH_SIGNUP_PER_DAY`: whether a person with no household may
+    /// create one, and how many a day the deployment takes.
+    pub signup: SignupSettings,
     /// `HEARTH_PUSH_ALLOW_HTTP_LOOPBACK=true`: phones' push endpoints may also be `http` on
     /// loopback, for a local push receiver in tests. Local only.
     pub push_allow_http_loopback: bool,
@@ -168,6 +171,49 @@ pub struct Config {
     /// `hearth assistant`'s device: `HEARTH_TOKEN` (its bearer token) and `HEARTH_DEVICE_KEY`
     /// (a household device key, `KEY_ID:KEY`). Read by no server.
     pub device: DeviceSettings,
+}
+
+/// `HEARTH_SIGNUP=off|invite|open`: who may create a household without the operator.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SignupMode {
+    /// Only the operator creates households (`hearth admin household create`).
+    #[default]
+    Off,
+    /// A person holding an operator's single-use sign-up link (`hearth admin signup-link`).
+    Invite,
+    /// Anyone: the consent page offers `Create a household`.
+    Open,
+}
+
+impl SignupMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignupMode::Off => "off",
+            SignupMode::Invite => "invite",
+            SignupMode::Open => "open",
+        }
+    }
+}
+
+/// The most households `HEARTH_SIGNUP_PER_DAY` may let a deployment take in a day.
+pub const MAX_SIGNUPS_PER_DAY: u32 = 100_000;
+
+/// Sign-up's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SignupSettings {
+    pub mode: SignupMode,
+    /// `HEARTH_SIGNUP_PER_DAY` (default 100, 1 to [`MAX_SIGNUPS_PER_DAY`]): households the
+    /// whole deployment creates by sign-up per UTC day.
+    pub per_day: u32,
+}
+
+impl Default for SignupSettings {
+    fn default() -> Self {
+        Self {
+            mode: SignupMode::Off,
+            per_day: 100,
+        }
+    }
 }
 
 /// What `hearth assistant`, playing a household's device, authenticates and signs with.
@@ -563,6 +609,7 @@ impl Config {
                 });
             }
         };
+        let signup = signup_settings(&get, passkeys.is_some(), redirect_uris.is_empty())?;
         let trusted_proxies = match get("HEARTH_TRUSTED_PROXIES") {
             None => TrustedProxies::default(),
             Some(_) if runtime == Runtime::Lambda => {
@@ -591,6 +638,7 @@ impl Config {
             witnesses,
             cimd_allow_http_loopback,
             cimd,
+            signup,
             push_allow_http_loopback,
             assistant_model: get("COUNTERSIGN_ASSISTANT_MODEL")
                 .map(|model| model.trim().to_owned())
@@ -825,6 +873,59 @@ fn rate_limit(
             name,
             reason: format!("expected requests per minute from 1 to {MAX_RATE_LIMIT}"),
         })
+}
+
+/// `HEARTH_SIGNUP` and `HEARTH_SIGNUP_PER_DAY`. Sign-up makes the person's first passkey
+/// and then links their assistant, so it needs the passkey pages (a public URL) and account
+/// linking (`MCP_REDIRECT_URIS`); it is refused at start without them rather than offered
+/// and broken.
+fn signup_settings(
+    get: &impl Fn(&str) -> Option<String>,
+    has_passkeys: bool,
+    no_linking: bool,
+) -> Result<SignupSettings, ConfigError> {
+    let mode = match get("HEARTH_SIGNUP").map(|value| value.trim().to_ascii_lowercase()) {
+        None => SignupMode::Off,
+        Some(value) if value == "off" => SignupMode::Off,
+        Some(value) if value == "invite" => SignupMode::Invite,
+        Some(value) if value == "open" => SignupMode::Open,
+        Some(_) => {
+            return Err(ConfigError::Invalid {
+                name: "HEARTH_SIGNUP",
+                reason: "expected off, invite or open".into(),
+            });
+        }
+    };
+    let per_day = match get("HEARTH_SIGNUP_PER_DAY") {
+        None => SignupSettings::default().per_day,
+        Some(value) => value
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|cap| (1..=MAX_SIGNUPS_PER_DAY).contains(cap))
+            .ok_or(ConfigError::Invalid {
+                name: "HEARTH_SIGNUP_PER_DAY",
+                reason: format!("expected households a day from 1 to {MAX_SIGNUPS_PER_DAY}"),
+            })?,
+    };
+    if mode != SignupMode::Off {
+        let missing = if !has_passkeys {
+            Some("the passkey pages' public URL (MCP_RESOURCE_URL)")
+        } else if no_linking {
+            Some("account linking (MCP_REDIRECT_URIS)")
+        } else {
+            None
+        };
+        if let Some(missing) = missing {
+            return Err(ConfigError::Invalid {
+                name: "HEARTH_SIGNUP",
+                reason: format!(
+                    "sign-up makes a passkey and links an assistant, so it needs {missing}; set it, or leave HEARTH_SIGNUP off"
+                ),
+            });
+        }
+    }
+    Ok(SignupSettings { mode, per_day })
 }
 
 /// The intent judge's settings: `COUNTERSIGN_JUDGE` (by default `rules+openai` when
@@ -1366,6 +1467,41 @@ mod tests {
                 config(&[("MCP_DISABLED", value)]).unwrap().disabled,
                 disabled
             );
+        }
+    }
+
+    #[test]
+    fn sign_up_is_off_by_default_and_needs_passkeys_and_linking() {
+        let linking = (
+            "MCP_REDIRECT_URIS",
+            "https://alexa.example/api/skill/link/M2TEST",
+        );
+        let off = config(&[]).unwrap().signup;
+        assert_eq!(off.mode, SignupMode::Off);
+        assert_eq!(off.per_day, 100);
+        for (value, mode) in [
+            ("off", SignupMode::Off),
+            ("invite", SignupMode::Invite),
+            (" Open ", SignupMode::Open),
+        ] {
+            let signup = config(&[("HEARTH_SIGNUP", value), linking]).unwrap().signup;
+            assert_eq!(signup.mode, mode, "{value}");
+        }
+        let error = config(&[("HEARTH_SIGNUP", "yes"), linking])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("off, invite or open"), "{error}");
+        // Without linking there is nothing to link after signing up.
+        let error = config(&[("HEARTH_SIGNUP", "open")])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("MCP_REDIRECT_URIS"), "{error}");
+        // The daily cap at both ends, and one past each.
+        let cap = |value: &str| config(&[("HEARTH_SIGNUP_PER_DAY", value), linking]);
+        assert_eq!(cap("1").unwrap().signup.per_day, 1);
+        assert_eq!(cap("100000").unwrap().signup.per_day, MAX_SIGNUPS_PER_DAY);
+        for bad in ["0", "100001", "-1", "lots"] {
+            assert!(cap(bad).is_err(), "{bad}");
         }
     }
 

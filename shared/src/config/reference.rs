@@ -154,6 +154,16 @@ pub const SETTINGS: &[Setting] = &[
         meaning: r#"Exact browser origins allowed to call `/mcp`, `/oauth/*` and `/tts`, besides the server's own origin (from `MCP_RESOURCE_URL`, so `/demo` can call it; locally also as `localhost`); any other `Origin` header is 403. These origins, and no others, also get CORS answers (preflights included, no credentials) on `/mcp`, `/oauth/token`, `/oauth/revoke`, `/oauth/register` and the discovery documents, for hosts that run in a browser such as the MCP Inspector 1.x in its Direct mode (its page is `http://localhost:6274` or `http://127.0.0.1:6274`, two different origins: list the one you open, or both). A preflight from any other origin is answered 403 and logged with the origin. Every deployment takes a list: the template's `AllowedOrigins` parameter sets it"#,
     },
     Setting {
+        names: r#"`HEARTH_SIGNUP`"#,
+        default: r#"`off`"#,
+        meaning: r#"Who may create a household without the operator: `off` (only `hearth admin household create`), `invite` (a person holding a single-use link from `hearth admin signup-link`) or `open` (anyone: the consent page offers **Create a household**). The person names the household and becomes its first guardian with a new passkey; it starts with no merchant and no budget, and is deleted after 24 hours unless an assistant is linked. Needs `MCP_RESOURCE_URL` and `MCP_REDIRECT_URIS`. Limited to 3 a day per client address (IPv6 by its /64) and by `HEARTH_SIGNUP_PER_DAY` ([Opening sign-up](../self-hosting/signup.md))"#,
+    },
+    Setting {
+        names: r#"`HEARTH_SIGNUP_PER_DAY`"#,
+        default: r#"`100`"#,
+        meaning: r#"Households the whole deployment creates by sign-up per UTC day (1–100,000); past it, sign-up answers 429 until midnight UTC"#,
+    },
+    Setting {
         names: r#"`HEARTH_RATE_LIMIT_PER_SUBJECT`"#,
         default: r#"`60`"#,
         meaning: r#"Requests per minute per authenticated subject (1–1,000,000; there is no "unlimited")"#,

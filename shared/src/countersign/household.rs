@@ -418,6 +418,16 @@ fn check_unique<'a>(what: &str, ids: impl IntoIterator<Item = &'a str>) -> Resul
     Ok(())
 }
 
+/// A limit or a budget: 0 stops every order (a household made by sign-up starts so).
+fn check_limit_cents(what: &str, cents: u64) -> Result<(), String> {
+    if cents > CENTS_MAX {
+        return Err(format!(
+            "{what} must be at most {CENTS_MAX} cents (0 lets nothing be bought)"
+        ));
+    }
+    Ok(())
+}
+
 fn check_cents(what: &str, cents: u64) -> Result<(), String> {
     if cents == 0 || cents > CENTS_MAX {
         return Err(format!("{what} must be between 1 and {CENTS_MAX} cents"));
@@ -479,12 +489,12 @@ fn check_household(household: &Household, catalogue: &Catalogue) -> Result<(), S
         }
     }
     for (role, rules) in &household.roles {
-        check_cents(
+        check_limit_cents(
             &format!("the per-order limit of {role:?}"),
             rules.per_order_limit_cents,
         )?;
     }
-    check_cents("the weekly budget", household.weekly_budget_cents)?;
+    check_limit_cents("the weekly budget", household.weekly_budget_cents)?;
     if household.guardians.is_empty() {
         return Err("at least one guardian is needed".into());
     }
@@ -650,8 +660,21 @@ mod tests {
         assert!(error.contains("not a member"), "{error}");
         let error = problem(HOUSEHOLD_FILE, |h| h["known_merchants"][0] = "acme".into());
         assert!(error.contains("\"acme\" is not a merchant"), "{error}");
-        let error = problem(HOUSEHOLD_FILE, |h| h["weekly_budget_cents"] = 0.into());
+        let error = problem(HOUSEHOLD_FILE, |h| {
+            h["weekly_budget_cents"] = (CENTS_MAX + 1).into()
+        });
         assert!(error.contains("weekly budget"), "{error}");
+        // A budget or a limit of nothing is a household that buys nothing, not a typo.
+        for zero in ["weekly_budget_cents", "per_order_limit_cents"] {
+            let edited = edited(HOUSEHOLD_FILE, |h| {
+                if zero == "weekly_budget_cents" {
+                    h[zero] = 0.into();
+                } else {
+                    h["roles"]["parent"][zero] = 0.into();
+                }
+            });
+            assert!(edited.is_ok(), "{zero}: {edited:?}");
+        }
         let error = problem(HOUSEHOLD_FILE, |h| {
             h["roles"].as_object_mut().unwrap().remove("child");
         });

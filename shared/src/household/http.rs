@@ -51,12 +51,12 @@ use super::pages::{self, Paths};
 use super::sessions::SESSION_MAX_MS;
 use super::{HouseholdPage, PageError, Visitor};
 use crate::gate::Gate;
+use crate::html::static_asset;
 use crate::passkeys::PasskeyError;
 use crate::passkeys::approvals::LinkTo;
 use crate::passkeys::http::{
     BODY_LIMIT, answer, decision_of, failure, field, json_body, refused, same_origin,
 };
-use crate::passkeys::pages::static_asset;
 use crate::passkeys::sign_in::{Purpose, SignInRefusal};
 use crate::transparency::LogKind;
 

@@ -7,6 +7,8 @@
 //!   memory, the purchase ledger, the passkeys), as a reader of this household alone.
 //! - [`evidence`]: each log's records and proofs, which the page's script checks on the phone.
 //! - [`pages`] renders; [`http`] serves, behind the same gate as every page.
+//! - [`signup`]: a person with no household makes one and becomes its first guardian
+//!   (`HEARTH_SIGNUP`); [`signup_http`] serves its page and the form the consent page shows.
 //!
 //! A session can read. It never approves or manages on its own: each such action is a fresh
 //! passkey signature over a statement shown first.
@@ -16,6 +18,8 @@ pub mod evidence;
 pub mod http;
 pub mod pages;
 pub mod sessions;
+pub mod signup;
+pub mod signup_http;
 
 use std::sync::Arc;
 

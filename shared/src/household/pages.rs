@@ -10,7 +10,7 @@ use crate::countersign::household::Household;
 use crate::countersign::ledger::Request;
 use crate::countersign::money::dollars;
 use crate::countersign::service::may_decide;
-use crate::oauth::consent_page::escape;
+use crate::html::escape;
 use crate::passkeys::pages::{Policy, shell};
 use crate::passkeys::{Member, PasskeyView};
 

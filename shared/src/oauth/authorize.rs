@@ -393,6 +393,7 @@ impl OAuthEndpoint {
             resource: &request.resource,
             csrf: &csrf,
             passkeys: self.passkeys.is_some() && self.linking.is_some(),
+            signup: self.signup == crate::config::SignupMode::Open,
         };
         consent_page::consent(&fields, problem, status)
     }

@@ -2,7 +2,8 @@
 //! strict Content-Security-Policy. Every value from the request is escaped. The link-code
 //! form works with no script; where members' passkeys are configured, a second form offers
 //! `Sign in with a passkey`, which needs this origin's scripts (the passkey pages' ceremony
-//! and `consent.js`).
+//! and `consent.js`); where sign-up is open, a third offers `Create a household` (sign-up's
+//! own form and script, which make the household and its first guardian's passkey).
 
 use std::sync::LazyLock;
 
@@ -13,20 +14,8 @@ use http::{HeaderValue, StatusCode, header};
 use sha2::{Digest, Sha256};
 
 use crate::auth::{Scope, Scopes};
-
-pub(crate) const STYLE: &str = "body{font:17px/1.45 system-ui,sans-serif;margin:0;background:#f6f4ef;color:#1d1b16}\
-main{max-width:32rem;margin:0 auto;padding:1.25rem}\
-h1{font-size:1.35rem;margin:.5rem 0 1rem}h2{font-size:1.1rem;margin:1.6rem 0 .4rem}\
-ul{padding-left:1.2rem}li{margin:.3rem 0}\
-label{display:block;font-weight:600;margin:1.2rem 0 .4rem}\
-input[type=text]{box-sizing:border-box;width:100%;font:1.3rem ui-monospace,monospace;letter-spacing:.08em;padding:.6rem;border:2px solid #8a8578;border-radius:.4rem;text-transform:uppercase}\
-.actions{display:flex;gap:.75rem;margin-top:1.2rem;flex-wrap:wrap}\
-button{flex:1 1 8rem;font:inherit;font-weight:600;padding:.75rem;border-radius:.4rem;border:2px solid #3d5a40;cursor:pointer}\
-.allow{background:#3d5a40;color:#fff}.deny{background:#fff;color:#3d5a40}\
-.problem{background:#fbe3df;border-left:4px solid #a33a2a;padding:.6rem .8rem}\
-.small{font-size:.9rem;color:#555}\
-.unverified{font-weight:400;color:#7a3b00}\
-.destination strong{font-size:1.15rem}";
+use crate::config::SignupMode;
+use crate::html::{STYLE, escape};
 
 /// The page's Content-Security-Policy, apart from `form-action`, which names the redirect
 /// target too: Chromium applies `form-action` to the redirect that answers the form.
@@ -46,6 +35,8 @@ pub struct ConsentFields<'a> {
     pub csrf: &'a str,
     /// Members' passkeys are configured: the page offers `Sign in with a passkey` too.
     pub passkeys: bool,
+    /// `HEARTH_SIGNUP=open` (with passkeys): the page offers `Create a household` too.
+    pub signup: bool,
 }
 
 /// Where the redirect URI sends the person: a website's host (with the port, when it has one)
@@ -121,6 +112,14 @@ pub fn consent(fields: &ConsentFields<'_>, problem: Option<&str>, status: Status
     .map(|(name, value)| hidden_input(name, value))
     .chain(fields.state.map(|state| hidden_input("state", state)))
     .collect::<String>();
+    let signup = if fields.passkeys && fields.signup {
+        format!(
+            "<h2>No household on Hearth yet?</h2>\n{}",
+            crate::household::signup_http::form("../household/signup", SignupMode::Open)
+        )
+    } else {
+        String::new()
+    };
     let (passkey, scripts) = if fields.passkeys {
         (
             format!(
@@ -134,7 +133,11 @@ pub fn consent(fields: &ConsentFields<'_>, problem: Option<&str>, status: Status
 <p id="status" role="status"></p>
 </form>"#
             ),
-            r#"<script src="../passkeys/page.js" defer></script><script src="consent.js" defer></script>"#,
+            if fields.signup {
+                r#"<script src="../passkeys/page.js" defer></script><script src="consent.js" defer></script><script src="../household/signup.js" defer></script>"#
+            } else {
+                r#"<script src="../passkeys/page.js" defer></script><script src="consent.js" defer></script>"#
+            },
         )
     } else {
         (String::new(), "")
@@ -164,6 +167,7 @@ pub fn consent(fields: &ConsentFields<'_>, problem: Option<&str>, status: Status
 </div>
 </form>
 {passkey}
+{signup}
 <p class="small">You can unlink at any time: <code>hearth admin unlink</code> stops every token at once.</p>
 </main></body></html>"#,
         client = escape(fields.client_name),
@@ -183,10 +187,7 @@ pub fn consent(fields: &ConsentFields<'_>, problem: Option<&str>, status: Status
 
 /// The consent page's script for `Sign in with a passkey` (over the passkey pages' `page.js`).
 pub fn script() -> Response {
-    crate::passkeys::pages::static_asset(
-        include_str!("consent.js"),
-        "text/javascript; charset=utf-8",
-    )
+    crate::html::static_asset(include_str!("consent.js"), "text/javascript; charset=utf-8")
 }
 
 /// A page that ends the flow without a redirect: the request cannot be trusted to say where
@@ -286,33 +287,9 @@ fn hidden_input(name: &str, value: &str) -> String {
     )
 }
 
-/// HTML-escapes text for element content and quoted attribute values.
-pub fn escape(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&#39;"),
-            other => escaped.push(other),
-        }
-    }
-    escaped
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn markup_in_request_values_is_escaped() {
-        assert_eq!(
-            escape(r#"<a href="x">'&'</a>"#),
-            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
-        );
-    }
 
     #[test]
     fn every_scope_is_said_in_plain_words() {

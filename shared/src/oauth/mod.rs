@@ -66,6 +66,8 @@ pub struct OAuthEndpoint {
     /// Members' passkeys, when configured: a guardian's links a household without a code
     /// ([`OAuthEndpoint::with_passkeys`]).
     passkeys: Option<Arc<Passkeys>>,
+    /// `HEARTH_SIGNUP`: with `open` (and passkeys) the consent page offers `Create a household`.
+    signup: crate::config::SignupMode,
 }
 
 impl OAuthEndpoint {
@@ -90,7 +92,15 @@ impl OAuthEndpoint {
                 .as_ref()
                 .map(|secret| ConsentKey::derive(secret.expose().as_bytes())),
             passkeys: None,
+            signup: crate::config::SignupMode::Off,
         }
+    }
+
+    /// The same endpoint under `HEARTH_SIGNUP=mode`: with `open` (and passkeys), its consent
+    /// page offers `Create a household` beside the two ways to link one.
+    pub fn with_signup(mut self, mode: crate::config::SignupMode) -> Self {
+        self.signup = mode;
+        self
     }
 
     /// The same endpoint offering `Sign in with a passkey` on its consent page: a guardian's

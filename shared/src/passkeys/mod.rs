@@ -1317,7 +1317,7 @@ fn user_handle(household_id: &str, member_id: &str) -> Vec<u8> {
     Sha256::digest(format!("{household_id}\n{member_id}").as_bytes())[..16].to_vec()
 }
 
-fn timestamp(ms: i64) -> String {
+pub(crate) fn timestamp(ms: i64) -> String {
     time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
         .ok()
         .and_then(|at| {

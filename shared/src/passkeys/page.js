@@ -48,8 +48,10 @@ function descriptors(list) {
   return (list || []).map((item) => ({ ...item, id: fromBase64url(item.id) }));
 }
 
-async function enrol(button) {
-  const here = location.pathname;
+// Makes a passkey through the enrolment page at `here` (its options, then the new
+// credential) and answers what the page answered. Sign-up runs it for a new household's
+// first guardian.
+async function createPasskey(here) {
   const options = await post(here + "/options", {});
   const publicKey = {
     ...options,
@@ -58,7 +60,7 @@ async function enrol(button) {
     excludeCredentials: descriptors(options.excludeCredentials),
   };
   const credential = await navigator.credentials.create({ publicKey });
-  const answer = await post(here, {
+  return post(here, {
     credential: {
       id: credential.id,
       rawId: toBase64url(credential.rawId),
@@ -69,6 +71,10 @@ async function enrol(button) {
       },
     },
   });
+}
+
+async function enrol(button) {
+  const answer = await createPasskey(location.pathname);
   button.disabled = true;
   say(answer.message, true);
   const notify = document.getElementById("notify");

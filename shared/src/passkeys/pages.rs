@@ -11,7 +11,7 @@ use base64::engine::general_purpose::STANDARD;
 use http::{HeaderValue, StatusCode, header};
 use sha2::{Digest, Sha256};
 
-use crate::oauth::consent_page::{STYLE, escape};
+use crate::html::{STYLE, escape, static_asset};
 
 /// The script every passkey page loads.
 pub const SCRIPT: &str = include_str!("page.js");
@@ -19,7 +19,6 @@ pub const SCRIPT: &str = include_str!("page.js");
 /// The passkey pages' style beyond the consent page's, the household page's included (one
 /// style, one hash in every page's policy).
 const EXTRA_STYLE: &str = "#status{min-height:1.5em;margin-top:1rem}\
-.done{background:#e3f1e4;border-left:4px solid #3d5a40;padding:.6rem .8rem}\
 .order{background:#fff;border:1px solid #d8d3c7;border-radius:.4rem;padding:.4rem 1rem}\
 .order dt{font-weight:600;margin-top:.4rem}.order dd{margin:0}\
 .warning{background:#fff4d6;border-left:4px solid #a36a00;padding:.6rem .8rem}\
@@ -291,22 +290,6 @@ pub fn service_worker(base_path: &str) -> Response {
 
 fn javascript(source: &'static str) -> Response {
     static_asset(source, "text/javascript; charset=utf-8")
-}
-
-/// A file built into the binary, cached briefly (it changes with releases).
-pub fn static_asset(body: impl Into<axum::body::Body>, content_type: &'static str) -> Response {
-    let mut response = body.into().into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    headers.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=300"),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    response
 }
 
 /// The headers every answer of a passkey route carries: never cached, never framed.

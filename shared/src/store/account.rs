@@ -63,6 +63,11 @@ pub struct AccountItem {
     /// [`MAX_LINKS_KEPT`] (and on accounts stored before the list existed).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub links_complete: bool,
+    /// A household made by sign-up and not yet linked: from this instant it reads as absent,
+    /// and the store may delete it (DynamoDB's TTL; SQLite when another account is created).
+    /// The first token issued to the household clears it. Absent from every other account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signup_expires_at_ms: Option<i64>,
     pub created_at_ms: i64,
     /// Raised by every write; a write names the revision it read.
     pub revision: u64,
@@ -85,7 +90,14 @@ impl AccountItem {
             household_id: self.household_id.clone(),
             name: self.name.clone(),
             linked: self.is_linked(),
+            signup_expires_at_ms: self.signup_expires_at_ms,
         }
+    }
+
+    /// Whether the account still stands at `now_ms`: false for a sign-up past its expiry.
+    pub fn is_live(&self, now_ms: i64) -> bool {
+        self.signup_expires_at_ms
+            .is_none_or(|expires_at_ms| now_ms < expires_at_ms)
     }
 }
 
@@ -390,6 +402,9 @@ pub struct AccountSummary {
     pub household_id: String,
     pub name: String,
     pub linked: bool,
+    /// When a household made by sign-up is deleted unless it is linked first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signup_expires_at_ms: Option<i64>,
 }
 
 #[async_trait]

@@ -15,11 +15,11 @@
 //! | cosignature | `chain#<scope>#<name>` | `cosig#<witness key name>` | `origin`, `tree_size`, `line`: a witness's latest cosignature of the log, written with a condition that a smaller tree of the same origin never replaces a larger one; `expires_at_ms` and `expires_at` as its log head's. Sorts before `hash#` and `head`, so a chain's reads never see it; the MCP function reads them with one `Query` (`begins_with`) when a proof is handed out |
 //! | scope registry | `scope#<scope>` | `registry` | `live` (map: chain name → its window's `expires_at_ms`, kept until its log retires), `version`, `expires_at` |
 //! | rate counter | `rate#<counter key>` | `counter` | `hits`, `expires_at_ms`, `expires_at`; one conditional `UpdateItem` each, issued together |
-//! | household account | `account#<household id>` | `account` | `revision`, `body` (the account as JSON: name, policy, generation, device keys, revoked families); no TTL |
-//! | account index | `accounts` | `<household id>` | `name`, `linked`; written in the same transaction as the account, so `household list` is one `Query` |
+//! | household account | `account#<household id>` | `account` | `revision`, `body` (the account as JSON: name, policy, generation, device keys, revoked families, and `signup_expires_at_ms` for a household made by sign-up and not yet linked); `expires_at` only for such a household (its first link writes the account without it) |
+//! | account index | `accounts` | `<household id>` | `name`, `linked`, and for a sign-up not yet linked `signup_expires_at_ms` and `expires_at` as its account's; written in the same transaction as the account, so `household list` is one `Query` |
 //! | OAuth client | `client#<client id>` | `client` | `revision`, `body` (the client as JSON; a secret only as its hash), `expires_at_ms` and `expires_at` for a registration not yet used |
 //! | client index | `clients` | `<client id>` | the same attributes, written in the same transaction, so `client list` is one `Query` |
-//! | linking record | `grant#<kind>#<key>` | `grant` | `revision`, `body`, `expires_at_ms`, `expires_at`; kind is `link`, `code`, `family`, `turn` (a host-key turn's ledger claim), `jti`, `docfail`, `signin` (a household page's sign-in challenge, 5 minutes), `session` (a household page's session, by its cookie's hash) or `passkey` (a credential id's household and member; no TTL, kept until the household is deleted), key a hash, a family id or a credential id |
+//! | linking record | `grant#<kind>#<key>` | `grant` | `revision`, `body`, `expires_at_ms`, `expires_at`; kind is `link`, `code`, `family`, `turn` (a host-key turn's ledger claim), `jti`, `docfail`, `signin` (a household page's sign-in challenge, 5 minutes), `session` (a household page's session, by its cookie's hash), `signup` (an operator's sign-up link, by its token's hash, 7 days) or `passkey` (a credential id's household and member; no TTL, kept until the household is deleted), key a hash, a family id or a credential id |
 //!
 //! Cost per call: a read is one strongly consistent `Query` of the chain's partition from
 //! `head` on (the head and the records sort together; the log's hashes sort before `head` and
@@ -955,6 +955,10 @@ impl AccountStore for DynamoStore {
                         .to_owned(),
                     name: string(item.get("name"), "name")?,
                     linked: matches!(item.get("linked"), Some(AttributeValue::Bool(true))),
+                    signup_expires_at_ms: item
+                        .get("signup_expires_at_ms")
+                        .map(|value| number(Some(value), "signup_expires_at_ms"))
+                        .transpose()?,
                 })
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
@@ -971,6 +975,14 @@ impl AccountStore for DynamoStore {
         let mut account = key_of(&account_pk(&item.household_id), "account");
         account.insert("revision".into(), n(item.revision as i64));
         account.insert("body".into(), s(&body));
+        // A sign-up not yet linked goes by itself when it expires; a put without it (the
+        // first link) keeps the account for good.
+        let ttl = item
+            .signup_expires_at_ms
+            .map(|expires_at_ms| n(ttl_seconds(expires_at_ms)));
+        if let Some(ttl) = &ttl {
+            account.insert(TTL_ATTRIBUTE.into(), ttl.clone());
+        }
         let put = Put::builder()
             .table_name(&self.table)
             .set_item(Some(account));
@@ -985,6 +997,10 @@ impl AccountStore for DynamoStore {
         let mut index = key_of(ACCOUNT_INDEX_PK, &item.household_id);
         index.insert("name".into(), s(&item.name));
         index.insert("linked".into(), AttributeValue::Bool(item.is_linked()));
+        if let (Some(expires_at_ms), Some(ttl)) = (item.signup_expires_at_ms, ttl) {
+            index.insert("signup_expires_at_ms".into(), n(expires_at_ms));
+            index.insert(TTL_ATTRIBUTE.into(), ttl);
+        }
         let put_index = Put::builder()
             .table_name(&self.table)
             .set_item(Some(index))

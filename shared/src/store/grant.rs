@@ -37,6 +37,9 @@ pub enum GrantKind {
     SignInChallenge,
     /// A household page's session, keyed by the hash of its cookie.
     HouseholdSession,
+    /// An operator's single-use sign-up link (`hearth admin signup-link`), keyed by the hash
+    /// of its token, deleted by the sign-up that uses it.
+    SignupLink,
 }
 
 /// The expiry of a record that is kept until it is removed: the last millisecond of the
@@ -56,6 +59,7 @@ impl GrantKind {
             GrantKind::PasskeyOwner => "passkey",
             GrantKind::SignInChallenge => "signin",
             GrantKind::HouseholdSession => "session",
+            GrantKind::SignupLink => "signup",
         }
     }
 }

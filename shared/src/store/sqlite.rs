@@ -866,6 +866,17 @@ impl AccountStore for SqliteStore {
                     params![item.household_id, item.revision as i64, body],
                 )
                 .map_err(unavailable)?;
+            if expected.is_none() {
+                // A creation sweeps the sign-ups that expired unlinked (DynamoDB's TTL does
+                // this by itself): only their own row, by the expiry their body keeps.
+                transaction
+                    .execute(
+                        "DELETE FROM accounts
+                         WHERE json_extract(body, '$.signup_expires_at_ms') <= ?1",
+                        params![item.created_at_ms],
+                    )
+                    .map_err(unavailable)?;
+            }
             transaction.commit().map_err(unavailable)
         })
     }

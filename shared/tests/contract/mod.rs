@@ -634,6 +634,7 @@ fn account(household_id: &str, name: &str, revision: u64) -> AccountItem {
             linked_at_ms: NOW,
         }],
         links_complete: false,
+        signup_expires_at_ms: None,
         created_at_ms: NOW,
         revision,
     }
@@ -663,16 +664,62 @@ pub async fn accounts_are_created_once_read_back_and_listed(backend: Backend) {
             AccountSummary {
                 household_id: "hh-a".into(),
                 name: "Adams".into(),
-                linked: false
+                linked: false,
+                signup_expires_at_ms: None,
             },
             AccountSummary {
                 household_id: "hh-b".into(),
                 name: "Bakers".into(),
-                linked: false
+                linked: false,
+                signup_expires_at_ms: None,
             },
         ],
         "ordered by household id"
     );
+}
+
+pub async fn a_sign_up_keeps_its_expiry_until_a_write_without_it(backend: Backend) {
+    let accounts = backend.accounts.as_ref();
+    let mut unlinked = account("hh-s", "Signed up", 1);
+    unlinked.signup_expires_at_ms = Some(NOW + HOUR);
+    accounts.put_account(&unlinked, None).await.unwrap();
+    assert_eq!(
+        accounts.account("hh-s").await.unwrap(),
+        Some(unlinked.clone())
+    );
+    let listed = accounts.accounts().await.unwrap();
+    assert_eq!(
+        listed[0].signup_expires_at_ms,
+        Some(NOW + HOUR),
+        "{listed:?}"
+    );
+    // Another creation before the expiry leaves it be.
+    accounts
+        .put_account(&account("hh-t", "Operator's", 1), None)
+        .await
+        .unwrap();
+    assert!(accounts.account("hh-s").await.unwrap().is_some());
+    // Its first link writes it without the expiry: kept for good, and listed so.
+    let mut linked = unlinked.clone();
+    linked.signup_expires_at_ms = None;
+    linked.tokens_issued = 1;
+    linked.revision = 2;
+    accounts.put_account(&linked, Some(1)).await.unwrap();
+    assert_eq!(accounts.account("hh-s").await.unwrap(), Some(linked));
+    let listed = accounts.accounts().await.unwrap();
+    assert_eq!(listed[0].signup_expires_at_ms, None);
+    assert!(listed[0].linked);
+    // A creation after an unlinked sign-up's expiry may delete it (SQLite does so then;
+    // DynamoDB's TTL does it on its own), and never touches anything else.
+    let mut expired = account("hh-u", "Never linked", 1);
+    expired.signup_expires_at_ms = Some(NOW + 10);
+    accounts.put_account(&expired, None).await.unwrap();
+    let mut later = account("hh-v", "Later", 1);
+    later.created_at_ms = NOW + 10;
+    accounts.put_account(&later, None).await.unwrap();
+    for kept in ["hh-s", "hh-t", "hh-v"] {
+        assert!(accounts.account(kept).await.unwrap().is_some(), "{kept}");
+    }
 }
 
 pub async fn account_writes_and_deletes_compare_revisions(backend: Backend) {
@@ -2041,6 +2088,7 @@ macro_rules! contract_tests {
                 each_window_counts_alone,
                 concurrent_takes_never_pass_the_limit,
                 accounts_are_created_once_read_back_and_listed,
+                a_sign_up_keeps_its_expiry_until_a_write_without_it,
                 account_writes_and_deletes_compare_revisions,
                 removing_a_chain_takes_every_record_and_frees_its_place,
                 relocating_moves_a_window_exactly_as_stored,

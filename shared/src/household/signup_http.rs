@@ -1,0 +1,170 @@
+//! Sign-up's routes, served by the MCP function (and the local server) beside the household
+//! page's:
+//!
+//! - `GET /household/signup`: the sign-up page (an operator's link opens it with its token in
+//!   the fragment, `#invite=…`); 404 with `HEARTH_SIGNUP=off`.
+//! - `GET /household/signup.js`: the script the sign-up page and the consent page's `Create a
+//!   household` share (over the passkey pages' `page.js`).
+//! - `POST /household/signup`: `{"household_name", "member_name", "time_zone", "invite"}`
+//!   (the last two optional); 201 with the first guardian's `enrolment_url`, whose page's own
+//!   routes then make the passkey. From the pages' own origin only.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::response::Response;
+use axum::routing::get;
+use http::{HeaderValue, StatusCode, header};
+use serde_json::{Value, json};
+
+use super::signup::{Signup, SignupRefusal, SignupRequest};
+use crate::config::SignupMode;
+use crate::gate::Gate;
+use crate::html::{escape, static_asset};
+use crate::media::{has_media_type, read_body};
+use crate::passkeys::http::{BODY_LIMIT, answer, failure, json_body, refused, same_origin};
+use crate::passkeys::pages::{Policy, notice, shell};
+
+/// The script sign-up's two pages share.
+const SCRIPT: &str = include_str!("signup.js");
+
+#[derive(Clone)]
+struct Endpoint {
+    signup: Arc<Signup>,
+    gate: Gate,
+}
+
+/// Sign-up's routes, every one behind `gate` before any store read.
+pub fn router(signup: Arc<Signup>, gate: &Gate) -> Router {
+    let routes = Router::new()
+        .route("/household/signup", get(page).post(create))
+        .route("/household/signup.js", get(|| async { script() }))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT));
+    crate::gate::limit(routes, gate, refused).with_state(Endpoint {
+        signup,
+        gate: gate.clone(),
+    })
+}
+
+fn script() -> Response {
+    static_asset(SCRIPT, "text/javascript; charset=utf-8")
+}
+
+/// The form both pages show: the household's name, the person's, and `Create a household`.
+/// `action` is where the script posts it, relative to the page.
+pub fn form(action: &str, mode: SignupMode) -> String {
+    format!(
+        r#"<form id="signup-form" data-signup="{action}" data-mode="{mode}">
+<label for="household_name">Your household's name</label>
+<input type="text" class="name" id="household_name" name="household_name" maxlength="100" required autocomplete="off">
+<label for="member_name">Your name</label>
+<input type="text" class="name" id="member_name" name="member_name" maxlength="100" required autocomplete="given-name">
+<p class="small">You become its first guardian, with a passkey on this device. It starts with no shop allowed and no budget, so nothing can be bought until a guardian sets its rules. If no assistant is linked to it within a day, it is deleted.</p>
+<div class="actions"><button class="allow" type="submit" id="signup">Create a household</button></div>
+<p id="signup-status" role="status"></p>
+</form>"#,
+        action = escape(action),
+        mode = mode.as_str(),
+    )
+}
+
+async fn page(State(endpoint): State<Endpoint>) -> Response {
+    let mode = endpoint.signup.mode();
+    if mode == SignupMode::Off {
+        return notice(
+            StatusCode::NOT_FOUND,
+            "No sign-up here",
+            &SignupRefusal::Closed.to_string(),
+        );
+    }
+    let body = format!(
+        r#"<main>
+<h1>Make a household on Hearth</h1>
+<p>Hearth keeps what your household's assistant does honest: why it did things, and a second signature on everything it buys.</p>
+{form}
+<p><a id="signup-next" href="../household" hidden>Open your household's page</a></p>
+</main>"#,
+        form = form("signup", mode),
+    );
+    shell(
+        StatusCode::OK,
+        "Make a household on Hearth",
+        "",
+        &body,
+        &["../passkeys/page.js", "signup.js"],
+        Policy::Ceremony,
+    )
+}
+
+async fn create(State(endpoint): State<Endpoint>, request: Request) -> Response {
+    let ip = endpoint.gate.client_ip(&request);
+    if let Err(error) = same_origin(endpoint.signup.passkeys(), request.headers()) {
+        return failure(&error);
+    }
+    if !has_media_type(request.headers(), "application/json") {
+        return refusal_of(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "invalid",
+            "Send the sign-up form as JSON.",
+        );
+    }
+    let (parts, body) = request.into_parts();
+    let Some(bytes) = read_body(&parts.headers, body, BODY_LIMIT).await else {
+        return refusal_of(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid",
+            &format!("The form is longer than {BODY_LIMIT} bytes."),
+        );
+    };
+    let body = match json_body(&bytes) {
+        Ok(body) => body,
+        Err(error) => return failure(&error),
+    };
+    let text = |name: &str| body.get(name).and_then(Value::as_str).map(str::to_owned);
+    let asked = SignupRequest {
+        household_name: text("household_name").unwrap_or_default(),
+        member_name: text("member_name").unwrap_or_default(),
+        time_zone: text("time_zone"),
+        invite: text("invite"),
+    };
+    match endpoint.signup.sign_up(ip, &asked).await {
+        Ok(signed_up) => answer(
+            StatusCode::CREATED,
+            json!({
+                "enrolment_url": signed_up.enrolment_url,
+                "expires_at": signed_up.expires_at,
+                "message": "Your household is made. Now create its first passkey.",
+            }),
+        ),
+        Err(refusal) => refusal_response(&refusal),
+    }
+}
+
+/// A refusal as JSON, with `Retry-After` when a limit refused it.
+fn refusal_response(refusal: &SignupRefusal) -> Response {
+    let (status, code, retry_after) = match refusal {
+        SignupRefusal::Closed => (StatusCode::NOT_FOUND, "not_found", None),
+        SignupRefusal::NeedsInvite => (StatusCode::FORBIDDEN, "invite_required", None),
+        SignupRefusal::InviteUnusable => (StatusCode::GONE, "invite_unusable", None),
+        SignupRefusal::Invalid(_) => (StatusCode::BAD_REQUEST, "invalid", None),
+        SignupRefusal::TooManyFromHere { retry_after_secs }
+        | SignupRefusal::DayFull { retry_after_secs } => (
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many",
+            Some(*retry_after_secs),
+        ),
+        SignupRefusal::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable", None),
+    };
+    let mut response = refusal_of(status, code, &refusal.to_string());
+    if let Some(seconds) = retry_after {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response
+}
+
+fn refusal_of(status: StatusCode, code: &str, message: &str) -> Response {
+    answer(status, json!({"error": code, "message": message}))
+}
