@@ -8,6 +8,8 @@
 //! the same page in Chromium.
 
 mod common;
+#[path = "household/signup.rs"]
+mod signup;
 
 use std::sync::Arc;
 
@@ -41,8 +43,15 @@ struct World {
 }
 
 async fn world(backend: Backend) -> World {
+    world_with(backend, &[]).await
+}
+
+/// A world whose server also has `settings`.
+async fn world_with(backend: Backend, settings: &[(&str, &str)]) -> World {
     // Account linking is configured, so the consent page offers a guardian's passkey too.
-    let config = common::config_with(&[("MCP_REDIRECT_URIS", LINK_REDIRECTS)]);
+    let mut all = vec![("MCP_REDIRECT_URIS", LINK_REDIRECTS)];
+    all.extend_from_slice(settings);
+    let config = common::config_with(&all);
     let (h, admin, stores) = common::operated_with_stores(
         &config,
         backend,
@@ -1527,6 +1536,41 @@ impl World {
     }
 }
 
+impl World {
+    /// The access token the configured client exchanges an authorization `code` for.
+    async fn exchange(&self, code: &str) -> String {
+        let exchanged = request(
+            &self.h.router,
+            "POST",
+            "/oauth/token",
+            &[
+                ("content-type", "application/x-www-form-urlencoded"),
+                (
+                    "authorization",
+                    &format!(
+                        "Basic {}",
+                        base64::engine::general_purpose::STANDARD.encode(format!(
+                            "{}:{}",
+                            common::CLIENT_ID,
+                            common::CLIENT_SECRET
+                        ))
+                    ),
+                ),
+            ],
+            &common::oauth::encode_pairs(&[
+                ("grant_type", "authorization_code"),
+                ("code", code),
+                ("redirect_uri", LINKED_REDIRECT),
+                ("code_verifier", common::oauth::VERIFIER),
+                ("resource", common::RESOURCE),
+            ]),
+        )
+        .await;
+        assert_eq!(exchanged.status, StatusCode::OK, "{}", exchanged.raw);
+        exchanged.body["access_token"].as_str().unwrap().to_owned()
+    }
+}
+
 /// The `code` a consent form's redirect carries, if it redirected with one.
 fn linked_code(reply: &Reply) -> Option<String> {
     let location = url::Url::parse(reply.header("location")).ok()?;
@@ -1566,35 +1610,7 @@ async fn a_guardian_links_an_assistant_with_a_passkey_and_no_code(backend: Backe
     let code = linked_code(&linked).expect("an authorization code");
 
     // The code is the household's, as a link code's would be.
-    let exchanged = request(
-        &w.h.router,
-        "POST",
-        "/oauth/token",
-        &[
-            ("content-type", "application/x-www-form-urlencoded"),
-            (
-                "authorization",
-                &format!(
-                    "Basic {}",
-                    base64::engine::general_purpose::STANDARD.encode(format!(
-                        "{}:{}",
-                        common::CLIENT_ID,
-                        common::CLIENT_SECRET
-                    ))
-                ),
-            ),
-        ],
-        &common::oauth::encode_pairs(&[
-            ("grant_type", "authorization_code"),
-            ("code", &code),
-            ("redirect_uri", LINKED_REDIRECT),
-            ("code_verifier", common::oauth::VERIFIER),
-            ("resource", common::RESOURCE),
-        ]),
-    )
-    .await;
-    assert_eq!(exchanged.status, StatusCode::OK, "{}", exchanged.raw);
-    let token = exchanged.body["access_token"].as_str().unwrap().to_owned();
+    let token = w.exchange(&code).await;
     let recorded = call(
         &w,
         &token,
