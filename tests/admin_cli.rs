@@ -771,3 +771,50 @@ fn passkey_commands_invite_list_and_revoke() {
         nowhere.error()
     );
 }
+
+#[test]
+fn a_signup_link_is_printed_once_where_sign_up_takes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = existing_store(dir.path());
+    let mut env = local(dir.path());
+    // Refused where the server would refuse the link: sign-up off.
+    let off = admin(&env, &["signup-link", "--json"]);
+    assert_eq!(off.code, 1, "{}", off.stdout);
+    assert!(
+        off.error().contains("HEARTH_SIGNUP=invite"),
+        "{}",
+        off.error()
+    );
+    env.push(("HEARTH_SIGNUP", "invite".into()));
+    env.push((
+        "MCP_REDIRECT_URIS",
+        "https://alexa.example/api/skill/link/M2TEST".into(),
+    ));
+    let made = admin(&env, &["signup-link", "--json"]);
+    assert_eq!(made.code, 0, "{}", made.stdout);
+    let made = made.json();
+    assert_eq!(keys(&made), ["expires_at", "url"]);
+    let url = made["url"].as_str().unwrap();
+    let token = url
+        .strip_prefix("http://localhost:8790/household/signup#invite=")
+        .unwrap_or_else(|| panic!("{url}"));
+    // Only its hash is kept, for 7 days.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let now = hearth_core::clock::unix_ms(time::OffsetDateTime::now_utc());
+    let kept = runtime
+        .block_on(hearth_core::store::GrantStore::grant(
+            store.as_ref(),
+            hearth_core::store::GrantKind::SignupLink,
+            &hearth_core::store::token_hash(token),
+            now,
+        ))
+        .unwrap()
+        .expect("the link's record");
+    assert!(!kept.body.contains(token));
+    let week = 7 * 24 * 60 * 60_000;
+    assert!((kept.expires_at_ms - now - week).abs() < 60_000, "{kept:?}");
+    // Another run, another link.
+    let again = admin(&env, &["signup-link", "--json"]).json();
+    assert_ne!(again["url"], made["url"]);
+    assert_eq!(admin(&env, &["signup-link", "extra", "--json"]).code, 2);
+}

@@ -341,6 +341,14 @@ async fn replay_to(function: Function, file: &str) -> Value {
             "https://pitangui.amazon.com/api/skill/link/MFIXTURE",
         ));
     }
+    // The sign-up fixtures replay a deployment with sign-up open, which needs linking.
+    if file.starts_with("v2-household-signup") {
+        vars.push(("HEARTH_SIGNUP", "open"));
+        vars.push((
+            "MCP_REDIRECT_URIS",
+            "https://pitangui.amazon.com/api/skill/link/MFIXTURE",
+        ));
+    }
     // As a deployment with witnesses configured (the template's WitnessPolicy): the policy is
     // published, and appends try its one witness, which nobody runs.
     let policy = fixture("events/witness-policy.txt");

@@ -12,7 +12,15 @@ use http::StatusCode;
 /// Each function's router and the local one, with the directory holding their store.
 fn routers() -> (Vec<(&'static str, Router)>, tempfile::TempDir) {
     // A resource with a path prefix, so that the path-inserted metadata names answer.
-    let vars = common::settings(&[("MCP_RESOURCE_URL", "http://127.0.0.1:8790/prod/mcp")]);
+    // Sign-up open (which needs linking), since its routes answer 404 while it is off.
+    let vars = common::settings(&[
+        ("MCP_RESOURCE_URL", "http://127.0.0.1:8790/prod/mcp"),
+        ("HEARTH_SIGNUP", "open"),
+        (
+            "MCP_REDIRECT_URIS",
+            "https://alexa.example/api/skill/link/M2TEST",
+        ),
+    ]);
     let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
     let config = common::config(&vars);
     let (backing, dir, _) = common::backing_with(&config, Stores::shared, None);
