@@ -14,14 +14,13 @@
 //
 // Usage: node tests/browser/household.mjs OUTPUT_DIR   (scripts/test runs it)
 
-import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { ROOT, chromium, FLAGS, addPhoneAuthenticator, check, householdOn, startHearth, startPushReceiver, statusAfter } from "./lib.mjs";
+import { ROOT, chromium, FLAGS, accessible, addPhoneAuthenticator, check, householdOn, startHearth, startPushReceiver, statusAfter } from "./lib.mjs";
 
 const OUT = resolve(process.argv[2] || join(ROOT, ".test-output", "browser-household"));
 mkdirSync(OUT, { recursive: true });
-const AXE = readFileSync(join(ROOT, ".tools", "npm", "node_modules", "axe-core", "axe.min.js"), "utf8");
 
 // A loopback push service that decrypts what Hearth pushes, as the phone would.
 const { receiver, subscription, pushes } = await startPushReceiver();
@@ -44,20 +43,6 @@ async function device(width) {
   return page;
 }
 
-/** axe-core over the page as shown: WCAG 2.0–2.2 A and AA rules, no serious or critical
- * violation allowed. Run through the DevTools protocol, which the page's CSP does not govern. */
-async function accessible(page, what) {
-  await page.evaluate(AXE);
-  const result = await page.evaluate(() => axe.run(document, {
-    runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"] },
-  }));
-  const bad = result.violations.filter((violation) => ["serious", "critical"].includes(violation.impact));
-  check(bad.length === 0, `${what}: ${JSON.stringify(bad.map((v) => ({ id: v.id, nodes: v.nodes.map((n) => n.target) })))}`);
-  check(result.passes.some((rule) => rule.id === "color-contrast"), `${what}: contrast was checked`);
-  // Mobile first: nothing wider than the screen.
-  const [scrolled, shown] = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
-  check(scrolled <= shown, `${what}: ${scrolled} px wide on a ${shown} px screen`);
-}
 
 try {
   const dana = await device(390);

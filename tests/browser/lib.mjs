@@ -20,6 +20,23 @@ export function check(condition, message) {
   if (!condition) throw new Error(message);
 }
 
+const AXE = readFileSync(join(ROOT, ".tools", "npm", "node_modules", "axe-core", "axe.min.js"), "utf8");
+
+/** axe-core over the page as shown: WCAG 2.0–2.2 A and AA rules, no serious or critical
+ * violation allowed. Run through the DevTools protocol, which the page's CSP does not govern. */
+export async function accessible(page, what) {
+  await page.evaluate(AXE);
+  const result = await page.evaluate(() => axe.run(document, {
+    runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"] },
+  }));
+  const bad = result.violations.filter((violation) => ["serious", "critical"].includes(violation.impact));
+  check(bad.length === 0, `${what}: ${JSON.stringify(bad.map((v) => ({ id: v.id, nodes: v.nodes.map((n) => n.target) })))}`);
+  check(result.passes.some((rule) => rule.id === "color-contrast"), `${what}: contrast was checked`);
+  // Mobile first: nothing wider than the screen.
+  const [scrolled, shown] = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+  check(scrolled <= shown, `${what}: ${scrolled} px wide on a ${shown} px screen`);
+}
+
 /** Gives `page` its own CDP virtual authenticator, as a phone's: CTAP2, internal, resident
  * keys, user verification that succeeds. Answers the CDP session and the authenticator id. */
 export async function addPhoneAuthenticator(context, page) {

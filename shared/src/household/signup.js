@@ -15,6 +15,8 @@
     out.className = done ? "done" : "";
   };
   const invite = new URLSearchParams(location.hash.slice(1)).get("invite");
+  // The link pasted into a tab already on this page changes only the fragment: read it anew.
+  window.addEventListener("hashchange", () => location.reload());
   if (form.dataset.mode === "invite" && !invite) {
     tell("This page needs the sign-up link whoever runs this Hearth sent you. Open that link instead.");
     button.disabled = true;
