@@ -376,8 +376,8 @@ pub enum AdminCommand {
     },
     /// A one-time link code for the consent page (15 minutes)
     LinkCode { household: String },
-    /// A single-use sign-up link (7 days): whoever opens it makes one household and becomes
-    /// its first guardian (needs HEARTH_SIGNUP=invite or open, as the server has it)
+    /// A sign-up link (7 days) that makes one household: whoever opens it names the household
+    /// and becomes its first guardian (needs HEARTH_SIGNUP=invite or open, as the server has it)
     SignupLink,
     /// The verifier key of the households' logs; `re-sign` signs log heads again with the
     /// current key and host

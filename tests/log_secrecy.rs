@@ -737,3 +737,52 @@ async fn a_passkey_session_logs_no_link_nonce_statement_or_assertion() {
     }
     assert!(!logs.contains("hearth-enrolment/v1"), "{logs}");
 }
+
+/// A sign-up: the names a person typed, the operator's link and the first guardian's invite
+/// stay out of the log; the line says only that a household was made, and whether by a link.
+#[tokio::test]
+async fn a_sign_up_logs_no_name_or_link() {
+    use hearth_core::household::signup::SignupLinks;
+    use hearth_core::store::Stores;
+    let (captured, _logs) = Captured::installed();
+    let config = common::config_with(&[
+        ("HEARTH_SIGNUP", "open"),
+        (
+            "MCP_REDIRECT_URIS",
+            "https://alexa.example/api/skill/link/M2TEST",
+        ),
+    ]);
+    let mut shared = None;
+    let h = common::harness_over(&config, |sqlite| {
+        let stores = Stores::shared(sqlite);
+        shared = Some(stores.clone());
+        stores
+    });
+    let stores = shared.unwrap();
+    let origin = "http://localhost:8790";
+    let link = SignupLinks::new(stores.grants.clone(), h.clock.clone(), origin.into())
+        .create()
+        .await
+        .unwrap()
+        .url;
+    let token = link.split_once("#invite=").unwrap().1.to_owned();
+    const HOUSEHOLD_NAME: &str = "household-name-from-the-caller";
+    const MEMBER_NAME: &str = "member-name-from-the-caller";
+    let made = request(
+        &h.router,
+        "POST",
+        "/household/signup",
+        &[("content-type", "application/json"), ("origin", origin)],
+        &json!({"household_name": HOUSEHOLD_NAME, "member_name": MEMBER_NAME, "invite": token})
+            .to_string(),
+    )
+    .await;
+    assert_eq!(made.status, http::StatusCode::CREATED, "{}", made.raw);
+    let enrolment = made.body["enrolment_url"].as_str().unwrap();
+    let invite = enrolment.rsplit('/').next().unwrap();
+    let logs = captured.text();
+    assert!(logs.contains("a household was made by sign-up"), "{logs}");
+    for secret in [HOUSEHOLD_NAME, MEMBER_NAME, token.as_str(), invite] {
+        assert!(!logs.contains(secret), "the log holds {secret}:\n{logs}");
+    }
+}

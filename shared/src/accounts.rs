@@ -216,6 +216,18 @@ impl Accounts {
             .ok_or_else(|| AccountError::NotFound(household_id.to_owned()))
     }
 
+    /// The account as stored, a sign-up that expired unlinked included: what the operator
+    /// deletes, with what it left behind.
+    pub async fn stored(&self, household_id: &str) -> Result<AccountItem, AccountError> {
+        if !is_household_id(household_id) {
+            return Err(AccountError::NotFound(household_id.to_owned()));
+        }
+        self.store
+            .account(household_id)
+            .await?
+            .ok_or_else(|| AccountError::NotFound(household_id.to_owned()))
+    }
+
     /// The stored account, unless it is a sign-up that expired unlinked (which the store may
     /// not have deleted yet).
     async fn read(&self, household_id: &str) -> Result<Option<AccountItem>, StoreError> {
@@ -291,7 +303,7 @@ impl Accounts {
     /// Deletes the household account (its chains are the caller's to remove).
     pub async fn delete(&self, household_id: &str) -> Result<AccountItem, AccountError> {
         for _ in 0..WRITE_ATTEMPTS {
-            let item = self.get(household_id).await?;
+            let item = self.stored(household_id).await?;
             match self.store.delete_account(household_id, item.revision).await {
                 Ok(true) => return Ok(item),
                 Ok(false) => return Err(AccountError::NotFound(household_id.to_owned())),

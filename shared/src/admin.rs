@@ -502,9 +502,11 @@ impl Admin {
 
     /// `household delete HOUSEHOLD`: the account, its device keys, its decisions, its ledger,
     /// and the sign-in index's entries of its passkeys (whose ids may then be enrolled
-    /// elsewhere). The account goes last, so a deletion cut short can be run again.
+    /// elsewhere). The account goes last, so a deletion cut short can be run again. A
+    /// household made by sign-up that expired unlinked is deleted too, while the store holds
+    /// it.
     pub async fn delete(&self, household_id: &str) -> Result<Removed, AdminError> {
-        let item = self.accounts.get(household_id).await?;
+        let item = self.accounts.stored(household_id).await?;
         let scope = household_scope(household_id);
         let decisions = self
             .chains

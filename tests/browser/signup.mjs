@@ -5,8 +5,9 @@
 // in with a passkey, and the SDK's client finishes the authorization and calls a tool for the
 // new household. The consent page with its sign-up passes axe-core at 390 px. Then, on a
 // server with HEARTH_SIGNUP=invite, an operator's sign-up link opens the sign-up page, which
-// posts the token from the link's fragment; the same link used again is refused, and the page
-// says what to do next.
+// posts the token from the link's fragment; the same link used again, once its household has
+// its passkey, is refused, and the page says what to do next. Until sign-up's script runs, its
+// form is hidden and would post, never put the names in a URL.
 //
 // Usage: node tests/browser/signup.mjs OUTPUT_DIR   (scripts/test runs it)
 
@@ -88,6 +89,15 @@ try {
   check(provider.saved.client?.client_id, "the client registered itself");
   const consent = provider.saved.authorization;
   check(consent && consent.origin === base, `the SDK sends the browser to ${consent}`);
+
+  // Until its script runs, the sign-up form is hidden, and it would post: a press before the
+  // script never puts the names in a URL. (Opened first: each opening sets the form's cookie.)
+  const bare = await context.newPage();
+  await bare.route("**/household/signup.js", (route) => route.abort());
+  await bare.goto(consent.href);
+  check(await bare.isHidden("#signup-form"), "the sign-up form waits for its script");
+  check((await bare.getAttribute("#signup-form", "method")) === "post", "the sign-up form posts");
+  await bare.close();
 
   // A person with no household makes one on the consent page.
   const shown = await page.goto(consent.href);

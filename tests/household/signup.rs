@@ -44,28 +44,39 @@ impl World {
             )
             .await;
         assert_eq!(made.status, StatusCode::CREATED, "{}", made.raw);
-        let page = made.body["enrolment_url"]
-            .as_str()
-            .unwrap()
-            .strip_prefix(ORIGIN)
-            .unwrap()
-            .to_owned();
         let mut passkey = SoftPasskey::es256(ORIGIN, RP_ID);
-        let origin = [("origin", ORIGIN)];
-        let options = self
-            .post(&format!("{page}/options"), &origin, &json!({}))
-            .await;
-        assert_eq!(options.status, StatusCode::OK, "{}", options.raw);
-        let credential = passkey.register(&options.body);
-        let enrolled = self
-            .post(&page, &origin, &json!({"credential": credential}))
-            .await;
+        let enrolled = self.enrol_first(&made, &mut passkey).await;
         assert_eq!(enrolled.status, StatusCode::CREATED, "{}", enrolled.raw);
         assert_eq!(
             enrolled.body["status"], "enrolled",
             "the first guardian counts at once"
         );
         passkey
+    }
+
+    /// Creates `passkey` through the enrolment page a sign-up answered with (`made`).
+    async fn enrol_first(&self, made: &Reply, passkey: &mut SoftPasskey) -> Reply {
+        let page = made.body["enrolment_url"]
+            .as_str()
+            .unwrap()
+            .strip_prefix(ORIGIN)
+            .unwrap()
+            .to_owned();
+        self.enrol_at(&page, passkey).await
+    }
+
+    /// Creates `passkey` through the enrolment page at `page` (a path).
+    async fn enrol_at(&self, page: &str, passkey: &mut SoftPasskey) -> Reply {
+        let origin = [("origin", ORIGIN)];
+        let options = self
+            .post(&format!("{page}/options"), &origin, &json!({}))
+            .await;
+        if options.status != StatusCode::OK {
+            return options;
+        }
+        let credential = passkey.register(&options.body);
+        self.post(page, &origin, &json!({"credential": credential}))
+            .await
     }
 
     /// Links an assistant on the consent page with `passkey`: the access token it gets.
@@ -299,10 +310,25 @@ async fn an_operators_sign_up_link_works_once(backend: Backend) {
     );
     let first = w.sign_up_from(from("192.0.2.30"), &ask(Some(token))).await;
     assert_eq!(first.status, StatusCode::CREATED, "{}", first.raw);
+    // The passkey was not made in time (the enrolment's 15 minutes ran out): the same link
+    // asks again for that household's first passkey, and makes nothing new.
+    w.advance_ms(16 * 60_000);
+    let late = w
+        .enrol_first(&first, &mut SoftPasskey::es256(ORIGIN, RP_ID))
+        .await;
+    assert_eq!(late.status, StatusCode::GONE, "{}", late.raw);
     let again = w.sign_up_from(from("192.0.2.31"), &ask(Some(token))).await;
-    assert_eq!(again.status, StatusCode::GONE, "{}", again.raw);
+    assert_eq!(again.status, StatusCode::CREATED, "{}", again.raw);
+    assert_ne!(again.body["enrolment_url"], first.body["enrolment_url"]);
+    assert_eq!(w.households().await.len(), 1);
+    let mut sam = SoftPasskey::es256(ORIGIN, RP_ID);
+    let enrolled = w.enrol_first(&again, &mut sam).await;
+    assert_eq!(enrolled.status, StatusCode::CREATED, "{}", enrolled.raw);
+    // Once the household has its guardian's passkey, the link makes nothing more.
+    let used = w.sign_up_from(from("192.0.2.31"), &ask(Some(token))).await;
+    assert_eq!(used.status, StatusCode::GONE, "{}", used.raw);
     assert!(
-        again.body["message"]
+        used.body["message"]
             .as_str()
             .unwrap()
             .contains("Ask whoever runs")
@@ -345,6 +371,126 @@ async fn with_sign_up_off_there_is_none(backend: Backend) {
     .await;
     assert_eq!(foreign.status, StatusCode::FORBIDDEN, "{}", foreign.raw);
     assert!(w.households().await.is_empty());
+    // Where anyone may sign up, a link that does not work is no reason to refuse.
+    let stale = w
+        .sign_up_from(
+            from("192.0.2.41"),
+            &json!({"household_name": "Home", "member_name": "Sam", "invite": "used-long-ago"}),
+        )
+        .await;
+    assert_eq!(stale.status, StatusCode::CREATED, "{}", stale.raw);
+}
+
+async fn a_sign_ups_input_is_checked_at_its_limits(backend: Backend) {
+    let w = world_with(backend, OPEN).await;
+    let peer = from("192.0.2.50");
+    // A person's name at 100 characters, and one past.
+    let past = w
+        .sign_up_from(
+            peer,
+            &json!({"household_name": "Home", "member_name": "y".repeat(101)}),
+        )
+        .await;
+    assert_eq!(past.status, StatusCode::BAD_REQUEST, "{}", past.raw);
+    assert!(
+        past.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("your own name")
+    );
+    for missing in [
+        json!({"household_name": "Home"}),
+        json!({"member_name": "Sam"}),
+    ] {
+        let refused = w.sign_up_from(peer, &missing).await;
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.raw);
+    }
+    // A time zone Hearth does not know: the weeks are counted in UTC.
+    let made = w
+        .sign_up_from(
+            peer,
+            &json!({"household_name": "Home", "member_name": "Sam", "time_zone": "Mars/Olympus_Mons"}),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.raw);
+    let household = w.households().await[0]["household_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let policy = w.admin.show(&household).await.unwrap().policy.unwrap();
+    assert_eq!(policy["time_zone"], "UTC");
+    // The body at its 16 KiB limit is read (and refused for its name); one byte past is not.
+    let body = |length: usize| {
+        let padding = length
+            - json!({"household_name": "", "member_name": "Sam"})
+                .to_string()
+                .len();
+        json!({"household_name": "h".repeat(padding), "member_name": "Sam"})
+    };
+    assert_eq!(body(16 * 1024).to_string().len(), 16 * 1024);
+    let at = w.sign_up_from(peer, &body(16 * 1024)).await;
+    assert_eq!(at.status, StatusCode::BAD_REQUEST, "{}", at.raw);
+    let over = w.sign_up_from(peer, &body(16 * 1024 + 1)).await;
+    assert_eq!(over.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", over.raw);
+    // Sent as a form instead of JSON (a press before the page's script ran): refused, and
+    // nothing is made.
+    let form = request_from(
+        &w.h.router,
+        peer,
+        "POST",
+        "/household/signup",
+        &[
+            ("content-type", "application/x-www-form-urlencoded"),
+            ("origin", ORIGIN),
+        ],
+        "household_name=Home&member_name=Sam",
+    )
+    .await;
+    assert_eq!(
+        form.status,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "{}",
+        form.raw
+    );
+    assert_eq!(w.households().await.len(), 1);
+}
+
+async fn what_an_expired_sign_up_leaves_is_deleted_or_taken_over(backend: Backend) {
+    let w = world_with(backend, OPEN).await;
+    let first = w.signed_up(from("192.0.2.60"), "Gone One").await;
+    let mut second = w.signed_up(from("192.0.2.61"), "Gone Two").await;
+    let ids: Vec<String> = w
+        .households()
+        .await
+        .iter()
+        .map(|household| household["household_id"].as_str().unwrap().to_owned())
+        .collect();
+    let owner_of = |passkey: &SoftPasskey| {
+        let id = passkey.id();
+        let owners = w.passkeys.owners().clone();
+        async move { owners.owner(&id, 0).await.unwrap() }
+    };
+    let first_household = owner_of(&first).await.unwrap().household_id;
+    assert!(ids.contains(&first_household));
+    w.advance_ms(UNLINKED_SIGNUP_MS);
+    assert!(w.households().await.is_empty());
+    // The operator deletes what the store still holds of one, its passkey's entry with it.
+    let removed = w.admin.delete(&first_household).await.unwrap();
+    assert_eq!(removed.household_id, first_household);
+    assert_eq!(owner_of(&first).await, None);
+    // The other's entry is left behind by the store; its passkey id is not stuck there: it
+    // enrols in another household, and signs in to that one.
+    let household = w.household("After").await;
+    let enrolled = w.enrol(&household, "dana", &mut second).await;
+    assert_eq!(enrolled.status, StatusCode::CREATED, "{}", enrolled.raw);
+    assert_eq!(owner_of(&second).await.unwrap().household_id, household);
+    let credential = w.assertion(&mut second).await;
+    let signed_in = w.sign_in_with(&credential).await;
+    assert_eq!(signed_in.status, StatusCode::OK, "{}", signed_in.raw);
+    // A standing household's entry stays its own.
+    let kept = w.household("Kept").await;
+    let refused = w.enrol(&kept, "dana", &mut second).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.raw);
 }
 
 crate::on_both_stores!(
@@ -353,4 +499,6 @@ crate::on_both_stores!(
     a_household_never_linked_is_gone_after_a_day,
     an_operators_sign_up_link_works_once,
     with_sign_up_off_there_is_none,
+    a_sign_ups_input_is_checked_at_its_limits,
+    what_an_expired_sign_up_leaves_is_deleted_or_taken_over,
 );

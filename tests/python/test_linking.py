@@ -65,10 +65,18 @@ def _consent(url):
     browser = requests.Session()
     page = browser.get(url, allow_redirects=False, timeout=10)
     assert page.status_code == 200, page.text
-    assert "script" not in page.headers["content-security-policy"]
+    # Scripts only from this origin (where passkeys are set up, Sign in with a passkey needs
+    # them), never inline or from elsewhere.
+    csp = page.headers["content-security-policy"]
+    assert "unsafe" not in csp, csp
+    for directive in csp.split(";"):
+        if directive.strip().startswith(("script-src", "connect-src")):
+            assert directive.split()[1:] == ["'self'"], csp
+    # The link-code form is the first; the passkey's and sign-up's come after it.
+    first_form = page.text.split("</form>", 1)[0]
     fields = {
         name: html.unescape(value)
-        for name, value in re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', page.text)
+        for name, value in re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', first_form)
     }
     return page, fields, browser
 

@@ -14,6 +14,8 @@
     out.textContent = text;
     out.className = done ? "done" : "";
   };
+  // Hidden until now: without this script no passkey could be made.
+  form.hidden = false;
   const invite = new URLSearchParams(location.hash.slice(1)).get("invite");
   // The link pasted into a tab already on this page changes only the fragment: read it anew.
   window.addEventListener("hashchange", () => location.reload());

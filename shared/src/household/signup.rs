@@ -1,12 +1,12 @@
 //! Sign-up: a person with no household makes one, without the operator.
 //!
 //! With `HEARTH_SIGNUP=open` anyone may; with `invite`, only someone holding an operator's
-//! single-use sign-up link ([`SignupLinks`], `hearth admin signup-link`). The person names
-//! the household and themselves; Hearth creates the household with [`starting_policy`] (the
-//! person its only member and guardian, no merchant and no budget, so nothing can be bought
-//! until a guardian sets the rules) and an enrolment invite for that first guardian, whose
-//! page (`/passkeys/enrol/{token}`) makes the passkey as any invite's does. The person then
-//! links an assistant with that passkey on the consent page.
+//! sign-up link, which makes one household ([`SignupLinks`], `hearth admin signup-link`).
+//! The person names the household and themselves; Hearth creates the household with
+//! [`starting_policy`] (the person its only member and guardian, no merchant and no budget, so
+//! nothing can be bought until a guardian sets the rules) and an enrolment invite for that
+//! first guardian, whose page (`/passkeys/enrol/{token}`) makes the passkey as any invite's
+//! does. The person then links an assistant with that passkey on the consent page.
 //!
 //! A household made this way is deleted after [`UNLINKED_SIGNUP_MS`] unless a token is issued
 //! to it first (see `AccountItem::signup_expires_at_ms`). Sign-ups are counted per client
@@ -81,7 +81,7 @@ pub enum SignupRefusal {
     )]
     NeedsInvite,
     #[error(
-        "This sign-up link does not work: it was used already or is older than 7 days. Ask whoever runs this Hearth for a new one."
+        "This sign-up link does not work: it made its household already, or is older than 7 days. Ask whoever runs this Hearth for a new one."
     )]
     InviteUnusable,
     #[error("{0}")]
@@ -105,8 +105,9 @@ impl From<StoreError> for SignupRefusal {
     }
 }
 
-/// The operator's single-use sign-up links: made by `hearth admin signup-link`, used once by
-/// a sign-up. Only each token's hash is kept.
+/// The operator's single-use sign-up links: made by `hearth admin signup-link`, each makes one
+/// household. Only each token's hash is kept; a used one names the household it made, and
+/// makes nothing else.
 pub struct SignupLinks {
     grants: Arc<dyn GrantStore>,
     clock: Arc<dyn Clock>,
@@ -147,7 +148,7 @@ impl SignupLinks {
         })
     }
 
-    /// The live link `token` names, not yet used.
+    /// The live link `token` names.
     async fn find(&self, token: &str) -> Result<GrantItem, SignupRefusal> {
         self.grants
             .grant(GrantKind::SignupLink, &token_hash(token), self.now_ms())
@@ -155,29 +156,55 @@ impl SignupLinks {
             .ok_or(SignupRefusal::InviteUnusable)
     }
 
-    /// Uses `link` up: false when another sign-up used it first.
-    async fn spend(&self, link: &GrantItem) -> Result<bool, SignupRefusal> {
-        Ok(self
+    /// Marks `link` used for `household_id`: false when another sign-up used it first. The
+    /// link stays until it expires, naming the household, so that the same person can make
+    /// the household's first passkey again if the first attempt failed (see
+    /// [`Signup::sign_up`]).
+    async fn spend(&self, link: &GrantItem, household_id: &str) -> Result<bool, SignupRefusal> {
+        let used = GrantItem {
+            body: json!({"household_id": household_id}).to_string(),
+            revision: link.revision + 1,
+            ..link.clone()
+        };
+        match self
             .grants
-            .delete_grant(link.kind, &link.key, link.revision, self.now_ms())
-            .await?)
+            .put_grant(&used, Some(link.revision), self.now_ms())
+            .await
+        {
+            Ok(()) => Ok(true),
+            Err(StoreError::Conflict) => Ok(false),
+            Err(error) => Err(error.into()),
+        }
     }
 
-    /// Puts back a link whose sign-up failed after spending it.
+    /// Makes a link unused again after its sign-up failed.
     async fn restore(&self, link: &GrantItem) {
+        let spent = GrantItem {
+            revision: link.revision + 1,
+            ..link.clone()
+        };
         let restored = GrantItem {
-            revision: 1,
+            revision: link.revision + 2,
             ..link.clone()
         };
         if self
             .grants
-            .put_grant(&restored, None, self.now_ms())
+            .put_grant(&restored, Some(spent.revision), self.now_ms())
             .await
             .is_err()
         {
             tracing::warn!(target: "hearth::signup", "a sign-up link spent by a failed sign-up could not be put back");
         }
     }
+}
+
+/// The household a used link made, if it was used.
+fn made_by(link: &GrantItem) -> Option<String> {
+    serde_json::from_str::<Value>(&link.body)
+        .ok()?
+        .get("household_id")?
+        .as_str()
+        .map(str::to_owned)
 }
 
 /// Sign-up, as the sign-up page and the consent page ask for it.
@@ -249,10 +276,22 @@ impl Signup {
         request: &SignupRequest,
     ) -> Result<SignedUp, SignupRefusal> {
         let invite = request.invite.as_deref().filter(|token| !token.is_empty());
-        match (self.mode, invite) {
+        let link = match (self.mode, invite) {
             (SignupMode::Off, _) => return Err(SignupRefusal::Closed),
             (SignupMode::Invite, None) => return Err(SignupRefusal::NeedsInvite),
-            _ => {}
+            (SignupMode::Invite, Some(token)) => Some(self.links.find(token).await?),
+            // Where anyone may sign up, a link that no longer works is no reason to refuse.
+            (SignupMode::Open, Some(token)) => match self.links.find(token).await {
+                Err(SignupRefusal::InviteUnusable) => None,
+                found => Some(found?),
+            },
+            (SignupMode::Open, None) => None,
+        };
+        // The link was used: the household it made, while nobody has a passkey in it yet,
+        // gets its first guardian's invite again (the first attempt at the passkey failed or
+        // was abandoned). Nothing new is made, so nothing is counted.
+        if let Some(household_id) = link.as_ref().and_then(made_by) {
+            return self.again(&household_id).await;
         }
         let household_id = new_household_id();
         let household_name = request.household_name.trim();
@@ -277,10 +316,6 @@ impl Signup {
             member_name,
             request,
         )?;
-        let link = match invite {
-            Some(token) => Some(self.links.find(token).await?),
-            None => None,
-        };
         admitted(self.per_address.attempt(ip).await, |retry_after_secs| {
             SignupRefusal::TooManyFromHere { retry_after_secs }
         })?;
@@ -288,7 +323,7 @@ impl Signup {
             SignupRefusal::DayFull { retry_after_secs }
         })?;
         if let Some(link) = &link
-            && !self.links.spend(link).await?
+            && !self.links.spend(link, &household_id).await?
         {
             return Err(SignupRefusal::InviteUnusable);
         }
@@ -305,6 +340,38 @@ impl Signup {
         Ok(SignedUp {
             household_id,
             enrolment_url,
+            expires_at: timestamp(expires_at_ms),
+        })
+    }
+
+    /// The first guardian's invite again, for a household a link made that nobody has a
+    /// passkey in yet; refused once one does, or once it expired.
+    async fn again(&self, household_id: &str) -> Result<SignedUp, SignupRefusal> {
+        let account = match self.accounts().get(household_id).await {
+            Ok(account) => account,
+            Err(AccountError::NotFound(_)) => return Err(SignupRefusal::InviteUnusable),
+            Err(_) => return Err(SignupRefusal::Unavailable),
+        };
+        let guardian = account
+            .policy
+            .as_ref()
+            .and_then(|policy| policy.get("guardians")?.get(0)?.as_str().map(str::to_owned));
+        let (Some(expires_at_ms), Some(guardian), true) = (
+            account.signup_expires_at_ms,
+            guardian,
+            account.passkeys.is_empty(),
+        ) else {
+            return Err(SignupRefusal::InviteUnusable);
+        };
+        let invite = self
+            .passkeys
+            .invite(household_id, &guardian)
+            .await
+            .map_err(|_| SignupRefusal::Unavailable)?;
+        tracing::info!(target: "hearth::signup", "a sign-up link asked again for its household's first passkey");
+        Ok(SignedUp {
+            household_id: household_id.to_owned(),
+            enrolment_url: invite.url,
             expires_at: timestamp(expires_at_ms),
         })
     }
@@ -354,8 +421,9 @@ impl Signup {
             })?;
         match self.passkeys.invite(household_id, member_id).await {
             Ok(invite) => Ok((invite.url, expires_at_ms)),
-            Err(error) => {
-                tracing::warn!(target: "hearth::signup", %error, "a new household's first invite could not be made");
+            Err(_) => {
+                // The error's words may name the member, whose id comes from a typed name.
+                tracing::warn!(target: "hearth::signup", "a new household's first invite could not be made");
                 let _ = self.accounts().delete(household_id).await;
                 Err(SignupRefusal::Unavailable)
             }
@@ -436,9 +504,7 @@ mod tests {
 
     #[test]
     fn the_starting_rules_block_every_order() {
-        let data =
-            crate::app::household_data(&crate::config::Config::from_lookup(|_| None).unwrap())
-                .unwrap();
+        let data = crate::countersign::household::HouseholdData::built_in().unwrap();
         let policy = starting_policy("dana", "Dana", "Europe/Paris");
         let household = account_policy(
             &policy,

@@ -51,12 +51,17 @@ fn script() -> Response {
     static_asset(SCRIPT, "text/javascript; charset=utf-8")
 }
 
-/// The form both pages show: the household's name, the person's, and `Create a household`.
-/// `action` is where the script posts it, relative to the page.
-pub fn form(action: &str, mode: SignupMode) -> String {
+/// The form both pages show: the household's name, the person's, and `Create a household`,
+/// under `heading` where one is given. `action` is where the script posts it, relative to the
+/// page. It stays hidden until the script shows it: without the script no passkey can be made,
+/// and it is a POST, so that a press before the script runs never puts the names in a URL.
+pub fn form(action: &str, mode: SignupMode, heading: Option<&str>) -> String {
+    let heading = heading
+        .map(|heading| format!("<h2>{}</h2>\n", escape(heading)))
+        .unwrap_or_default();
     format!(
-        r#"<form id="signup-form" data-signup="{action}" data-mode="{mode}">
-<label for="household_name">Your household's name</label>
+        r#"<form id="signup-form" method="post" action="{action}" data-signup="{action}" data-mode="{mode}" hidden>
+{heading}<label for="household_name">Your household's name</label>
 <input type="text" class="name" id="household_name" name="household_name" maxlength="100" required autocomplete="off">
 <label for="member_name">Your name</label>
 <input type="text" class="name" id="member_name" name="member_name" maxlength="100" required autocomplete="given-name">
@@ -85,7 +90,7 @@ async fn page(State(endpoint): State<Endpoint>) -> Response {
 {form}
 <p><a id="signup-next" href="../household" hidden>Open your household's page</a></p>
 </main>"#,
-        form = form("signup", mode),
+        form = form("signup", mode, None),
     );
     shell(
         StatusCode::OK,

@@ -113,9 +113,10 @@ pub fn consent(fields: &ConsentFields<'_>, problem: Option<&str>, status: Status
     .chain(fields.state.map(|state| hidden_input("state", state)))
     .collect::<String>();
     let signup = if fields.passkeys && fields.signup {
-        format!(
-            "<h2>No household on Hearth yet?</h2>\n{}",
-            crate::household::signup_http::form("../household/signup", SignupMode::Open)
+        crate::household::signup_http::form(
+            "../household/signup",
+            SignupMode::Open,
+            Some("No household on Hearth yet?"),
         )
     } else {
         String::new()

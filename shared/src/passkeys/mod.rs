@@ -267,7 +267,7 @@ impl Passkeys {
             if self.owners.owner(&passkey.credential_id, now).await? == Some(owner.clone()) {
                 continue;
             }
-            match self.owners.claim(&passkey.credential_id, &owner, now).await {
+            match self.claim_owner(&passkey.credential_id, &owner, now).await {
                 Ok(()) => indexed.added += 1,
                 Err(PasskeyError::Invalid(_)) => {
                     indexed.held_elsewhere += 1;
@@ -281,6 +281,38 @@ impl Passkeys {
             }
         }
         Ok(indexed)
+    }
+
+    /// Claims `credential_id` for `owner` in the sign-in index, taking the entry over from a
+    /// household that no longer stands (deleted, or made by sign-up and expired unlinked,
+    /// which the store removes without its entries): such an entry would otherwise keep the id
+    /// from signing in anywhere, for good. An id a standing household holds stays refused.
+    async fn claim_owner(
+        &self,
+        credential_id: &str,
+        owner: &Owner,
+        now: i64,
+    ) -> Result<(), PasskeyError> {
+        let refused = match self.owners.claim(credential_id, owner, now).await {
+            Err(PasskeyError::Invalid(reason)) => reason,
+            done => return done,
+        };
+        let Some(held) = self.owners.owner(credential_id, now).await? else {
+            // Forgotten since: it is free.
+            return self.owners.claim(credential_id, owner, now).await;
+        };
+        let standing = self
+            .accounts
+            .fresh(&held.household_id)
+            .await
+            .map_err(|error| PasskeyError::from(AccountError::from(error)))?;
+        if standing.is_some() {
+            return Err(PasskeyError::Invalid(refused));
+        }
+        self.owners
+            .forget(credential_id, &held.household_id, now)
+            .await?;
+        self.owners.claim(credential_id, owner, now).await
     }
 
     /// Adds the household's passkeys to the sign-in index where they are missing
@@ -711,16 +743,15 @@ impl Passkeys {
             credential,
         )?;
         // Claimed before the passkey is stored: an id another household holds is refused.
-        self.owners
-            .claim(
-                &created.credential_id,
-                &Owner {
-                    household_id: household_id.to_owned(),
-                    member_id: invite.member_id.clone(),
-                },
-                now,
-            )
-            .await?;
+        self.claim_owner(
+            &created.credential_id,
+            &Owner {
+                household_id: household_id.to_owned(),
+                member_id: invite.member_id.clone(),
+            },
+            now,
+        )
+        .await?;
         let approval_token = format!("{household_id}.{}", random_token()?);
         let push_token = match self.push {
             Some(_) => Some(format!("{household_id}.{}", random_token()?)),
