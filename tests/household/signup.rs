@@ -342,7 +342,7 @@ async fn an_operators_sign_up_link_works_once(backend: Backend) {
     assert_eq!(expired.status, StatusCode::GONE, "{}", expired.raw);
 }
 
-async fn with_sign_up_off_there_is_none(backend: Backend) {
+async fn with_sign_up_off_there_is_none_and_open_takes_anyone(backend: Backend) {
     let w = world_with(backend, &[]).await;
     assert!(!w.consent(LINKED_REDIRECT).await.raw.contains("signup-form"));
     let page = request(&w.h.router, "GET", "/household/signup", &[], "").await;
@@ -379,6 +379,24 @@ async fn with_sign_up_off_there_is_none(backend: Backend) {
         )
         .await;
     assert_eq!(stale.status, StatusCode::CREATED, "{}", stale.raw);
+    // So is one that made its household, whose guardian has a passkey.
+    let links = SignupLinks::new(
+        w.stores.grants.clone(),
+        w.h.clock.clone(),
+        ORIGIN.to_owned(),
+    );
+    let link = links.create().await.unwrap();
+    let (_, token) = link.url.split_once("#invite=").unwrap();
+    let ask = json!({"household_name": "Linked", "member_name": "Ola", "invite": token});
+    let made = w.sign_up_from(from("192.0.2.42"), &ask).await;
+    let enrolled = w
+        .enrol_first(&made, &mut SoftPasskey::es256(ORIGIN, RP_ID))
+        .await;
+    assert_eq!(enrolled.status, StatusCode::CREATED, "{}", enrolled.raw);
+    let spent = w.sign_up_from(from("192.0.2.42"), &ask).await;
+    assert_eq!(spent.status, StatusCode::CREATED, "{}", spent.raw);
+    assert_ne!(spent.body["enrolment_url"], made.body["enrolment_url"]);
+    assert_eq!(w.households().await.len(), 3);
 }
 
 async fn a_sign_ups_input_is_checked_at_its_limits(backend: Backend) {
@@ -498,7 +516,7 @@ crate::on_both_stores!(
     sign_up_is_counted_per_address_and_per_day,
     a_household_never_linked_is_gone_after_a_day,
     an_operators_sign_up_link_works_once,
-    with_sign_up_off_there_is_none,
+    with_sign_up_off_there_is_none_and_open_takes_anyone,
     a_sign_ups_input_is_checked_at_its_limits,
     what_an_expired_sign_up_leaves_is_deleted_or_taken_over,
 );

@@ -276,7 +276,7 @@ impl Signup {
         request: &SignupRequest,
     ) -> Result<SignedUp, SignupRefusal> {
         let invite = request.invite.as_deref().filter(|token| !token.is_empty());
-        let link = match (self.mode, invite) {
+        let mut link = match (self.mode, invite) {
             (SignupMode::Off, _) => return Err(SignupRefusal::Closed),
             (SignupMode::Invite, None) => return Err(SignupRefusal::NeedsInvite),
             (SignupMode::Invite, Some(token)) => Some(self.links.find(token).await?),
@@ -291,7 +291,11 @@ impl Signup {
         // gets its first guardian's invite again (the first attempt at the passkey failed or
         // was abandoned). Nothing new is made, so nothing is counted.
         if let Some(household_id) = link.as_ref().and_then(made_by) {
-            return self.again(&household_id).await;
+            match self.again(&household_id).await {
+                // Spent for good: where anyone may sign up, it is as if there were none.
+                Err(SignupRefusal::InviteUnusable) if self.mode == SignupMode::Open => link = None,
+                answered => return answered,
+            }
         }
         let household_id = new_household_id();
         let household_name = request.household_name.trim();
