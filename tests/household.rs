@@ -665,6 +665,18 @@ async fn call(w: &World, token: &str, tool: &str, arguments: Value) -> Value {
     reply.body["result"]["structuredContent"].clone()
 }
 
+/// Records a decision with a household's `token` (no device): the household it was kept for.
+async fn record(w: &World, token: &str, action: &str, approver: &str) -> String {
+    let recorded = call(
+        w,
+        token,
+        "record_decision",
+        json!({"action": action, "reason": "because", "approver": approver, "inputs": {}}),
+    )
+    .await;
+    recorded["household_id"].as_str().unwrap().to_owned()
+}
+
 impl World {
     /// A signed-in member's POST to a decision route.
     async fn decide(&self, browser: &Browser, path: &str, body: &Value) -> Reply {
@@ -1348,13 +1360,7 @@ async fn the_phone_reads_each_logs_records_with_their_proofs(backend: Backend) {
     let (mut dana, _) = w.enrolled(&household, "dana").await;
     let token = w.admin.token(&household, 30).await.unwrap().access_token;
     for action in ["heating.lower", "lights.off"] {
-        call(
-            &w,
-            &token,
-            "record_decision",
-            json!({"action": action, "reason": "because", "approver": "dana", "inputs": {}}),
-        )
-        .await;
+        record(&w, &token, action, "dana").await;
     }
     batteries_waiting(&w, &household).await;
     for path in [
@@ -1611,14 +1617,7 @@ async fn a_guardian_links_an_assistant_with_a_passkey_and_no_code(backend: Backe
 
     // The code is the household's, as a link code's would be.
     let token = w.exchange(&code).await;
-    let recorded = call(
-        &w,
-        &token,
-        "record_decision",
-        json!({"action": "link.test", "reason": "linked with a passkey", "approver": "dana", "inputs": {}}),
-    )
-    .await;
-    assert_eq!(recorded["household_id"], household.as_str());
+    assert_eq!(record(&w, &token, "link.test", "dana").await, household);
 }
 
 async fn a_passkey_links_only_the_request_it_was_asked_for_once(backend: Backend) {

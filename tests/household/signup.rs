@@ -12,7 +12,7 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 use super::common::{Backend, Reply, request, request_from};
-use super::{LINKED_REDIRECT, ORIGIN, RP_ID, World, call, linked_code, world_with};
+use super::{LINKED_REDIRECT, ORIGIN, RP_ID, World, call, linked_code, record, world_with};
 
 const OPEN: &[(&str, &str)] = &[("HEARTH_SIGNUP", "open")];
 
@@ -116,14 +116,7 @@ async fn a_person_signs_up_on_the_consent_page_and_links_with_the_new_passkey(ba
 
     let mut robin = w.signed_up(from("192.0.2.10"), "Ash Lane").await;
     let token = w.linked_with(&mut robin).await;
-    let recorded = call(
-        &w,
-        &token,
-        "record_decision",
-        json!({"action": "signup.test", "reason": "a new household", "approver": "robin-ash", "inputs": {}}),
-    )
-    .await;
-    let household = recorded["household_id"].as_str().unwrap().to_owned();
+    let household = record(&w, &token, "signup.test", "robin-ash").await;
     let account = w.admin.show(&household).await.unwrap();
     assert_eq!(account.name, "Ash Lane");
     // It starts able to buy nothing: no merchant, no budget, no per-order allowance, the
@@ -160,14 +153,10 @@ async fn a_person_signs_up_on_the_consent_page_and_links_with_the_new_passkey(ba
             .get("signup_expires_at_ms")
             .is_none()
     );
-    let later = call(
-        &w,
-        &token,
-        "record_decision",
-        json!({"action": "signup.later", "reason": "still linked", "approver": "robin-ash", "inputs": {}}),
-    )
-    .await;
-    assert_eq!(later["household_id"], household.as_str());
+    assert_eq!(
+        record(&w, &token, "signup.later", "robin-ash").await,
+        household
+    );
 }
 
 async fn sign_up_is_counted_per_address_and_per_day(backend: Backend) {

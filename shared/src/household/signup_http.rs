@@ -22,8 +22,7 @@ use super::signup::{Signup, SignupRefusal, SignupRequest};
 use crate::config::SignupMode;
 use crate::gate::Gate;
 use crate::html::{escape, static_asset};
-use crate::media::{has_media_type, read_body};
-use crate::passkeys::http::{BODY_LIMIT, answer, failure, json_body, refused, same_origin};
+use crate::passkeys::http::{BODY_LIMIT, answer, failure, json_body, page_post_body, refused};
 use crate::passkeys::pages::{Policy, notice, shell};
 
 /// The script sign-up's two pages share.
@@ -104,23 +103,17 @@ async fn page(State(endpoint): State<Endpoint>) -> Response {
 
 async fn create(State(endpoint): State<Endpoint>, request: Request) -> Response {
     let ip = endpoint.gate.client_ip(&request);
-    if let Err(error) = same_origin(endpoint.signup.passkeys(), request.headers()) {
-        return failure(&error);
-    }
-    if !has_media_type(request.headers(), "application/json") {
-        return refusal_of(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "invalid",
-            "Send the sign-up form as JSON.",
-        );
-    }
-    let (parts, body) = request.into_parts();
-    let Some(bytes) = read_body(&parts.headers, body, BODY_LIMIT).await else {
-        return refusal_of(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "invalid",
-            &format!("The form is longer than {BODY_LIMIT} bytes."),
-        );
+    let bytes = match page_post_body(
+        endpoint.signup.passkeys(),
+        request,
+        "application/json",
+        BODY_LIMIT,
+        ("invalid", "the sign-up form"),
+    )
+    .await
+    {
+        Ok(bytes) => bytes,
+        Err(refused) => return refused,
     };
     let body = match json_body(&bytes) {
         Ok(body) => body,

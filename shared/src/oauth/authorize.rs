@@ -426,7 +426,7 @@ pub async fn passkey_options(
     request: Request,
     log: &mut RequestLog,
 ) -> Response {
-    use crate::passkeys::http::{answer, failure, same_origin};
+    use crate::passkeys::http::{answer, failure, page_post_body};
     log.method(Some("oauth/authorize/passkey"));
     let refused = |status: StatusCode, code: &str, message: &str| {
         answer(
@@ -441,23 +441,17 @@ pub async fn passkey_options(
             "Linking with a passkey is not set up on this Hearth. Use a link code.",
         );
     };
-    if let Err(error) = same_origin(passkeys, request.headers()) {
-        return failure(&error);
-    }
-    if !has_media_type(request.headers(), "application/x-www-form-urlencoded") {
-        return refused(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "invalid_request",
-            "Send the consent form's fields, form-encoded.",
-        );
-    }
-    let (parts, body) = request.into_parts();
-    let Some(bytes) = read_body(&parts.headers, body, MAX_FORM_BYTES).await else {
-        return refused(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "invalid_request",
-            &format!("The form is longer than {MAX_FORM_BYTES} bytes."),
-        );
+    let bytes = match page_post_body(
+        passkeys,
+        request,
+        "application/x-www-form-urlencoded",
+        MAX_FORM_BYTES,
+        ("invalid_request", "the consent form's fields"),
+    )
+    .await
+    {
+        Ok(bytes) => bytes,
+        Err(refused) => return refused,
     };
     let authorize_request = match Form::parse(&bytes) {
         Ok(form) => endpoint.authorize_request(&form).await.ok(),

@@ -540,6 +540,37 @@ pub fn same_origin(passkeys: &Passkeys, headers: &HeaderMap) -> Result<(), Passk
     }
 }
 
+/// What a page posts from its own origin: the body, at most `max` bytes of `media_type`, or
+/// the JSON refusal (403 from elsewhere, 415, 413) whose `error` is `code` and whose words
+/// name `what` was sent.
+pub async fn page_post_body(
+    passkeys: &Passkeys,
+    request: axum::extract::Request,
+    media_type: &str,
+    max: usize,
+    (code, what): (&str, &str),
+) -> Result<axum::body::Bytes, Response> {
+    same_origin(passkeys, request.headers()).map_err(|error| failure(&error))?;
+    let refused = |status: StatusCode, message: String| {
+        answer(status, json!({"error": code, "message": message}))
+    };
+    if !crate::media::has_media_type(request.headers(), media_type) {
+        return Err(refused(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("Send {what} as {media_type}."),
+        ));
+    }
+    let (parts, body) = request.into_parts();
+    crate::media::read_body(&parts.headers, body, max)
+        .await
+        .ok_or_else(|| {
+            refused(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("This is longer than {max} bytes, too long for {what}."),
+            )
+        })
+}
+
 pub fn json_body(body: &[u8]) -> Result<Value, PasskeyError> {
     match serde_json::from_slice::<Value>(body) {
         Ok(value @ Value::Object(_)) => Ok(value),
