@@ -178,16 +178,12 @@ impl World {
     }
 
     async fn page(&self, client_id: &str, redirect_uri: &str) -> Reply {
-        let query = encode_pairs(&[
-            ("response_type", "code"),
-            ("client_id", client_id),
-            ("redirect_uri", redirect_uri),
-            ("state", "s1"),
-            ("code_challenge", &challenge(VERIFIER)),
-            ("code_challenge_method", "S256"),
-            ("resource", RESOURCE),
-            ("scope", "mcp:service offline_access"),
-        ]);
+        let query = common::oauth::authorize_query(
+            client_id,
+            redirect_uri,
+            "s1",
+            "mcp:service offline_access",
+        );
         request(
             &self.h.router,
             "GET",

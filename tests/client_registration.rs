@@ -104,12 +104,7 @@ impl World {
     async fn consent(&self, household: &str, client_id: &str, redirect_uri: &str) -> String {
         let page = self.authorize_page(client_id, redirect_uri).await;
         assert_eq!(page.status, StatusCode::OK, "{}", page.raw);
-        let cookie = page
-            .header("set-cookie")
-            .split(';')
-            .next()
-            .unwrap()
-            .to_owned();
+        let cookie = common::oauth::consent_cookie(&page);
         let mut fields = hidden_fields(&page.raw);
         fields.insert("decision".into(), "allow".into());
         fields.insert("link_code".into(), self.link_code(household).await);
@@ -184,16 +179,7 @@ impl World {
 
 /// Opens the consent page for a host's authorization request.
 async fn authorize_page(router: &axum::Router, client_id: &str, redirect_uri: &str) -> Reply {
-    let query = encode_pairs(&[
-        ("response_type", "code"),
-        ("client_id", client_id),
-        ("redirect_uri", redirect_uri),
-        ("state", STATE),
-        ("code_challenge", &challenge(VERIFIER)),
-        ("code_challenge_method", "S256"),
-        ("resource", RESOURCE),
-        ("scope", "mcp:service"),
-    ]);
+    let query = common::oauth::authorize_query(client_id, redirect_uri, STATE, "mcp:service");
     request(router, "GET", &format!("/oauth/authorize?{query}"), &[], "").await
 }
 

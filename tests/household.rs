@@ -1473,17 +1473,8 @@ impl World {
 
     /// Opens the consent page for `client_id`, sending it to `redirect_uri`.
     async fn consent_for(&self, client_id: &str, redirect_uri: &str) -> ConsentPage {
-        use common::oauth::{VERIFIER, challenge, encode_pairs, hidden_fields};
-        let query = encode_pairs(&[
-            ("response_type", "code"),
-            ("client_id", client_id),
-            ("redirect_uri", redirect_uri),
-            ("state", "linking-state"),
-            ("code_challenge", &challenge(VERIFIER)),
-            ("code_challenge_method", "S256"),
-            ("resource", common::RESOURCE),
-            ("scope", "mcp:service"),
-        ]);
+        use common::oauth::{authorize_query, consent_cookie, hidden_fields};
+        let query = authorize_query(client_id, redirect_uri, "linking-state", "mcp:service");
         let page = request(
             &self.h.router,
             "GET",
@@ -1493,12 +1484,7 @@ impl World {
         )
         .await;
         assert_eq!(page.status, StatusCode::OK, "{}", page.raw);
-        let cookie = page
-            .header("set-cookie")
-            .split(';')
-            .next()
-            .unwrap()
-            .to_owned();
+        let cookie = consent_cookie(&page);
         ConsentPage {
             fields: hidden_fields(&page.raw),
             raw: page.raw,

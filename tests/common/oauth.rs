@@ -54,3 +54,27 @@ pub fn hidden_fields(html: &str) -> HashMap<String, String> {
         })
         .collect()
 }
+
+/// The query of an authorization request from `client_id` to `redirect_uri` for this test
+/// server's resource, with `state`, `scope` and [`VERIFIER`]'s challenge.
+pub fn authorize_query(client_id: &str, redirect_uri: &str, state: &str, scope: &str) -> String {
+    encode_pairs(&[
+        ("response_type", "code"),
+        ("client_id", client_id),
+        ("redirect_uri", redirect_uri),
+        ("state", state),
+        ("code_challenge", &challenge(VERIFIER)),
+        ("code_challenge_method", "S256"),
+        ("resource", super::RESOURCE),
+        ("scope", scope),
+    ])
+}
+
+/// The consent page's cookie as a browser sends it back (`name=value`).
+pub fn consent_cookie(page: &super::Reply) -> String {
+    page.header("set-cookie")
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}

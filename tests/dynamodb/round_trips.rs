@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::common::oauth::{VERIFIER, challenge, encode_pairs, hidden_fields};
+use crate::common::oauth::{VERIFIER, encode_pairs, hidden_fields};
 use crate::common::{CLIENT_ID, CLIENT_SECRET, Harness, RESOURCE, Reply, basic, request, settings};
 use hearth_core::admin::Admin;
 use hearth_core::auth::attestation::{Attestation, sign};
@@ -232,16 +232,8 @@ impl World {
 
     /// The household linked through the consent page with `link_code`: an authorization code.
     async fn authorization_code(&self, link_code: &str) -> String {
-        let query = encode_pairs(&[
-            ("response_type", "code"),
-            ("client_id", CLIENT_ID),
-            ("redirect_uri", REDIRECT),
-            ("state", "counted"),
-            ("code_challenge", &challenge(VERIFIER)),
-            ("code_challenge_method", "S256"),
-            ("resource", RESOURCE),
-            ("scope", "mcp:service"),
-        ]);
+        let query =
+            crate::common::oauth::authorize_query(CLIENT_ID, REDIRECT, "counted", "mcp:service");
         let page = request(
             &self.h.router,
             "GET",
