@@ -340,13 +340,19 @@ async fn a_lost_race_is_retried_from_the_winning_heads_without_reading_again() {
         .await
         .unwrap();
     calls.take();
+    // The rival's append lands inside our call, so on moto under a loaded test run the two
+    // can take longer than a voice call's quarter second: what is tested is the retry, not
+    // moto's speed.
+    let budget = std::time::Duration::from_secs(10);
     let raced = Arc::new(RacedOnce {
         inner: store.clone(),
         calls: calls.clone(),
-        rival: tokio::sync::Mutex::new(Some(WhyService::new(store.clone(), clock.clone()))),
+        rival: tokio::sync::Mutex::new(Some(
+            WhyService::new(store.clone(), clock.clone()).with_append_budget(budget),
+        )),
         calls_before_rival: Default::default(),
     });
-    let our_instance = WhyService::new(raced.clone(), clock.clone());
+    let our_instance = WhyService::new(raced.clone(), clock.clone()).with_append_budget(budget);
     let ours = our_instance
         .record(&me, decision("home", "ours", &inputs))
         .await

@@ -76,6 +76,8 @@ pub struct WhyService {
     hot_chains: Arc<HotChains>,
     /// Bodies this process has already hashed (see [`chain::VerifiedBodies`]).
     verified_bodies: Arc<chain::VerifiedBodies<RecordView>>,
+    /// How long an append may wait and retry before the chain is reported busy.
+    append_budget: std::time::Duration,
 }
 
 /// How many verified record bodies the service remembers: 40 households' whole windows.
@@ -91,6 +93,7 @@ impl WhyService {
             log_keys: None,
             witnesses: None,
             verified_bodies: Arc::new(chain::VerifiedBodies::new(REMEMBERED_BODIES)),
+            append_budget: APPEND_BUDGET,
         }
     }
 
@@ -100,6 +103,14 @@ impl WhyService {
     }
 
     /// The same service signing each household's decision log with `keys`.
+    /// The same service giving each append `budget` instead of [`APPEND_BUDGET`] (what a
+    /// voice call affords): for a store known to be slower than DynamoDB, such as an emulator
+    /// on a loaded test machine, where a race's retries would otherwise run out of time.
+    pub fn with_append_budget(mut self, budget: std::time::Duration) -> Self {
+        self.append_budget = budget;
+        self
+    }
+
     pub fn with_log_keys(mut self, keys: Option<Arc<LogKeys>>) -> Self {
         self.log_keys = keys;
         self
@@ -191,7 +202,7 @@ impl WhyService {
         step: LogStep,
         caller: &Caller,
     ) -> Result<Value, WhyError> {
-        let deadline = tokio::time::Instant::now() + APPEND_BUDGET;
+        let deadline = tokio::time::Instant::now() + self.append_budget;
         let queue = self.queues.of(key);
         let (answer, mut answered) = tokio::sync::oneshot::channel();
         let ticket = queue.join(Pending {
