@@ -1109,12 +1109,17 @@ pub async fn admin_signup_links(
             "sign-up links work only where the server runs with HEARTH_SIGNUP=invite (or open); set it here as the server has it"
         );
     }
-    let passkeys = admin_passkeys(config).await?;
+    // The configuration refuses sign-up without the pages' public URL.
+    let place = config.passkeys.as_ref().ok_or_else(|| {
+        anyhow::anyhow!(
+            "sign-up links need the public URL their page is served under: set MCP_RESOURCE_URL"
+        )
+    })?;
     let stores = existing_stores(config).await?;
     Ok(crate::household::signup::SignupLinks::new(
         stores.grants,
         Arc::new(SystemClock),
-        passkeys.site().base_url.clone(),
+        place.base_url.clone(),
     ))
 }
 

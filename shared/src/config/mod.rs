@@ -179,7 +179,8 @@ pub enum SignupMode {
     /// Only the operator creates households (`hearth admin household create`).
     #[default]
     Off,
-    /// A person holding an operator's single-use sign-up link (`hearth admin signup-link`).
+    /// A person holding an operator's sign-up link (`hearth admin signup-link`), each of which
+    /// makes one household.
     Invite,
     /// Anyone: the consent page offers `Create a household`.
     Open,

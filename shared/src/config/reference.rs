@@ -156,7 +156,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         names: r#"`HEARTH_SIGNUP`"#,
         default: r#"`off`"#,
-        meaning: r#"Who may create a household without the operator: `off` (only `hearth admin household create`), `invite` (a person holding a single-use link from `hearth admin signup-link`) or `open` (anyone: the consent page offers **Create a household**). The person names the household and becomes its first guardian with a new passkey; it starts with no merchant and no budget, and is deleted after 24 hours unless an assistant is linked. Needs `MCP_RESOURCE_URL` and `MCP_REDIRECT_URIS`. Limited to 3 a day per client address (IPv6 by its /64) and by `HEARTH_SIGNUP_PER_DAY` ([Opening sign-up](../self-hosting/signup.md))"#,
+        meaning: r#"Who may create a household without the operator: `off` (only `hearth admin household create`), `invite` (a person holding a link from `hearth admin signup-link`, which makes one household) or `open` (anyone: the consent page offers **Create a household**). The person names the household and becomes its first guardian with a new passkey; it starts with no merchant and no budget, and is deleted after 24 hours unless an assistant is linked. Needs `MCP_RESOURCE_URL` and `MCP_REDIRECT_URIS`. Limited to 3 a day per client address (IPv6 by its /64) and by `HEARTH_SIGNUP_PER_DAY` ([Opening sign-up](../self-hosting/signup.md))"#,
     },
     Setting {
         names: r#"`HEARTH_SIGNUP_PER_DAY`"#,

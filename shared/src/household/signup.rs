@@ -53,9 +53,8 @@ pub struct SignupRequest {
 }
 
 /// A household made by sign-up: what the page goes on with.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct SignedUp {
-    pub household_id: String,
     /// The first guardian's enrolment page (a passkey invite's link, 15 minutes).
     pub enrolment_url: String,
     /// When the household is deleted unless an assistant is linked first.
@@ -105,7 +104,7 @@ impl From<StoreError> for SignupRefusal {
     }
 }
 
-/// The operator's single-use sign-up links: made by `hearth admin signup-link`, each makes one
+/// The operator's sign-up links: made by `hearth admin signup-link`, each makes one
 /// household. Only each token's hash is kept; a used one names the household it made, and
 /// makes nothing else.
 pub struct SignupLinks {
@@ -179,17 +178,14 @@ impl SignupLinks {
 
     /// Makes a link unused again after its sign-up failed.
     async fn restore(&self, link: &GrantItem) {
-        let spent = GrantItem {
-            revision: link.revision + 1,
-            ..link.clone()
-        };
+        // Over what `spend` wrote (the next revision), the link as it was.
         let restored = GrantItem {
             revision: link.revision + 2,
             ..link.clone()
         };
         if self
             .grants
-            .put_grant(&restored, Some(spent.revision), self.now_ms())
+            .put_grant(&restored, Some(link.revision + 1), self.now_ms())
             .await
             .is_err()
         {
@@ -339,13 +335,10 @@ impl Signup {
         {
             self.links.restore(link).await;
         }
-        let (enrolment_url, expires_at_ms) = made?;
-        tracing::info!(target: "hearth::signup", invited = link.is_some(), "a household was made by sign-up");
-        Ok(SignedUp {
-            household_id,
-            enrolment_url,
-            expires_at: timestamp(expires_at_ms),
-        })
+        if made.is_ok() {
+            tracing::info!(target: "hearth::signup", invited = link.is_some(), "a household was made by sign-up");
+        }
+        made
     }
 
     /// The first guardian's invite again, for a household a link made that nobody has a
@@ -374,7 +367,6 @@ impl Signup {
             .map_err(|_| SignupRefusal::Unavailable)?;
         tracing::info!(target: "hearth::signup", "a sign-up link asked again for its household's first passkey");
         Ok(SignedUp {
-            household_id: household_id.to_owned(),
             enrolment_url: invite.url,
             expires_at: timestamp(expires_at_ms),
         })
@@ -414,7 +406,7 @@ impl Signup {
         household_name: &str,
         policy: Value,
         member_id: &str,
-    ) -> Result<(String, i64), SignupRefusal> {
+    ) -> Result<SignedUp, SignupRefusal> {
         let expires_at_ms = self.now_ms() + UNLINKED_SIGNUP_MS;
         self.accounts()
             .create_unlinked(household_id, household_name, policy, expires_at_ms)
@@ -424,7 +416,10 @@ impl Signup {
                 _ => SignupRefusal::Unavailable,
             })?;
         match self.passkeys.invite(household_id, member_id).await {
-            Ok(invite) => Ok((invite.url, expires_at_ms)),
+            Ok(invite) => Ok(SignedUp {
+                enrolment_url: invite.url,
+                expires_at: timestamp(expires_at_ms),
+            }),
             Err(_) => {
                 // The error's words may name the member, whose id comes from a typed name.
                 tracing::warn!(target: "hearth::signup", "a new household's first invite could not be made");

@@ -154,15 +154,14 @@ fn refusal_response(refusal: &SignupRefusal) -> Response {
         ),
         SignupRefusal::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable", None),
     };
-    let mut response = refusal_of(status, code, &refusal.to_string());
+    let mut response = answer(
+        status,
+        json!({"error": code, "message": refusal.to_string()}),
+    );
     if let Some(seconds) = retry_after {
         response
             .headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
     }
     response
-}
-
-fn refusal_of(status: StatusCode, code: &str, message: &str) -> Response {
-    answer(status, json!({"error": code, "message": message}))
 }

@@ -46,6 +46,8 @@ pub const CONSENT_LIFETIME_SECS: u64 = 15 * 60;
 pub const MAX_STATE_BYTES: usize = 1024;
 /// The consent cookie.
 const COOKIE: &str = "hearth_consent";
+/// What a passkey's answer or request is told where members' passkeys are not set up.
+const NO_PASSKEYS: &str = "Linking with a passkey is not set up on this Hearth. Use a link code.";
 
 /// The key CSRF tokens are signed with, derived from the token-signing key (so it needs no
 /// secret of its own and rotates with it).
@@ -118,6 +120,16 @@ pub struct AuthorizeRequest {
 }
 
 impl AuthorizeRequest {
+    /// What a guardian's passkey signs to link for this request: its client, redirect URI
+    /// and PKCE challenge.
+    fn link_purpose(&self) -> Purpose<'_> {
+        Purpose::Link {
+            client_id: &self.client_id,
+            redirect_uri: &self.redirect_uri,
+            code_challenge: &self.code_challenge,
+        }
+    }
+
     pub fn binding(&self) -> CodeBinding {
         CodeBinding {
             client_id: self.client_id.clone(),
@@ -321,12 +333,10 @@ impl OAuthEndpoint {
         request: &AuthorizeRequest,
         answer: &str,
     ) -> Result<LinkedHousehold, (StatusCode, String)> {
-        let passkeys = self.passkeys.as_ref().ok_or_else(|| {
-            (
-                StatusCode::NOT_FOUND,
-                "Linking with a passkey is not set up on this Hearth. Use a link code.".to_owned(),
-            )
-        })?;
+        let passkeys = self
+            .passkeys
+            .as_ref()
+            .ok_or_else(|| (StatusCode::NOT_FOUND, NO_PASSKEYS.to_owned()))?;
         let credential: serde_json::Value = serde_json::from_str(answer).map_err(|_| {
             (
                 StatusCode::BAD_REQUEST,
@@ -334,13 +344,8 @@ impl OAuthEndpoint {
                     .to_owned(),
             )
         })?;
-        let purpose = Purpose::Link {
-            client_id: &request.client_id,
-            redirect_uri: &request.redirect_uri,
-            code_challenge: &request.code_challenge,
-        };
         let signed_in = passkeys
-            .sign_in(&credential, purpose)
+            .sign_in(&credential, request.link_purpose())
             .await
             .map_err(|refusal| {
                 let status = match &refusal {
@@ -435,11 +440,7 @@ pub async fn passkey_options(
         )
     };
     let Some(passkeys) = &endpoint.passkeys else {
-        return refused(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "Linking with a passkey is not set up on this Hearth. Use a link code.",
-        );
+        return refused(StatusCode::NOT_FOUND, "not_found", NO_PASSKEYS);
     };
     let bytes = match page_post_body(
         passkeys,
@@ -464,12 +465,10 @@ pub async fn passkey_options(
             "This link request cannot be used. Start linking again from the app that sent you here.",
         );
     };
-    let purpose = Purpose::Link {
-        client_id: &authorize_request.client_id,
-        redirect_uri: &authorize_request.redirect_uri,
-        code_challenge: &authorize_request.code_challenge,
-    };
-    match passkeys.sign_in_options(purpose).await {
+    match passkeys
+        .sign_in_options(authorize_request.link_purpose())
+        .await
+    {
         Ok(options) => answer(StatusCode::OK, options),
         Err(error) => failure(&error),
     }

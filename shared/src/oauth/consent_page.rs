@@ -112,16 +112,21 @@ pub fn consent(fields: &ConsentFields<'_>, problem: Option<&str>, status: Status
     .map(|(name, value)| hidden_input(name, value))
     .chain(fields.state.map(|state| hidden_input("state", state)))
     .collect::<String>();
-    let signup = if fields.passkeys && fields.signup {
-        crate::household::signup_http::form(
-            "../household/signup",
-            SignupMode::Open,
-            Some("No household on Hearth yet?"),
-        )
-    } else {
-        String::new()
-    };
-    let (passkey, scripts) = if fields.passkeys {
+    let (passkey, signup, scripts) = if fields.passkeys {
+        let signup = if fields.signup {
+            crate::household::signup_http::form(
+                "../household/signup",
+                SignupMode::Open,
+                Some("No household on Hearth yet?"),
+            )
+        } else {
+            String::new()
+        };
+        let signup_script = if fields.signup {
+            r#"<script src="../household/signup.js" defer></script>"#
+        } else {
+            ""
+        };
         (
             format!(
                 r#"<form method="post" action="authorize" id="passkey-form" data-options="authorize/passkey">
@@ -134,14 +139,13 @@ pub fn consent(fields: &ConsentFields<'_>, problem: Option<&str>, status: Status
 <p id="status" role="status"></p>
 </form>"#
             ),
-            if fields.signup {
-                r#"<script src="../passkeys/page.js" defer></script><script src="consent.js" defer></script><script src="../household/signup.js" defer></script>"#
-            } else {
-                r#"<script src="../passkeys/page.js" defer></script><script src="consent.js" defer></script>"#
-            },
+            signup,
+            format!(
+                r#"<script src="../passkeys/page.js" defer></script><script src="consent.js" defer></script>{signup_script}"#
+            ),
         )
     } else {
-        (String::new(), "")
+        (String::new(), String::new(), String::new())
     };
     let body = format!(
         r#"<!doctype html>

@@ -21,8 +21,6 @@ use serde_json::Value;
 use super::{
     CeremonyError, PasskeyError, Passkeys, ceremony, settle_use, stored_key, unavailable_randomness,
 };
-use sha2::Digest;
-
 use crate::chain::sha256_hex;
 use crate::random::os_bytes;
 use crate::store::{GrantItem, GrantKind};
@@ -132,7 +130,7 @@ impl Passkeys {
         let nonce = os_bytes::<32>().map_err(|_| unavailable_randomness())?;
         let statement = purpose.statement(&URL_SAFE_NO_PAD.encode(nonce));
         let challenge: Vec<u8> = match &statement {
-            Some(statement) => sha2::Sha256::digest(statement.as_bytes()).to_vec(),
+            Some(statement) => ceremony::challenge_of(statement).to_vec(),
             None => nonce.to_vec(),
         };
         let now = self.now_ms();

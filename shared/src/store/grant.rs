@@ -37,8 +37,8 @@ pub enum GrantKind {
     SignInChallenge,
     /// A household page's session, keyed by the hash of its cookie.
     HouseholdSession,
-    /// An operator's single-use sign-up link (`hearth admin signup-link`), keyed by the hash
-    /// of its token, deleted by the sign-up that uses it.
+    /// An operator's sign-up link (`hearth admin signup-link`), keyed by the hash of its
+    /// token; once used it names the household it made, until it expires.
     SignupLink,
 }
 
